@@ -1,0 +1,31 @@
+/** Jest projects: unit specs beside the code, the contract suite, and end-to-end tests. */
+const swc = [
+  '@swc/jest',
+  {
+    jsc: {
+      parser: { syntax: 'typescript', decorators: true },
+      transform: { legacyDecorator: true, decoratorMetadata: true },
+      target: 'es2022',
+    },
+    module: { type: 'commonjs' },
+  },
+];
+
+const common = {
+  testEnvironment: 'node',
+  transform: { '^.+\\.ts$': swc },
+  moduleFileExtensions: ['ts', 'js', 'json'],
+  moduleNameMapper: {
+    '^@app/distributed-lock$': '<rootDir>/libs/distributed-lock/src',
+    '^@app/distributed-lock/(.*)$': '<rootDir>/libs/distributed-lock/src/$1',
+  },
+  rootDir: __dirname,
+};
+
+module.exports = {
+  projects: [
+    { ...common, displayName: 'unit', testMatch: ['<rootDir>/libs/**/*.spec.ts', '<rootDir>/apps/**/*.spec.ts', '<rootDir>/scripts/**/*.spec.ts'] },
+    { ...common, displayName: 'contract', testMatch: ['<rootDir>/test/contract/**/*.spec.ts', '<rootDir>/test/integration/**/*.spec.ts'] },
+    { ...common, displayName: 'e2e', testMatch: ['<rootDir>/test/e2e/**/*.spec.ts'] },
+  ],
+};

@@ -1,0 +1,11 @@
+export { DistributedLockError } from './distributed-lock.error';
+export { LockAcquireTimeoutError } from './lock-acquire-timeout.error';
+export { LockAcquireAbortedError } from './lock-acquire-aborted.error';
+export { LockLostError, type LockLostReason } from './lock-lost.error';
+export { LockNotHeldError } from './lock-not-held.error';
+export { LockBackendUnavailableError } from './lock-backend-unavailable.error';
+export { InvalidLockOptionsError } from './invalid-lock-options.error';
+export { InvalidLockKeyError } from './invalid-lock-key.error';
+export { StrategyNotRegisteredError } from './strategy-not-registered.error';
+export { VersionConflictError } from './version-conflict.error';
+export { MissingPeerDependencyError } from './missing-peer-dependency.error';

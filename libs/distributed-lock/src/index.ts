@@ -1,0 +1,41 @@
+// Public API. Backend strategies other than in-memory live behind their own entry points
+// (e.g. `@app/distributed-lock/strategies/redis`) so that this file never loads a client library.
+
+// Lock engine
+export { LockService, type LockServiceOptions } from './locking/lock-service';
+export { LockManager, type LockManagerOptions } from './locking/lock-manager';
+export { LockHandle, MultiLockHandle, type Lock } from './locking/lock-handle';
+export { currentLock } from './locking/lock-context';
+export { LockEvents, type LockEventMap, type LockEventBase } from './locking/lock-events';
+export { LOCK_DEFAULTS, type AcquireOptions, type LockDefaults, type RetryOptions } from './locking/lock-options';
+export type { LockMode, LockRequest, LeaseGrant, WaitBudget } from './locking/lock-lease';
+export type { LockStrategy, LockStrategyCapabilities, LeaseLostListener } from './locking/lock-strategy.interface';
+export { compileKeyTemplate, toKeyResolver, type LockKeySource, type KeyResolver } from './locking/key-template';
+export { validateLockKey } from './locking/lock-key';
+
+// Optimistic concurrency
+export {
+  runWithOptimisticRetry,
+  OPTIMISTIC_RETRY_DEFAULTS,
+  type OptimisticRetryOptions,
+} from './versioning/optimistic-retry';
+
+// Errors
+export * from './errors';
+
+// In-process strategy
+export { InMemoryLockStrategy, type InMemoryLockStrategyOptions } from './strategies/in-memory';
+
+// Nest integration
+export { DistributedLockModule } from './nest/distributed-lock.module';
+export type {
+  DistributedLockModuleOptions,
+  DistributedLockFeatureOptions,
+  DistributedLockOptionsFactory,
+} from './nest/distributed-lock-options.interface';
+export type { DistributedLockModuleExtras } from './nest/distributed-lock.module-definition';
+export { getLockServiceToken } from './nest/distributed-lock.tokens';
+export { Locked, type LockedOptions } from './nest/decorators/locked.decorator';
+export { OptimisticVersion } from './nest/decorators/optimistic-version.decorator';
+export { InjectLockService } from './nest/decorators/inject-lock-service.decorator';
+export { LockRegistry } from './nest/lock-registry';

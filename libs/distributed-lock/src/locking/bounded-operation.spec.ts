@@ -1,0 +1,48 @@
+import { LockBackendUnavailableError } from '../errors/lock-backend-unavailable.error';
+import { LockNotHeldError } from '../errors/lock-not-held.error';
+import { runBounded } from './bounded-operation';
+
+describe('runBounded', () => {
+  it('turns a silent backend into a typed error after the bound, and hands back a late result', async () => {
+    let late: string | undefined;
+    let answer: (value: string) => void = () => undefined;
+    const pending = runBounded({
+      strategy: 'test',
+      operation: 'acquire',
+      key: 'k',
+      timeoutMs: 30,
+      run: () => new Promise<string>((resolve) => (answer = resolve)),
+      onLateResult: (value) => (late = value),
+    });
+    const error = await pending.catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(LockBackendUnavailableError);
+    expect((error as LockBackendUnavailableError).operation).toBe('acquire');
+    expect((error as LockBackendUnavailableError).key).toBe('k');
+    answer('grant');
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(late).toBe('grant');
+  });
+
+  it('wraps driver errors with their cause and passes the library’s own errors through', async () => {
+    const driverError = new Error('ECONNREFUSED');
+    const wrapped = await runBounded({ strategy: 's', operation: 'release', timeoutMs: 1000, run: () => Promise.reject(driverError) }).catch((e: unknown) => e);
+    expect(wrapped).toBeInstanceOf(LockBackendUnavailableError);
+    expect((wrapped as Error).cause).toBe(driverError);
+    expect((wrapped as Error).message).toContain('ECONNREFUSED');
+    const own = new LockNotHeldError('k', 's');
+    await expect(runBounded({ strategy: 's', operation: 'extend', timeoutMs: 1000, run: () => Promise.reject(own) })).rejects.toBe(own);
+  });
+
+  it('catches a synchronous throw from the strategy', async () => {
+    await expect(
+      runBounded({
+        strategy: 's',
+        operation: 'acquire',
+        timeoutMs: 1000,
+        run: () => {
+          throw new Error('sync');
+        },
+      }),
+    ).rejects.toBeInstanceOf(LockBackendUnavailableError);
+  });
+});

@@ -1,0 +1,57 @@
+import { DistributedLockError } from '../errors/distributed-lock.error';
+import { LockBackendUnavailableError } from '../errors/lock-backend-unavailable.error';
+
+/** Describes one strategy call for `runBounded`. */
+export interface BoundedOperation<T> {
+  readonly strategy: string;
+  readonly operation: string;
+  readonly key?: string;
+  readonly timeoutMs: number;
+  readonly run: () => Promise<T>;
+  /** Called with a result that arrives after the caller gave up (e.g. a grant to release). */
+  readonly onLateResult?: (value: T) => void;
+}
+
+/**
+ * Runs a strategy call with a hard time bound: a server that is down or silent yields
+ * `LockBackendUnavailableError` after `timeoutMs` instead of a hang. Errors that are not already this
+ * library's are wrapped the same way, keeping the driver error as `cause`.
+ */
+export function runBounded<T>(op: BoundedOperation<T>): Promise<T> {
+  const started = performance.now();
+  return new Promise<T>((resolve, reject) => {
+    let settled = false;
+    const timer = setTimeout(() => {
+      settled = true;
+      reject(new LockBackendUnavailableError(op.strategy, op.operation, Math.round(performance.now() - started), { key: op.key }));
+    }, op.timeoutMs);
+    timer.unref?.();
+    let pending: Promise<T>;
+    try {
+      pending = op.run();
+    } catch (error) {
+      pending = Promise.reject(error);
+    }
+    pending.then(
+      (value) => {
+        if (settled) {
+          op.onLateResult?.(value);
+          return;
+        }
+        settled = true;
+        clearTimeout(timer);
+        resolve(value);
+      },
+      (error: unknown) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        reject(
+          error instanceof DistributedLockError
+            ? error
+            : new LockBackendUnavailableError(op.strategy, op.operation, Math.round(performance.now() - started), { key: op.key, cause: error }),
+        );
+      },
+    );
+  });
+}

@@ -1,0 +1,165 @@
+import { LockLostError, type LockLostReason } from '../errors/lock-lost.error';
+import { LockNotHeldError } from '../errors/lock-not-held.error';
+import { runBounded } from './bounded-operation';
+import type { LockEvents } from './lock-events';
+import type { LeaseGrant } from './lock-lease';
+import type { LockStrategy } from './lock-strategy.interface';
+import { LeaseWatchdog } from './lease-watchdog';
+import { LOCK_DEFAULTS } from './lock-options';
+
+/** What a held lock needs from the manager that granted it. */
+export interface HeldLockDeps {
+  readonly strategy: LockStrategy;
+  readonly operationTimeout: number;
+  readonly events: LockEvents;
+  /** Called once when the lock is released or lost, so the manager forgets it. */
+  readonly onFinished: (lock: HeldLock) => void;
+}
+
+/**
+ * One grant from a strategy, shared by every reentrant handle on it. Owns the lease's liveness (the
+ * watchdog), the hold count, and the lost signal. Internal: users see `LockHandle`.
+ */
+export class HeldLock {
+  private state: 'held' | 'released' | 'lost' = 'held';
+  private holds = 1;
+  private readonly controller = new AbortController();
+  private readonly watchdog: LeaseWatchdog;
+  private readonly unsubscribeLost: (() => void) | undefined;
+  readonly acquiredAt = Date.now();
+
+  constructor(
+    private readonly deps: HeldLockDeps,
+    private lease: LeaseGrant,
+    private readonly ttl: number,
+    autoExtend: boolean,
+  ) {
+    const strategyName = deps.strategy.name;
+    this.watchdog = new LeaseWatchdog(
+      {
+        expiresAt: () => this.lease.expiresAt,
+        renew: () => this.renew(this.ttl),
+        onGone: (reason) => this.markLost(reason),
+        onRenewFailed: (error) =>
+          deps.events.emit('backgroundError', { strategy: strategyName, key: lease.key, operation: 'extend', error }),
+      },
+      autoExtend ? Math.max(1, Math.floor(ttl * LOCK_DEFAULTS.extendFraction)) : undefined,
+    );
+    this.watchdog.start();
+    this.unsubscribeLost = deps.strategy.onLeaseLost?.(lease, (reason) => this.markLost(reason));
+  }
+
+  get grant(): LeaseGrant {
+    return this.lease;
+  }
+
+  /** Aborted with a `LockLostError` as soon as the lock is known lost. */
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  get isHeld(): boolean {
+    return this.state === 'held';
+  }
+
+  get strategyName(): string {
+    return this.deps.strategy.name;
+  }
+
+  get holdCount(): number {
+    return this.holds;
+  }
+
+  /** One more reentrant hold on the same grant. */
+  enter(): void {
+    this.holds += 1;
+  }
+
+  /** Drop one hold; the last one releases the lock on the backend. Resolves whether it was still ours. */
+  async leave(): Promise<boolean> {
+    if (this.state !== 'held') return false;
+    this.holds -= 1;
+    if (this.holds > 0) return true;
+    return this.releaseNow();
+  }
+
+  /** Release on the backend now, whatever the hold count (shutdown). */
+  async releaseNow(): Promise<boolean> {
+    if (this.state !== 'held') return false;
+    this.state = 'released';
+    this.stopLiveness();
+    const { strategy, operationTimeout, events } = this.deps;
+    try {
+      const wasHeld = await runBounded({
+        strategy: strategy.name,
+        operation: 'release',
+        key: this.lease.key,
+        timeoutMs: operationTimeout,
+        run: () => strategy.release(this.lease),
+      });
+      events.emit('released', { ...this.describe(), heldMs: Date.now() - this.acquiredAt, wasHeld });
+      return wasHeld;
+    } finally {
+      this.deps.onFinished(this);
+    }
+  }
+
+  /** Push the lease's end to now + `ttlMs`. Throws `LockNotHeldError` when it is no longer ours. */
+  async extend(ttlMs: number = this.ttl): Promise<void> {
+    if (this.state !== 'held') throw new LockNotHeldError(this.lease.key, this.deps.strategy.name, { cause: this.signal.reason });
+    const renewed = await this.renew(ttlMs);
+    if (!renewed) {
+      this.markLost('extension-refused');
+      throw new LockNotHeldError(this.lease.key, this.deps.strategy.name);
+    }
+    this.watchdog.reset();
+  }
+
+  /** Declare the lock lost: abort the signal, stop the watchdog, emit `lost`. Idempotent. */
+  markLost(reason: LockLostReason, cause?: unknown): void {
+    if (this.state !== 'held') return;
+    this.state = 'lost';
+    this.stopLiveness();
+    const { strategy, events } = this.deps;
+    this.controller.abort(new LockLostError(this.lease.key, strategy.name, reason, { cause }));
+    events.emit('lost', { ...this.describe(), reason, heldMs: Date.now() - this.acquiredAt });
+    this.deps.onFinished(this);
+    if (reason === 'expired' || reason === 'backend-unreachable') {
+      // The backend may still hold the key if our clock ran ahead; an owner-checked release is harmless.
+      runBounded({
+        strategy: strategy.name,
+        operation: 'release',
+        key: this.lease.key,
+        timeoutMs: this.deps.operationTimeout,
+        run: () => strategy.release(this.lease),
+      }).catch((error: unknown) => events.emit('backgroundError', { strategy: strategy.name, key: this.lease.key, operation: 'release', error }));
+    }
+  }
+
+  private async renew(ttlMs: number): Promise<boolean> {
+    const { strategy, operationTimeout, events } = this.deps;
+    // Never wait on the server past the lease's own end: an answer after it would come too late anyway.
+    const timeoutMs = Math.max(1, Math.min(operationTimeout, this.lease.expiresAt - Date.now()));
+    const renewed = await runBounded({
+      strategy: strategy.name,
+      operation: 'extend',
+      key: this.lease.key,
+      timeoutMs,
+      run: () => strategy.extend(this.lease, ttlMs),
+    });
+    if (this.state !== 'held') return true;
+    if (!renewed) return false;
+    this.lease = renewed;
+    events.emit('extended', { ...this.describe(), expiresAt: renewed.expiresAt });
+    return true;
+  }
+
+  private stopLiveness(): void {
+    this.watchdog.stop();
+    this.unsubscribeLost?.();
+  }
+
+  private describe(): { strategy: string; key: string; owner: string; mode: LeaseGrant['mode'] } {
+    return { strategy: this.deps.strategy.name, key: this.lease.key, owner: this.lease.owner, mode: this.lease.mode };
+  }
+}

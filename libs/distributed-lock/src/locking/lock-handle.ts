@@ -1,0 +1,151 @@
+import { LockNotHeldError } from '../errors/lock-not-held.error';
+import type { HeldLock } from './held-lock';
+import type { LockMode } from './lock-lease';
+
+/** A held lock on one or several keys, as handed to callers. */
+export interface Lock extends AsyncDisposable {
+  /** The keys held, prefix included, in acquisition order. */
+  readonly keys: readonly string[];
+  /** The fencing token of a single-key lock on a strategy with fencing; undefined otherwise. */
+  readonly fencingToken: number | undefined;
+  /** Aborted with a `LockLostError` the moment any of the keys is known lost. */
+  readonly signal: AbortSignal;
+  /** True until released or lost. */
+  readonly isHeld: boolean;
+  /** Release (owner-checked). Safe to call twice. Resolves false when the lock was no longer ours. */
+  release(): Promise<boolean>;
+  /** Extend the lease to now + `ttl` ms (default: the lease the lock was taken with). */
+  extend(ttl?: number): Promise<void>;
+  /** Throws the `LockLostError` if the lock was lost; call it before writing what the lock protects. */
+  throwIfLost(): void;
+}
+
+/** A held lock on one key. Returned by `LockService.acquire(key)`. */
+export class LockHandle implements Lock {
+  private released = false;
+
+  /** @internal */
+  constructor(
+    private readonly held: HeldLock,
+    /** True when this handle re-entered a lock already held in the same call chain. */
+    readonly reentered: boolean,
+  ) {}
+
+  get key(): string {
+    return this.held.grant.key;
+  }
+
+  get keys(): readonly string[] {
+    return [this.held.grant.key];
+  }
+
+  /** Unique id of the acquisition (shared by reentrant handles). */
+  get owner(): string {
+    return this.held.grant.owner;
+  }
+
+  get mode(): LockMode {
+    return this.held.grant.mode;
+  }
+
+  get fencingToken(): number | undefined {
+    return this.held.grant.fencingToken;
+  }
+
+  /** Local time (ms since epoch) at which the current lease ends unless extended. */
+  get expiresAt(): number {
+    return this.held.grant.expiresAt;
+  }
+
+  get signal(): AbortSignal {
+    return this.held.signal;
+  }
+
+  get isHeld(): boolean {
+    return !this.released && this.held.isHeld;
+  }
+
+  async release(): Promise<boolean> {
+    if (this.released) return false;
+    this.released = true;
+    return this.held.leave();
+  }
+
+  async extend(ttl?: number): Promise<void> {
+    if (this.released) throw new LockNotHeldError(this.key, this.held.strategyName);
+    await this.held.extend(ttl);
+  }
+
+  throwIfLost(): void {
+    if (this.held.signal.aborted) throw this.held.signal.reason;
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.release();
+  }
+
+  /** @internal the shared grant, for the reentrancy context. */
+  get heldLock(): HeldLock {
+    return this.held;
+  }
+}
+
+/** Several keys held together, taken in a fixed (sorted) order so that two callers cannot deadlock. */
+export class MultiLockHandle implements Lock {
+  private readonly combined: AbortSignal;
+
+  /** @internal */
+  constructor(readonly locks: readonly LockHandle[]) {
+    this.combined = AbortSignal.any(locks.map((lock) => lock.signal));
+  }
+
+  get keys(): readonly string[] {
+    return this.locks.map((lock) => lock.key);
+  }
+
+  get fencingToken(): number | undefined {
+    return this.locks.length === 1 ? this.locks[0].fencingToken : undefined;
+  }
+
+  /** Fencing token per key (strategies with fencing). */
+  get fencingTokens(): ReadonlyMap<string, number> {
+    const tokens = new Map<string, number>();
+    for (const lock of this.locks) if (lock.fencingToken !== undefined) tokens.set(lock.key, lock.fencingToken);
+    return tokens;
+  }
+
+  get signal(): AbortSignal {
+    return this.combined;
+  }
+
+  get isHeld(): boolean {
+    return this.locks.every((lock) => lock.isHeld);
+  }
+
+  /** Releases in reverse order; every key is attempted even if one fails, and the first failure is thrown. */
+  async release(): Promise<boolean> {
+    let allHeld = true;
+    let firstError: unknown;
+    for (const lock of [...this.locks].reverse()) {
+      try {
+        allHeld = (await lock.release()) && allHeld;
+      } catch (error) {
+        firstError ??= error;
+      }
+    }
+    if (firstError !== undefined) throw firstError;
+    return allHeld;
+  }
+
+  async extend(ttl?: number): Promise<void> {
+    await Promise.all(this.locks.map((lock) => lock.extend(ttl)));
+  }
+
+  throwIfLost(): void {
+    if (this.combined.aborted) throw this.combined.reason;
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.release();
+  }
+}

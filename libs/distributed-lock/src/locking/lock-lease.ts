@@ -1,0 +1,35 @@
+/** `exclusive`: one holder. `shared`: any number of shared holders and no exclusive one (read-write lock). */
+export type LockMode = 'exclusive' | 'shared';
+
+/** What a strategy is asked to take: one key, for one owner, for a lease of `ttlMs`. */
+export interface LockRequest {
+  /** The full key (prefix included), already validated. */
+  readonly key: string;
+  /** Unique id of this acquisition; release and extend only act when the stored owner equals it. */
+  readonly owner: string;
+  /** Lease length in ms; the backend frees the lock by itself once it passes without extension. */
+  readonly ttlMs: number;
+  readonly mode: LockMode;
+}
+
+/** A lock a strategy granted. Strategies may return a subclass carrying backend state (a session, a node path). */
+export interface LeaseGrant {
+  readonly key: string;
+  readonly owner: string;
+  readonly mode: LockMode;
+  /**
+   * Strictly increasing per key across holders, when the strategy declares `fencing`. Pass it to the
+   * resource you protect and reject writes that carry a lower token than the last one seen.
+   */
+  readonly fencingToken?: number;
+  /** Local clock (ms since epoch) after which the lease must be assumed gone. */
+  readonly expiresAt: number;
+}
+
+/** How long and under which signal a strategy may wait. */
+export interface WaitBudget {
+  /** Aborted when the caller gives up; the strategy must then leave any queue it joined. */
+  readonly signal: AbortSignal;
+  /** Remaining time in ms (> 0). */
+  readonly timeoutMs: number;
+}

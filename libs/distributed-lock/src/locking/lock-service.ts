@@ -1,0 +1,157 @@
+import { InvalidLockOptionsError } from '../errors/invalid-lock-options.error';
+import { currentLock, runWithHeldLocks } from './lock-context';
+import type { LockEvents } from './lock-events';
+import { LockHandle, MultiLockHandle, type Lock } from './lock-handle';
+import { validateLockKey } from './lock-key';
+import type { LockManager } from './lock-manager';
+import { resolveAcquireOptions, validateAcquireOptions, type AcquireOptions, type LockDefaults } from './lock-options';
+import type { LockStrategyCapabilities } from './lock-strategy.interface';
+
+/** How a lock service names its keys and which defaults it applies. */
+export interface LockServiceOptions {
+  /** Prepended to every key, e.g. "inventory:". Default "". */
+  readonly keyPrefix?: string;
+  /** Defaults for every acquisition through this service; per-call options win. */
+  readonly defaults?: LockDefaults;
+}
+
+/**
+ * Take, hold and release locks on one strategy. In Nest, inject it (`LockService` for the module's
+ * strategy, `@InjectLockService('name')` for a named one); without Nest, build it over a `LockManager`.
+ */
+export class LockService {
+  private readonly keyPrefix: string;
+  private readonly defaults: LockDefaults;
+
+  constructor(
+    private readonly manager: LockManager,
+    options: LockServiceOptions = {},
+  ) {
+    this.keyPrefix = validateLockKey(options.keyPrefix ?? '', 'keyPrefix', true);
+    this.defaults = validateAcquireOptions(options.defaults, 'defaults');
+  }
+
+  /** Name of the strategy behind this service. */
+  get strategyName(): string {
+    return this.manager.strategyName;
+  }
+
+  /** What the strategy guarantees (fencing, FIFO, shared locks, cross-process). */
+  get capabilities(): LockStrategyCapabilities {
+    return this.manager.strategy.capabilities;
+  }
+
+  /** Lifecycle events (acquired, released, extended, lost, timeout, backgroundError). */
+  get events(): LockEvents {
+    return this.manager.events;
+  }
+
+  /** The prefix this service puts before keys. */
+  get prefix(): string {
+    return this.keyPrefix;
+  }
+
+  /** A service on the same strategy whose keys get `keyPrefix` after this service's own prefix. */
+  withOptions(options: LockServiceOptions): LockService {
+    return new LockService(this.manager, {
+      keyPrefix: this.keyPrefix + (options.keyPrefix ?? ''),
+      defaults: { ...this.defaults, ...validateAcquireOptions(options.defaults, 'defaults') },
+    });
+  }
+
+  /**
+   * Acquire, waiting up to `waitTimeout` (default 10 s). Throws `LockAcquireTimeoutError` when the wait
+   * runs out and `LockAcquireAbortedError` when `signal` aborts. Several keys are taken in sorted order.
+   */
+  acquire(key: string, options?: AcquireOptions): Promise<LockHandle>;
+  acquire(keys: readonly string[], options?: AcquireOptions): Promise<MultiLockHandle>;
+  async acquire(keyOrKeys: string | readonly string[], options?: AcquireOptions): Promise<Lock> {
+    const lock = await this.takeOrThrow(keyOrKeys, options);
+    return typeof keyOrKeys === 'string' ? lock.locks[0] : lock;
+  }
+
+  /** Take the lock only if it is free right now (no waiting). Resolves `null` when it is held. */
+  tryAcquire(key: string, options?: Omit<AcquireOptions, 'waitTimeout'>): Promise<LockHandle | null>;
+  tryAcquire(keys: readonly string[], options?: Omit<AcquireOptions, 'waitTimeout'>): Promise<MultiLockHandle | null>;
+  async tryAcquire(keyOrKeys: string | readonly string[], options?: Omit<AcquireOptions, 'waitTimeout'>): Promise<Lock | null> {
+    const checked = validateAcquireOptions(options);
+    if ('waitTimeout' in checked) throw new InvalidLockOptionsError('waitTimeout', 'tryAcquire never waits; use acquire() with waitTimeout.');
+    const lock = await this.take(keyOrKeys, { ...checked, waitTimeout: 0 }, true);
+    return lock && typeof keyOrKeys === 'string' ? lock.locks[0] : lock;
+  }
+
+  /**
+   * Run `fn` while holding the lock, and release it afterwards, on success and on failure. Nested calls on
+   * the same key inside `fn` re-enter. If the lock is lost while `fn` runs, `fn`'s result is discarded and
+   * the `LockLostError` is thrown, since its work may have overlapped with another holder.
+   */
+  async withLock<T>(key: string | readonly string[], fn: (lock: Lock) => T | Promise<T>, options?: AcquireOptions): Promise<T> {
+    if (typeof fn !== 'function') throw new InvalidLockOptionsError('fn', 'withLock needs a function to run under the lock.');
+    const lock = await this.takeOrThrow(key, options);
+    const entries = lock.locks.map((handle) => ({ managerId: this.manager.id, handle, unprefixedKey: handle.key.slice(this.keyPrefix.length) }));
+    let result: T;
+    try {
+      result = await runWithHeldLocks(entries, () => fn(lock.locks.length === 1 ? lock.locks[0] : lock));
+    } catch (error) {
+      await this.releaseQuietly(lock);
+      throw error;
+    }
+    const lost: unknown = lock.signal.aborted ? lock.signal.reason : undefined;
+    await this.releaseQuietly(lock);
+    if (lost !== undefined) throw lost;
+    return result;
+  }
+
+  /** The lock on `key` (or the innermost one) held by the running call chain through this strategy. */
+  currentLock(key?: string): LockHandle | undefined {
+    const handle = currentLock(key === undefined ? undefined : this.keyPrefix + key);
+    return handle;
+  }
+
+  private async takeOrThrow(keyOrKeys: string | readonly string[], options: AcquireOptions | undefined): Promise<MultiLockHandle> {
+    const lock = await this.take(keyOrKeys, options, false);
+    // take() only resolves null when asked to (tryAcquire); a timeout here has already thrown.
+    if (!lock) throw new InvalidLockOptionsError('waitTimeout', 'no lock was granted');
+    return lock;
+  }
+
+  private async take(keyOrKeys: string | readonly string[], options: AcquireOptions | undefined, nullOnTimeout: boolean): Promise<MultiLockHandle | null> {
+    const keys = this.fullKeys(keyOrKeys);
+    const resolved = resolveAcquireOptions(validateAcquireOptions(options), this.defaults);
+    const deadline = Date.now() + resolved.waitTimeout;
+    const taken: LockHandle[] = [];
+    try {
+      for (const key of keys) {
+        const handle = await this.manager.acquire(key, resolved, nullOnTimeout, deadline);
+        if (!handle) {
+          await this.releaseQuietly(new MultiLockHandle(taken));
+          return null;
+        }
+        taken.push(handle);
+      }
+    } catch (error) {
+      await this.releaseQuietly(new MultiLockHandle(taken));
+      throw error;
+    }
+    return new MultiLockHandle(taken);
+  }
+
+  /** Validates, prefixes, de-duplicates and sorts keys: one global order means no deadlock between callers. */
+  private fullKeys(keyOrKeys: string | readonly string[]): string[] {
+    const list: readonly unknown[] = typeof keyOrKeys === 'string' ? [keyOrKeys] : keyOrKeys;
+    if (!Array.isArray(list) || list.length === 0) {
+      throw new InvalidLockOptionsError('key', 'expected a key or a non-empty array of keys.');
+    }
+    const full = list.map((key) => validateLockKey(this.keyPrefix + validateLockKey(key)));
+    return [...new Set(full)].sort();
+  }
+
+  private async releaseQuietly(lock: MultiLockHandle): Promise<void> {
+    try {
+      await lock.release();
+    } catch (error) {
+      // The original outcome matters more; the lease frees the key by itself. Reported, not swallowed.
+      this.manager.events.emit('backgroundError', { strategy: this.strategyName, key: lock.keys.join(','), operation: 'release', error });
+    }
+  }
+}

@@ -1,0 +1,59 @@
+import type { LeaseGrant, LockRequest, WaitBudget } from './lock-lease';
+
+/** What a strategy can guarantee; the lock service and the contract tests read these. */
+export interface LockStrategyCapabilities {
+  /** Grants carry a fencing token that strictly increases per key across holders. */
+  readonly fencing: boolean;
+  /** Waiters are served in arrival order (the strategy implements `acquire`). */
+  readonly fifo: boolean;
+  /** `mode: 'shared'` is supported (read-write lock). */
+  readonly sharedLocks: boolean;
+  /** Exclusion holds between separate processes (false only for in-process strategies). */
+  readonly crossProcess: boolean;
+}
+
+/** Called by a strategy when it learns that a granted lease is gone (session expired, key removed). */
+export type LeaseLostListener = (reason: 'session-ended' | 'removed' | 'expired') => void;
+
+/**
+ * The primitives a backend implements. The lock service adds everything else: validation, waiting with
+ * retry and backoff, timeouts, cancellation, reentrancy, the watchdog, events and multi-key ordering.
+ *
+ * Every method that reaches a server may be slow or fail; the lock service bounds each call with the
+ * configured `operationTimeout` and turns failures into `LockBackendUnavailableError`.
+ */
+export interface LockStrategy {
+  /** A short name for messages and events, e.g. "redis". */
+  readonly name: string;
+  readonly capabilities: LockStrategyCapabilities;
+
+  /** Take the lock if it is free, without waiting. Resolves `null` when it is held by another owner. */
+  tryAcquire(request: LockRequest): Promise<LeaseGrant | null>;
+
+  /**
+   * Optional: wait in the backend's own queue (FIFO strategies). Resolves the grant, or `null` when
+   * `budget.timeoutMs` passes. On `budget.signal` abort it must leave the queue and reject or resolve `null`.
+   */
+  acquire?(request: LockRequest, budget: WaitBudget): Promise<LeaseGrant | null>;
+
+  /**
+   * Optional: resolve as soon as the key may have become free (a release notification, a watch), or when
+   * the budget ends. Polling strategies leave it out and are retried with backoff instead.
+   */
+  waitForRelease?(key: string, budget: WaitBudget): Promise<void>;
+
+  /** Push the lease's end to `now + ttlMs`. Resolves the renewed grant, or `null` when this owner no longer holds it. */
+  extend(lease: LeaseGrant, ttlMs: number): Promise<LeaseGrant | null>;
+
+  /** Release if this owner still holds it. Resolves `false` when it was not held (already expired or taken over). */
+  release(lease: LeaseGrant): Promise<boolean>;
+
+  /** Optional: report a loss the backend pushes (session expiry, key deletion). Returns an unsubscribe function. */
+  onLeaseLost?(lease: LeaseGrant, listener: LeaseLostListener): () => void;
+
+  /** Optional: a cheap round trip for health checks. */
+  ping?(): Promise<void>;
+
+  /** Free what the strategy created (connections, timers). Clients passed in by the user are left open. */
+  close(): Promise<void>;
+}

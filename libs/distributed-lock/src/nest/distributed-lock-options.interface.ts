@@ -1,0 +1,37 @@
+import type { LockDefaults } from '../locking/lock-options';
+import type { LockStrategy } from '../locking/lock-strategy.interface';
+
+/** Options of `DistributedLockModule.forRoot` (and what a `forRootAsync` factory returns). */
+export interface DistributedLockModuleOptions {
+  /**
+   * The strategies this application can lock with, by name, e.g.
+   * `{ default: new InMemoryLockStrategy(), redis: new RedisLockStrategy({ client }) }`.
+   * The module closes each strategy at shutdown; a strategy never closes a client you passed to it.
+   */
+  readonly strategies: Readonly<Record<string, LockStrategy>>;
+  /** Name of the strategy used where none is named. Default: "default" if registered, else the only one. */
+  readonly defaultStrategy?: string;
+  /** Prefix for every key of the application, e.g. "shop:". Default "". */
+  readonly keyPrefix?: string;
+  /** Defaults for every acquisition (ttl, waitTimeout, retry, reentrant, mode, autoExtend). */
+  readonly defaults?: LockDefaults;
+  /** Bound of one server call, in ms. Default 5 000. */
+  readonly operationTimeout?: number;
+  /** Log lost locks (warn) and background failures (error) through Nest's Logger. Default true. */
+  readonly logEvents?: boolean;
+}
+
+/** Options of `DistributedLockModule.forFeature`: the strategy and prefix of one feature module. */
+export interface DistributedLockFeatureOptions {
+  /** Strategy of this module's `LockService` and `@Locked` methods. Default: the module default. */
+  readonly strategy?: string;
+  /** Added after the application prefix, e.g. "inventory:". Default "". */
+  readonly keyPrefix?: string;
+  /** Defaults for this module's acquisitions, over the application's. */
+  readonly defaults?: LockDefaults;
+}
+
+/** Implemented by a class given to `forRootAsync({ useClass })`. */
+export interface DistributedLockOptionsFactory {
+  createDistributedLockOptions(): DistributedLockModuleOptions | Promise<DistributedLockModuleOptions>;
+}

@@ -1,0 +1,6 @@
+/** Metadata key written by `@Locked`. */
+export const LOCKED_METADATA = 'distributed-lock:locked';
+/** Metadata key written by `@OptimisticVersion`. */
+export const OPTIMISTIC_VERSION_METADATA = 'distributed-lock:optimistic-version';
+/** The strategy name used when a module registers strategies without naming a default. */
+export const DEFAULT_STRATEGY_NAME = 'default';

@@ -1,0 +1,57 @@
+import { Global, Module, type DynamicModule, type FactoryProvider, type Provider } from '@nestjs/common';
+import { DiscoveryModule } from '@nestjs/core';
+import { LockService } from '../locking/lock-service';
+import type { DistributedLockFeatureOptions, DistributedLockModuleOptions } from './distributed-lock-options.interface';
+import { ConfigurableDistributedLockModule, DISTRIBUTED_LOCK_MODULE_OPTIONS } from './distributed-lock.module-definition';
+import { DISTRIBUTED_LOCK_FEATURE_OPTIONS, getLockServiceToken } from './distributed-lock.tokens';
+import { DistributedLockFeatureModule } from './explorer/distributed-lock-feature.module';
+import { LockedMethodExplorer } from './explorer/locked-method.explorer';
+import { LockMetadataAccessor } from './explorer/lock-metadata.accessor';
+import { LockRegistry } from './lock-registry';
+import { validateDistributedLockOptions, validateFeatureOptions } from './validate-distributed-lock-options';
+
+/**
+ * Distributed locks for a Nest application.
+ *
+ * - `forRoot(options)` / `forRootAsync({ useFactory | useClass | useExisting, inject, imports, extraProviders })`
+ *   once, in the root module: registers the strategies. Global: `LockService` (default strategy) is
+ *   injectable everywhere.
+ * - `forFeature({ strategy, keyPrefix })` in a feature module: that module's `LockService` and its
+ *   `@Locked` methods use that strategy and prefix.
+ */
+@Global()
+@Module({
+  imports: [DiscoveryModule],
+  providers: [
+    {
+      provide: LockRegistry,
+      useFactory: (options: DistributedLockModuleOptions) => new LockRegistry(validateDistributedLockOptions(options)),
+      inject: [DISTRIBUTED_LOCK_MODULE_OPTIONS],
+    },
+    { provide: LockService, useFactory: (registry: LockRegistry) => registry.service(), inject: [LockRegistry] },
+    LockMetadataAccessor,
+    LockedMethodExplorer,
+  ],
+  exports: [LockRegistry, LockService],
+})
+export class DistributedLockModule extends ConfigurableDistributedLockModule {
+  /** A feature module's lock service: its own strategy and key prefix, also used by its `@Locked` methods. */
+  static forFeature(options: DistributedLockFeatureOptions = {}): DynamicModule {
+    const feature = validateFeatureOptions(options);
+    const serviceFactory: Omit<FactoryProvider<LockService>, 'provide'> = {
+      useFactory: (registry: LockRegistry) => registry.service(feature, `DistributedLockModule.forFeature(${JSON.stringify(feature.strategy ?? 'default')})`),
+      inject: [LockRegistry],
+    };
+    const providers: Provider[] = [
+      { provide: DISTRIBUTED_LOCK_FEATURE_OPTIONS, useValue: feature },
+      { provide: LockService, ...serviceFactory },
+    ];
+    const named = getLockServiceToken(feature.strategy);
+    if (named !== LockService) providers.push({ provide: named, ...serviceFactory });
+    return {
+      module: DistributedLockFeatureModule,
+      providers,
+      exports: named !== LockService ? [LockService, named] : [LockService],
+    };
+  }
+}

@@ -1,0 +1,13 @@
+import { LockService } from '../locking/lock-service';
+import { DEFAULT_STRATEGY_NAME } from './distributed-lock.constants';
+
+/** Token of the `forFeature` options of the module that imported them. */
+export const DISTRIBUTED_LOCK_FEATURE_OPTIONS = Symbol('DISTRIBUTED_LOCK_FEATURE_OPTIONS');
+
+/**
+ * Injection token of the `LockService` for a named strategy. Without a name (or "default") it is the
+ * `LockService` class itself, so plain constructor injection works.
+ */
+export function getLockServiceToken(strategy?: string): string | typeof LockService {
+  return strategy === undefined || strategy === DEFAULT_STRATEGY_NAME ? LockService : `DistributedLockService:${strategy}`;
+}

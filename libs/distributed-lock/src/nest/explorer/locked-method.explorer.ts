@@ -1,0 +1,113 @@
+import { Injectable, type OnModuleInit } from '@nestjs/common';
+import { DiscoveryService, MetadataScanner } from '@nestjs/core';
+import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper';
+import type { Module } from '@nestjs/core/injector/module';
+import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
+import { toKeyResolver } from '../../locking/key-template';
+import { validateAcquireOptions } from '../../locking/lock-options';
+import { runWithOptimisticRetry, validateOptimisticRetryOptions } from '../../versioning/optimistic-retry';
+import type { DistributedLockFeatureOptions } from '../distributed-lock-options.interface';
+import { DISTRIBUTED_LOCK_FEATURE_OPTIONS } from '../distributed-lock.tokens';
+import { LockRegistry } from '../lock-registry';
+import { copyMethodMetadata } from './copy-method-metadata';
+import { LockMetadataAccessor } from './lock-metadata.accessor';
+import { DistributedLockFeatureModule } from './distributed-lock-feature.module';
+
+type AnyMethod = (this: unknown, ...args: unknown[]) => unknown;
+
+/**
+ * Finds `@Locked` and `@OptimisticVersion` methods on every provider once the application starts, and
+ * wraps them on the instance (the prototype is left alone, so two apps in one process never interfere).
+ * Mistakes fail the bootstrap naming `Class#method`: an unknown strategy, a malformed key template or
+ * option, a controller or a request-scoped provider (where a wrapper could not be applied reliably).
+ */
+@Injectable()
+export class LockedMethodExplorer implements OnModuleInit {
+  constructor(
+    private readonly discovery: DiscoveryService,
+    private readonly scanner: MetadataScanner,
+    private readonly accessor: LockMetadataAccessor,
+    private readonly registry: LockRegistry,
+  ) {}
+
+  onModuleInit(): void {
+    for (const wrapper of this.discovery.getProviders()) this.explore(wrapper, false);
+    for (const wrapper of this.discovery.getControllers()) this.explore(wrapper, true);
+  }
+
+  private explore(wrapper: InstanceWrapper, isController: boolean): void {
+    const prototype = wrapper.metatype && typeof wrapper.metatype === 'function' ? (wrapper.metatype as { prototype?: object }).prototype : undefined;
+    const instance: unknown = wrapper.instance;
+    const target = (instance && typeof instance === 'object' ? Object.getPrototypeOf(instance) : prototype) as object | undefined;
+    if (!target || wrapper.isAlias) return;
+    for (const methodName of this.scanner.getAllMethodNames(target)) {
+      const method = (target as Record<string, unknown>)[methodName];
+      if (typeof method !== 'function') continue;
+      const locked = this.accessor.locked(method);
+      const optimistic = this.accessor.optimisticVersion(method);
+      if (!locked && !optimistic) continue;
+      const where = `${wrapper.name?.toString() ?? 'provider'}#${methodName}`;
+      if (isController) {
+        throw new InvalidLockOptionsError(
+          where,
+          '@Locked/@OptimisticVersion are applied to providers only: Nest binds controller handlers before modules initialise. Move the locked work into a service method.',
+        );
+      }
+      if (!wrapper.isDependencyTreeStatic() || !instance) {
+        throw new InvalidLockOptionsError(
+          where,
+          'the provider is request- or transient-scoped, so its method cannot be wrapped at bootstrap. Make it a singleton, or call LockService.withLock inside the method.',
+        );
+      }
+      const feature = this.featureOf(wrapper.host, where);
+      let wrapped = method as AnyMethod;
+      if (locked) wrapped = this.wrapLocked(wrapped, locked, feature, where);
+      if (optimistic) wrapped = this.wrapOptimistic(wrapped, optimistic, where);
+      copyMethodMetadata(method, wrapped);
+      Object.defineProperty(instance, methodName, { value: wrapped, configurable: true, writable: true, enumerable: false });
+    }
+  }
+
+  private wrapLocked(
+    method: AnyMethod,
+    metadata: NonNullable<ReturnType<LockMetadataAccessor['locked']>>,
+    feature: DistributedLockFeatureOptions | undefined,
+    where: string,
+  ): AnyMethod {
+    const { strategy, ...acquireOptions } = metadata.options;
+    const options = validateAcquireOptions(acquireOptions, `${where} @Locked options`);
+    const service = this.registry.service({ ...feature, strategy: strategy ?? feature?.strategy }, where);
+    const resolveKeys = toKeyResolver(metadata.key, `${where} @Locked key`);
+    return function lockedMethod(this: unknown, ...args: unknown[]): Promise<unknown> {
+      // Resolving may throw InvalidLockKeyError; the rejection reaches the caller like any other.
+      return Promise.resolve()
+        .then(() => resolveKeys(args))
+        .then((keys) => service.withLock(keys, () => method.apply(this, args), options));
+    };
+  }
+
+  private wrapOptimistic(method: AnyMethod, options: NonNullable<ReturnType<LockMetadataAccessor['optimisticVersion']>>, where: string): AnyMethod {
+    const checked = validateOptimisticRetryOptions(options, `${where} @OptimisticVersion options`);
+    return function optimisticMethod(this: unknown, ...args: unknown[]): Promise<unknown> {
+      return runWithOptimisticRetry(() => method.apply(this, args), checked);
+    };
+  }
+
+  /** The `forFeature` options of the module that declares the provider, if it imported any. */
+  private featureOf(host: Module | undefined, where: string): DistributedLockFeatureOptions | undefined {
+    if (!host) return undefined;
+    const features: DistributedLockFeatureOptions[] = [];
+    for (const imported of host.imports) {
+      if (imported?.metatype !== DistributedLockFeatureModule) continue;
+      const options = imported.providers.get(DISTRIBUTED_LOCK_FEATURE_OPTIONS)?.instance as DistributedLockFeatureOptions | undefined;
+      if (options) features.push(options);
+    }
+    if (features.length > 1) {
+      throw new InvalidLockOptionsError(
+        where,
+        `its module imports DistributedLockModule.forFeature ${features.length} times; import it once per module, or name the strategy in @Locked({ strategy }).`,
+      );
+    }
+    return features[0];
+  }
+}

@@ -1,0 +1,1 @@
+export { DistributedLockHealthIndicator } from './distributed-lock.health';

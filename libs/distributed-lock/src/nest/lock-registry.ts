@@ -1,0 +1,63 @@
+import { Logger, type OnApplicationShutdown } from '@nestjs/common';
+import { StrategyNotRegisteredError } from '../errors/strategy-not-registered.error';
+import { LockManager } from '../locking/lock-manager';
+import { LockService } from '../locking/lock-service';
+import type { DistributedLockFeatureOptions, DistributedLockModuleOptions } from './distributed-lock-options.interface';
+
+/**
+ * The application's lock managers, one per registered strategy, and the lock services built on them.
+ * Created once per application by `DistributedLockModule`; closes every strategy at shutdown.
+ */
+export class LockRegistry implements OnApplicationShutdown {
+  private readonly managers = new Map<string, LockManager>();
+  private readonly logger = new Logger('DistributedLock');
+  /** Name of the strategy used where none is named. */
+  readonly defaultStrategy: string;
+  private readonly root: Map<string, LockService> = new Map();
+
+  constructor(private readonly options: DistributedLockModuleOptions & { defaultStrategy: string }) {
+    this.defaultStrategy = options.defaultStrategy;
+    for (const [name, strategy] of Object.entries(options.strategies)) {
+      const manager = new LockManager(strategy, { operationTimeout: options.operationTimeout });
+      if (options.logEvents ?? true) this.logEvents(name, manager);
+      this.managers.set(name, manager);
+      this.root.set(name, new LockService(manager, { keyPrefix: options.keyPrefix, defaults: options.defaults }));
+    }
+  }
+
+  /** Registered strategy names. */
+  get names(): readonly string[] {
+    return [...this.managers.keys()];
+  }
+
+  /** The manager of a strategy; throws `StrategyNotRegisteredError` naming `usedBy` when unknown. */
+  manager(strategy: string = this.defaultStrategy, usedBy?: string): LockManager {
+    const manager = this.managers.get(strategy);
+    if (!manager) throw new StrategyNotRegisteredError(strategy, this.names, usedBy);
+    return manager;
+  }
+
+  /** The lock service of a strategy, with a feature module's prefix and defaults applied. */
+  service(feature: DistributedLockFeatureOptions = {}, usedBy?: string): LockService {
+    const name = feature.strategy ?? this.defaultStrategy;
+    const root = this.root.get(name);
+    if (!root) throw new StrategyNotRegisteredError(name, this.names, usedBy);
+    return feature.keyPrefix || feature.defaults ? root.withOptions({ keyPrefix: feature.keyPrefix, defaults: feature.defaults }) : root;
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    const results = await Promise.allSettled([...this.managers.values()].map((manager) => manager.close()));
+    for (const result of results) {
+      if (result.status === 'rejected') this.logger.error(`Closing a lock strategy failed: ${String(result.reason)}`);
+    }
+  }
+
+  private logEvents(name: string, manager: LockManager): void {
+    manager.events.on('lost', (event) =>
+      this.logger.warn(`Lock "${event.key}" (strategy "${name}") lost after ${event.heldMs} ms: ${event.reason}`),
+    );
+    manager.events.on('backgroundError', (event) =>
+      this.logger.error(`Background ${event.operation} of "${event.key}" (strategy "${name}") failed: ${String(event.error)}`),
+    );
+  }
+}

@@ -1,0 +1,74 @@
+import { InvalidLockOptionsError } from '../errors/invalid-lock-options.error';
+import { validateLockKey } from '../locking/lock-key';
+import { assertDuration, assertKnownKeys, describe, validateAcquireOptions } from '../locking/lock-options';
+import type { LockStrategy } from '../locking/lock-strategy.interface';
+import { DEFAULT_STRATEGY_NAME } from './distributed-lock.constants';
+import type { DistributedLockFeatureOptions, DistributedLockModuleOptions } from './distributed-lock-options.interface';
+
+const MODULE_KEYS = ['strategies', 'defaultStrategy', 'keyPrefix', 'defaults', 'operationTimeout', 'logEvents'];
+const FEATURE_KEYS = ['strategy', 'keyPrefix', 'defaults'];
+const STRATEGY_NAME = /^[A-Za-z][\w.-]{0,63}$/;
+
+function isLockStrategy(value: unknown): value is LockStrategy {
+  if (typeof value !== 'object' || value === null) return false;
+  const candidate = value as Partial<Record<keyof LockStrategy, unknown>>;
+  return (
+    typeof candidate.name === 'string' &&
+    typeof candidate.capabilities === 'object' &&
+    typeof candidate.tryAcquire === 'function' &&
+    typeof candidate.release === 'function' &&
+    typeof candidate.extend === 'function' &&
+    typeof candidate.close === 'function'
+  );
+}
+
+/** Checks module options at module creation; throws `InvalidLockOptionsError` that says what to fix. */
+export function validateDistributedLockOptions(options: unknown): DistributedLockModuleOptions & { defaultStrategy: string } {
+  assertKnownKeys(options, MODULE_KEYS, 'DistributedLockModule options');
+  const { strategies } = options;
+  assertKnownKeys(strategies, Object.keys(strategies ?? {}), 'strategies');
+  const names = Object.keys(strategies);
+  if (names.length === 0) {
+    throw new InvalidLockOptionsError('strategies', 'register at least one strategy, e.g. `strategies: { default: new InMemoryLockStrategy() }`.');
+  }
+  for (const name of names) {
+    if (!STRATEGY_NAME.test(name)) {
+      throw new InvalidLockOptionsError(`strategies.${name}`, 'a strategy name starts with a letter and has at most 64 letters, digits, ".", "_" or "-".');
+    }
+    if (!isLockStrategy(strategies[name])) {
+      throw new InvalidLockOptionsError(
+        `strategies.${name}`,
+        `expected a LockStrategy (an object with name, capabilities, tryAcquire, release, extend, close), got ${describe(strategies[name])}.`,
+      );
+    }
+  }
+  const defaultStrategy = options.defaultStrategy ?? (names.includes(DEFAULT_STRATEGY_NAME) || names.length > 1 ? DEFAULT_STRATEGY_NAME : names[0]);
+  if (typeof defaultStrategy !== 'string' || !names.includes(defaultStrategy)) {
+    throw new InvalidLockOptionsError(
+      'defaultStrategy',
+      `${describe(defaultStrategy)} is not one of the registered strategies (${names.join(', ')}). Name one of them, or register one as "default".`,
+    );
+  }
+  if (options.keyPrefix !== undefined) validateLockKey(options.keyPrefix, 'keyPrefix', true);
+  if (options.operationTimeout !== undefined) assertDuration(options.operationTimeout, 'operationTimeout', 1);
+  if (options.logEvents !== undefined && typeof options.logEvents !== 'boolean') {
+    throw new InvalidLockOptionsError('logEvents', `expected true or false, got ${describe(options.logEvents)}.`);
+  }
+  const defaults = validateAcquireOptions(options.defaults, 'defaults');
+  if (defaults.signal !== undefined) {
+    throw new InvalidLockOptionsError('defaults.signal', 'a signal belongs to one acquisition, not to module defaults.');
+  }
+  return { ...(options as unknown as DistributedLockModuleOptions), defaultStrategy };
+}
+
+/** Checks `forFeature` options when the module is declared. */
+export function validateFeatureOptions(options: unknown): DistributedLockFeatureOptions {
+  if (options === undefined) return {};
+  assertKnownKeys(options, FEATURE_KEYS, 'forFeature options');
+  if (options.strategy !== undefined && (typeof options.strategy !== 'string' || !STRATEGY_NAME.test(options.strategy))) {
+    throw new InvalidLockOptionsError('strategy', `expected a registered strategy name, got ${describe(options.strategy)}.`);
+  }
+  if (options.keyPrefix !== undefined) validateLockKey(options.keyPrefix, 'keyPrefix', true);
+  validateAcquireOptions(options.defaults, 'defaults');
+  return options as DistributedLockFeatureOptions;
+}

@@ -1,0 +1,1 @@
+export { InMemoryLockStrategy, type InMemoryLockStrategyOptions } from './in-memory-lock.strategy';

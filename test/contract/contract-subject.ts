@@ -1,0 +1,13 @@
+import type { LockStrategy, LockStrategyCapabilities } from '@app/distributed-lock';
+
+/** One strategy as the contract suite sees it. Adding a backend means adding one subject to `subjects.ts`. */
+export interface ContractSubject {
+  /** Suite title, e.g. "redis (single instance)". */
+  readonly name: string;
+  /** What the strategy declares; decides which optional sections run (FIFO, fencing, shared, cross-process). */
+  readonly capabilities: LockStrategyCapabilities;
+  /** A fresh strategy with its own connections. */
+  create(): Promise<LockStrategy>;
+  /** Delete a key's lock behind its holder's back, as an operator or a failover would. */
+  removeBehindBack(strategy: LockStrategy, key: string): Promise<void>;
+}

@@ -1,0 +1,59 @@
+import { execFileSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+
+const ROOT = resolve(__dirname, '..', '..');
+const LIB = join(ROOT, 'libs', 'distributed-lock');
+
+interface PackedFile {
+  path: string;
+}
+
+/** The library as a user receives it: built, packed, and loaded from its published entry points. */
+describe('the packed library', () => {
+  let files: string[];
+  const manifest = JSON.parse(readFileSync(join(LIB, 'package.json'), 'utf8')) as {
+    exports: Record<string, string | { types: string; default: string }>;
+    peerDependencies: Record<string, string>;
+    peerDependenciesMeta: Record<string, { optional: boolean }>;
+  };
+
+  beforeAll(() => {
+    execFileSync('npm', ['run', 'build:lib'], { cwd: ROOT, stdio: 'pipe' });
+    const packed = JSON.parse(execFileSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: LIB, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] })) as Array<{ files: PackedFile[] }>;
+    files = packed[0].files.map((file) => file.path);
+  }, 120_000);
+
+  it('ships compiled code and types for every export, and no tests', () => {
+    for (const entry of ['.', './nest/health']) {
+      const target = manifest.exports[entry] as { types: string; default: string };
+      expect(files).toContain(target.types.replace('./', ''));
+      expect(files).toContain(target.default.replace('./', ''));
+    }
+    expect(files.filter((file) => file.includes('.spec.'))).toEqual([]);
+  });
+
+  it('declares Nest as peers and every backend client as an optional peer', () => {
+    for (const peer of ['@nestjs/common', '@nestjs/core', 'reflect-metadata', 'rxjs']) {
+      expect(manifest.peerDependencies[peer]).toBeDefined();
+      expect(manifest.peerDependenciesMeta[peer]).toBeUndefined();
+    }
+    for (const client of ['ioredis', 'typeorm', 'mysql2', 'zookeeper', 'etcd3', '@nestjs/terminus']) {
+      expect(manifest.peerDependenciesMeta[client]).toEqual({ optional: true });
+    }
+  });
+
+  it('loads its main entry without loading any backend client', () => {
+    const script = `
+      require('reflect-metadata');
+      const lib = require(${JSON.stringify(join(LIB, 'dist', 'index.js'))});
+      const loaded = Object.keys(require.cache).filter((p) => /node_modules\\/(ioredis|typeorm|mysql2|zookeeper|etcd3|@nestjs\\/terminus)\\//.test(p));
+      console.log(JSON.stringify({ exports: Object.keys(lib).sort(), loaded }));`;
+    const out = JSON.parse(execFileSync(process.execPath, ['-e', script], { cwd: ROOT, encoding: 'utf8' })) as { exports: string[]; loaded: string[] };
+    expect(out.loaded).toEqual([]);
+    for (const name of ['DistributedLockModule', 'LockService', 'Locked', 'OptimisticVersion', 'InMemoryLockStrategy', 'DistributedLockError', 'currentLock']) {
+      expect(out.exports).toContain(name);
+    }
+    expect(existsSync(join(LIB, 'dist', 'index.d.ts'))).toBe(true);
+  });
+});
