@@ -23,6 +23,11 @@ const common = {
 };
 
 module.exports = {
+  // Servers for the contract and e2e projects: started once per run, stopped at the end (see scripts/services).
+  globalSetup: '<rootDir>/test/support/global-setup.ts',
+  globalTeardown: '<rootDir>/test/support/global-teardown.ts',
+  transform: common.transform,
+  rootDir: __dirname,
   projects: [
     { ...common, displayName: 'unit', testMatch: ['<rootDir>/libs/**/*.spec.ts', '<rootDir>/apps/**/*.spec.ts', '<rootDir>/scripts/**/*.spec.ts'] },
     { ...common, displayName: 'contract', testMatch: ['<rootDir>/test/contract/**/*.spec.ts', '<rootDir>/test/integration/**/*.spec.ts'] },

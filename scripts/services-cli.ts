@@ -1,0 +1,34 @@
+// Throwaway Redis, MariaDB, ZooKeeper and etcd servers on loopback, from Debian's packages.
+// Usage: npm run services -- up [topology…] | down | status
+//   topologies: redis, redis5, mariadb, zookeeper, zookeeper3, etcd, etcd3 (default for "up": all single ones + redis5)
+import { describeServers, ensureDebianPackages, packagesFor, startTopology, stopAll, TOPOLOGY_NAMES, type TopologyName } from './services/index';
+
+const DEFAULT_UP: TopologyName[] = ['redis', 'redis5', 'mariadb', 'zookeeper', 'etcd'];
+
+async function main(): Promise<void> {
+  const [command = 'status', ...rest] = process.argv.slice(2);
+  if (command === 'up') {
+    const names = (rest.length ? rest : DEFAULT_UP) as TopologyName[];
+    const unknown = names.filter((name) => !TOPOLOGY_NAMES.includes(name));
+    if (unknown.length) throw new Error(`unknown topology ${unknown.join(', ')}; known: ${TOPOLOGY_NAMES.join(', ')}`);
+    ensureDebianPackages(packagesFor(names));
+    const running = await Promise.all(names.map((name) => startTopology(name)));
+    for (const topology of running) {
+      console.log(`${topology.envVar}=${topology.value}  # ${topology.managed ? `started in ${topology.startupMs} ms` : 'yours (from the environment)'}`);
+    }
+  } else if (command === 'down') {
+    await stopAll();
+    console.log('all test servers stopped');
+  } else if (command === 'status') {
+    const servers = describeServers();
+    if (servers.length === 0) console.log('no test servers running');
+    for (const server of servers) console.log(`${server.name.padEnd(14)} ${server.running ? 'running' : 'gone   '} pid ${server.pid} ports ${server.ports.join(',')}`);
+  } else {
+    throw new Error(`usage: npm run services -- up [${TOPOLOGY_NAMES.join('|')} …] | down | status`);
+  }
+}
+
+main().catch((error: unknown) => {
+  console.error(error instanceof Error ? error.message : error);
+  process.exit(1);
+});

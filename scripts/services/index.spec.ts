@@ -1,0 +1,20 @@
+import { envVarOf, packagesFor, TOPOLOGY_NAMES } from './index';
+
+describe('services tool', () => {
+  it('names an environment variable per topology, so users can bring their own servers', () => {
+    expect(TOPOLOGY_NAMES.map(envVarOf)).toEqual([
+      'LOCK_TEST_REDIS_URL',
+      'LOCK_TEST_REDIS_URLS',
+      'LOCK_TEST_MYSQL_URL',
+      'LOCK_TEST_ZOOKEEPER',
+      'LOCK_TEST_ZOOKEEPER_ENSEMBLE',
+      'LOCK_TEST_ETCD',
+      'LOCK_TEST_ETCD_CLUSTER',
+    ]);
+  });
+
+  it('maps topologies to the Debian packages that provide them', () => {
+    expect(packagesFor(['redis', 'redis5', 'etcd3']).sort()).toEqual(['etcd-client', 'etcd-server', 'redis-server']);
+    expect(packagesFor(['mariadb', 'zookeeper3'])).toEqual(['mariadb-server', 'zookeeper']);
+  });
+});

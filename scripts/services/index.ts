@@ -1,0 +1,14 @@
+export { ensureDebianPackages, SERVER_PACKAGES } from './debian-packages';
+export {
+  describeServers,
+  envVarOf,
+  faults,
+  killAllNow,
+  packagesFor,
+  startTopology,
+  stopAll,
+  stopTopology,
+  TOPOLOGY_NAMES,
+  type RunningTopology,
+  type TopologyName,
+} from './topologies';

@@ -1,0 +1,194 @@
+import { spawnSync } from 'node:child_process';
+import { copyFileSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { userInfo } from 'node:os';
+import { join } from 'node:path';
+import { httpRequest, probe } from './probes';
+import type { ServerRecord } from './service-state';
+
+/** How to prepare, start and probe one kind of server. Facts from shared/docs/services.md. */
+export interface ServerKind {
+  /** Debian package that provides the binary. */
+  readonly packageName: string;
+  /** Creates the instance directory's files (config, data dir); runs once per fresh instance. */
+  prepare?(record: ServerRecord, members: readonly ServerRecord[]): void;
+  /** True once the server really serves requests. */
+  ready(record: ServerRecord): Promise<boolean>;
+  /** Runs once after the first start (users, databases). */
+  initialise?(record: ServerRecord): void;
+  /** Which member leads (ZooKeeper, etcd). */
+  isLeader?(record: ServerRecord): Promise<boolean>;
+  /** Member start timeout in ms. */
+  readonly startTimeoutMs: number;
+}
+
+export const redisKind: ServerKind = {
+  packageName: 'redis-server',
+  startTimeoutMs: 10_000,
+  async ready(record) {
+    const answer = await probe(record.ports[0], 'PING\r\n', 1_000, /\r\n/);
+    return answer?.startsWith('+PONG') ?? false;
+  },
+};
+
+export function redisArgs(port: number, dir: string): string[] {
+  return ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, '--daemonize', 'no', '--logfile', ''];
+}
+
+export const MARIADB_PASSWORD = 'testpw';
+export const MARIADB_DATABASE = 'locktest';
+
+export function mariadbArgs(port: number, dir: string): string[] {
+  return [
+    '--no-defaults',
+    `--user=${userInfo().username}`,
+    `--datadir=${join(dir, 'data')}`,
+    `--port=${port}`,
+    '--bind-address=127.0.0.1',
+    `--socket=${join(dir, 'mysqld.sock')}`,
+    `--pid-file=${join(dir, 'mysqld.pid')}`,
+    `--tmpdir=${dir}`,
+    '--skip-name-resolve',
+    '--skip-log-bin',
+    '--innodb-log-file-size=8M',
+    '--innodb-buffer-pool-size=64M',
+    '--max-connections=300',
+  ];
+}
+
+export const mariadbKind: ServerKind = {
+  packageName: 'mariadb-server',
+  startTimeoutMs: 30_000,
+  prepare(record) {
+    if (existsSync(join(record.dir, 'data', 'mysql'))) return;
+    const result = spawnSync(
+      'mariadb-install-db',
+      [
+        '--no-defaults',
+        `--user=${userInfo().username}`,
+        `--datadir=${join(record.dir, 'data')}`,
+        '--auth-root-authentication-method=normal',
+        '--skip-test-db',
+        '--skip-name-resolve',
+        '--innodb-log-file-size=8M',
+      ],
+      { encoding: 'utf8' },
+    );
+    if (result.status !== 0) throw new Error(`mariadb-install-db failed: ${result.stderr}`);
+  },
+  async ready(record) {
+    // The server speaks first: a handshake packet carrying its version means it accepts connections.
+    const greeting = await probe(record.ports[0], undefined, 1_000, /MariaDB|mysql/i);
+    return greeting !== null && /MariaDB|mysql/i.test(greeting);
+  },
+  initialise(record) {
+    const sql = `ALTER USER 'root'@'localhost' IDENTIFIED BY '${MARIADB_PASSWORD}';
+      ALTER USER 'root'@'127.0.0.1' IDENTIFIED BY '${MARIADB_PASSWORD}';
+      CREATE DATABASE IF NOT EXISTS ${MARIADB_DATABASE};`;
+    const socket = join(record.dir, 'mysqld.sock');
+    let result = spawnSync('mariadb', ['--no-defaults', `--socket=${socket}`, '-uroot', '-e', sql], { encoding: 'utf8' });
+    if (result.status !== 0) {
+      // A restarted instance already has the password.
+      result = spawnSync('mariadb', ['--no-defaults', `--socket=${socket}`, '-uroot', `-p${MARIADB_PASSWORD}`, '-e', `CREATE DATABASE IF NOT EXISTS ${MARIADB_DATABASE};`], { encoding: 'utf8' });
+    }
+    if (result.status !== 0) throw new Error(`MariaDB set-up failed: ${result.stderr}`);
+  },
+};
+
+/** ZooKeeper's JVM command line (the plain `java` command: zkServer.sh writes outside the instance dir). */
+export function zookeeperArgs(dir: string): string[] {
+  return [
+    '-Xmx256m',
+    '-XX:+UseSerialGC',
+    '-XX:TieredStopAtLevel=1',
+    '-cp',
+    [join(dir, 'conf'), '/usr/share/java/zookeeper.jar', '/usr/share/java/slf4j-log4j12.jar', '/usr/share/java/log4j-1.2.jar'].join(':'),
+    `-Dzookeeper.log.dir=${dir}`,
+    '-Dzookeeper.root.logger=INFO,CONSOLE',
+    'org.apache.zookeeper.server.quorum.QuorumPeerMain',
+    join(dir, 'conf', 'zoo.cfg'),
+  ];
+}
+
+/** ZooKeeper members carry [clientPort, quorumPort, electionPort]. */
+export const zookeeperKind: ServerKind = {
+  packageName: 'zookeeper',
+  startTimeoutMs: 60_000,
+  prepare(record, members) {
+    const conf = join(record.dir, 'conf');
+    const data = join(record.dir, 'data');
+    mkdirSync(conf, { recursive: true });
+    mkdirSync(data, { recursive: true });
+    copyFileSync('/etc/zookeeper/conf_example/log4j.properties', join(conf, 'log4j.properties'));
+    const lines = [
+      // A short tick allows session timeouts from 1 s (2 ticks) to 10 s (20 ticks): fast expiry tests.
+      'tickTime=500',
+      'initLimit=20',
+      'syncLimit=10',
+      `dataDir=${data}`,
+      `clientPort=${record.ports[0]}`,
+      'clientPortAddress=127.0.0.1',
+      'admin.enableServer=false',
+      '4lw.commands.whitelist=ruok,srvr,stat,mntr,conf',
+      'maxClientCnxns=0',
+    ];
+    if (members.length > 1) {
+      members.forEach((member, index) => lines.push(`server.${index + 1}=127.0.0.1:${member.ports[1]}:${member.ports[2]}`));
+      writeFileSync(join(data, 'myid'), `${members.indexOf(record) + 1}\n`);
+    }
+    writeFileSync(join(conf, 'zoo.cfg'), `${lines.join('\n')}\n`);
+  },
+  async ready(record) {
+    const answer = await probe(record.ports[0], 'srvr', 2_000);
+    return answer !== null && /Mode: (standalone|leader|follower)/.test(answer);
+  },
+  async isLeader(record) {
+    const answer = await probe(record.ports[0], 'srvr', 2_000);
+    return answer !== null && /Mode: (leader|standalone)/.test(answer);
+  },
+};
+
+/** etcd members carry [clientPort, peerPort]. */
+export function etcdArgs(record: { name: string; dir: string; ports: readonly number[] }, members: readonly { name: string; ports: readonly number[] }[], clusterToken: string): string[] {
+  const client = `http://127.0.0.1:${record.ports[0]}`;
+  const peer = `http://127.0.0.1:${record.ports[1]}`;
+  return [
+    '--name', record.name,
+    '--data-dir', join(record.dir, 'data'),
+    '--logger=zap',
+    '--log-level=warn',
+    '--listen-client-urls', client,
+    '--advertise-client-urls', client,
+    '--listen-peer-urls', peer,
+    '--initial-advertise-peer-urls', peer,
+    '--initial-cluster', members.map((member) => `${member.name}=http://127.0.0.1:${member.ports[1]}`).join(','),
+    '--initial-cluster-state', 'new',
+    '--initial-cluster-token', clusterToken,
+    // Fast elections: a killed leader is replaced in well under a second (services.md).
+    '--heartbeat-interval=50',
+    '--election-timeout=500',
+  ];
+}
+
+interface EtcdStatus {
+  header?: { member_id?: string };
+  leader?: string;
+}
+
+export const etcdKind: ServerKind = {
+  packageName: 'etcd-server',
+  startTimeoutMs: 30_000,
+  async ready(record) {
+    const body = await httpRequest(record.ports[0], '/health', undefined, 1_000);
+    return body !== null && /"health":\s*"true"/.test(body);
+  },
+  async isLeader(record) {
+    const body = await httpRequest(record.ports[0], '/v3/maintenance/status', '{}', 1_000);
+    if (!body) return false;
+    try {
+      const status = JSON.parse(body) as EtcdStatus;
+      return status.leader !== undefined && status.leader === status.header?.member_id;
+    } catch {
+      return false;
+    }
+  },
+};

@@ -1,0 +1,249 @@
+import { mkdirSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { isPortFree, waitUntil } from './probes';
+import { isOurs, killProcess, launch, pauseProcess, resumeProcess, stopProcess } from './server-process';
+import {
+  etcdArgs,
+  etcdKind,
+  MARIADB_DATABASE,
+  MARIADB_PASSWORD,
+  mariadbArgs,
+  mariadbKind,
+  redisArgs,
+  redisKind,
+  zookeeperArgs,
+  zookeeperKind,
+  type ServerKind,
+} from './server-kinds';
+import { instancesRoot, listRecords, readRecord, removeRecord, type ServerRecord } from './service-state';
+
+/** The server set-ups the tests, the demo and the benchmarks use. */
+export const TOPOLOGY_NAMES = ['redis', 'redis5', 'mariadb', 'zookeeper', 'zookeeper3', 'etcd', 'etcd3'] as const;
+export type TopologyName = (typeof TOPOLOGY_NAMES)[number];
+
+interface TopologyPlan {
+  readonly kind: ServerKind;
+  /** Environment variable through which clients find it; a user who sets it brings their own server. */
+  readonly envVar: string;
+  readonly members: ReadonlyArray<{ name: string; ports: readonly number[] }>;
+  readonly command: string;
+  args(member: { name: string; dir: string; ports: readonly number[] }): string[];
+  envValue(): string;
+}
+
+// Dedicated loopback ports, never the standard ones (6379, 3306, 2181, 2379).
+const REDIS5_PORTS = [16380, 16381, 16382, 16383, 16384];
+const ZK3 = [
+  [12182, 12888, 13888],
+  [12183, 12889, 13889],
+  [12184, 12890, 13890],
+];
+const ETCD3 = [
+  [12479, 12480],
+  [12579, 12580],
+  [12679, 12680],
+];
+
+const PLANS: Record<TopologyName, TopologyPlan> = {
+  redis: {
+    kind: redisKind,
+    envVar: 'LOCK_TEST_REDIS_URL',
+    members: [{ name: 'redis', ports: [16379] }],
+    command: 'redis-server',
+    args: (member) => redisArgs(member.ports[0], member.dir),
+    envValue: () => 'redis://127.0.0.1:16379',
+  },
+  redis5: {
+    kind: redisKind,
+    envVar: 'LOCK_TEST_REDIS_URLS',
+    members: REDIS5_PORTS.map((port, i) => ({ name: `redis5-${i + 1}`, ports: [port] })),
+    command: 'redis-server',
+    args: (member) => redisArgs(member.ports[0], member.dir),
+    envValue: () => REDIS5_PORTS.map((port) => `redis://127.0.0.1:${port}`).join(','),
+  },
+  mariadb: {
+    kind: mariadbKind,
+    envVar: 'LOCK_TEST_MYSQL_URL',
+    members: [{ name: 'mariadb', ports: [13306] }],
+    command: 'mariadbd',
+    args: (member) => mariadbArgs(member.ports[0], member.dir),
+    envValue: () => `mysql://root:${MARIADB_PASSWORD}@127.0.0.1:13306/${MARIADB_DATABASE}`,
+  },
+  zookeeper: {
+    kind: zookeeperKind,
+    envVar: 'LOCK_TEST_ZOOKEEPER',
+    members: [{ name: 'zookeeper', ports: [12181] }],
+    command: 'java',
+    args: (member) => zookeeperArgs(member.dir),
+    envValue: () => '127.0.0.1:12181',
+  },
+  zookeeper3: {
+    kind: zookeeperKind,
+    envVar: 'LOCK_TEST_ZOOKEEPER_ENSEMBLE',
+    members: ZK3.map((ports, i) => ({ name: `zookeeper3-${i + 1}`, ports })),
+    command: 'java',
+    args: (member) => zookeeperArgs(member.dir),
+    envValue: () => ZK3.map(([port]) => `127.0.0.1:${port}`).join(','),
+  },
+  etcd: {
+    kind: etcdKind,
+    envVar: 'LOCK_TEST_ETCD',
+    members: [{ name: 'etcd', ports: [12379, 12380] }],
+    command: 'etcd',
+    args: (member) => etcdArgs(member, PLANS.etcd.members, `lock-test-etcd-${process.pid}`),
+    envValue: () => 'http://127.0.0.1:12379',
+  },
+  etcd3: {
+    kind: etcdKind,
+    envVar: 'LOCK_TEST_ETCD_CLUSTER',
+    members: ETCD3.map((ports, i) => ({ name: `etcd3-${i + 1}`, ports })),
+    command: 'etcd',
+    args: (member) => etcdArgs(member, PLANS.etcd3.members, `lock-test-etcd3-${process.pid}`),
+    envValue: () => ETCD3.map(([port]) => `http://127.0.0.1:${port}`).join(','),
+  },
+};
+
+/** The environment variable of a topology (e.g. `LOCK_TEST_REDIS_URL`). */
+export function envVarOf(name: TopologyName): string {
+  return PLANS[name].envVar;
+}
+
+/** Debian packages a set of topologies needs. */
+export function packagesFor(names: readonly TopologyName[]): string[] {
+  const packages = new Set(names.map((name) => PLANS[name].kind.packageName));
+  if (packages.has('etcd-server')) packages.add('etcd-client');
+  return [...packages];
+}
+
+/** A started (or user-provided) topology. */
+export interface RunningTopology {
+  readonly name: TopologyName;
+  readonly envVar: string;
+  readonly value: string;
+  /** False when the user pointed the environment variable at their own server. */
+  readonly managed: boolean;
+  readonly startupMs: number;
+}
+
+/**
+ * Starts a topology unless its environment variable is already set (then the user's server is used),
+ * waits until every member really serves, and sets the variable for this process and its children.
+ * Leftovers of an earlier run that died are stopped first, so a second run right after works.
+ */
+export async function startTopology(name: TopologyName): Promise<RunningTopology> {
+  const plan = PLANS[name];
+  const given = process.env[plan.envVar];
+  if (given) return { name, envVar: plan.envVar, value: given, managed: false, startupMs: 0 };
+  const started = Date.now();
+  await stopTopology(name);
+  const records: ServerRecord[] = [];
+  for (const member of plan.members) {
+    for (const port of member.ports) {
+      if (!(await isPortFree(port))) {
+        throw new Error(`port ${port} busy: ${name} needs 127.0.0.1:${port} (${member.name}); stop what uses it, or set ${plan.envVar} to use your own server`);
+      }
+    }
+    const dir = join(instancesRoot(), member.name);
+    rmSync(dir, { recursive: true, force: true });
+    mkdirSync(dir, { recursive: true });
+    records.push({
+      name: member.name,
+      topology: name,
+      command: plan.command,
+      args: plan.args({ ...member, dir }),
+      cwd: dir,
+      logFile: join(dir, 'server.log'),
+      ports: member.ports,
+      dir,
+      pid: 0,
+    });
+  }
+  try {
+    for (const record of records) plan.kind.prepare?.(record, records);
+    for (const record of records) launch(record);
+    await Promise.all(records.map((record) => waitServing(plan.kind, record)));
+    for (const record of records) plan.kind.initialise?.(record);
+  } catch (error) {
+    await stopTopology(name);
+    throw error;
+  }
+  const value = plan.envValue();
+  process.env[plan.envVar] = value;
+  return { name, envVar: plan.envVar, value, managed: true, startupMs: Date.now() - started };
+}
+
+async function waitServing(kind: ServerKind, record: ServerRecord): Promise<void> {
+  await waitUntil(
+    `${record.name} (log: ${record.logFile})`,
+    async () => {
+      if (!isOurs(record)) throw new Error(`${record.name} exited during start-up; see ${record.logFile}`);
+      return kind.ready(record);
+    },
+    kind.startTimeoutMs,
+  );
+}
+
+/** Stops every member of a topology that this machine's state knows of, and removes its files. */
+export async function stopTopology(name: TopologyName): Promise<void> {
+  const records = listRecords().filter((record) => record.topology === name);
+  await Promise.all(records.map((record) => stopProcess(record)));
+  for (const record of records) {
+    removeRecord(record.name);
+    rmSync(record.dir, { recursive: true, force: true });
+  }
+}
+
+/** Stops everything started by any run on this machine. */
+export async function stopAll(): Promise<void> {
+  for (const name of TOPOLOGY_NAMES) await stopTopology(name);
+}
+
+/** Synchronous last resort for exit handlers (which cannot await): SIGKILL every recorded server. */
+export function killAllNow(): void {
+  for (const record of listRecords()) {
+    if (isOurs(record)) {
+      try {
+        process.kill(record.pid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }
+  }
+}
+
+/** Status of every recorded member. */
+export function describeServers(): Array<{ name: string; topology: string; pid: number; running: boolean; ports: readonly number[] }> {
+  return listRecords().map((record) => ({ name: record.name, topology: record.topology, pid: record.pid, running: isOurs(record), ports: record.ports }));
+}
+
+function member(name: string): ServerRecord {
+  const record = readRecord(name);
+  if (!record) throw new Error(`no server named ${name} is running (known: ${listRecords().map((r) => r.name).join(', ') || 'none'})`);
+  return record;
+}
+
+/** Fault injection on one member, from any process: crash it, freeze it, thaw it, bring it back. */
+export const faults = {
+  kill: (name: string): Promise<void> => killProcess(member(name)),
+  stop: (name: string): Promise<void> => stopProcess(member(name)),
+  pause: (name: string): boolean => pauseProcess(member(name)),
+  resume: (name: string): boolean => resumeProcess(member(name)),
+  /** Starts the member again with the same directory and flags (data kept), and waits until it serves. */
+  async restart(name: string): Promise<number> {
+    const record = member(name);
+    const started = Date.now();
+    await stopProcess(record);
+    launch(record);
+    await waitServing(PLANS[record.topology as TopologyName].kind, record);
+    return Date.now() - started;
+  },
+  /** Member name of the current leader (ZooKeeper ensemble, etcd cluster), or undefined during an election. */
+  async leader(topology: TopologyName): Promise<string | undefined> {
+    const kind = PLANS[topology].kind;
+    for (const record of listRecords().filter((r) => r.topology === topology && isOurs(r))) {
+      if (await kind.isLeader?.(record)) return record.name;
+    }
+    return undefined;
+  },
+  members: (topology: TopologyName): string[] => listRecords().filter((r) => r.topology === topology).map((r) => r.name),
+};
