@@ -1,0 +1,3 @@
+export { RedisLockStrategy, type RedisLockStrategyOptions } from './redis-lock.strategy';
+export { RedlockStrategy, type RedlockStrategyOptions } from './redlock.strategy';
+export type { IoRedisClient } from './redis-client.type';

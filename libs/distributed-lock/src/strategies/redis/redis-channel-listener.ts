@@ -1,0 +1,96 @@
+import type { RedisSubscriberClient } from './redis-client.type';
+
+type MessageHandler = (message: string) => void;
+
+/**
+ * One dedicated subscriber connection (a connection in subscribe mode can send nothing else), shared by
+ * every waiter of a strategy. Channels are reference-counted, and kept subscribed for a short linger after
+ * their last waiter leaves so that a hot key does not pay SUBSCRIBE/UNSUBSCRIBE on every wait.
+ * ioredis re-subscribes after a reconnect; messages published meanwhile are lost, which the waiters'
+ * bounded re-check covers.
+ */
+export class RedisChannelListener {
+  private subscriber: RedisSubscriberClient | undefined;
+  private readonly handlers = new Map<string, Set<MessageHandler>>();
+  private readonly subscribed = new Map<string, Promise<unknown>>();
+  private readonly lingering = new Map<string, NodeJS.Timeout>();
+  private closed = false;
+  private readonly onMessage = (channel: string, message: string): void => {
+    const set = this.handlers.get(channel);
+    if (set) for (const handler of [...set]) handler(message);
+  };
+
+  constructor(
+    private readonly createSubscriber: () => RedisSubscriberClient,
+    private readonly lingerMs = 2_000,
+  ) {}
+
+  /** Calls `handler` for every message on `channel` until the returned function is called. */
+  async listen(channel: string, handler: MessageHandler): Promise<() => void> {
+    if (this.closed) throw new Error('the Redis lock strategy is closed');
+    let set = this.handlers.get(channel);
+    if (!set) {
+      set = new Set();
+      this.handlers.set(channel, set);
+    }
+    set.add(handler);
+    const linger = this.lingering.get(channel);
+    if (linger) {
+      clearTimeout(linger);
+      this.lingering.delete(channel);
+    }
+    let pending = this.subscribed.get(channel);
+    if (!pending) {
+      pending = this.connection().subscribe(channel);
+      this.subscribed.set(channel, pending);
+      pending.catch(() => this.subscribed.delete(channel));
+    }
+    try {
+      await pending;
+    } catch (error) {
+      set.delete(handler);
+      throw error;
+    }
+    return () => this.leave(channel, handler);
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const timer of this.lingering.values()) clearTimeout(timer);
+    this.lingering.clear();
+    this.handlers.clear();
+    this.subscribed.clear();
+    const subscriber = this.subscriber;
+    this.subscriber = undefined;
+    if (subscriber) {
+      subscriber.off('message', this.onMessage);
+      await subscriber.quit().catch(() => subscriber.disconnect());
+    }
+  }
+
+  private leave(channel: string, handler: MessageHandler): void {
+    const set = this.handlers.get(channel);
+    if (!set) return;
+    set.delete(handler);
+    if (set.size > 0 || this.closed) return;
+    const timer = setTimeout(() => {
+      this.lingering.delete(channel);
+      if ((this.handlers.get(channel)?.size ?? 0) > 0) return;
+      this.handlers.delete(channel);
+      this.subscribed.delete(channel);
+      this.subscriber?.unsubscribe(channel).catch(() => undefined);
+    }, this.lingerMs);
+    timer.unref?.();
+    this.lingering.set(channel, timer);
+  }
+
+  private connection(): RedisSubscriberClient {
+    if (!this.subscriber) {
+      this.subscriber = this.createSubscriber();
+      this.subscriber.on('message', this.onMessage);
+      // Errors surface through the commands; an unhandled 'error' event would crash the process.
+      this.subscriber.on('error', () => undefined);
+    }
+    return this.subscriber;
+  }
+}

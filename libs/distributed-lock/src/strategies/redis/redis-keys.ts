@@ -1,0 +1,17 @@
+/** The Redis keys and channel of one lock. */
+export interface RedisLockKeys {
+  /** [lock, queue, waiters, fence]: the KEYS of every script. */
+  readonly keys: readonly [string, string, string, string];
+  readonly channel: string;
+}
+
+/**
+ * Names the keys of a lock. The lock key goes inside a hash tag (`{…}`) so that the lock, its queue, its
+ * waiters and its fencing counter live in one Redis Cluster slot and one script can touch them all.
+ * Braces and "%" in the user's key are percent-encoded so the tag cannot be cut short.
+ */
+export function redisLockKeys(namespace: string, key: string): RedisLockKeys {
+  const tag = key.replace(/[%{}]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+  const base = `${namespace}{${tag}}`;
+  return { keys: [`${base}:lock`, `${base}:queue`, `${base}:waiters`, `${base}:fence`], channel: `${base}:events` };
+}

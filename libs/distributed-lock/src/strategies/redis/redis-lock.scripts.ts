@@ -1,0 +1,132 @@
+// Lua scripts of the Redis strategies. Each lock operation is one script, so it is atomic on the server:
+// never SETNX followed by EXPIRE, never GET followed by DEL. Every key a script touches is passed in
+// KEYS (one hash slot thanks to the hash tag); every value in ARGV.
+//
+// Keys of one lock:  KEYS[1] lock    HASH  o = owner, c = hold count, t = fencing token
+//                    KEYS[2] queue   ZSET  waiting owners, scored by arrival number (FIFO)
+//                    KEYS[3] waiters HASH  owner -> "<ttlMs>:<aliveUntilMs>", plus "#seq", the arrival counter
+//                    KEYS[4] fence   STRING the last fencing token
+// ARGV[1] is always the owner id; ARGV[2] the channel on which releases and hand-overs are announced.
+
+/** Shared helpers: server time, fencing tokens, the hand-over to the first live waiter. */
+const PRELUDE = `
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- Strictly increasing per key, also across a data loss: a missing counter restarts from the server's
+-- clock in microseconds, which is above any value the lost counter can have reached (one grant per us).
+local function next_token()
+  if redis.call('EXISTS', KEYS[4]) == 0 then
+    local t = redis.call('TIME')
+    redis.call('SET', KEYS[4], string.format('%.0f', tonumber(t[1]) * 1000000 + tonumber(t[2])))
+  end
+  local token = redis.call('INCR', KEYS[4])
+  redis.call('PEXPIRE', KEYS[4], 604800000)
+  return token
+end
+
+local function grant(owner, ttl)
+  local token = next_token()
+  redis.call('HSET', KEYS[1], 'o', owner, 'c', 1, 't', token)
+  redis.call('PEXPIRE', KEYS[1], ttl)
+  return token
+end
+
+-- Give the free lock to the first waiter that is still alive; dead waiters are dropped on the way.
+local function hand_over(now, channel)
+  while true do
+    local head = redis.call('ZRANGE', KEYS[2], 0, 0)[1]
+    if not head then return false end
+    local meta = redis.call('HGET', KEYS[3], head)
+    redis.call('ZREM', KEYS[2], head)
+    redis.call('HDEL', KEYS[3], head)
+    if meta then
+      local sep = string.find(meta, ':', 1, true)
+      local ttl = tonumber(string.sub(meta, 1, sep - 1))
+      local alive_until = tonumber(string.sub(meta, sep + 1))
+      if alive_until >= now then
+        local token = grant(head, ttl)
+        redis.call('PUBLISH', channel, 'g ' .. head .. ' ' .. token)
+        return true
+      end
+    end
+  end
+end
+`;
+
+/**
+ * Acquire. ARGV: owner, channel, ttlMs, fair ("1"/"0"), waiter ("1": enqueue or refresh this owner's place;
+ * "0": plain try), aliveMs (how long a queued waiter stays in line without refreshing).
+ * Returns {1, token} when held (a hand-over to this waiter counts), {0, pttl} when not.
+ */
+export const ACQUIRE_SCRIPT = `${PRELUDE}
+local owner, channel, ttl = ARGV[1], ARGV[2], tonumber(ARGV[3])
+local fair, waiter, alive = ARGV[4] == '1', ARGV[5] == '1', tonumber(ARGV[6])
+local now = now_ms()
+local holder = redis.call('HGET', KEYS[1], 'o')
+if holder == owner then
+  -- A waiter checking on a hand-over it may have missed does not add a hold; a same-owner request re-enters.
+  if not waiter then redis.call('HINCRBY', KEYS[1], 'c', 1) end
+  redis.call('PEXPIRE', KEYS[1], ttl)
+  return {1, redis.call('HGET', KEYS[1], 't')}
+end
+if not holder and fair then
+  local head = redis.call('ZRANGE', KEYS[2], 0, 0)[1]
+  if head and head ~= owner then
+    -- Someone is first in line (a release that found nobody alive, or a lost race): serve them first.
+    if hand_over(now, channel) then holder = redis.call('HGET', KEYS[1], 'o') end
+    if holder == owner then return {1, redis.call('HGET', KEYS[1], 't')} end
+  end
+end
+if not holder then
+  redis.call('ZREM', KEYS[2], owner)
+  redis.call('HDEL', KEYS[3], owner)
+  return {1, grant(owner, ttl)}
+end
+if waiter then
+  if not redis.call('ZSCORE', KEYS[2], owner) then
+    redis.call('ZADD', KEYS[2], redis.call('HINCRBY', KEYS[3], '#seq', 1), owner)
+  end
+  redis.call('HSET', KEYS[3], owner, ttl .. ':' .. (now + alive))
+  redis.call('PEXPIRE', KEYS[2], alive * 4 + ttl)
+  redis.call('PEXPIRE', KEYS[3], alive * 4 + ttl)
+end
+return {0, redis.call('PTTL', KEYS[1])}
+`;
+
+/**
+ * Release. ARGV: owner, channel. Drops one hold; the last one frees the lock and hands it to the first
+ * live waiter, or announces it free. Returns 1 when the lock was this owner's, 0 when it was not.
+ */
+export const RELEASE_SCRIPT = `${PRELUDE}
+local owner, channel = ARGV[1], ARGV[2]
+if redis.call('HGET', KEYS[1], 'o') ~= owner then return 0 end
+if redis.call('HINCRBY', KEYS[1], 'c', -1) > 0 then return 1 end
+redis.call('DEL', KEYS[1])
+if not hand_over(now_ms(), channel) then redis.call('PUBLISH', channel, 'r') end
+return 1
+`;
+
+/** Extend. ARGV: owner, channel (unused), ttlMs. Returns 1 when extended, 0 when the lock is not this owner's. */
+export const EXTEND_SCRIPT = `
+if redis.call('HGET', KEYS[1], 'o') ~= ARGV[1] then return 0 end
+redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[3]))
+return 1
+`;
+
+/**
+ * A waiter leaves the queue (timeout, abort). ARGV: owner, channel. Returns {1, token} when the lock was
+ * handed to it meanwhile (the caller then owns it and must release it), {0} otherwise.
+ */
+export const LEAVE_QUEUE_SCRIPT = `${PRELUDE}
+local owner, channel = ARGV[1], ARGV[2]
+redis.call('ZREM', KEYS[2], owner)
+redis.call('HDEL', KEYS[3], owner)
+if redis.call('HGET', KEYS[1], 'o') == owner then return {1, redis.call('HGET', KEYS[1], 't')} end
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  if not hand_over(now_ms(), channel) then redis.call('PUBLISH', channel, 'r') end
+end
+return {0}
+`;

@@ -1,0 +1,187 @@
+import type { RedisOptions } from 'ioredis';
+import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
+import type { LeaseGrant, LockRequest, WaitBudget } from '../../locking/lock-lease';
+import { assertDuration, assertKnownKeys, describe } from '../../locking/lock-options';
+import type { LockStrategy, LockStrategyCapabilities } from '../../locking/lock-strategy.interface';
+import { RedisChannelListener } from './redis-channel-listener';
+import type { IoRedisClient, RedisLockClient } from './redis-client.type';
+import { resolveRedisClient } from './redis-connection';
+import { redisLockKeys, type RedisLockKeys } from './redis-keys';
+import { ACQUIRE_SCRIPT, EXTEND_SCRIPT, LEAVE_QUEUE_SCRIPT, RELEASE_SCRIPT } from './redis-lock.scripts';
+import { RedisScript } from './redis-script';
+import { leaseEnd } from './lease-end';
+
+/** Options of the single-instance Redis strategy. */
+export interface RedisLockStrategyOptions {
+  /** Your ioredis `Redis` or `Cluster` (e.g. injected from another module). Never closed by the strategy. */
+  readonly client?: IoRedisClient;
+  /** Or a URL / ioredis options: the strategy creates the client and closes it on shutdown. */
+  readonly connection?: string | RedisOptions;
+  /** Name in messages and events. Default "redis". */
+  readonly name?: string;
+  /** Prefix of every Redis key the strategy writes. Default "dlock:". */
+  readonly namespace?: string;
+  /**
+   * FIFO hand-over (default true): waiters queue in Redis and a release gives the lock straight to the
+   * first live waiter. False: waiters are woken by the release and race for it (higher risk of
+   * starvation, the releaser often wins again).
+   */
+  readonly fair?: boolean;
+  /**
+   * How often a waiter re-checks by itself and refreshes its place in the queue, in ms: the most a lost
+   * notification can cost. A waiter that stops refreshing (its process died) leaves the queue after three
+   * intervals. Default 500.
+   */
+  readonly recheckInterval?: number;
+}
+
+const OPTION_KEYS = ['client', 'connection', 'name', 'namespace', 'fair', 'recheckInterval'];
+
+/**
+ * Locks in one Redis server (or one Redis Cluster slot per key). Acquire, release and extend are each
+ * one Lua script, owner-checked; fencing tokens come from a per-key counter in the same script; waiters
+ * are woken by pub/sub, and in fair mode served in arrival order by direct hand-over.
+ *
+ * Not safe against failover: Redis replicates asynchronously, so a lock written to a master that dies
+ * before replicating is lost, and a second holder can get it from the promoted replica. Use the fencing
+ * token to reject the stale holder's writes, or ZooKeeper/etcd where correctness depends on the lock.
+ */
+export class RedisLockStrategy implements LockStrategy {
+  readonly name: string;
+  readonly capabilities: LockStrategyCapabilities;
+  private readonly client: RedisLockClient;
+  private readonly ownsClient: boolean;
+  private readonly namespace: string;
+  private readonly fair: boolean;
+  private readonly recheckMs: number;
+  private readonly listener: RedisChannelListener;
+  private readonly scripts = {
+    acquire: new RedisScript(ACQUIRE_SCRIPT),
+    release: new RedisScript(RELEASE_SCRIPT),
+    extend: new RedisScript(EXTEND_SCRIPT),
+    leave: new RedisScript(LEAVE_QUEUE_SCRIPT),
+  };
+
+  constructor(options: RedisLockStrategyOptions) {
+    const raw: unknown = options;
+    assertKnownKeys(raw, OPTION_KEYS, 'RedisLockStrategy options');
+    if (options.name !== undefined && (typeof options.name !== 'string' || options.name.length === 0)) {
+      throw new InvalidLockOptionsError('name', `expected a non-empty string, got ${describe(options.name)}.`);
+    }
+    if (options.namespace !== undefined && (typeof options.namespace !== 'string' || /[{}\s]/.test(options.namespace))) {
+      throw new InvalidLockOptionsError('namespace', 'expected a string without braces or spaces, e.g. "dlock:".');
+    }
+    if (options.fair !== undefined && typeof options.fair !== 'boolean') {
+      throw new InvalidLockOptionsError('fair', `expected true or false, got ${describe(options.fair)}.`);
+    }
+    this.name = options.name ?? 'redis';
+    this.namespace = options.namespace ?? 'dlock:';
+    this.fair = options.fair ?? true;
+    this.recheckMs = assertDuration(options.recheckInterval ?? 500, 'recheckInterval', 10);
+    const resolved = resolveRedisClient(options.client, options.connection, this.name, 'RedisLockStrategy options');
+    this.client = resolved.client;
+    this.ownsClient = resolved.owned;
+    this.listener = new RedisChannelListener(() => this.client.duplicate());
+    this.capabilities = Object.freeze({ fencing: true, fifo: this.fair, sharedLocks: false, crossProcess: true });
+  }
+
+  async tryAcquire(request: LockRequest): Promise<LeaseGrant | null> {
+    const keys = redisLockKeys(this.namespace, request.key);
+    const sentAt = Date.now();
+    const [held, token] = await this.runAcquire(keys, request, false);
+    return held ? this.grantOf(request, token, sentAt) : null;
+  }
+
+  async acquire(request: LockRequest, budget: WaitBudget): Promise<LeaseGrant | null> {
+    const keys = redisLockKeys(this.namespace, request.key);
+    const deadline = Date.now() + budget.timeoutMs;
+    let wake: (() => void) | undefined;
+    const state: { handedOver?: { token: number; at: number } } = {};
+    const stopListening = await this.listener.listen(keys.channel, (message) => {
+      if (message === 'r') {
+        if (!this.fair) wake?.();
+        return;
+      }
+      const [kind, owner, token] = message.split(' ');
+      if (kind === 'g' && owner === request.owner) {
+        state.handedOver = { token: Number(token), at: Date.now() };
+        wake?.();
+      }
+    });
+    try {
+      while (!budget.signal.aborted) {
+        const sentAt = Date.now();
+        const [held, token] = await this.runAcquire(keys, request, this.fair);
+        if (held) return this.grantOf(request, token, sentAt);
+        if (state.handedOver) return this.grantOf(request, state.handedOver.token, state.handedOver.at);
+        const remaining = deadline - Date.now();
+        if (remaining <= 0) break;
+        await new Promise<void>((resolve) => {
+          const done = (): void => {
+            clearTimeout(timer);
+            budget.signal.removeEventListener('abort', done);
+            wake = undefined;
+            resolve();
+          };
+          const timer = setTimeout(done, Math.min(remaining, this.recheckMs));
+          budget.signal.addEventListener('abort', done, { once: true });
+          wake = done;
+        });
+        const late = state.handedOver as { token: number; at: number } | undefined;
+        if (late) return this.grantOf(request, late.token, late.at);
+      }
+      return await this.leaveQueue(keys, request, budget.signal.aborted);
+    } finally {
+      stopListening();
+    }
+  }
+
+  async extend(lease: LeaseGrant, ttlMs: number): Promise<LeaseGrant | null> {
+    const keys = redisLockKeys(this.namespace, lease.key);
+    const sentAt = Date.now();
+    const extended = await this.scripts.extend.run(this.client, keys.keys, [lease.owner, keys.channel, ttlMs]);
+    return extended === 1 ? { ...lease, expiresAt: leaseEnd(sentAt, ttlMs) } : null;
+  }
+
+  async release(lease: LeaseGrant): Promise<boolean> {
+    const keys = redisLockKeys(this.namespace, lease.key);
+    return (await this.scripts.release.run(this.client, keys.keys, [lease.owner, keys.channel])) === 1;
+  }
+
+  async ping(): Promise<void> {
+    await this.client.ping();
+  }
+
+  async close(): Promise<void> {
+    await this.listener.close();
+    if (this.ownsClient) await this.client.quit().catch(() => this.client.disconnect());
+  }
+
+  private async runAcquire(keys: RedisLockKeys, request: LockRequest, waiter: boolean): Promise<[boolean, number]> {
+    const reply = (await this.scripts.acquire.run(this.client, keys.keys, [
+      request.owner,
+      keys.channel,
+      request.ttlMs,
+      this.fair ? '1' : '0',
+      waiter ? '1' : '0',
+      this.recheckMs * 3,
+    ])) as [number, number | string];
+    return [reply[0] === 1, Number(reply[1])];
+  }
+
+  /** Leaves the queue; if the lock was handed over at the last moment it is kept, unless the caller aborted. */
+  private async leaveQueue(keys: RedisLockKeys, request: LockRequest, aborted: boolean): Promise<LeaseGrant | null> {
+    if (!this.fair) return null;
+    const sentAt = Date.now();
+    const reply = (await this.scripts.leave.run(this.client, keys.keys, [request.owner, keys.channel])) as [number, (number | string)?];
+    if (reply[0] !== 1) return null;
+    const grant = this.grantOf(request, Number(reply[1]), sentAt);
+    if (!aborted) return grant;
+    await this.release(grant);
+    return null;
+  }
+
+  private grantOf(request: LockRequest, token: number, startedAt: number): LeaseGrant {
+    return { key: request.key, owner: request.owner, mode: request.mode, fencingToken: token, expiresAt: leaseEnd(startedAt, request.ttlMs) };
+  }
+}

@@ -1,0 +1,249 @@
+import type { RedisOptions } from 'ioredis';
+import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
+import { LockBackendUnavailableError } from '../../errors/lock-backend-unavailable.error';
+import { abortableDelay } from '../../locking/abortable-delay';
+import type { LeaseGrant, LockRequest, WaitBudget } from '../../locking/lock-lease';
+import { assertDuration, assertKnownKeys, describe } from '../../locking/lock-options';
+import type { LockStrategy, LockStrategyCapabilities } from '../../locking/lock-strategy.interface';
+import { CLOCK_DRIFT_FACTOR } from './lease-end';
+import { RedisChannelListener } from './redis-channel-listener';
+import type { IoRedisClient, RedisLockClient } from './redis-client.type';
+import { resolveRedisClient, type OwnedRedisClient } from './redis-connection';
+import { redisLockKeys, type RedisLockKeys } from './redis-keys';
+import { ACQUIRE_SCRIPT, EXTEND_SCRIPT, RELEASE_SCRIPT } from './redis-lock.scripts';
+import { RedisScript } from './redis-script';
+
+/** Options of the Redlock strategy. */
+export interface RedlockStrategyOptions {
+  /** Independent masters (not replicas of each other, not one Cluster): at least 3, an odd number is best. */
+  readonly clients?: readonly IoRedisClient[];
+  /** Or their URLs / options: the strategy creates and closes the clients. */
+  readonly connections?: ReadonlyArray<string | RedisOptions>;
+  /** Name in messages and events. Default "redlock". */
+  readonly name?: string;
+  /** Prefix of every Redis key. Default "dlock:". */
+  readonly namespace?: string;
+  /** How long one node may take to answer, in ms; far below the lease. Default 100. */
+  readonly nodeTimeout?: number;
+  /** Bound of a wait for a release notification before trying again, in ms. Default 500. */
+  readonly recheckInterval?: number;
+}
+
+const OPTION_KEYS = ['clients', 'connections', 'name', 'namespace', 'nodeTimeout', 'recheckInterval'];
+
+interface NodeOutcome {
+  readonly held: boolean;
+  readonly answered: boolean;
+  readonly error?: unknown;
+}
+
+/**
+ * Redlock (Redis' algorithm for N independent masters): the lock is held when a majority (⌊N/2⌋+1) of
+ * the masters granted it within a validity of lease − elapsed − clock drift. Survives the loss of a
+ * minority of masters, unlike one Redis with a replica.
+ *
+ * Under contention it does not poll blindly: within a process, contenders for a key queue locally so
+ * only the first one asks the masters (no split votes between our own callers), and waiters are woken by
+ * the release notification of any master. No fencing tokens: Redlock cannot produce a counter that all
+ * masters agree on. Where correctness depends on the lock, use ZooKeeper or etcd and their tokens.
+ */
+export class RedlockStrategy implements LockStrategy {
+  readonly name: string;
+  readonly capabilities: LockStrategyCapabilities = Object.freeze({ fencing: false, fifo: false, sharedLocks: false, crossProcess: true });
+  private readonly nodes: readonly OwnedRedisClient[];
+  private readonly listeners: readonly RedisChannelListener[];
+  private readonly namespace: string;
+  private readonly quorum: number;
+  private readonly nodeTimeoutMs: number;
+  private readonly recheckMs: number;
+  /** Local FIFO of contenders per key: only the head asks the masters. */
+  private readonly localQueues = new Map<string, Array<() => void>>();
+  private readonly scripts = {
+    acquire: new RedisScript(ACQUIRE_SCRIPT),
+    release: new RedisScript(RELEASE_SCRIPT),
+    extend: new RedisScript(EXTEND_SCRIPT),
+  };
+
+  constructor(options: RedlockStrategyOptions) {
+    const raw: unknown = options;
+    assertKnownKeys(raw, OPTION_KEYS, 'RedlockStrategy options');
+    if (options.name !== undefined && (typeof options.name !== 'string' || options.name.length === 0)) {
+      throw new InvalidLockOptionsError('name', `expected a non-empty string, got ${describe(options.name)}.`);
+    }
+    this.name = options.name ?? 'redlock';
+    if (options.clients !== undefined && options.connections !== undefined) {
+      throw new InvalidLockOptionsError('RedlockStrategy options', 'give either `clients` or `connections`, not both.');
+    }
+    const list: readonly unknown[] = options.clients ?? options.connections ?? [];
+    if (!Array.isArray(list) || list.length < 3) {
+      throw new InvalidLockOptionsError(options.clients ? 'clients' : 'connections', `Redlock needs at least 3 independent masters, got ${Array.isArray(list) ? list.length : describe(list)}.`);
+    }
+    this.nodes = list.map((entry, i) =>
+      options.clients
+        ? resolveRedisClient(entry as IoRedisClient, undefined, this.name, `clients[${i}]`)
+        : resolveRedisClient(undefined, entry as string | RedisOptions, this.name, `connections[${i}]`),
+    );
+    this.listeners = this.nodes.map((node) => new RedisChannelListener(() => node.client.duplicate()));
+    this.namespace = options.namespace ?? 'dlock:';
+    this.quorum = Math.floor(this.nodes.length / 2) + 1;
+    this.nodeTimeoutMs = assertDuration(options.nodeTimeout ?? 100, 'nodeTimeout', 1);
+    this.recheckMs = assertDuration(options.recheckInterval ?? 500, 'recheckInterval', 10);
+  }
+
+  async tryAcquire(request: LockRequest): Promise<LeaseGrant | null> {
+    this.assertNodeTimeoutFits(request.ttlMs);
+    const keys = redisLockKeys(this.namespace, request.key);
+    const started = Date.now();
+    const outcomes = await this.onEveryNode((client) =>
+      this.scripts.acquire.run(client, keys.keys, [request.owner, keys.channel, request.ttlMs, '0', '0', 0]).then((reply) => (reply as [number])[0] === 1),
+    );
+    const held = outcomes.filter((o) => o.held).length;
+    const validUntil = started + request.ttlMs - (Date.now() - started) - Math.ceil(request.ttlMs * CLOCK_DRIFT_FACTOR) - 2;
+    if (held >= this.quorum && validUntil > Date.now()) {
+      return { key: request.key, owner: request.owner, mode: request.mode, expiresAt: validUntil };
+    }
+    // A failed round: free whatever we got at once, so that the others need not wait for our leases.
+    if (held > 0) await this.releaseEverywhere(keys, request.owner);
+    const answered = outcomes.filter((o) => o.answered).length;
+    if (answered < this.quorum) {
+      throw new LockBackendUnavailableError(this.name, `acquire on a majority (${answered} of ${this.nodes.length} masters answered, ${this.quorum} needed)`, Date.now() - started, {
+        key: request.key,
+        cause: outcomes.find((o) => o.error !== undefined)?.error,
+      });
+    }
+    return null;
+  }
+
+  async acquire(request: LockRequest, budget: WaitBudget): Promise<LeaseGrant | null> {
+    const deadline = Date.now() + budget.timeoutMs;
+    const turn = await this.waitLocalTurn(request.key, budget, deadline);
+    if (!turn) return null;
+    const keys = redisLockKeys(this.namespace, request.key);
+    let wake: (() => void) | undefined;
+    const stops: Array<() => void> = [];
+    try {
+      const subscriptions = await Promise.allSettled(this.listeners.map((listener) => listener.listen(keys.channel, (message) => message === 'r' && wake?.())));
+      for (const subscription of subscriptions) if (subscription.status === 'fulfilled') stops.push(subscription.value);
+      let splitRounds = 0;
+      while (!budget.signal.aborted) {
+        const grant = await this.tryAcquire(request);
+        if (grant) return grant;
+        const remaining = deadline - Date.now();
+        if (remaining <= 0) return null;
+        await new Promise<void>((resolve) => {
+          const done = (): void => {
+            clearTimeout(timer);
+            budget.signal.removeEventListener('abort', done);
+            wake = undefined;
+            resolve();
+          };
+          const timer = setTimeout(done, Math.min(remaining, this.recheckMs));
+          budget.signal.addEventListener('abort', done, { once: true });
+          wake = done;
+        });
+        // Woken together with other processes' contenders: a short random pause breaks split votes.
+        splitRounds += 1;
+        await abortableDelay(Math.random() * Math.min(5 * splitRounds, 50), budget.signal);
+      }
+      return null;
+    } finally {
+      for (const stop of stops) stop();
+      turn();
+    }
+  }
+
+  async extend(lease: LeaseGrant, ttlMs: number): Promise<LeaseGrant | null> {
+    const keys = redisLockKeys(this.namespace, lease.key);
+    const started = Date.now();
+    const outcomes = await this.onEveryNode((client) => this.scripts.extend.run(client, keys.keys, [lease.owner, keys.channel, ttlMs]).then((reply) => reply === 1));
+    const extended = outcomes.filter((o) => o.held).length;
+    const validUntil = started + ttlMs - (Date.now() - started) - Math.ceil(ttlMs * CLOCK_DRIFT_FACTOR) - 2;
+    if (extended >= this.quorum && validUntil > Date.now()) return { ...lease, expiresAt: validUntil };
+    if (outcomes.filter((o) => o.answered).length < this.quorum) {
+      throw new LockBackendUnavailableError(this.name, 'extend on a majority', Date.now() - started, { key: lease.key });
+    }
+    return null;
+  }
+
+  async release(lease: LeaseGrant): Promise<boolean> {
+    const keys = redisLockKeys(this.namespace, lease.key);
+    const outcomes = await this.releaseEverywhere(keys, lease.owner);
+    return outcomes.some((o) => o.held);
+  }
+
+  async ping(): Promise<void> {
+    const outcomes = await this.onEveryNode(async (client) => (await client.ping()) === 'PONG');
+    const up = outcomes.filter((o) => o.held).length;
+    if (up < this.quorum) throw new LockBackendUnavailableError(this.name, `ping a majority (${up} of ${this.nodes.length} up)`, 0);
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(this.listeners.map((listener) => listener.close()));
+    await Promise.all(this.nodes.filter((node) => node.owned).map((node) => node.client.quit().catch(() => node.client.disconnect())));
+  }
+
+  private releaseEverywhere(keys: RedisLockKeys, owner: string): Promise<NodeOutcome[]> {
+    return this.onEveryNode((client) => this.scripts.release.run(client, keys.keys, [owner, keys.channel]).then((reply) => reply === 1));
+  }
+
+  /** Runs `operation` on every master in parallel, each bounded by the node timeout. */
+  private onEveryNode(operation: (client: RedisLockClient) => Promise<boolean>): Promise<NodeOutcome[]> {
+    return Promise.all(
+      this.nodes.map(
+        ({ client }) =>
+          new Promise<NodeOutcome>((resolve) => {
+            const timer = setTimeout(() => resolve({ held: false, answered: false, error: new Error(`no answer within ${this.nodeTimeoutMs} ms`) }), this.nodeTimeoutMs);
+            operation(client).then(
+              (held) => {
+                clearTimeout(timer);
+                resolve({ held, answered: true });
+              },
+              (error: unknown) => {
+                clearTimeout(timer);
+                resolve({ held: false, answered: false, error });
+              },
+            );
+          }),
+      ),
+    );
+  }
+
+  /** Resolves a function that passes the turn on, or null when the budget ended while queued locally. */
+  private waitLocalTurn(key: string, budget: WaitBudget, deadline: number): Promise<(() => void) | null> {
+    let queue = this.localQueues.get(key);
+    if (!queue) {
+      queue = [];
+      this.localQueues.set(key, queue);
+    }
+    const line = queue;
+    const passOn = (): void => {
+      line.shift();
+      if (line.length > 0) line[0]();
+      else this.localQueues.delete(key);
+    };
+    return new Promise((resolve) => {
+      const entry = (): void => {
+        clearTimeout(timer);
+        budget.signal.removeEventListener('abort', giveUp);
+        resolve(passOn);
+      };
+      const giveUp = (): void => {
+        const index = line.indexOf(entry);
+        if (index > 0) line.splice(index, 1);
+        else if (index === 0) return; // already our turn: entry() has run or will
+        clearTimeout(timer);
+        resolve(null);
+      };
+      const timer = setTimeout(giveUp, Math.max(0, deadline - Date.now()));
+      budget.signal.addEventListener('abort', giveUp, { once: true });
+      line.push(entry);
+      if (line.length === 1) entry();
+    });
+  }
+
+  private assertNodeTimeoutFits(ttlMs: number): void {
+    if (this.nodeTimeoutMs * 2 >= ttlMs) {
+      throw new InvalidLockOptionsError('ttl', `Redlock needs a lease far above the node timeout (${this.nodeTimeoutMs} ms); use a ttl of at least ${this.nodeTimeoutMs * 2 + 1} ms.`);
+    }
+  }
+}
