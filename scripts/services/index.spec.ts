@@ -5,6 +5,7 @@ describe('services tool', () => {
     expect(TOPOLOGY_NAMES.map(envVarOf)).toEqual([
       'LOCK_TEST_REDIS_URL',
       'LOCK_TEST_REDIS_URLS',
+      'LOCK_TEST_FAULT_REDIS_URLS',
       'LOCK_TEST_MYSQL_URL',
       'LOCK_TEST_ZOOKEEPER',
       'LOCK_TEST_ZOOKEEPER_ENSEMBLE',

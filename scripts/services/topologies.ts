@@ -18,7 +18,7 @@ import {
 import { instancesRoot, listRecords, readRecord, removeRecord, type ServerRecord } from './service-state';
 
 /** The server set-ups the tests, the demo and the benchmarks use. */
-export const TOPOLOGY_NAMES = ['redis', 'redis5', 'mariadb', 'zookeeper', 'zookeeper3', 'etcd', 'etcd3'] as const;
+export const TOPOLOGY_NAMES = ['redis', 'redis5', 'redis5-faults', 'mariadb', 'zookeeper', 'zookeeper3', 'etcd', 'etcd3'] as const;
 export type TopologyName = (typeof TOPOLOGY_NAMES)[number];
 
 interface TopologyPlan {
@@ -33,6 +33,8 @@ interface TopologyPlan {
 
 // Dedicated loopback ports, never the standard ones (6379, 3306, 2181, 2379).
 const REDIS5_PORTS = [16380, 16381, 16382, 16383, 16384];
+// Separate masters for fault tests, which kill and restart them while other suites use redis5.
+const REDIS5_FAULT_PORTS = [16390, 16391, 16392, 16393, 16394];
 const ZK3 = [
   [12182, 12888, 13888],
   [12183, 12889, 13889],
@@ -60,6 +62,14 @@ const PLANS: Record<TopologyName, TopologyPlan> = {
     command: 'redis-server',
     args: (member) => redisArgs(member.ports[0], member.dir),
     envValue: () => REDIS5_PORTS.map((port) => `redis://127.0.0.1:${port}`).join(','),
+  },
+  'redis5-faults': {
+    kind: redisKind,
+    envVar: 'LOCK_TEST_FAULT_REDIS_URLS',
+    members: REDIS5_FAULT_PORTS.map((port, i) => ({ name: `redis5-faults-${i + 1}`, ports: [port] })),
+    command: 'redis-server',
+    args: (member) => redisArgs(member.ports[0], member.dir),
+    envValue: () => REDIS5_FAULT_PORTS.map((port) => `redis://127.0.0.1:${port}`).join(','),
   },
   mariadb: {
     kind: mariadbKind,

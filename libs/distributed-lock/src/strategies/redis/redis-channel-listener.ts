@@ -1,4 +1,5 @@
 import type { RedisSubscriberClient } from './redis-client.type';
+import { closeRedisClient } from './close-redis-client';
 
 type MessageHandler = (message: string) => void;
 
@@ -64,7 +65,7 @@ export class RedisChannelListener {
     this.subscriber = undefined;
     if (subscriber) {
       subscriber.off('message', this.onMessage);
-      await subscriber.quit().catch(() => subscriber.disconnect());
+      await closeRedisClient(subscriber);
     }
   }
 

@@ -10,6 +10,7 @@ import { redisLockKeys, type RedisLockKeys } from './redis-keys';
 import { ACQUIRE_SCRIPT, EXTEND_SCRIPT, LEAVE_QUEUE_SCRIPT, RELEASE_SCRIPT } from './redis-lock.scripts';
 import { RedisScript } from './redis-script';
 import { leaseEnd } from './lease-end';
+import { closeRedisClient } from './close-redis-client';
 
 /** Options of the single-instance Redis strategy. */
 export interface RedisLockStrategyOptions {
@@ -154,7 +155,7 @@ export class RedisLockStrategy implements LockStrategy {
 
   async close(): Promise<void> {
     await this.listener.close();
-    if (this.ownsClient) await this.client.quit().catch(() => this.client.disconnect());
+    if (this.ownsClient) await closeRedisClient(this.client);
   }
 
   private async runAcquire(keys: RedisLockKeys, request: LockRequest, waiter: boolean): Promise<[boolean, number]> {

@@ -6,6 +6,7 @@ import type { LeaseGrant, LockRequest, WaitBudget } from '../../locking/lock-lea
 import { assertDuration, assertKnownKeys, describe } from '../../locking/lock-options';
 import type { LockStrategy, LockStrategyCapabilities } from '../../locking/lock-strategy.interface';
 import { CLOCK_DRIFT_FACTOR } from './lease-end';
+import { closeRedisClient } from './close-redis-client';
 import { RedisChannelListener } from './redis-channel-listener';
 import type { IoRedisClient, RedisLockClient } from './redis-client.type';
 import { resolveRedisClient, type OwnedRedisClient } from './redis-connection';
@@ -121,15 +122,32 @@ export class RedlockStrategy implements LockStrategy {
     const keys = redisLockKeys(this.namespace, request.key);
     let wake: (() => void) | undefined;
     const stops: Array<() => void> = [];
+    let finished = false;
+    // Subscribe on every master without waiting: a master that is down must not hold up the others.
+    for (const listener of this.listeners) {
+      listener.listen(keys.channel, (message) => message === 'r' && wake?.()).then(
+        (stop) => (finished ? stop() : stops.push(stop)),
+        () => undefined,
+      );
+    }
     try {
-      const subscriptions = await Promise.allSettled(this.listeners.map((listener) => listener.listen(keys.channel, (message) => message === 'r' && wake?.())));
-      for (const subscription of subscriptions) if (subscription.status === 'fulfilled') stops.push(subscription.value);
       let splitRounds = 0;
+      // While a majority is unreachable, keep trying until the budget ends, then report the outage itself.
+      let unavailable: LockBackendUnavailableError | undefined;
       while (!budget.signal.aborted) {
-        const grant = await this.tryAcquire(request);
-        if (grant) return grant;
+        try {
+          const grant = await this.tryAcquire(request);
+          if (grant) return grant;
+          unavailable = undefined;
+        } catch (error) {
+          if (!(error instanceof LockBackendUnavailableError)) throw error;
+          unavailable = error;
+        }
         const remaining = deadline - Date.now();
-        if (remaining <= 0) return null;
+        if (remaining <= 0) {
+          if (unavailable) throw unavailable;
+          return null;
+        }
         await new Promise<void>((resolve) => {
           const done = (): void => {
             clearTimeout(timer);
@@ -137,7 +155,7 @@ export class RedlockStrategy implements LockStrategy {
             wake = undefined;
             resolve();
           };
-          const timer = setTimeout(done, Math.min(remaining, this.recheckMs));
+          const timer = setTimeout(done, Math.min(remaining, unavailable ? this.recheckMs / 5 : this.recheckMs));
           budget.signal.addEventListener('abort', done, { once: true });
           wake = done;
         });
@@ -147,6 +165,7 @@ export class RedlockStrategy implements LockStrategy {
       }
       return null;
     } finally {
+      finished = true;
       for (const stop of stops) stop();
       turn();
     }
@@ -179,7 +198,7 @@ export class RedlockStrategy implements LockStrategy {
 
   async close(): Promise<void> {
     await Promise.all(this.listeners.map((listener) => listener.close()));
-    await Promise.all(this.nodes.filter((node) => node.owned).map((node) => node.client.quit().catch(() => node.client.disconnect())));
+    await Promise.all(this.nodes.filter((node) => node.owned).map((node) => closeRedisClient(node.client)));
   }
 
   private releaseEverywhere(keys: RedisLockKeys, owner: string): Promise<NodeOutcome[]> {
@@ -192,6 +211,11 @@ export class RedlockStrategy implements LockStrategy {
       this.nodes.map(
         ({ client }) =>
           new Promise<NodeOutcome>((resolve) => {
+            // A master whose connection is down answers nothing: count it out now instead of after the timeout.
+            if (client.status !== 'ready' && client.status !== 'connect') {
+              resolve({ held: false, answered: false, error: new Error(`connection ${client.status}`) });
+              return;
+            }
             const timer = setTimeout(() => resolve({ held: false, answered: false, error: new Error(`no answer within ${this.nodeTimeoutMs} ms`) }), this.nodeTimeoutMs);
             operation(client).then(
               (held) => {

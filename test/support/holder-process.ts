@@ -1,0 +1,55 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { join, resolve } from 'node:path';
+
+const ROOT = resolve(__dirname, '..', '..');
+
+/** A separate process holding a lock, to be crashed (SIGKILL) or frozen (SIGSTOP) by a fault test. */
+export interface HolderProcess {
+  readonly child: ChildProcess;
+  /** The fencing token it got, if the strategy has fencing. */
+  readonly fencingToken: number | undefined;
+  /** Lines the holder printed after acquiring (e.g. "lost <reason>"). */
+  readonly lines: string[];
+  /** Resolves when the holder exits, with its exit code or signal. */
+  readonly exited: Promise<string>;
+}
+
+/**
+ * Starts `holder.worker.ts`, which acquires `key` with the named contract subject and then holds it,
+ * extending through the watchdog, until killed (or for 60 s at most). Resolves once it holds the lock.
+ */
+export function startHolder(subject: string, key: string, ttlMs: number, env: NodeJS.ProcessEnv = {}): Promise<HolderProcess> {
+  return new Promise((resolvePromise, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', join(__dirname, 'holder.worker.ts'), subject, key, String(ttlMs)], {
+      cwd: ROOT,
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const lines: string[] = [];
+    let stderr = '';
+    let settled = false;
+    const exited = new Promise<string>((done) => child.on('exit', (code, signal) => done(String(signal ?? code))));
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`holder did not acquire within 30 s: ${stderr.slice(-1000)}`));
+    }, 30_000);
+    child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    child.stdout?.on('data', (chunk: Buffer) => {
+      for (const line of chunk.toString().split('\n').filter(Boolean)) {
+        lines.push(line);
+        const match = /^held (\S+)/.exec(line);
+        if (match && !settled) {
+          settled = true;
+          clearTimeout(timer);
+          resolvePromise({ child, fencingToken: match[1] === '-' ? undefined : Number(match[1]), lines, exited });
+        }
+      }
+    });
+    child.on('exit', (code) => {
+      if (!settled) {
+        clearTimeout(timer);
+        reject(new Error(`holder exited with ${code} before acquiring: ${stderr.slice(-1000)}`));
+      }
+    });
+  });
+}
