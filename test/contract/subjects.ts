@@ -11,12 +11,12 @@ function requiredEnv(name: string): string {
 }
 
 /** Deletes a lock's key on the given Redis servers with a throwaway client, as an operator would. */
-async function deleteRedisLock(urls: readonly string[], key: string): Promise<void> {
+async function deleteRedisLock(urls: readonly string[], key: string, namespace = 'dlock:'): Promise<void> {
   await Promise.all(
     urls.map(async (url) => {
       const raw = new Redis(url, { maxRetriesPerRequest: 1 });
       try {
-        await raw.del(redisLockKeys('dlock:', key).keys[0]);
+        await raw.del(redisLockKeys(namespace, key).keys[0]);
       } finally {
         raw.disconnect();
       }
@@ -56,7 +56,7 @@ export const subjects: readonly ContractSubject[] = [
     name: 'redlock (5 masters)',
     capabilities: { fencing: false, fifo: false, sharedLocks: false, crossProcess: true },
     create: async () => new RedlockStrategy({ connections: redisUrls() }),
-    removeBehindBack: (_strategy, key) => deleteRedisLock(redisUrls(), key),
+    removeBehindBack: (_strategy, key) => deleteRedisLock(redisUrls(), key, 'dlock:redlock:'),
   },
 ];
 

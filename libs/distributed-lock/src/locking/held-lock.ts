@@ -23,7 +23,9 @@ export interface HeldLockDeps {
 export class HeldLock {
   private state: 'held' | 'released' | 'lost' = 'held';
   private holds = 1;
-  private readonly controller = new AbortController();
+  // Created on first use: most locks are released without anyone reading their signal.
+  private controller: AbortController | undefined;
+  private lostError: LockLostError | undefined;
   private readonly watchdog: LeaseWatchdog;
   private readonly unsubscribeLost: (() => void) | undefined;
   readonly acquiredAt = Date.now();
@@ -55,7 +57,16 @@ export class HeldLock {
 
   /** Aborted with a `LockLostError` as soon as the lock is known lost. */
   get signal(): AbortSignal {
+    if (!this.controller) {
+      this.controller = new AbortController();
+      if (this.lostError) this.controller.abort(this.lostError);
+    }
     return this.controller.signal;
+  }
+
+  /** The loss, once the lock is known lost. */
+  get lostReason(): LockLostError | undefined {
+    return this.lostError;
   }
 
   get isHeld(): boolean {
@@ -106,7 +117,7 @@ export class HeldLock {
 
   /** Push the lease's end to now + `ttlMs`. Throws `LockNotHeldError` when it is no longer ours. */
   async extend(ttlMs: number = this.ttl): Promise<void> {
-    if (this.state !== 'held') throw new LockNotHeldError(this.lease.key, this.deps.strategy.name, { cause: this.signal.reason });
+    if (this.state !== 'held') throw new LockNotHeldError(this.lease.key, this.deps.strategy.name, { cause: this.lostError });
     const renewed = await this.renew(ttlMs);
     if (!renewed) {
       this.markLost('extension-refused');
@@ -121,7 +132,8 @@ export class HeldLock {
     this.state = 'lost';
     this.stopLiveness();
     const { strategy, events } = this.deps;
-    this.controller.abort(new LockLostError(this.lease.key, strategy.name, reason, { cause }));
+    this.lostError = new LockLostError(this.lease.key, strategy.name, reason, { cause });
+    this.controller?.abort(this.lostError);
     events.emit('lost', { ...this.describe(), reason, heldMs: Date.now() - this.acquiredAt });
     this.deps.onFinished(this);
     if (reason === 'expired' || reason === 'backend-unreachable') {

@@ -77,7 +77,8 @@ export class LockHandle implements Lock {
   }
 
   throwIfLost(): void {
-    if (this.held.signal.aborted) throw this.held.signal.reason;
+    const lost = this.held.lostReason;
+    if (lost) throw lost;
   }
 
   async [Symbol.asyncDispose](): Promise<void> {
@@ -92,12 +93,10 @@ export class LockHandle implements Lock {
 
 /** Several keys held together, taken in a fixed (sorted) order so that two callers cannot deadlock. */
 export class MultiLockHandle implements Lock {
-  private readonly combined: AbortSignal;
+  private combined: AbortSignal | undefined;
 
   /** @internal */
-  constructor(readonly locks: readonly LockHandle[]) {
-    this.combined = AbortSignal.any(locks.map((lock) => lock.signal));
-  }
+  constructor(readonly locks: readonly LockHandle[]) {}
 
   get keys(): readonly string[] {
     return this.locks.map((lock) => lock.key);
@@ -115,6 +114,7 @@ export class MultiLockHandle implements Lock {
   }
 
   get signal(): AbortSignal {
+    this.combined ??= this.locks.length === 1 ? this.locks[0].signal : AbortSignal.any(this.locks.map((lock) => lock.signal));
     return this.combined;
   }
 
@@ -142,7 +142,7 @@ export class MultiLockHandle implements Lock {
   }
 
   throwIfLost(): void {
-    if (this.combined.aborted) throw this.combined.reason;
+    for (const lock of this.locks) lock.throwIfLost();
   }
 
   async [Symbol.asyncDispose](): Promise<void> {

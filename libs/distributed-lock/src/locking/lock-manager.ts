@@ -199,9 +199,19 @@ export class LockManager {
   private async queueAcquire(request: LockRequest, deadline: number, signal: AbortSignal | undefined): Promise<LeaseGrant | null> {
     const acquire = this.strategy.acquire;
     if (!acquire) return null;
-    const leave = new AbortController();
-    const combined = signal ? AbortSignal.any([signal, leave.signal]) : leave.signal;
+    // Aborted only if we give up on the strategy (a hang past the bound), so that it leaves the queue.
+    // Signals are costly to create: made on first use, which a lock that is free at once never reaches.
+    let leave: AbortController | undefined;
+    let combined: AbortSignal | undefined;
     const timeoutMs = Math.max(1, deadline - Date.now());
+    const budget = {
+      timeoutMs,
+      get signal(): AbortSignal {
+        leave ??= new AbortController();
+        combined ??= signal ? AbortSignal.any([signal, leave.signal]) : leave.signal;
+        return combined;
+      },
+    };
     try {
       return await runBounded({
         strategy: this.strategy.name,
@@ -209,15 +219,13 @@ export class LockManager {
         key: request.key,
         // The strategy bounds its own wait; the extra operation timeout only catches a backend that hangs.
         timeoutMs: timeoutMs + this.operationTimeout,
-        run: () => acquire.call(this.strategy, request, { signal: combined, timeoutMs }),
+        run: () => acquire.call(this.strategy, request, budget),
         onLateResult: (grant) => this.releaseOrphan(grant),
       });
     } catch (error) {
+      leave?.abort();
       if (signal?.aborted) return null;
       throw error;
-    } finally {
-      // Tells the strategy to leave the queue if it is still waiting (timeout of ours, or a hang).
-      leave.abort();
     }
   }
 

@@ -96,7 +96,12 @@ export class LockService {
       await this.releaseQuietly(lock);
       throw error;
     }
-    const lost: unknown = lock.signal.aborted ? lock.signal.reason : undefined;
+    let lost: unknown;
+    try {
+      lock.throwIfLost();
+    } catch (error) {
+      lost = error;
+    }
     await this.releaseQuietly(lock);
     if (lost !== undefined) throw lost;
     return result;

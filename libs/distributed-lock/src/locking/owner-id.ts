@@ -6,5 +6,8 @@ import { hostname } from 'node:os';
  * a stuck key can tell who holds it; the random part makes it impossible to guess or to collide.
  */
 export function createOwnerId(): string {
-  return `${hostname()}:${process.pid}:${randomUUID()}`;
+  return `${OWNER_PREFIX}${randomUUID()}`;
 }
+
+// Computed once: os.hostname() is a system call, and neither the host nor the pid changes.
+const OWNER_PREFIX = `${hostname()}:${process.pid}:`;

@@ -15,15 +15,16 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
--- Strictly increasing per key, also across a data loss: a missing counter restarts from the server's
--- clock in microseconds, which is above any value the lost counter can have reached (one grant per us).
+-- Strictly increasing per key, also across a data loss: a counter that INCR finds missing (1) restarts
+-- from the server's clock in microseconds, above any value the lost counter can have reached (one grant
+-- per microsecond). The week-long expiry set then is kept by INCR, so the hot path is one command.
 local function next_token()
-  if redis.call('EXISTS', KEYS[4]) == 0 then
-    local t = redis.call('TIME')
-    redis.call('SET', KEYS[4], string.format('%.0f', tonumber(t[1]) * 1000000 + tonumber(t[2])))
-  end
   local token = redis.call('INCR', KEYS[4])
-  redis.call('PEXPIRE', KEYS[4], 604800000)
+  if token == 1 then
+    local t = redis.call('TIME')
+    redis.call('SET', KEYS[4], string.format('%.0f', tonumber(t[1]) * 1000000 + tonumber(t[2])), 'PX', 604800000)
+    token = redis.call('INCR', KEYS[4])
+  end
   return token
 end
 
@@ -35,10 +36,12 @@ local function grant(owner, ttl)
 end
 
 -- Give the free lock to the first waiter that is still alive; dead waiters are dropped on the way.
-local function hand_over(now, channel)
+local function hand_over(channel)
+  local now
   while true do
     local head = redis.call('ZRANGE', KEYS[2], 0, 0)[1]
     if not head then return false end
+    now = now or now_ms()
     local meta = redis.call('HGET', KEYS[3], head)
     redis.call('ZREM', KEYS[2], head)
     redis.call('HDEL', KEYS[3], head)
@@ -64,7 +67,6 @@ end
 export const ACQUIRE_SCRIPT = `${PRELUDE}
 local owner, channel, ttl = ARGV[1], ARGV[2], tonumber(ARGV[3])
 local fair, waiter, alive = ARGV[4] == '1', ARGV[5] == '1', tonumber(ARGV[6])
-local now = now_ms()
 local holder = redis.call('HGET', KEYS[1], 'o')
 if holder == owner then
   -- A waiter checking on a hand-over it may have missed does not add a hold; a same-owner request re-enters.
@@ -76,20 +78,22 @@ if not holder and fair then
   local head = redis.call('ZRANGE', KEYS[2], 0, 0)[1]
   if head and head ~= owner then
     -- Someone is first in line (a release that found nobody alive, or a lost race): serve them first.
-    if hand_over(now, channel) then holder = redis.call('HGET', KEYS[1], 'o') end
+    if hand_over(channel) then holder = redis.call('HGET', KEYS[1], 'o') end
     if holder == owner then return {1, redis.call('HGET', KEYS[1], 't')} end
   end
 end
 if not holder then
-  redis.call('ZREM', KEYS[2], owner)
-  redis.call('HDEL', KEYS[3], owner)
+  if waiter then
+    redis.call('ZREM', KEYS[2], owner)
+    redis.call('HDEL', KEYS[3], owner)
+  end
   return {1, grant(owner, ttl)}
 end
 if waiter then
   if not redis.call('ZSCORE', KEYS[2], owner) then
     redis.call('ZADD', KEYS[2], redis.call('HINCRBY', KEYS[3], '#seq', 1), owner)
   end
-  redis.call('HSET', KEYS[3], owner, ttl .. ':' .. (now + alive))
+  redis.call('HSET', KEYS[3], owner, ttl .. ':' .. (now_ms() + alive))
   redis.call('PEXPIRE', KEYS[2], alive * 4 + ttl)
   redis.call('PEXPIRE', KEYS[3], alive * 4 + ttl)
 end
@@ -105,7 +109,7 @@ local owner, channel = ARGV[1], ARGV[2]
 if redis.call('HGET', KEYS[1], 'o') ~= owner then return 0 end
 if redis.call('HINCRBY', KEYS[1], 'c', -1) > 0 then return 1 end
 redis.call('DEL', KEYS[1])
-if not hand_over(now_ms(), channel) then redis.call('PUBLISH', channel, 'r') end
+if not hand_over(channel) then redis.call('PUBLISH', channel, 'r') end
 return 1
 `;
 
@@ -126,7 +130,36 @@ redis.call('ZREM', KEYS[2], owner)
 redis.call('HDEL', KEYS[3], owner)
 if redis.call('HGET', KEYS[1], 'o') == owner then return {1, redis.call('HGET', KEYS[1], 't')} end
 if redis.call('EXISTS', KEYS[1]) == 0 then
-  if not hand_over(now_ms(), channel) then redis.call('PUBLISH', channel, 'r') end
+  if not hand_over(channel) then redis.call('PUBLISH', channel, 'r') end
 end
 return {0}
+`;
+
+// Redlock runs on several independent masters, each with a plain owner-checked key: no queue and no
+// fencing counter (the masters could not agree on one), so each step is as cheap as SET NX PX.
+// KEYS[1] lock STRING owner. ARGV[1] owner, ARGV[2] channel, ARGV[3] ttl.
+
+/** Redlock, one master: take (or re-take, for the same owner) the key. Returns 1 when held. */
+export const REDLOCK_ACQUIRE_SCRIPT = `
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[3]) then return 1 end
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('PEXPIRE', KEYS[1], ARGV[3])
+  return 1
+end
+return 0
+`;
+
+/** Redlock, one master: delete the key if it is this owner's, and announce the release. */
+export const REDLOCK_RELEASE_SCRIPT = `
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('DEL', KEYS[1])
+redis.call('PUBLISH', ARGV[2], 'r')
+return 1
+`;
+
+/** Redlock, one master: extend the key if it is this owner's. */
+export const REDLOCK_EXTEND_SCRIPT = `
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+return 1
 `;

@@ -96,10 +96,17 @@ export class RedisLockStrategy implements LockStrategy {
   async acquire(request: LockRequest, budget: WaitBudget): Promise<LeaseGrant | null> {
     const keys = redisLockKeys(this.namespace, request.key);
     const deadline = Date.now() + budget.timeoutMs;
+    // Fast path: a free lock (and, in fair mode, an empty queue) needs no subscription.
+    const firstTry = Date.now();
+    const [free, firstToken] = await this.runAcquire(keys, request, false);
+    if (free) return this.grantOf(request, firstToken, firstTry);
+
     let wake: (() => void) | undefined;
-    const state: { handedOver?: { token: number; at: number } } = {};
+    // Counts wake-ups, so that one arriving while a check is in flight is not lost.
+    const state: { releases: number; handedOver?: { token: number; at: number } } = { releases: 0 };
     const stopListening = await this.listener.listen(keys.channel, (message) => {
       if (message === 'r') {
+        state.releases += 1;
         if (!this.fair) wake?.();
         return;
       }
@@ -111,12 +118,17 @@ export class RedisLockStrategy implements LockStrategy {
     });
     try {
       while (!budget.signal.aborted) {
+        const seen = state.releases;
         const sentAt = Date.now();
+        // Fair: join (or stay in) the queue; the first check after subscribing also closes the gap
+        // between the fast path and the subscription.
         const [held, token] = await this.runAcquire(keys, request, this.fair);
         if (held) return this.grantOf(request, token, sentAt);
-        if (state.handedOver) return this.grantOf(request, state.handedOver.token, state.handedOver.at);
+        const handed = state.handedOver as { token: number; at: number } | undefined;
+        if (handed) return this.grantOf(request, handed.token, handed.at);
         const remaining = deadline - Date.now();
         if (remaining <= 0) break;
+        if (!this.fair && state.releases !== seen) continue;
         await new Promise<void>((resolve) => {
           const done = (): void => {
             clearTimeout(timer);

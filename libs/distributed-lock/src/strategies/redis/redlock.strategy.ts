@@ -11,7 +11,7 @@ import { RedisChannelListener } from './redis-channel-listener';
 import type { IoRedisClient, RedisLockClient } from './redis-client.type';
 import { resolveRedisClient, type OwnedRedisClient } from './redis-connection';
 import { redisLockKeys, type RedisLockKeys } from './redis-keys';
-import { ACQUIRE_SCRIPT, EXTEND_SCRIPT, RELEASE_SCRIPT } from './redis-lock.scripts';
+import { REDLOCK_ACQUIRE_SCRIPT, REDLOCK_EXTEND_SCRIPT, REDLOCK_RELEASE_SCRIPT } from './redis-lock.scripts';
 import { RedisScript } from './redis-script';
 
 /** Options of the Redlock strategy. */
@@ -22,7 +22,7 @@ export interface RedlockStrategyOptions {
   readonly connections?: ReadonlyArray<string | RedisOptions>;
   /** Name in messages and events. Default "redlock". */
   readonly name?: string;
-  /** Prefix of every Redis key. Default "dlock:". */
+  /** Prefix of every Redis key. Default "dlock:redlock:". */
   readonly namespace?: string;
   /** How long one node may take to answer, in ms; far below the lease. Default 100. */
   readonly nodeTimeout?: number;
@@ -60,9 +60,9 @@ export class RedlockStrategy implements LockStrategy {
   /** Local FIFO of contenders per key: only the head asks the masters. */
   private readonly localQueues = new Map<string, Array<() => void>>();
   private readonly scripts = {
-    acquire: new RedisScript(ACQUIRE_SCRIPT),
-    release: new RedisScript(RELEASE_SCRIPT),
-    extend: new RedisScript(EXTEND_SCRIPT),
+    acquire: new RedisScript(REDLOCK_ACQUIRE_SCRIPT),
+    release: new RedisScript(REDLOCK_RELEASE_SCRIPT),
+    extend: new RedisScript(REDLOCK_EXTEND_SCRIPT),
   };
 
   constructor(options: RedlockStrategyOptions) {
@@ -85,23 +85,28 @@ export class RedlockStrategy implements LockStrategy {
         : resolveRedisClient(undefined, entry as string | RedisOptions, this.name, `connections[${i}]`),
     );
     this.listeners = this.nodes.map((node) => new RedisChannelListener(() => node.client.duplicate()));
-    this.namespace = options.namespace ?? 'dlock:';
+    this.namespace = options.namespace ?? 'dlock:redlock:';
     this.quorum = Math.floor(this.nodes.length / 2) + 1;
     this.nodeTimeoutMs = assertDuration(options.nodeTimeout ?? 100, 'nodeTimeout', 1);
     this.recheckMs = assertDuration(options.recheckInterval ?? 500, 'recheckInterval', 10);
   }
 
   async tryAcquire(request: LockRequest): Promise<LeaseGrant | null> {
+    return (await this.attempt(request)).grant;
+  }
+
+  /** One round on every master. `split`: some granted but not a majority (contenders split the vote). */
+  private async attempt(request: LockRequest): Promise<{ grant: LeaseGrant | null; split: boolean }> {
     this.assertNodeTimeoutFits(request.ttlMs);
     const keys = redisLockKeys(this.namespace, request.key);
     const started = Date.now();
     const outcomes = await this.onEveryNode((client) =>
-      this.scripts.acquire.run(client, keys.keys, [request.owner, keys.channel, request.ttlMs, '0', '0', 0]).then((reply) => (reply as [number])[0] === 1),
+      this.scripts.acquire.run(client, [keys.keys[0]], [request.owner, keys.channel, request.ttlMs]).then((reply) => reply === 1),
     );
     const held = outcomes.filter((o) => o.held).length;
     const validUntil = started + request.ttlMs - (Date.now() - started) - Math.ceil(request.ttlMs * CLOCK_DRIFT_FACTOR) - 2;
     if (held >= this.quorum && validUntil > Date.now()) {
-      return { key: request.key, owner: request.owner, mode: request.mode, expiresAt: validUntil };
+      return { grant: { key: request.key, owner: request.owner, mode: request.mode, expiresAt: validUntil }, split: false };
     }
     // A failed round: free whatever we got at once, so that the others need not wait for our leases.
     if (held > 0) await this.releaseEverywhere(keys, request.owner);
@@ -112,32 +117,50 @@ export class RedlockStrategy implements LockStrategy {
         cause: outcomes.find((o) => o.error !== undefined)?.error,
       });
     }
-    return null;
+    return { grant: null, split: held > 0 };
   }
 
   async acquire(request: LockRequest, budget: WaitBudget): Promise<LeaseGrant | null> {
     const deadline = Date.now() + budget.timeoutMs;
+    // Fast path: nobody in this process waits for the key, so just try (no queue, no subscription).
+    if (!this.localQueues.has(request.key)) {
+      try {
+        const first = await this.attempt(request);
+        if (first.grant) return first.grant;
+      } catch (error) {
+        if (!(error instanceof LockBackendUnavailableError)) throw error;
+      }
+    }
     const turn = await this.waitLocalTurn(request.key, budget, deadline);
     if (!turn) return null;
     const keys = redisLockKeys(this.namespace, request.key);
     let wake: (() => void) | undefined;
+    // Counts release notifications, so that one arriving during an attempt is not lost.
+    let releases = 0;
     const stops: Array<() => void> = [];
     let finished = false;
     // Subscribe on every master without waiting: a master that is down must not hold up the others.
     for (const listener of this.listeners) {
-      listener.listen(keys.channel, (message) => message === 'r' && wake?.()).then(
+      listener.listen(keys.channel, (message) => {
+        if (message !== 'r') return;
+        releases += 1;
+        wake?.();
+      }).then(
         (stop) => (finished ? stop() : stops.push(stop)),
         () => undefined,
       );
     }
     try {
       let splitRounds = 0;
+      let split = false;
       // While a majority is unreachable, keep trying until the budget ends, then report the outage itself.
       let unavailable: LockBackendUnavailableError | undefined;
       while (!budget.signal.aborted) {
+        const seen = releases;
         try {
-          const grant = await this.tryAcquire(request);
-          if (grant) return grant;
+          const outcome = await this.attempt(request);
+          if (outcome.grant) return outcome.grant;
+          split = outcome.split;
           unavailable = undefined;
         } catch (error) {
           if (!(error instanceof LockBackendUnavailableError)) throw error;
@@ -148,7 +171,7 @@ export class RedlockStrategy implements LockStrategy {
           if (unavailable) throw unavailable;
           return null;
         }
-        await new Promise<void>((resolve) => {
+        if (releases === seen) await new Promise<void>((resolve) => {
           const done = (): void => {
             clearTimeout(timer);
             budget.signal.removeEventListener('abort', done);
@@ -159,9 +182,14 @@ export class RedlockStrategy implements LockStrategy {
           budget.signal.addEventListener('abort', done, { once: true });
           wake = done;
         });
-        // Woken together with other processes' contenders: a short random pause breaks split votes.
-        splitRounds += 1;
-        await abortableDelay(Math.random() * Math.min(5 * splitRounds, 50), budget.signal);
+        // After a split vote with other processes' contenders, a short random pause, growing while the
+        // splits go on, breaks the tie.
+        if (split) {
+          splitRounds += 1;
+          await abortableDelay(Math.random() * Math.min(2 * splitRounds, 50), budget.signal);
+        } else {
+          splitRounds = 0;
+        }
       }
       return null;
     } finally {
@@ -174,7 +202,7 @@ export class RedlockStrategy implements LockStrategy {
   async extend(lease: LeaseGrant, ttlMs: number): Promise<LeaseGrant | null> {
     const keys = redisLockKeys(this.namespace, lease.key);
     const started = Date.now();
-    const outcomes = await this.onEveryNode((client) => this.scripts.extend.run(client, keys.keys, [lease.owner, keys.channel, ttlMs]).then((reply) => reply === 1));
+    const outcomes = await this.onEveryNode((client) => this.scripts.extend.run(client, [keys.keys[0]], [lease.owner, keys.channel, ttlMs]).then((reply) => reply === 1));
     const extended = outcomes.filter((o) => o.held).length;
     const validUntil = started + ttlMs - (Date.now() - started) - Math.ceil(ttlMs * CLOCK_DRIFT_FACTOR) - 2;
     if (extended >= this.quorum && validUntil > Date.now()) return { ...lease, expiresAt: validUntil };
@@ -202,7 +230,7 @@ export class RedlockStrategy implements LockStrategy {
   }
 
   private releaseEverywhere(keys: RedisLockKeys, owner: string): Promise<NodeOutcome[]> {
-    return this.onEveryNode((client) => this.scripts.release.run(client, keys.keys, [owner, keys.channel]).then((reply) => reply === 1));
+    return this.onEveryNode((client) => this.scripts.release.run(client, [keys.keys[0]], [owner, keys.channel]).then((reply) => reply === 1));
   }
 
   /** Runs `operation` on every master in parallel, each bounded by the node timeout. */

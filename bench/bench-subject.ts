@@ -1,0 +1,20 @@
+/** One lock implementation as the benchmark drives it: ours, a peer library, or a raw floor. */
+export interface BenchLock {
+  /** Waits for the lock (up to `waitMs`) and resolves its release function; rejects on failure. */
+  acquire(key: string, waitMs: number): Promise<() => Promise<void>>;
+  close(): Promise<void>;
+}
+
+export type Backend = 'memory' | 'redis' | 'redis5' | 'mysql' | 'sqlite' | 'zookeeper' | 'etcd';
+
+export interface BenchSubject {
+  /** Ours: the strategy name; a peer: its package name; a floor: `floor:<what>`. */
+  readonly subject: string;
+  readonly ours: boolean;
+  readonly backend: Backend;
+  /** One-line description of the settings used. */
+  readonly settings: string;
+  /** False for in-process locks, which cannot run the multi-process case. */
+  readonly crossProcess: boolean;
+  create(): Promise<BenchLock>;
+}

@@ -1,0 +1,210 @@
+// npm run bench [-- --quick] [--only redis,redlock,...] [--out FILE]
+// Every subject (ours, peers, raw floors) through the same cases on one machine in one run; JSON rows to
+// bench/results/latest.json (or --out) and a markdown report next to it. Bounded: each case has a fixed
+// duration, and each child process is killed if it overruns.
+import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, tmpdir, totalmem } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { startTopology, stopTopology, type TopologyName } from '../scripts/services';
+import type { Backend, BenchSubject } from './bench-subject';
+import { contend, type ContendResult } from './contend';
+import { fairness, handoffFigures, quantile, round, wallClockMs } from './stats';
+import { BENCH_SUBJECTS } from './subjects';
+
+interface BenchCase {
+  readonly name: 'uncontended' | 'contended';
+  readonly workers: number;
+  readonly processes: number;
+}
+
+export interface BenchRow {
+  subject: string;
+  ours: boolean;
+  backend: Backend;
+  case: BenchCase['name'];
+  workers: number;
+  processes: number;
+  csPerSec: number;
+  waitP50Ms: number;
+  waitP99Ms: number;
+  handoffP50Ms: number;
+  fairness: number;
+  reacquireShare: number;
+  failures: number;
+  violations: number;
+  durationMs: number;
+  settings: string;
+}
+
+const CASES: readonly BenchCase[] = [
+  { name: 'uncontended', workers: 1, processes: 1 },
+  { name: 'contended', workers: 2, processes: 1 },
+  { name: 'contended', workers: 8, processes: 1 },
+  { name: 'contended', workers: 32, processes: 1 },
+  { name: 'contended', workers: 8, processes: 4 },
+];
+
+const TOPOLOGY_OF: Partial<Record<Backend, TopologyName>> = { redis: 'redis', redis5: 'redis5', mysql: 'mariadb', zookeeper: 'zookeeper', etcd: 'etcd' };
+const ROOT = resolve(__dirname, '..');
+
+function parseArgs(argv: string[]): { quick: boolean; only: string[] | undefined; out: string } {
+  const quick = argv.includes('--quick');
+  const onlyAt = argv.indexOf('--only');
+  const outAt = argv.indexOf('--out');
+  return {
+    quick,
+    only: onlyAt >= 0 ? argv[onlyAt + 1]?.split(',') : undefined,
+    out: outAt >= 0 ? resolve(argv[outAt + 1]) : join(ROOT, 'bench', 'results', 'latest.json'),
+  };
+}
+
+async function runInProcess(subject: BenchSubject, benchCase: BenchCase, durationMs: number): Promise<{ result: ContendResult; elapsed: number }> {
+  const lock = await subject.create();
+  const key = `bench:${randomUUID()}`;
+  try {
+    // Warm-up: connections, script cache, JIT.
+    await contend(lock, key, benchCase.workers, wallClockMs() + Math.min(500, durationMs / 5), { workerPrefix: 'warm', waitMs: 30_000 });
+    const started = wallClockMs();
+    const result = await contend(lock, key, benchCase.workers, started + durationMs, { workerPrefix: 'w', waitMs: 30_000 });
+    return { result, elapsed: wallClockMs() - started };
+  } finally {
+    await lock.close();
+  }
+}
+
+async function runMultiProcess(subject: BenchSubject, benchCase: BenchCase, durationMs: number): Promise<{ result: ContendResult; elapsed: number }> {
+  const dir = mkdtempSync(join(tmpdir(), 'lock-bench-'));
+  const key = `bench:${randomUUID()}`;
+  // Child start-up (TypeScript loader, connections) takes a while: agree on a start time well ahead.
+  const startAt = wallClockMs() + 4_000;
+  const endAt = startAt + durationMs;
+  const perProcess = Math.max(1, Math.round(benchCase.workers / benchCase.processes));
+  try {
+    const results = await Promise.all(
+      Array.from({ length: benchCase.processes }, (_, p) =>
+        runChild([subject.subject, key, String(perProcess), String(startAt), String(endAt), join(dir, 'inside'), `p${p}w`], durationMs + 30_000),
+      ),
+    );
+    const merged: ContendResult = {
+      sections: results.flatMap((r) => r.sections),
+      waits: results.flatMap((r) => r.waits),
+      perWorker: results.flatMap((r) => r.perWorker),
+      failures: results.reduce((sum, r) => sum + r.failures, 0),
+      violations: results.reduce((sum, r) => sum + r.violations, 0),
+    };
+    return { result: merged, elapsed: durationMs };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+function runChild(args: string[], timeoutMs: number): Promise<ContendResult> {
+  return new Promise((resolvePromise, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', join(__dirname, 'worker.ts'), ...args], { cwd: ROOT, env: process.env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (err += chunk.toString()));
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      if (code !== 0) return reject(new Error(`bench worker failed (${code}): ${err.slice(-1500)}`));
+      resolvePromise(JSON.parse(out.trim().split('\n').pop() ?? '{}') as ContendResult);
+    });
+  });
+}
+
+function summarise(subject: BenchSubject, benchCase: BenchCase, result: ContendResult, elapsed: number): BenchRow {
+  const { handoffP50Ms, reacquireShare } = handoffFigures(result.sections);
+  return {
+    subject: subject.subject,
+    ours: subject.ours,
+    backend: subject.backend,
+    case: benchCase.name,
+    workers: benchCase.workers,
+    processes: benchCase.processes,
+    csPerSec: Math.round((result.sections.length / elapsed) * 1000),
+    waitP50Ms: round(quantile(result.waits, 0.5), 2),
+    waitP99Ms: round(quantile(result.waits, 0.99), 2),
+    handoffP50Ms: benchCase.workers > 1 ? handoffP50Ms : 0,
+    fairness: benchCase.workers > 1 ? fairness(result.perWorker) : 1,
+    reacquireShare: benchCase.workers > 1 ? reacquireShare : 0,
+    failures: result.failures,
+    violations: result.violations,
+    durationMs: Math.round(elapsed),
+    settings: subject.settings,
+  };
+}
+
+function markdown(rows: readonly BenchRow[], meta: Record<string, string>): string {
+  const floorOf = (row: BenchRow): BenchRow | undefined =>
+    rows.find((r) => r.subject.startsWith('floor:') && r.backend === row.backend && r.case === row.case && r.workers === row.workers && r.processes === row.processes);
+  const lines = [
+    '# Benchmark results',
+    '',
+    ...Object.entries(meta).map(([k, v]) => `- ${k}: ${v}`),
+    '',
+    '| subject | backend | case | workers | procs | cs/s | × floor | wait p50 ms | wait p99 ms | hand-over p50 ms | fairness max/min | re-acquire share | failures | violations |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
+  ];
+  for (const row of rows) {
+    const floor = floorOf(row);
+    const ratio = floor && floor !== row && floor.csPerSec > 0 ? `${round(row.csPerSec / floor.csPerSec, 2)}` : '';
+    lines.push(
+      `| ${row.ours ? `**${row.subject}**` : row.subject} | ${row.backend} | ${row.case} | ${row.workers} | ${row.processes} | ${row.csPerSec} | ${ratio} | ${row.waitP50Ms} | ${row.waitP99Ms} | ${row.handoffP50Ms} | ${row.fairness} | ${row.reacquireShare} | ${row.failures} | ${row.violations} |`,
+    );
+  }
+  return `${lines.join('\n')}\n`;
+}
+
+function versionOf(pkg: string): string {
+  try {
+    return (JSON.parse(readFileSync(join(ROOT, 'node_modules', pkg, 'package.json'), 'utf8')) as { version: string }).version;
+  } catch {
+    return 'not installed';
+  }
+}
+
+async function main(): Promise<void> {
+  const { quick, only, out } = parseArgs(process.argv.slice(2));
+  const durationMs = quick ? 1_500 : 5_000;
+  const subjects = BENCH_SUBJECTS.filter((s) => !only || only.some((name) => s.subject === name || s.backend === name || s.subject.startsWith(name)));
+  const topologies = [...new Set(subjects.map((s) => TOPOLOGY_OF[s.backend]).filter((t): t is TopologyName => t !== undefined))];
+  const started = Date.now();
+  const running = await Promise.all(topologies.map((t) => startTopology(t)));
+  const rows: BenchRow[] = [];
+  try {
+    for (const subject of subjects) {
+      for (const benchCase of CASES) {
+        if (benchCase.processes > 1 && !subject.crossProcess) continue;
+        const { result, elapsed } = benchCase.processes > 1 ? await runMultiProcess(subject, benchCase, durationMs) : await runInProcess(subject, benchCase, durationMs);
+        const row = summarise(subject, benchCase, result, elapsed);
+        rows.push(row);
+        process.stdout.write(
+          `${row.subject.padEnd(46)} ${`${row.case} ${row.workers}w/${row.processes}p`.padEnd(20)} ${String(row.csPerSec).padStart(7)} cs/s  p99 ${String(row.waitP99Ms).padStart(8)} ms  fair ${row.fairness}  reacq ${row.reacquireShare}  fail ${row.failures}  viol ${row.violations}\n`,
+        );
+      }
+    }
+  } finally {
+    for (const topology of running) if (topology.managed) await stopTopology(topology.name);
+  }
+  const meta = {
+    date: new Date().toISOString(),
+    machine: `${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB`,
+    node: process.version,
+    versions: ['ioredis', 'mysql2', 'typeorm', 'zookeeper', 'etcd3', 'redlock', '@sesamecare-oss/redlock', 'redis-semaphore'].map((p) => `${p} ${versionOf(p)}`).join(', '),
+    settings: `${quick ? 'quick' : 'full'}: ${durationMs} ms per case after a warm-up; contended = one key; 4 processes × 2 workers for the multi-process case`,
+    'total time': `${Math.round((Date.now() - started) / 1000)} s`,
+  };
+  mkdirSync(dirname(out), { recursive: true });
+  writeFileSync(out, `${JSON.stringify(rows, null, 2)}\n`);
+  writeFileSync(out.replace(/\.json$/, '.md'), markdown(rows, meta));
+  process.stdout.write(`\nwrote ${out} and ${out.replace(/\.json$/, '.md')} (${meta['total time']})\n`);
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`${error instanceof Error ? error.stack : String(error)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,22 @@
+// One process of the multi-process case. Usage: worker <subject> <key> <workers> <startAt> <endAt> <markerFile> <prefix>
+import { benchSubject } from './subjects';
+import { contend } from './contend';
+import { wallClockMs } from './stats';
+
+async function main(): Promise<void> {
+  const [subject, key, workers, startAt, endAt, markerFile, prefix] = process.argv.slice(2);
+  const lock = await benchSubject(subject).create();
+  // Everyone starts together: wait for the agreed start time.
+  await new Promise((resolve) => setTimeout(resolve, Math.max(0, Number(startAt) - wallClockMs())));
+  const result = await contend(lock, key, Number(workers), Number(endAt), { workerPrefix: prefix, markerFile, waitMs: 30_000 });
+  await lock.close();
+  process.stdout.write(`${JSON.stringify(result)}\n`);
+}
+
+main().then(
+  () => process.exit(0),
+  (error: unknown) => {
+    process.stderr.write(`${error instanceof Error ? error.stack : String(error)}\n`);
+    process.exit(1);
+  },
+);
