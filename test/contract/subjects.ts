@@ -2,6 +2,10 @@ import { InMemoryLockStrategy, type LockStrategy } from '@app/distributed-lock';
 import { RedisLockStrategy, RedlockStrategy } from '@app/distributed-lock/strategies/redis';
 import { Redis } from 'ioredis';
 import { redisLockKeys } from '../../libs/distributed-lock/src/strategies/redis/redis-keys';
+import { PessimisticLockStrategy, RowLockStrategy } from '@app/distributed-lock/strategies/database';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DataSource, type DataSourceOptions } from 'typeorm';
 import type { ContractSubject } from './contract-subject';
 
 function requiredEnv(name: string): string {
@@ -25,6 +29,39 @@ async function deleteRedisLock(urls: readonly string[], key: string, namespace =
 }
 
 const redisUrls = (): string[] => requiredEnv('LOCK_TEST_REDIS_URLS').split(',');
+
+const mysqlOptions = (): DataSourceOptions => ({ type: 'mysql', url: requiredEnv('LOCK_TEST_MYSQL_URL'), poolSize: 12, connectTimeout: 5_000 });
+
+/** One SQLite file per test run, shared by every client and child process of the run. */
+function sqliteOptions(): DataSourceOptions {
+  process.env.LOCK_TEST_SQLITE_PATH ??= join(tmpdir(), `lock-contract-${process.pid}-${Date.now()}.sqlite`);
+  return { type: 'better-sqlite3', database: process.env.LOCK_TEST_SQLITE_PATH, enableWAL: true, timeout: 10_000 };
+}
+
+/** Runs one statement on a short-lived connection of its own, as an operator would from a console. */
+async function adminQuery(options: DataSourceOptions, sql: string, parameters: unknown[] = []): Promise<unknown> {
+  const admin = new DataSource(options);
+  await admin.initialize();
+  try {
+    return await admin.query(sql, parameters);
+  } finally {
+    await admin.destroy();
+  }
+}
+
+/** Kills the connection whose transaction holds the row lock (the fencing table names it). */
+async function killPessimisticHolder(key: string): Promise<void> {
+  const admin = new DataSource(mysqlOptions());
+  await admin.initialize();
+  const runner = admin.createQueryRunner();
+  try {
+    const rows = (await runner.query('SELECT locked_by_connection AS id FROM distributed_lock_fences WHERE lock_key = ?', [key])) as Array<{ id: number | null }>;
+    if (rows[0]?.id) await runner.query(`KILL ${Number(rows[0].id)}`);
+  } finally {
+    await runner.release();
+    await admin.destroy();
+  }
+}
 
 /**
  * Every strategy the contract suite runs against. Backends whose servers the test setup starts add
@@ -57,6 +94,28 @@ export const subjects: readonly ContractSubject[] = [
     capabilities: { fencing: false, fifo: false, sharedLocks: false, crossProcess: true },
     create: async () => new RedlockStrategy({ connections: redisUrls() }),
     removeBehindBack: (_strategy, key) => deleteRedisLock(redisUrls(), key, 'dlock:redlock:'),
+  },
+  {
+    name: 'row (MariaDB)',
+    capabilities: { fencing: true, fifo: false, sharedLocks: false, crossProcess: true },
+    create: async () => new RowLockStrategy({ connection: mysqlOptions() }),
+    removeBehindBack: async (_strategy, key) => {
+      await adminQuery(mysqlOptions(), 'DELETE FROM distributed_lock_leases WHERE lock_key = ?', [key]);
+    },
+  },
+  {
+    name: 'row (SQLite)',
+    capabilities: { fencing: true, fifo: false, sharedLocks: false, crossProcess: true },
+    create: async () => new RowLockStrategy({ connection: sqliteOptions(), name: 'database-sqlite' }),
+    removeBehindBack: async (_strategy, key) => {
+      await adminQuery(sqliteOptions(), 'DELETE FROM distributed_lock_leases WHERE lock_key = ?', [key]);
+    },
+  },
+  {
+    name: 'pessimistic (MariaDB)',
+    capabilities: { fencing: true, fifo: false, sharedLocks: false, crossProcess: true },
+    create: async () => new PessimisticLockStrategy({ connection: mysqlOptions() }),
+    removeBehindBack: (_strategy, key) => killPessimisticHolder(key),
   },
 ];
 

@@ -1,6 +1,7 @@
 /**
  * Resolves after `ms`, or as soon as `signal` aborts (resolving, not rejecting: the caller checks the
- * signal and decides which error to raise). The timer never keeps the process alive on its own.
+ * signal and decides which error to raise). The timer keeps the process alive: someone awaits it (a
+ * waiting acquisition over SQLite has no socket that would).
  */
 export function abortableDelay(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
@@ -11,7 +12,6 @@ export function abortableDelay(ms: number, signal?: AbortSignal): Promise<void> 
       resolve();
     };
     const timer = setTimeout(done, Math.max(0, ms));
-    timer.unref?.();
     signal?.addEventListener('abort', done, { once: true });
   });
 }

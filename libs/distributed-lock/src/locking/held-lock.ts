@@ -3,7 +3,7 @@ import { LockNotHeldError } from '../errors/lock-not-held.error';
 import { runBounded } from './bounded-operation';
 import type { LockEvents } from './lock-events';
 import type { LeaseGrant } from './lock-lease';
-import type { LockStrategy } from './lock-strategy.interface';
+import type { LockStrategy, ReleaseOutcome } from './lock-strategy.interface';
 import { LeaseWatchdog } from './lease-watchdog';
 import { LOCK_DEFAULTS } from './lock-options';
 
@@ -87,15 +87,15 @@ export class HeldLock {
   }
 
   /** Drop one hold; the last one releases the lock on the backend. Resolves whether it was still ours. */
-  async leave(): Promise<boolean> {
+  async leave(outcome: ReleaseOutcome = 'completed'): Promise<boolean> {
     if (this.state !== 'held') return false;
     this.holds -= 1;
     if (this.holds > 0) return true;
-    return this.releaseNow();
+    return this.releaseNow(outcome);
   }
 
   /** Release on the backend now, whatever the hold count (shutdown). */
-  async releaseNow(): Promise<boolean> {
+  async releaseNow(outcome: ReleaseOutcome = 'completed'): Promise<boolean> {
     if (this.state !== 'held') return false;
     this.state = 'released';
     this.stopLiveness();
@@ -106,7 +106,7 @@ export class HeldLock {
         operation: 'release',
         key: this.lease.key,
         timeoutMs: operationTimeout,
-        run: () => strategy.release(this.lease),
+        run: () => strategy.release(this.lease, outcome),
       });
       events.emit('released', { ...this.describe(), heldMs: Date.now() - this.acquiredAt, wasHeld });
       return wasHeld;
@@ -136,14 +136,15 @@ export class HeldLock {
     this.controller?.abort(this.lostError);
     events.emit('lost', { ...this.describe(), reason, heldMs: Date.now() - this.acquiredAt });
     this.deps.onFinished(this);
-    if (reason === 'expired' || reason === 'backend-unreachable') {
-      // The backend may still hold the key if our clock ran ahead; an owner-checked release is harmless.
+    {
+      // The backend may still hold the key (our clock ran ahead, or the lock is a transaction that must
+      // be rolled back now); an owner-checked release is harmless where it is already gone.
       runBounded({
         strategy: strategy.name,
         operation: 'release',
         key: this.lease.key,
         timeoutMs: this.deps.operationTimeout,
-        run: () => strategy.release(this.lease),
+        run: () => strategy.release(this.lease, 'lost'),
       }).catch((error: unknown) => events.emit('backgroundError', { strategy: strategy.name, key: this.lease.key, operation: 'release', error }));
     }
   }

@@ -1,6 +1,7 @@
 import { LockNotHeldError } from '../errors/lock-not-held.error';
 import type { HeldLock } from './held-lock';
-import type { LockMode } from './lock-lease';
+import type { LeaseGrant, LockMode } from './lock-lease';
+import type { ReleaseOutcome } from './lock-strategy.interface';
 
 /** A held lock on one or several keys, as handed to callers. */
 export interface Lock extends AsyncDisposable {
@@ -66,9 +67,19 @@ export class LockHandle implements Lock {
   }
 
   async release(): Promise<boolean> {
+    return this.releaseWith('completed');
+  }
+
+  /** @internal release telling the strategy how the section ended (a failed one is rolled back where the lock is a transaction). */
+  async releaseWith(outcome: ReleaseOutcome): Promise<boolean> {
     if (this.released) return false;
     this.released = true;
-    return this.held.leave();
+    return this.held.leave(outcome);
+  }
+
+  /** What the strategy granted; strategies document what their grants carry (e.g. a transaction). */
+  get grant(): LeaseGrant {
+    return this.held.grant;
   }
 
   async extend(ttl?: number): Promise<void> {
@@ -124,11 +135,16 @@ export class MultiLockHandle implements Lock {
 
   /** Releases in reverse order; every key is attempted even if one fails, and the first failure is thrown. */
   async release(): Promise<boolean> {
+    return this.releaseWith('completed');
+  }
+
+  /** @internal */
+  async releaseWith(outcome: ReleaseOutcome): Promise<boolean> {
     let allHeld = true;
     let firstError: unknown;
     for (const lock of [...this.locks].reverse()) {
       try {
-        allHeld = (await lock.release()) && allHeld;
+        allHeld = (await lock.releaseWith(outcome)) && allHeld;
       } catch (error) {
         firstError ??= error;
       }

@@ -62,6 +62,7 @@ export class LockManager {
     if (options.mode === 'shared' && !this.strategy.capabilities.sharedLocks) {
       throw new InvalidLockOptionsError('mode', `strategy "${this.strategy.name}" does not support shared (read) locks; use mode "exclusive".`);
     }
+    this.strategy.validateKey?.(key);
     const request: LockRequest = { key, owner: createOwnerId(), ttlMs: options.ttl, mode: options.mode };
     const until = deadline ?? started + options.waitTimeout;
     const grant = await this.waitForGrant(request, options, until, started);

@@ -5,7 +5,7 @@ import { LockHandle, MultiLockHandle, type Lock } from './lock-handle';
 import { validateLockKey } from './lock-key';
 import type { LockManager } from './lock-manager';
 import { resolveAcquireOptions, validateAcquireOptions, type AcquireOptions, type LockDefaults } from './lock-options';
-import type { LockStrategyCapabilities } from './lock-strategy.interface';
+import type { LockStrategyCapabilities, ReleaseOutcome } from './lock-strategy.interface';
 
 /** How a lock service names its keys and which defaults it applies. */
 export interface LockServiceOptions {
@@ -93,7 +93,7 @@ export class LockService {
     try {
       result = await runWithHeldLocks(entries, () => fn(lock.locks.length === 1 ? lock.locks[0] : lock));
     } catch (error) {
-      await this.releaseQuietly(lock);
+      await this.releaseQuietly(lock, 'failed');
       throw error;
     }
     let lost: unknown;
@@ -102,7 +102,7 @@ export class LockService {
     } catch (error) {
       lost = error;
     }
-    await this.releaseQuietly(lock);
+    await this.releaseQuietly(lock, lost === undefined ? 'completed' : 'lost');
     if (lost !== undefined) throw lost;
     return result;
   }
@@ -151,9 +151,9 @@ export class LockService {
     return [...new Set(full)].sort();
   }
 
-  private async releaseQuietly(lock: MultiLockHandle): Promise<void> {
+  private async releaseQuietly(lock: MultiLockHandle, outcome: ReleaseOutcome = 'failed'): Promise<void> {
     try {
-      await lock.release();
+      await lock.releaseWith(outcome);
     } catch (error) {
       // The original outcome matters more; the lease frees the key by itself. Reported, not swallowed.
       this.manager.events.emit('backgroundError', { strategy: this.strategyName, key: lock.keys.join(','), operation: 'release', error });

@@ -12,6 +12,9 @@ export interface LockStrategyCapabilities {
   readonly crossProcess: boolean;
 }
 
+/** How a critical section ended; see `LockStrategy.release`. */
+export type ReleaseOutcome = 'completed' | 'failed' | 'lost';
+
 /** Called by a strategy when it learns that a granted lease is gone (session expired, key removed). */
 export type LeaseLostListener = (reason: 'session-ended' | 'removed' | 'expired') => void;
 
@@ -45,8 +48,18 @@ export interface LockStrategy {
   /** Push the lease's end to `now + ttlMs`. Resolves the renewed grant, or `null` when this owner no longer holds it. */
   extend(lease: LeaseGrant, ttlMs: number): Promise<LeaseGrant | null>;
 
-  /** Release if this owner still holds it. Resolves `false` when it was not held (already expired or taken over). */
-  release(lease: LeaseGrant): Promise<boolean>;
+  /**
+   * Release if this owner still holds it. Resolves `false` when it was not held (already expired or taken
+   * over). `outcome` says how the critical section ended, for strategies whose lock is a transaction:
+   * "completed" commits, "failed" (the section threw) and "lost" (the lease ran out) roll back.
+   */
+  release(lease: LeaseGrant, outcome?: ReleaseOutcome): Promise<boolean>;
+
+  /**
+   * Optional: reject a key this backend cannot store (too long for a column, characters a path cannot
+   * hold) with `InvalidLockKeyError`, before any server is touched.
+   */
+  validateKey?(key: string): void;
 
   /** Optional: report a loss the backend pushes (session expiry, key deletion). Returns an unsubscribe function. */
   onLeaseLost?(lease: LeaseGrant, listener: LeaseLostListener): () => void;

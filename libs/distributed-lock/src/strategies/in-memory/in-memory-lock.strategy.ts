@@ -84,8 +84,8 @@ export class InMemoryLockStrategy implements LockStrategy {
         },
         cancel: leave,
       };
+      // Not unref'd: the caller awaits this wait, and nothing else may keep the process alive.
       const timer = setTimeout(leave, budget.timeoutMs);
-      timer.unref?.();
       budget.signal.addEventListener('abort', leave, { once: true });
       state.queue.push(waiter);
       if (budget.signal.aborted) leave();

@@ -9,7 +9,7 @@ import { resolveRedisClient } from './redis-connection';
 import { redisLockKeys, type RedisLockKeys } from './redis-keys';
 import { ACQUIRE_SCRIPT, EXTEND_SCRIPT, LEAVE_QUEUE_SCRIPT, RELEASE_SCRIPT } from './redis-lock.scripts';
 import { RedisScript } from './redis-script';
-import { leaseEnd } from './lease-end';
+import { leaseEnd } from '../../locking/lease-end';
 import { closeRedisClient } from './close-redis-client';
 
 /** Options of the single-instance Redis strategy. */

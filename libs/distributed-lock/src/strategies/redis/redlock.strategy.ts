@@ -5,7 +5,7 @@ import { abortableDelay } from '../../locking/abortable-delay';
 import type { LeaseGrant, LockRequest, WaitBudget } from '../../locking/lock-lease';
 import { assertDuration, assertKnownKeys, describe } from '../../locking/lock-options';
 import type { LockStrategy, LockStrategyCapabilities } from '../../locking/lock-strategy.interface';
-import { CLOCK_DRIFT_FACTOR } from './lease-end';
+import { CLOCK_DRIFT_FACTOR } from '../../locking/lease-end';
 import { closeRedisClient } from './close-redis-client';
 import { RedisChannelListener } from './redis-channel-listener';
 import type { IoRedisClient, RedisLockClient } from './redis-client.type';

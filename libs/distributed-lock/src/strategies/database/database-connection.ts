@@ -1,0 +1,36 @@
+import type { DataSourceOptions } from 'typeorm';
+import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
+import { loadPeerDependency } from '../load-peer-dependency';
+import type { LockDataSource } from './database-client.type';
+
+/** The application's data source (never destroyed by the strategy), or one the strategy created (destroyed on close). */
+export interface OwnedDataSource {
+  readonly dataSource: LockDataSource;
+  readonly owned: boolean;
+}
+
+/**
+ * Uses the application's TypeORM `DataSource`, or, when given only options, creates one. The second case
+ * opens a pool of its own, next to the application's: that is why it must be asked for explicitly.
+ */
+export function resolveDataSource(dataSource: LockDataSource | undefined, connection: DataSourceOptions | undefined, strategy: string): OwnedDataSource {
+  if (dataSource !== undefined && connection !== undefined) {
+    throw new InvalidLockOptionsError('dataSource', 'give either `dataSource` (your TypeORM DataSource) or `connection` (options for a separate pool), not both.');
+  }
+  if (dataSource !== undefined) {
+    if (typeof (dataSource as { createQueryRunner?: unknown }).createQueryRunner !== 'function') {
+      throw new InvalidLockOptionsError('dataSource', 'expected a TypeORM DataSource.');
+    }
+    return { dataSource, owned: false };
+  }
+  if (connection === undefined || typeof connection !== 'object') {
+    throw new InvalidLockOptionsError('dataSource', 'give `dataSource` (your TypeORM DataSource, e.g. injected with getDataSourceToken()) or `connection` options.');
+  }
+  const { DataSource } = loadPeerDependency<typeof import('typeorm')>('typeorm', strategy);
+  return { dataSource: new DataSource(connection), owned: true };
+}
+
+/** Initialises the data source if nobody did yet. */
+export async function ensureInitialized(dataSource: LockDataSource): Promise<void> {
+  if (!dataSource.isInitialized) await dataSource.initialize();
+}

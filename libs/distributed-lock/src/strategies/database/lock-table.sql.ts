@@ -1,0 +1,65 @@
+import type { SqlDialect } from './sql-dialect';
+
+/** Default table names. */
+export const LOCK_TABLES = Object.freeze({
+  /** Row strategy: one row per held lock, deleted on release. */
+  leases: 'distributed_lock_leases',
+  /** Pessimistic strategy: one row per key, locked with SELECT … FOR UPDATE; never deleted. */
+  rows: 'distributed_lock_rows',
+  /** Pessimistic strategy: the fencing token per key, written outside the lock's transaction (a rollback must not undo it). */
+  fences: 'distributed_lock_fences',
+});
+
+/** Longest key the tables store (VARCHAR(255) keeps the primary key within InnoDB's index limit in utf8mb4). */
+export const MAX_SQL_KEY_LENGTH = 255;
+
+/**
+ * DDL of the lease table (row strategy): unique key, owner, hold count, fencing token, expiry on the
+ * server's clock, timestamps. Run it in a migration, or let the strategy run it (`ensureTable`).
+ */
+export function leaseTableDdl(dialect: SqlDialect, table: string = LOCK_TABLES.leases): string {
+  const t = dialect.quote(table);
+  return dialect.name === 'mysql'
+    ? `CREATE TABLE IF NOT EXISTS ${t} (
+  lock_key VARCHAR(${MAX_SQL_KEY_LENGTH}) NOT NULL PRIMARY KEY,
+  owner VARCHAR(255) NOT NULL,
+  hold_count INT NOT NULL DEFAULT 1,
+  fencing_token BIGINT NOT NULL,
+  expires_at BIGINT NOT NULL,
+  acquired_at TIMESTAMP(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3),
+  KEY ${dialect.quote(`${table}_expires_at`)} (expires_at)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`
+    : `CREATE TABLE IF NOT EXISTS ${t} (
+  lock_key TEXT NOT NULL PRIMARY KEY,
+  owner TEXT NOT NULL,
+  hold_count INTEGER NOT NULL DEFAULT 1,
+  fencing_token INTEGER NOT NULL,
+  expires_at INTEGER NOT NULL,
+  acquired_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%d %H:%M:%f', 'now'))
+)`;
+}
+
+/** DDL of the row-lock table (pessimistic strategy): only the key, whose index record is what gets locked. */
+export function rowTableDdl(dialect: SqlDialect, table: string = LOCK_TABLES.rows): string {
+  return `CREATE TABLE IF NOT EXISTS ${dialect.quote(table)} (
+  lock_key VARCHAR(${MAX_SQL_KEY_LENGTH}) NOT NULL PRIMARY KEY,
+  created_at TIMESTAMP(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`;
+}
+
+/**
+ * DDL of the fencing table (pessimistic strategy): the last token per key and who holds the lock. It is
+ * written in autocommit by the holder of the row lock, so tokens survive a rolled-back section.
+ */
+export function fenceTableDdl(dialect: SqlDialect, table: string = LOCK_TABLES.fences): string {
+  return `CREATE TABLE IF NOT EXISTS ${dialect.quote(table)} (
+  lock_key VARCHAR(${MAX_SQL_KEY_LENGTH}) NOT NULL PRIMARY KEY,
+  fencing_token BIGINT NOT NULL,
+  locked_by VARCHAR(255) NULL,
+  locked_by_connection BIGINT NULL,
+  locked_at TIMESTAMP(3) NULL
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`;
+}
+
+/** Table names are interpolated into SQL, so only plain identifiers are accepted. */
+export const SQL_IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;

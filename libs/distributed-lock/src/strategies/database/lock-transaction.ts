@@ -1,0 +1,17 @@
+import type { EntityManager } from 'typeorm';
+import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
+import type { Lock } from '../../locking/lock-handle';
+import { LockHandle } from '../../locking/lock-handle';
+import type { PessimisticLeaseGrant } from './pessimistic-lock.strategy';
+
+/**
+ * The EntityManager of a pessimistic lock's transaction: writes through it commit together with the
+ * release (or roll back with a failed section). Throws when the lock is not a pessimistic one.
+ */
+export function lockTransaction(lock: Lock | undefined): EntityManager {
+  const grant = lock instanceof LockHandle ? (lock.grant as Partial<PessimisticLeaseGrant>) : undefined;
+  if (!grant?.manager) {
+    throw new InvalidLockOptionsError('lock', 'lockTransaction() needs a lock of the pessimistic strategy (held in this call chain, e.g. currentLock()).');
+  }
+  return grant.manager;
+}

@@ -1,0 +1,267 @@
+import type { DataSourceOptions, EntityManager, QueryRunner } from 'typeorm';
+import { InvalidLockKeyError } from '../../errors/invalid-lock-key.error';
+import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
+import { LockBackendUnavailableError } from '../../errors/lock-backend-unavailable.error';
+import { leaseEnd } from '../../locking/lease-end';
+import type { LeaseGrant, LockRequest, WaitBudget } from '../../locking/lock-lease';
+import { assertKnownKeys, describe } from '../../locking/lock-options';
+import type { LeaseLostListener, LockStrategy, LockStrategyCapabilities, ReleaseOutcome } from '../../locking/lock-strategy.interface';
+import type { LockDataSource } from './database-client.type';
+import { ensureInitialized, resolveDataSource } from './database-connection';
+import { fenceTableDdl, LOCK_TABLES, MAX_SQL_KEY_LENGTH, rowTableDdl, SQL_IDENTIFIER } from './lock-table.sql';
+import { dialectOf, withServerFeatures, type SqlDialect } from './sql-dialect';
+
+/** Options of the pessimistic (`SELECT … FOR UPDATE`) strategy. */
+export interface PessimisticLockStrategyOptions {
+  /** Your TypeORM DataSource (MySQL 8 or MariaDB 10.6+). Never destroyed by the strategy. */
+  readonly dataSource?: LockDataSource;
+  /** Or options for a separate pool that the strategy creates and destroys. */
+  readonly connection?: DataSourceOptions;
+  /** Name in messages and events. Default "pessimistic". */
+  readonly name?: string;
+  /** Row-lock table. Default "distributed_lock_rows"; the fencing table is its name + "_fences" when set. */
+  readonly table?: string;
+  /** Create the table if missing on first use. Default true. */
+  readonly ensureTable?: boolean;
+  /**
+   * How many connections held locks may pin at once; one more acquisition fails at once with a clear
+   * error instead of exhausting the pool. Keep it below the pool size. Default 8.
+   */
+  readonly maxHeldConnections?: number;
+}
+
+/** A grant of the pessimistic strategy: the lock is a transaction, and its EntityManager writes inside it. */
+export interface PessimisticLeaseGrant extends LeaseGrant {
+  /** Writes made through it commit together with the release, or roll back if the section fails or the lease runs out. */
+  readonly manager: EntityManager;
+}
+
+interface HeldRow {
+  readonly runner: QueryRunner;
+  timer: NodeJS.Timeout | undefined;
+  readonly listeners: Set<LeaseLostListener>;
+}
+
+const OPTION_KEYS = ['dataSource', 'connection', 'name', 'table', 'ensureTable', 'maxHeldConnections'];
+
+/**
+ * Seed 000/004's exclusive lock: a row found by its primary key, locked with `SELECT … FOR UPDATE` in a
+ * transaction that stays open for the whole critical section; release is COMMIT. Always a row lock,
+ * never a table lock (the key is the primary key, so InnoDB locks one index record). A crashed holder's
+ * lock is freed by the server when its connection dies; a live holder past its lease is rolled back.
+ *
+ * The transaction is the lock's: run the protected writes through the grant's `manager` (see
+ * `lockTransaction(lock)`) and they commit atomically with the release, never before it.
+ */
+export class PessimisticLockStrategy implements LockStrategy {
+  readonly name: string;
+  readonly capabilities: LockStrategyCapabilities = Object.freeze({ fencing: true, fifo: false, sharedLocks: false, crossProcess: true });
+  private readonly dataSource: LockDataSource;
+  private readonly ownsDataSource: boolean;
+  private readonly table: string;
+  private readonly fenceTable: string;
+  private readonly ensureTable: boolean;
+  private readonly maxHeld: number;
+  private readonly held = new Map<string, HeldRow>();
+  private pending = 0;
+  private ready: Promise<SqlDialect> | undefined;
+
+  constructor(options: PessimisticLockStrategyOptions) {
+    const raw: unknown = options;
+    assertKnownKeys(raw, OPTION_KEYS, 'PessimisticLockStrategy options');
+    if (options.name !== undefined && (typeof options.name !== 'string' || options.name.length === 0)) {
+      throw new InvalidLockOptionsError('name', `expected a non-empty string, got ${describe(options.name)}.`);
+    }
+    this.name = options.name ?? 'pessimistic';
+    this.table = options.table ?? LOCK_TABLES.rows;
+    if (!SQL_IDENTIFIER.test(this.table)) throw new InvalidLockOptionsError('table', `expected a plain SQL identifier, got ${describe(this.table)}.`);
+    this.fenceTable = options.table ? `${options.table.slice(0, 55)}_fences` : LOCK_TABLES.fences;
+    this.ensureTable = options.ensureTable ?? true;
+    const max = options.maxHeldConnections ?? 8;
+    if (!Number.isInteger(max) || max < 1) throw new InvalidLockOptionsError('maxHeldConnections', `expected a whole number ≥ 1, got ${describe(max)}.`);
+    this.maxHeld = max;
+    const resolved = resolveDataSource(options.dataSource, options.connection, this.name);
+    this.dataSource = resolved.dataSource;
+    this.ownsDataSource = resolved.owned;
+    if (dialectOf(this.dataSource, this.name).name !== 'mysql') {
+      throw new InvalidLockOptionsError('dataSource', 'the pessimistic strategy needs MySQL or MariaDB (InnoDB row locks); use RowLockStrategy on SQLite.');
+    }
+  }
+
+  validateKey(key: string): void {
+    if (key.length > MAX_SQL_KEY_LENGTH) {
+      throw new InvalidLockKeyError(key, `the ${this.name} strategy stores keys of at most ${MAX_SQL_KEY_LENGTH} characters (got ${key.length}); hash long identifiers`);
+    }
+  }
+
+  tryAcquire(request: LockRequest): Promise<LeaseGrant | null> {
+    return this.lockRow(request, undefined);
+  }
+
+  acquire(request: LockRequest, budget: WaitBudget): Promise<LeaseGrant | null> {
+    return this.lockRow(request, budget);
+  }
+
+  async extend(lease: LeaseGrant, ttlMs: number): Promise<LeaseGrant | null> {
+    const row = this.held.get(lease.owner);
+    if (!row) return null;
+    const sentAt = Date.now();
+    try {
+      // The lock lives as long as the connection and its transaction: check both are still there.
+      await row.runner.query('SELECT 1');
+    } catch {
+      await this.finish(lease.owner, 'lost');
+      return null;
+    }
+    const expiresAt = leaseEnd(sentAt, ttlMs);
+    this.armLease(lease.owner, row, expiresAt);
+    return { ...lease, expiresAt };
+  }
+
+  async release(lease: LeaseGrant, outcome: ReleaseOutcome = 'completed'): Promise<boolean> {
+    return this.finish(lease.owner, outcome);
+  }
+
+  onLeaseLost(lease: LeaseGrant, listener: LeaseLostListener): () => void {
+    const row = this.held.get(lease.owner);
+    row?.listeners.add(listener);
+    return () => row?.listeners.delete(listener);
+  }
+
+  async ping(): Promise<void> {
+    await ensureInitialized(this.dataSource);
+    await this.dataSource.query('SELECT 1');
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.held.keys()].map((owner) => this.finish(owner, 'failed')));
+    if (this.ownsDataSource && this.dataSource.isInitialized) await this.dataSource.destroy();
+  }
+
+  private async lockRow(request: LockRequest, budget: WaitBudget | undefined): Promise<PessimisticLeaseGrant | null> {
+    if (this.held.size + this.pending >= this.maxHeld) {
+      throw new LockBackendUnavailableError(
+        this.name,
+        `acquire: all ${this.maxHeld} connections allowed to hold pessimistic locks are in use (raise maxHeldConnections below your pool size, or shorten critical sections)`,
+        0,
+        { key: request.key },
+      );
+    }
+    this.pending += 1;
+    try {
+      const dialect = await this.prepare();
+      const t = dialect.quote(this.table);
+      // The row exists before anyone locks it, so that FOR UPDATE always finds one index record to lock
+      // (locking a missing key would take a gap lock instead). A plain read first: INSERT IGNORE on an
+      // existing row would queue behind the holder's lock.
+      const exists = (await this.dataSource.query(`SELECT 1 AS present FROM ${t} WHERE lock_key = ?`, [request.key])) as unknown[];
+      if (exists.length === 0) {
+        await this.dataSource.query(dialect.insertIfMissing(t, '(lock_key) VALUES (?)'), [request.key]);
+      }
+      const runner = this.dataSource.createQueryRunner();
+      await runner.connect();
+      const sentAt = Date.now();
+      let killTimer: NodeJS.Timeout | undefined;
+      let onAbort: (() => void) | undefined;
+      try {
+        await runner.startTransaction();
+        let waitClause = ' NOWAIT';
+        let hint = '';
+        if (budget) {
+          const seconds = Math.max(1, Math.ceil(budget.timeoutMs / 1000));
+          waitClause = dialect.mariadb ? ` WAIT ${seconds}` : '';
+          hint = dialect.mariadb ? '' : `/*+ SET_VAR(innodb_lock_wait_timeout=${seconds}) */ `;
+          // The server counts whole seconds: stop the wait at the exact end of the budget, or on abort.
+          const threadId = (runner as unknown as { databaseConnection?: { threadId?: number } }).databaseConnection?.threadId;
+          const stop = (): void => {
+            if (Number.isInteger(threadId)) this.dataSource.query(`KILL QUERY ${Number(threadId)}`).catch(() => undefined);
+          };
+          killTimer = setTimeout(stop, budget.timeoutMs);
+          onAbort = stop;
+          budget.signal.addEventListener('abort', onAbort, { once: true });
+        }
+        const rows = (await runner.query(`SELECT ${hint}lock_key FROM ${t} WHERE lock_key = ? FOR UPDATE${waitClause}`, [request.key])) as unknown[];
+        if (rows.length !== 1) throw new Error(`lock row for "${request.key}" is missing`);
+        // We hold the row lock, so nobody else runs this for the key: the token grows by one per holder,
+        // in autocommit, so that rolling the section back never hands the same token out twice.
+        const threadId = (runner as unknown as { databaseConnection?: { threadId?: number } }).databaseConnection?.threadId ?? null;
+        const fenced = (await this.dataSource.query(
+          `INSERT INTO ${dialect.quote(this.fenceTable)} (lock_key, fencing_token, locked_by, locked_by_connection, locked_at)
+           VALUES (?, ${dialect.tokenExpression(dialect.nowUs)}, ?, ?, NOW(3))
+           ON DUPLICATE KEY UPDATE fencing_token = ${dialect.tokenExpression('fencing_token + 1')}, locked_by = VALUES(locked_by),
+             locked_by_connection = VALUES(locked_by_connection), locked_at = VALUES(locked_at)`,
+          [request.key, request.owner, threadId],
+        )) as { insertId?: number | string };
+        const token = Number(fenced.insertId);
+        const row: HeldRow = { runner, timer: undefined, listeners: new Set() };
+        this.held.set(request.owner, row);
+        const expiresAt = leaseEnd(sentAt, request.ttlMs);
+        this.armLease(request.owner, row, expiresAt);
+        return { key: request.key, owner: request.owner, mode: request.mode, fencingToken: token, expiresAt, manager: runner.manager };
+      } catch (error) {
+        await rollbackAndRelease(runner);
+        if (dialect.isLockWaitTimeout(error)) return null;
+        throw error;
+      } finally {
+        clearTimeout(killTimer);
+        if (onAbort) budget?.signal.removeEventListener('abort', onAbort);
+      }
+    } finally {
+      this.pending -= 1;
+    }
+  }
+
+  /** At the lease's end a holder that did not extend is rolled back: its writes never commit late. */
+  private armLease(owner: string, row: HeldRow, expiresAt: number): void {
+    clearTimeout(row.timer);
+    row.timer = setTimeout(() => {
+      const listeners = [...row.listeners];
+      void this.finish(owner, 'lost').then(() => listeners.forEach((listener) => listener('expired')));
+    }, Math.max(0, expiresAt - Date.now()));
+    row.timer.unref?.();
+  }
+
+  private async finish(owner: string, outcome: ReleaseOutcome): Promise<boolean> {
+    const row = this.held.get(owner);
+    if (!row) return false;
+    this.held.delete(owner);
+    clearTimeout(row.timer);
+    if (outcome === 'completed') {
+      try {
+        await row.runner.commitTransaction();
+      } catch (error) {
+        await rollbackAndRelease(row.runner);
+        throw error;
+      }
+      await row.runner.release();
+      return true;
+    }
+    await rollbackAndRelease(row.runner);
+    return true;
+  }
+
+  private prepare(): Promise<SqlDialect> {
+    this.ready ??= (async () => {
+      await ensureInitialized(this.dataSource);
+      const dialect = await withServerFeatures(this.dataSource, dialectOf(this.dataSource, this.name));
+      if (this.ensureTable) {
+        await this.dataSource.query(rowTableDdl(dialect, this.table));
+        await this.dataSource.query(fenceTableDdl(dialect, this.fenceTable));
+      }
+      return dialect;
+    })().catch((error: unknown) => {
+      this.ready = undefined;
+      throw error;
+    });
+    return this.ready;
+  }
+}
+
+async function rollbackAndRelease(runner: QueryRunner): Promise<void> {
+  try {
+    if (runner.isTransactionActive) await runner.rollbackTransaction();
+  } catch {
+    // The connection may be gone (which also ends the transaction on the server).
+  }
+  await runner.release().catch(() => undefined);
+}

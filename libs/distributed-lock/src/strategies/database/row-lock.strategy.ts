@@ -1,0 +1,171 @@
+import type { DataSourceOptions, QueryRunner } from 'typeorm';
+import { InvalidLockKeyError } from '../../errors/invalid-lock-key.error';
+import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
+import type { LeaseGrant, LockRequest } from '../../locking/lock-lease';
+import { assertKnownKeys, describe } from '../../locking/lock-options';
+import type { LockStrategy, LockStrategyCapabilities } from '../../locking/lock-strategy.interface';
+import { leaseEnd } from '../../locking/lease-end';
+import type { LockDataSource } from './database-client.type';
+import { ensureInitialized, resolveDataSource } from './database-connection';
+import { leaseTableDdl, LOCK_TABLES, MAX_SQL_KEY_LENGTH, SQL_IDENTIFIER } from './lock-table.sql';
+import { dialectOf, withServerFeatures, type SqlDialect } from './sql-dialect';
+
+/** Options of the row (lock table) strategy. */
+export interface RowLockStrategyOptions {
+  /** Your TypeORM DataSource (MySQL, MariaDB or SQLite via better-sqlite3). Never destroyed by the strategy. */
+  readonly dataSource?: LockDataSource;
+  /** Or options for a separate pool that the strategy creates and destroys. */
+  readonly connection?: DataSourceOptions;
+  /** Name in messages and events. Default "database". */
+  readonly name?: string;
+  /** Lock table. Default "distributed_lock_leases". */
+  readonly table?: string;
+  /** Create the table if it is missing (CREATE TABLE IF NOT EXISTS) on first use. Default true. */
+  readonly ensureTable?: boolean;
+}
+
+const OPTION_KEYS = ['dataSource', 'connection', 'name', 'table', 'ensureTable'];
+
+interface Statements {
+  insert: string;
+  takeOver: string;
+  releaseLast: string;
+  releaseOne: string;
+  extend: string;
+}
+
+/**
+ * Locks as rows of a table with a unique key (seed 000's lock table, with its four problems fixed):
+ * a lease on the database server's clock (a crashed holder's row is taken over once expired), an owner
+ * check on release and extend, a hold count for reentrancy, and a fencing token that only grows (a new
+ * row starts from the server's clock in microseconds, a takeover adds one).
+ *
+ * Acquire is one conditional UPDATE that takes over a free or expired row (or re-enters our own), and an
+ * INSERT for a key never seen; each returns its fencing token in the same round trip. Release frees our
+ * row (the row stays, so the token keeps growing). Waiting polls with backoff (the database cannot notify).
+ */
+export class RowLockStrategy implements LockStrategy {
+  readonly name: string;
+  readonly capabilities: LockStrategyCapabilities = Object.freeze({ fencing: true, fifo: false, sharedLocks: false, crossProcess: true });
+  private readonly dataSource: LockDataSource;
+  private readonly ownsDataSource: boolean;
+  private readonly table: string;
+  private readonly ensureTable: boolean;
+  private ready: Promise<{ dialect: SqlDialect; sql: Statements }> | undefined;
+
+  constructor(options: RowLockStrategyOptions) {
+    const raw: unknown = options;
+    assertKnownKeys(raw, OPTION_KEYS, 'RowLockStrategy options');
+    if (options.name !== undefined && (typeof options.name !== 'string' || options.name.length === 0)) {
+      throw new InvalidLockOptionsError('name', `expected a non-empty string, got ${describe(options.name)}.`);
+    }
+    this.name = options.name ?? 'database';
+    this.table = options.table ?? LOCK_TABLES.leases;
+    if (!SQL_IDENTIFIER.test(this.table)) throw new InvalidLockOptionsError('table', `expected a plain SQL identifier, got ${describe(this.table)}.`);
+    this.ensureTable = options.ensureTable ?? true;
+    const resolved = resolveDataSource(options.dataSource, options.connection, this.name);
+    this.dataSource = resolved.dataSource;
+    this.ownsDataSource = resolved.owned;
+    dialectOf(this.dataSource, this.name);
+  }
+
+  validateKey(key: string): void {
+    if (key.length > MAX_SQL_KEY_LENGTH) {
+      throw new InvalidLockKeyError(key, `the ${this.name} strategy stores keys of at most ${MAX_SQL_KEY_LENGTH} characters (got ${key.length}); hash long identifiers`);
+    }
+  }
+
+  async tryAcquire(request: LockRequest): Promise<LeaseGrant | null> {
+    const { dialect, sql } = await this.prepare();
+    const sentAt = Date.now();
+    // Most keys have a row (released rows stay, keeping their token): take it over if free or expired.
+    const taken = await this.run(sql.takeOver, [request.owner, request.owner, request.ttlMs, request.owner, request.key, request.owner]);
+    if (dialect.changedRows(taken) === 1) return this.grantOf(request, dialect.tokenOf(taken), sentAt);
+    try {
+      const inserted = await this.run(sql.insert, [request.key, request.owner, request.ttlMs]);
+      return this.grantOf(request, dialect.tokenOf(inserted), sentAt);
+    } catch (error) {
+      // Someone else holds the row (it existed and was live, or was inserted meanwhile).
+      if (dialect.isDuplicateKey(error)) return null;
+      throw error;
+    }
+  }
+
+  async extend(lease: LeaseGrant, ttlMs: number): Promise<LeaseGrant | null> {
+    const { sql } = await this.prepare();
+    const sentAt = Date.now();
+    const result = await this.run(sql.extend, [ttlMs, lease.key, lease.owner]);
+    return result.affected === 1 ? { ...lease, expiresAt: leaseEnd(sentAt, ttlMs) } : null;
+  }
+
+  async release(lease: LeaseGrant): Promise<boolean> {
+    const { sql } = await this.prepare();
+    // The row stays (free, expired at 0) so that the key's fencing token keeps growing.
+    if ((await this.run(sql.releaseLast, [lease.key, lease.owner])).affected === 1) return true;
+    return (await this.run(sql.releaseOne, [lease.key, lease.owner])).affected === 1;
+  }
+
+  async ping(): Promise<void> {
+    await ensureInitialized(this.dataSource);
+    await this.dataSource.query('SELECT 1');
+  }
+
+  async close(): Promise<void> {
+    if (this.ownsDataSource && this.dataSource.isInitialized) await this.dataSource.destroy();
+  }
+
+  /**
+   * Deletes rows that have been free or expired for `idleMs`. Not needed for correctness (a free or
+   * expired row is taken over); for tables with many one-off keys. A key whose row was swept starts its
+   * fencing tokens again from the server clock in microseconds, which stays above the old ones.
+   */
+  async sweepIdle(idleMs: number): Promise<number> {
+    const { dialect } = await this.prepare();
+    const result = await this.run(`DELETE FROM ${dialect.quote(this.table)} WHERE expires_at <= ${dialect.nowMs} - ?`, [idleMs]);
+    return result.affected ?? 0;
+  }
+
+  private async run(query: string, parameters: unknown[]): Promise<{ records: unknown[]; affected?: number }> {
+    const runner: QueryRunner = this.dataSource.createQueryRunner();
+    try {
+      return await runner.query(query, parameters, true);
+    } finally {
+      await runner.release();
+    }
+  }
+
+  private prepare(): Promise<{ dialect: SqlDialect; sql: Statements }> {
+    this.ready ??= (async () => {
+      await ensureInitialized(this.dataSource);
+      const dialect = await withServerFeatures(this.dataSource, dialectOf(this.dataSource, this.name));
+      if (this.ensureTable) await this.dataSource.query(leaseTableDdl(dialect, this.table));
+      return { dialect, sql: statements(dialect, dialect.quote(this.table)) };
+    })().catch((error: unknown) => {
+      this.ready = undefined;
+      throw error;
+    });
+    return this.ready;
+  }
+
+  private grantOf(request: LockRequest, token: number, sentAt: number): LeaseGrant {
+    return { key: request.key, owner: request.owner, mode: request.mode, fencingToken: token, expiresAt: leaseEnd(sentAt, request.ttlMs) };
+  }
+}
+
+function statements(d: SqlDialect, t: string): Statements {
+  const live = `expires_at > ${d.nowMs}`;
+  return {
+    insert: `INSERT INTO ${t} (lock_key, owner, hold_count, fencing_token, expires_at) VALUES (?, ?, 1, ${d.tokenExpression(d.nowUs)}, ${d.nowMs} + ?)${d.tokenReturning}`,
+    // Assignments read the old owner and expiry first (MySQL applies SET left to right). A free or expired
+    // row is taken over with the next token; our own live row is re-entered with the same token.
+    takeOver: `UPDATE ${t} SET
+      hold_count = CASE WHEN owner = ? AND ${live} THEN hold_count + 1 ELSE 1 END,
+      fencing_token = ${d.tokenExpression(`CASE WHEN owner = ? AND ${live} THEN fencing_token ELSE fencing_token + 1 END`)},
+      expires_at = ${d.nowMs} + ?,
+      owner = ?
+      WHERE lock_key = ? AND (expires_at <= ${d.nowMs} OR owner = ?)${d.tokenReturning}`,
+    releaseLast: `UPDATE ${t} SET owner = '', hold_count = 0, expires_at = 0 WHERE lock_key = ? AND owner = ? AND hold_count <= 1`,
+    releaseOne: `UPDATE ${t} SET hold_count = hold_count - 1 WHERE lock_key = ? AND owner = ? AND hold_count > 1`,
+    extend: `UPDATE ${t} SET expires_at = ${d.nowMs} + ? WHERE lock_key = ? AND owner = ? AND ${live}`,
+  };
+}

@@ -1,0 +1,89 @@
+import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
+import type { LockDataSource } from './database-client.type';
+
+/** The SQL that differs between the databases the strategies support. */
+export interface SqlDialect {
+  readonly name: 'mysql' | 'sqlite';
+  /** The database server's clock in ms since the epoch (leases never depend on the app's clock). */
+  readonly nowMs: string;
+  /** The server's clock in microseconds: the first fencing token of a new key. */
+  readonly nowUs: string;
+  /** `INSERT … RETURNING` is available (MariaDB 10.5+, SQLite 3.35+; not MySQL 8). */
+  readonly returning: boolean;
+  /** The server is MariaDB (its row-lock wait is set per statement with `WAIT n`; MySQL 8 uses a SET_VAR hint). */
+  readonly mariadb: boolean;
+  /**
+   * Wraps the fencing-token expression of an INSERT or UPDATE so the statement's own result carries the
+   * token: MySQL's LAST_INSERT_ID(expr) lands in the OK packet's insertId, SQLite uses RETURNING.
+   */
+  tokenExpression(expression: string): string;
+  /** Reads the token from the statement's result (see `tokenExpression`), or the RETURNING clause to add. */
+  readonly tokenReturning: string;
+  tokenOf(result: { raw?: unknown; records?: unknown[] }): number;
+  /** Rows a statement with `tokenReturning` changed (a RETURNING statement reports rows, not a count). */
+  changedRows(result: { affected?: number; records?: unknown[] }): number;
+  /** Insert a row unless its key exists, without failing. */
+  insertIfMissing(table: string, columns: string): string;
+  /** True for "duplicate primary key". */
+  isDuplicateKey(error: unknown): boolean;
+  /** True for "row lock wait timed out" (also NOWAIT's refusal). */
+  isLockWaitTimeout(error: unknown): boolean;
+  quote(identifier: string): string;
+}
+
+function driverCode(error: unknown): { code?: unknown; errno?: unknown; message: string } {
+  const e = error as { code?: unknown; errno?: unknown; driverError?: { code?: unknown; errno?: unknown }; message?: unknown };
+  return { code: e?.driverError?.code ?? e?.code, errno: e?.driverError?.errno ?? e?.errno, message: String(e?.message ?? '') };
+}
+
+const MYSQL: SqlDialect = {
+  name: 'mysql',
+  nowMs: 'CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED)',
+  nowUs: 'CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED)',
+  returning: false,
+  mariadb: false,
+  tokenExpression: (expression) => `LAST_INSERT_ID(${expression})`,
+  tokenReturning: '',
+  tokenOf: (result) => Number((result.raw as { insertId?: number | string } | undefined)?.insertId),
+  changedRows: (result) => result.affected ?? 0,
+  insertIfMissing: (table, columns) => `INSERT IGNORE INTO ${table} ${columns}`,
+  isDuplicateKey: (error) => driverCode(error).code === 'ER_DUP_ENTRY' || driverCode(error).errno === 1062,
+  // MariaDB refuses NOWAIT with 1205, MySQL 8 with 3572 (ER_LOCK_NOWAIT); a killed wait gives 1317.
+  isLockWaitTimeout: (error) => [1205, 3572, 1317].includes(Number(driverCode(error).errno)),
+  quote: (identifier) => `\`${identifier}\``,
+};
+
+const SQLITE: SqlDialect = {
+  name: 'sqlite',
+  nowMs: "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)",
+  nowUs: "CAST((julianday('now') - 2440587.5) * 86400000000 AS INTEGER)",
+  returning: true,
+  mariadb: false,
+  tokenExpression: (expression) => expression,
+  tokenReturning: ' RETURNING fencing_token',
+  tokenOf: (result) => Number((result.records?.[0] as { fencing_token?: number | string } | undefined)?.fencing_token),
+  changedRows: (result) => result.records?.length ?? 0,
+  insertIfMissing: (table, columns) => `INSERT OR IGNORE INTO ${table} ${columns}`,
+  isDuplicateKey: (error) => /SQLITE_CONSTRAINT|UNIQUE constraint failed/.test(`${String(driverCode(error).code)} ${driverCode(error).message}`),
+  isLockWaitTimeout: (error) => /SQLITE_BUSY/.test(String(driverCode(error).code)),
+  quote: (identifier) => `"${identifier}"`,
+};
+
+/** The dialect of a data source; MySQL and MariaDB (mysql2) and SQLite (better-sqlite3) are supported. */
+export function dialectOf(dataSource: LockDataSource, strategy: string): SqlDialect {
+  const type = dataSource.options.type;
+  if (type === 'mysql' || type === 'mariadb' || type === 'aurora-mysql') return MYSQL;
+  if (type === 'better-sqlite3') return SQLITE;
+  throw new InvalidLockOptionsError('dataSource', `the ${strategy} strategy supports MySQL, MariaDB and SQLite (better-sqlite3) data sources, not "${String(type)}".`);
+}
+
+/** MariaDB answers `SELECT VERSION()` with "…-MariaDB…": only it (10.5+) has INSERT … RETURNING among the mysql family. */
+export async function withServerFeatures(dataSource: LockDataSource, dialect: SqlDialect): Promise<SqlDialect> {
+  if (dialect.name !== 'mysql') return dialect;
+  const rows = (await dataSource.query('SELECT VERSION() AS v')) as Array<{ v: string }>;
+  const version = rows[0]?.v ?? '';
+  const match = /^(\d+)\.(\d+)/.exec(version);
+  const mariadb = /mariadb/i.test(version);
+  const mariadb105 = mariadb && match !== null && (Number(match[1]) > 10 || (Number(match[1]) === 10 && Number(match[2]) >= 5));
+  return { ...dialect, returning: mariadb105, mariadb };
+}

@@ -1,0 +1,63 @@
+import type { EntityManager, EntityTarget, ObjectLiteral } from 'typeorm';
+import type { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity';
+import { InvalidLockOptionsError } from '../errors/invalid-lock-options.error';
+import { VersionConflictError } from '../errors/version-conflict.error';
+
+/** One optimistic update of one row. */
+export interface OptimisticUpdateOptions<T extends ObjectLiteral> {
+  /** The entity manager to write with (a repository's, or a transaction's). */
+  readonly manager: EntityManager;
+  readonly entity: EntityTarget<T>;
+  /** The row's primary key (a value, or an object for composite keys). */
+  readonly id: unknown;
+  /** The version read before computing the change (a number, or a Date for a timestamp column). */
+  readonly expectedVersion: number | Date;
+  /** The columns to change. */
+  readonly set: QueryDeepPartialEntity<T>;
+  /**
+   * The property that carries the version. Default: the entity's `@VersionColumn`, else its
+   * `@UpdateDateColumn` (the `updated_at` variant of seed 004).
+   */
+  readonly versionProperty?: string;
+}
+
+/**
+ * `UPDATE … SET …, version = version + 1 WHERE id = ? AND version = ?` and a `VersionConflictError`
+ * when no row matched: someone else wrote since the row was read. TypeORM's own `save()` does not check
+ * the version (typeorm#2848); this does, in the database, in one statement.
+ *
+ * Pair it with `@OptimisticVersion` (or `runWithOptimisticRetry`) to re-read and retry on conflict.
+ */
+export async function optimisticUpdate<T extends ObjectLiteral>(options: OptimisticUpdateOptions<T>): Promise<void> {
+  const metadata = options.manager.connection.getMetadata(options.entity);
+  const column = options.versionProperty
+    ? metadata.findColumnWithPropertyPath(options.versionProperty)
+    : (metadata.versionColumn ?? metadata.updateDateColumn);
+  if (!column) {
+    throw new InvalidLockOptionsError(
+      'versionProperty',
+      `${metadata.name} has no @VersionColumn or @UpdateDateColumn${options.versionProperty ? ` and no property "${options.versionProperty}"` : ''}; add one or name the property.`,
+    );
+  }
+  const set: Record<string, unknown> = { ...(options.set as Record<string, unknown>) };
+  // TypeORM's update builder bumps @VersionColumn (+1) and @UpdateDateColumn (now) by itself; any other
+  // version property is bumped here.
+  if (column !== metadata.versionColumn && column !== metadata.updateDateColumn) {
+    set[column.propertyName] = typeof options.expectedVersion === 'number' ? () => `${column.databaseName} + 1` : new Date();
+  }
+  const result = await options.manager
+    .createQueryBuilder()
+    .update(options.entity)
+    .set(set as QueryDeepPartialEntity<T>)
+    .whereInIds(options.id)
+    .andWhere(`${column.databaseName} = :expectedVersion`, { expectedVersion: options.expectedVersion })
+    .execute();
+  if (result.affected === 1) return;
+  const current = (await options.manager.findOne(options.entity, { where: metadata.getEntityIdMap(normaliseId(metadata.primaryColumns.map((c) => c.propertyName), options.id)) as never })) as Record<string, unknown> | null;
+  throw new VersionConflictError(metadata.name, options.id, options.expectedVersion, current ? current[column.propertyName] : undefined);
+}
+
+function normaliseId(primary: string[], id: unknown): ObjectLiteral {
+  if (typeof id === 'object' && id !== null) return id as ObjectLiteral;
+  return { [primary[0]]: id };
+}

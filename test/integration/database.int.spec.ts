@@ -1,0 +1,141 @@
+import 'reflect-metadata';
+import { randomUUID } from 'node:crypto';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Column, DataSource, Entity, PrimaryColumn, VersionColumn, type DataSourceOptions } from 'typeorm';
+import {
+  LockBackendUnavailableError,
+  LockManager,
+  LockService,
+  runWithOptimisticRetry,
+  VersionConflictError,
+} from '@app/distributed-lock';
+import { lockTransaction, optimisticUpdate, PessimisticLockStrategy } from '@app/distributed-lock/strategies/database';
+import { startHolder } from '../support/holder-process';
+
+@Entity({ name: 'it_stock' })
+class Stock {
+  @PrimaryColumn({ type: 'varchar', length: 64 })
+  sku!: string;
+
+  @Column({ type: 'int' })
+  quantity!: number;
+
+  @VersionColumn()
+  version!: number;
+}
+
+const run = randomUUID().slice(0, 8);
+const mysql = (): DataSourceOptions => ({ type: 'mysql', url: process.env.LOCK_TEST_MYSQL_URL, entities: [Stock], synchronize: true, poolSize: 16 });
+const sqlite = (): DataSourceOptions => ({ type: 'better-sqlite3', database: join(tmpdir(), `lock-it-${run}.sqlite`), entities: [Stock], synchronize: true, enableWAL: true, timeout: 10_000 });
+
+describe.each([
+  ['MariaDB', mysql],
+  ['SQLite', sqlite],
+])('optimistic version column (%s)', (_name, options) => {
+  let dataSource: DataSource;
+
+  beforeAll(async () => {
+    dataSource = await new DataSource(options()).initialize();
+  });
+
+  afterAll(async () => {
+    await dataSource?.destroy();
+  });
+
+  it('applies exactly N of N concurrent decrements: no lost update, never below zero', async () => {
+    const sku = `sku-${randomUUID().slice(0, 8)}`;
+    await dataSource.getRepository(Stock).insert({ sku, quantity: 30 });
+    let conflicts = 0;
+    const buy = (): Promise<boolean> =>
+      runWithOptimisticRetry(
+        async () => {
+          const row = await dataSource.getRepository(Stock).findOneByOrFail({ sku });
+          if (row.quantity <= 0) return false;
+          await optimisticUpdate({ manager: dataSource.manager, entity: Stock, id: sku, expectedVersion: row.version, set: { quantity: row.quantity - 1 } });
+          return true;
+        },
+        { retries: 200, backoff: { initialDelay: 1, maxDelay: 10 }, onConflict: () => (conflicts += 1) },
+      );
+    const results = await Promise.all(Array.from({ length: 40 }, buy));
+    const final = await dataSource.getRepository(Stock).findOneByOrFail({ sku });
+    expect(results.filter(Boolean).length).toBe(30);
+    expect(final.quantity).toBe(0);
+    expect(final.version).toBe(31);
+    expect(conflicts).toBeGreaterThan(0);
+  });
+
+  it('throws VersionConflictError with the expected and actual version', async () => {
+    const sku = `sku-${randomUUID().slice(0, 8)}`;
+    await dataSource.getRepository(Stock).insert({ sku, quantity: 5 });
+    await optimisticUpdate({ manager: dataSource.manager, entity: Stock, id: sku, expectedVersion: 1, set: { quantity: 4 } });
+    const error = await optimisticUpdate({ manager: dataSource.manager, entity: Stock, id: sku, expectedVersion: 1, set: { quantity: 3 } }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(VersionConflictError);
+    expect(error).toMatchObject({ entity: 'Stock', expectedVersion: 1, actualVersion: 2 });
+  });
+});
+
+describe('pessimistic strategy (MariaDB)', () => {
+  let dataSource: DataSource;
+  let strategy: PessimisticLockStrategy;
+  let locks: LockService;
+  let manager: LockManager;
+
+  beforeAll(async () => {
+    dataSource = await new DataSource(mysql()).initialize();
+    strategy = new PessimisticLockStrategy({ dataSource, maxHeldConnections: 4 });
+    manager = new LockManager(strategy);
+    locks = new LockService(manager);
+  });
+
+  afterAll(async () => {
+    await manager?.close();
+    await dataSource?.destroy();
+  });
+
+  it('locks a row, never the table: two different keys never block each other', async () => {
+    const a = await locks.acquire(`pess:${run}:a`);
+    const started = Date.now();
+    const b = await locks.acquire(`pess:${run}:b`, { waitTimeout: 5_000 });
+    expect(Date.now() - started).toBeLessThan(1_000);
+    expect(await locks.tryAcquire(`pess:${run}:a`, { reentrant: false })).toBeNull();
+    await Promise.all([a.release(), b.release()]);
+  });
+
+  it('commits writes made through the lock’s transaction with the release, and rolls them back on failure', async () => {
+    const sku = `pess-${randomUUID().slice(0, 8)}`;
+    await dataSource.getRepository(Stock).insert({ sku, quantity: 10 });
+    await locks.withLock(`stock:${sku}`, async (lock) => {
+      await lockTransaction(lock).getRepository(Stock).decrement({ sku }, 'quantity', 1);
+      // Not visible outside the lock's transaction before the release.
+      expect((await dataSource.getRepository(Stock).findOneByOrFail({ sku })).quantity).toBe(10);
+    });
+    expect((await dataSource.getRepository(Stock).findOneByOrFail({ sku })).quantity).toBe(9);
+    await expect(
+      locks.withLock(`stock:${sku}`, async (lock) => {
+        await lockTransaction(lock).getRepository(Stock).decrement({ sku }, 'quantity', 5);
+        throw new Error('payment declined');
+      }),
+    ).rejects.toThrow('payment declined');
+    expect((await dataSource.getRepository(Stock).findOneByOrFail({ sku })).quantity).toBe(9);
+  });
+
+  it('refuses to pin more connections than allowed, with an error that says what to change', async () => {
+    const held = await Promise.all([0, 1, 2, 3].map((i) => locks.acquire(`pess:${run}:pool:${i}`)));
+    const error = await locks.acquire(`pess:${run}:pool:4`).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(LockBackendUnavailableError);
+    expect((error as Error).message).toMatch(/maxHeldConnections/);
+    await Promise.all(held.map((lock) => lock.release()));
+  });
+
+  it('frees the lock when the holder process is killed (its connection dies)', async () => {
+    const key = `pess:${run}:sigkill`;
+    const holder = await startHolder('pessimistic (MariaDB)', key, 30_000);
+    expect(await locks.tryAcquire(key)).toBeNull();
+    holder.child.kill('SIGKILL');
+    await holder.exited;
+    const lock = await locks.acquire(key, { waitTimeout: 10_000 });
+    expect(lock.fencingToken).toBeGreaterThan(holder.fencingToken as number);
+    await lock.release();
+  }, 40_000);
+});
