@@ -328,12 +328,14 @@ export function describeLockStrategyContract(subject: ContractSubject): void {
         const k = key();
         const holder = await locks.acquire(k);
         const order: number[] = [];
+        const tokens: Array<number | undefined> = [holder.fencingToken];
         const waiters: Promise<void>[] = [];
         for (let i = 0; i < 5; i += 1) {
           const service = i % 2 === 0 ? contender : locks;
           waiters.push(
-            service.withLock(k, async () => {
+            service.withLock(k, async (lock) => {
               order.push(i);
+              tokens.push(lock.fencingToken);
             }, { waitTimeout: 20_000, reentrant: false }),
           );
           await sleep(60);
@@ -341,6 +343,11 @@ export function describeLockStrategyContract(subject: ContractSubject): void {
         await holder.release();
         await Promise.all(waiters);
         expect(order).toEqual([0, 1, 2, 3, 4]);
+        // Locks handed from one waiter to the next carry exact, strictly increasing tokens too.
+        if (capabilities.fencing) {
+          for (const token of tokens) expect(Number.isSafeInteger(token)).toBe(true);
+          for (let i = 1; i < tokens.length; i += 1) expect(tokens[i] as number).toBeGreaterThan(tokens[i - 1] as number);
+        }
       });
     }
 

@@ -120,12 +120,17 @@ describe('pessimistic strategy (MariaDB)', () => {
     expect((await dataSource.getRepository(Stock).findOneByOrFail({ sku })).quantity).toBe(9);
   });
 
-  it('refuses to pin more connections than allowed, with an error that says what to change', async () => {
+  it('never pins more connections than allowed: the next waits for a slot, then fails saying what to change', async () => {
     const held = await Promise.all([0, 1, 2, 3].map((i) => locks.acquire(`pess:${run}:pool:${i}`)));
-    const error = await locks.acquire(`pess:${run}:pool:4`).catch((e: unknown) => e);
+    expect(await locks.tryAcquire(`pess:${run}:pool:4`)).toBeNull();
+    const error = await locks.acquire(`pess:${run}:pool:4`, { waitTimeout: 300 }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(LockBackendUnavailableError);
     expect((error as Error).message).toMatch(/maxHeldConnections/);
-    await Promise.all(held.map((lock) => lock.release()));
+    const waiting = locks.acquire(`pess:${run}:pool:5`, { waitTimeout: 5_000 });
+    await held[0].release();
+    const fifth = await waiting;
+    expect(fifth.isHeld).toBe(true);
+    await Promise.all([...held.slice(1), fifth].map((lock) => lock.release()));
   });
 
   it('frees the lock when the holder process is killed (its connection dies)', async () => {

@@ -24,8 +24,9 @@ export interface PessimisticLockStrategyOptions {
   /** Create the table if missing on first use. Default true. */
   readonly ensureTable?: boolean;
   /**
-   * How many connections held locks may pin at once; one more acquisition fails at once with a clear
-   * error instead of exhausting the pool. Keep it below the pool size. Default 8.
+   * How many connections held (and waiting) locks may pin at once. Further acquisitions wait for a free
+   * slot without touching the pool, and fail with an error naming this option if none frees within their
+   * wait; `tryAcquire` resolves null. Keep it below the pool size. Default 8.
    */
   readonly maxHeldConnections?: number;
 }
@@ -63,7 +64,9 @@ export class PessimisticLockStrategy implements LockStrategy {
   private readonly ensureTable: boolean;
   private readonly maxHeld: number;
   private readonly held = new Map<string, HeldRow>();
+  /** Acquisitions that have a slot and are getting their connection and row lock. */
   private pending = 0;
+  private readonly slotQueue: Array<() => void> = [];
   private ready: Promise<SqlDialect> | undefined;
 
   constructor(options: PessimisticLockStrategyOptions) {
@@ -139,15 +142,57 @@ export class PessimisticLockStrategy implements LockStrategy {
   }
 
   private async lockRow(request: LockRequest, budget: WaitBudget | undefined): Promise<PessimisticLeaseGrant | null> {
-    if (this.held.size + this.pending >= this.maxHeld) {
+    const deadline = Date.now() + (budget?.timeoutMs ?? 0);
+    if (!(await this.takeSlot(budget, deadline))) {
+      if (!budget) return null;
       throw new LockBackendUnavailableError(
         this.name,
-        `acquire: all ${this.maxHeld} connections allowed to hold pessimistic locks are in use (raise maxHeldConnections below your pool size, or shorten critical sections)`,
-        0,
+        `acquire: all ${this.maxHeld} connections allowed to hold pessimistic locks stayed in use for the whole wait (raise maxHeldConnections, keeping it below your pool size, or shorten critical sections)`,
+        budget.timeoutMs,
         { key: request.key },
       );
     }
-    this.pending += 1;
+    const remaining = budget ? { signal: budget.signal, timeoutMs: Math.max(1, deadline - Date.now()) } : undefined;
+    return this.lockRowInSlot(request, remaining);
+  }
+
+  /**
+   * A connection slot: at most `maxHeldConnections` acquisitions hold or wait on a connection at once;
+   * the others wait here, in order, without touching the pool. Resolves false if the budget ends first.
+   */
+  private takeSlot(budget: WaitBudget | undefined, deadline: number): Promise<boolean> {
+    if (this.held.size + this.pending < this.maxHeld) {
+      this.pending += 1;
+      return Promise.resolve(true);
+    }
+    if (!budget) return Promise.resolve(false);
+    return new Promise((resolve) => {
+      const entry = (): void => {
+        clearTimeout(timer);
+        budget.signal.removeEventListener('abort', giveUp);
+        this.pending += 1;
+        resolve(true);
+      };
+      const giveUp = (): void => {
+        const index = this.slotQueue.indexOf(entry);
+        if (index >= 0) this.slotQueue.splice(index, 1);
+        clearTimeout(timer);
+        resolve(false);
+      };
+      const timer = setTimeout(giveUp, Math.max(0, deadline - Date.now()));
+      budget.signal.addEventListener('abort', giveUp, { once: true });
+      this.slotQueue.push(entry);
+    });
+  }
+
+  /** A slot was given back: the next queued acquisition may use a connection. */
+  private freeSlot(): void {
+    while (this.slotQueue.length > 0 && this.held.size + this.pending < this.maxHeld) {
+      (this.slotQueue.shift() as () => void)();
+    }
+  }
+
+  private async lockRowInSlot(request: LockRequest, budget: WaitBudget | undefined): Promise<PessimisticLeaseGrant | null> {
     try {
       const dialect = await this.prepare();
       const t = dialect.quote(this.table);
@@ -208,6 +253,7 @@ export class PessimisticLockStrategy implements LockStrategy {
       }
     } finally {
       this.pending -= 1;
+      this.freeSlot();
     }
   }
 
@@ -226,6 +272,14 @@ export class PessimisticLockStrategy implements LockStrategy {
     if (!row) return false;
     this.held.delete(owner);
     clearTimeout(row.timer);
+    try {
+      return await this.endTransaction(row, outcome);
+    } finally {
+      this.freeSlot();
+    }
+  }
+
+  private async endTransaction(row: HeldRow, outcome: ReleaseOutcome): Promise<boolean> {
     if (outcome === 'completed') {
       try {
         await row.runner.commitTransaction();

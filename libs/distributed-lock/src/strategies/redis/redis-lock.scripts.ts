@@ -28,8 +28,9 @@ local function next_token()
   return token
 end
 
+-- Tokens travel as decimal strings: Lua 5.1 would print a 16-digit number as "1.79e+15" and lose digits.
 local function grant(owner, ttl)
-  local token = next_token()
+  local token = string.format('%d', next_token())
   redis.call('HSET', KEYS[1], 'o', owner, 'c', 1, 't', token)
   redis.call('PEXPIRE', KEYS[1], ttl)
   return token

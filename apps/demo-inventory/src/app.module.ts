@@ -1,0 +1,54 @@
+import { Module, type DynamicModule } from '@nestjs/common';
+import { ConfigModule } from '@nestjs/config';
+import { APP_FILTER } from '@nestjs/core';
+import { getDataSourceToken, TypeOrmModule } from '@nestjs/typeorm';
+import { DistributedLockModule, type DistributedLockModuleOptions } from '@app/distributed-lock';
+import type { DataSource, DataSourceOptions } from 'typeorm';
+import { CheckoutModule } from './checkout/checkout.module';
+import { demoConfig, type DemoConfig } from './config/demo-config';
+import { HealthModule } from './health/health.module';
+import { InventoryModule } from './inventory/inventory.module';
+import { LockErrorsFilter } from './inventory/lock-errors.filter';
+import { Order } from './inventory/order.entity';
+import { Product } from './inventory/product.entity';
+import { buildLockStrategies } from './locks/lock-strategies.factory';
+import { ReportsModule } from './reports/reports.module';
+import { ShopController } from './shop.controller';
+
+/** The demo's data source: an embedded SQLite file shared by the instances, or MariaDB/MySQL. */
+export function demoDataSourceOptions(config: Pick<DemoConfig, 'database' | 'sqlitePath' | 'mysqlUrl'>, synchronize: boolean): DataSourceOptions {
+  const common = { entities: [Product, Order], synchronize };
+  if (config.database === 'mysql') return { ...common, type: 'mysql', url: config.mysqlUrl, poolSize: 24 };
+  // WAL lets readers run beside the single writer; the busy timeout makes writers wait for each other.
+  return { ...common, type: 'better-sqlite3', database: config.sqlitePath, enableWAL: true, timeout: 15_000 };
+}
+
+@Module({})
+export class AppModule {
+  /** The app for one configuration (the checkout module only exists where the database can hold row locks). */
+  static register(config: DemoConfig): DynamicModule {
+    return {
+      module: AppModule,
+      imports: [
+        ConfigModule.forRoot({ isGlobal: true, ignoreEnvFile: true, load: [demoConfig] }),
+        TypeOrmModule.forRootAsync({
+          inject: [demoConfig.KEY],
+          useFactory: (c: DemoConfig) => demoDataSourceOptions(c, process.env.DEMO_SYNC === '1'),
+        }),
+        DistributedLockModule.forRootAsync({
+          inject: [demoConfig.KEY, getDataSourceToken()],
+          useFactory: (c: DemoConfig, dataSource: DataSource): DistributedLockModuleOptions => ({
+            strategies: buildLockStrategies(c, dataSource),
+            defaultStrategy: 'inventory',
+          }),
+        }),
+        InventoryModule,
+        ReportsModule,
+        HealthModule,
+        ...(config.database === 'mysql' ? [CheckoutModule] : []),
+      ],
+      controllers: [ShopController],
+      providers: [{ provide: APP_FILTER, useClass: LockErrorsFilter }],
+    };
+  }
+}

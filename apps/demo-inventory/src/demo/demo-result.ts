@@ -1,0 +1,55 @@
+/** One strategy's sale, as written to results.json. */
+export interface DemoResultRow {
+  strategy: string;
+  mode: string;
+  database: string;
+  instances: number;
+  buyers: number;
+  initialStock: number;
+  finalStock: number;
+  orders: number;
+  /** Orders beyond what the stock allowed, or without their deduction. */
+  oversold: number;
+  /** Optimistic re-runs after a version conflict. */
+  conflicts: number;
+  /** Buyers turned away: sold out. */
+  rejected: number;
+  /** Buyers that got a lock error (busy 423, backend 503) or failed otherwise. */
+  errors: number;
+  ordersPerSec: number;
+  p50Ms: number;
+  p99Ms: number;
+  durationMs: number;
+  /** orders = initial − final, final ≥ 0, orders ≤ initial, one 201 per order. */
+  invariantHolds: boolean;
+  guarded: boolean;
+}
+
+export function quantile(values: readonly number[], q: number): number {
+  if (values.length === 0) return 0;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))];
+}
+
+/** The table printed at the end of `npm run demo`. */
+export function renderTable(rows: readonly DemoResultRow[]): string {
+  const header = ['strategy', 'db', 'sold', 'oversold', 'final stock', 'orders', 'conflicts', 'rejected', 'errors', 'orders/s', 'p50 ms', 'p99 ms', 'invariant'];
+  const lines = rows.map((r) => [
+    r.strategy,
+    r.database,
+    String(r.orders),
+    String(r.oversold),
+    String(r.finalStock),
+    String(r.orders),
+    String(r.conflicts),
+    String(r.rejected),
+    String(r.errors),
+    String(r.ordersPerSec),
+    String(r.p50Ms),
+    String(r.p99Ms),
+    r.invariantHolds ? 'ok' : r.guarded ? 'VIOLATED' : 'broken (expected)',
+  ]);
+  const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i].length)));
+  const format = (cells: string[]): string => cells.map((c, i) => (i < 2 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');
+  return [format(header), widths.map((w) => '-'.repeat(w)).join('  '), ...lines.map(format)].join('\n');
+}

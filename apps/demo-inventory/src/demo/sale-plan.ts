@@ -1,0 +1,36 @@
+import type { TopologyName } from '../../../../scripts/services';
+import type { DemoDatabase, DemoLockStrategy } from '../config/demo-config';
+
+/** One sale of the demo: how purchases are guarded, over which database and servers. */
+export interface SaleRun {
+  /** Name in the table and in `--strategies`. */
+  readonly name: string;
+  readonly mode: 'unguarded' | 'locked' | 'optimistic' | 'pessimistic';
+  readonly database: DemoDatabase;
+  readonly inventoryLock: DemoLockStrategy;
+  readonly topologies: readonly TopologyName[];
+}
+
+/** Every run the demo knows. The first three need no server: SQLite holds the data and the lock table. */
+export const SALE_RUNS: readonly SaleRun[] = [
+  { name: 'unguarded', mode: 'unguarded', database: 'sqlite', inventoryLock: 'row', topologies: [] },
+  { name: 'row', mode: 'locked', database: 'sqlite', inventoryLock: 'row', topologies: [] },
+  { name: 'optimistic', mode: 'optimistic', database: 'sqlite', inventoryLock: 'row', topologies: [] },
+  { name: 'row-mysql', mode: 'locked', database: 'mysql', inventoryLock: 'row', topologies: ['mariadb'] },
+  { name: 'pessimistic', mode: 'pessimistic', database: 'mysql', inventoryLock: 'row', topologies: ['mariadb'] },
+  { name: 'optimistic-mysql', mode: 'optimistic', database: 'mysql', inventoryLock: 'row', topologies: ['mariadb'] },
+  { name: 'redis', mode: 'locked', database: 'mysql', inventoryLock: 'redis', topologies: ['mariadb', 'redis'] },
+  { name: 'redlock', mode: 'locked', database: 'mysql', inventoryLock: 'redlock', topologies: ['mariadb', 'redis5'] },
+];
+
+export const EMBEDDED_RUNS = ['unguarded', 'row', 'optimistic'];
+
+/** `--strategies all`, a comma list of run names, or the embedded default. */
+export function planRuns(selection: string | undefined): SaleRun[] {
+  if (!selection) return SALE_RUNS.filter((run) => EMBEDDED_RUNS.includes(run.name));
+  if (selection === 'all') return [...SALE_RUNS];
+  const names = selection.split(',').map((name) => name.trim());
+  const unknown = names.filter((name) => !SALE_RUNS.some((run) => run.name === name));
+  if (unknown.length) throw new Error(`unknown strategy ${unknown.join(', ')}; choose from ${SALE_RUNS.map((r) => r.name).join(', ')} or "all"`);
+  return SALE_RUNS.filter((run) => names.includes(run.name));
+}

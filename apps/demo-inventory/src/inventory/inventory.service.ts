@@ -1,0 +1,91 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { currentLock, Locked, LockService, OptimisticVersion } from '@app/distributed-lock';
+import { optimisticUpdate } from '@app/distributed-lock/strategies/database';
+import type { DataSource, EntityManager } from 'typeorm';
+import { demoConfig, type DemoConfig } from '../config/demo-config';
+import { SoldOutError, StaleFencingTokenError, UnknownProductError } from './inventory.errors';
+import { Order } from './order.entity';
+import { Product } from './product.entity';
+
+/** Stands for the work a real checkout does between reading and writing the stock (payment, fraud check). */
+const CHECKOUT_WORK_MS = 2;
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * The stock deduction, four ways. All read the stock, do some checkout work, write the new stock and
+ * record the order; only the guard differs.
+ */
+@Injectable()
+export class InventoryService {
+  /** Optimistic attempts, to report how many conflicts the sale had. */
+  optimisticAttempts = 0;
+
+  constructor(
+    @InjectDataSource() private readonly dataSource: DataSource,
+    @Inject(demoConfig.KEY) private readonly config: DemoConfig,
+    readonly locks: LockService,
+  ) {}
+
+  async createProduct(sku: string, name: string, stock: number): Promise<Product> {
+    await this.dataSource.getRepository(Order).delete({ sku });
+    await this.dataSource.getRepository(Product).delete({ sku });
+    return this.dataSource.getRepository(Product).save({ sku, name, stock, lastFence: 0 });
+  }
+
+  async product(sku: string): Promise<Product> {
+    const product = await this.dataSource.getRepository(Product).findOneBy({ sku });
+    if (!product) throw new UnknownProductError(sku);
+    return product;
+  }
+
+  /** No guard: read, work, write. Two buyers who read the same stock both sell the same item. */
+  async buyUnguarded(sku: string, buyer: string): Promise<Order> {
+    const product = await this.product(sku);
+    if (product.stock <= 0) throw new SoldOutError(sku);
+    await sleep(CHECKOUT_WORK_MS);
+    await this.dataSource.getRepository(Product).update({ sku }, { stock: product.stock - 1 });
+    return this.recordOrder(this.dataSource.manager, sku, buyer, 'unguarded', null);
+  }
+
+  /**
+   * Guarded by the inventory module's lock strategy. The write also checks the fencing token, so that a
+   * holder whose lock was lost (lease expired during a long pause) cannot write over a newer holder.
+   */
+  @Locked('stock:{0}', { waitTimeout: 60_000 })
+  async buyLocked(sku: string, buyer: string): Promise<Order> {
+    const lock = currentLock();
+    const token = lock?.fencingToken ?? null;
+    const product = await this.product(sku);
+    if (product.stock <= 0) throw new SoldOutError(sku);
+    await sleep(CHECKOUT_WORK_MS);
+    lock?.throwIfLost();
+    const query = this.dataSource
+      .createQueryBuilder()
+      .update(Product)
+      .set({ stock: product.stock - 1, ...(token !== null ? { lastFence: token } : {}) })
+      .where('sku = :sku', { sku });
+    if (token !== null) query.andWhere('lastFence < :token', { token });
+    const result = await query.execute();
+    if (result.affected !== 1) throw new StaleFencingTokenError(sku, token ?? 0);
+    return this.recordOrder(this.dataSource.manager, sku, buyer, this.locks.strategyName, token);
+  }
+
+  /** No lock: the version column rejects a write based on a stale read, and the method is re-run. */
+  @OptimisticVersion({ retries: 200, backoff: { initialDelay: 2, maxDelay: 40 } })
+  async buyOptimistic(sku: string, buyer: string): Promise<Order> {
+    this.optimisticAttempts += 1;
+    const product = await this.product(sku);
+    if (product.stock <= 0) throw new SoldOutError(sku);
+    await sleep(CHECKOUT_WORK_MS);
+    return this.dataSource.transaction(async (manager) => {
+      await optimisticUpdate({ manager, entity: Product, id: sku, expectedVersion: product.version, set: { stock: product.stock - 1 } });
+      return this.recordOrder(manager, sku, buyer, 'optimistic', null);
+    });
+  }
+
+  /** Writes an order; `manager` decides which transaction it belongs to. */
+  async recordOrder(manager: EntityManager, sku: string, buyer: string, strategy: string, fencingToken: number | null): Promise<Order> {
+    return manager.getRepository(Order).save({ sku, buyer, strategy, fencingToken, instance: this.config.instance });
+  }
+}

@@ -1,0 +1,47 @@
+import { ArgumentsHost, Catch, HttpException, HttpStatus, Logger, type ExceptionFilter } from '@nestjs/common';
+import type { Response } from 'express';
+import {
+  DistributedLockError,
+  InvalidLockOptionsError,
+  LockAcquireTimeoutError,
+  LockBackendUnavailableError,
+  LockLostError,
+  VersionConflictError,
+} from '@app/distributed-lock';
+import { SoldOutError, StaleFencingTokenError, UnknownProductError } from './inventory.errors';
+
+interface Mapped {
+  readonly status: number;
+  readonly error: string;
+}
+
+/** The library's errors are not HTTP errors; this is where the demo decides what each means to a client. */
+function mapError(error: unknown): Mapped | undefined {
+  if (error instanceof SoldOutError) return { status: HttpStatus.CONFLICT, error: 'SOLD_OUT' };
+  if (error instanceof UnknownProductError) return { status: HttpStatus.NOT_FOUND, error: 'UNKNOWN_PRODUCT' };
+  if (error instanceof StaleFencingTokenError) return { status: HttpStatus.CONFLICT, error: 'STALE_LOCK' };
+  if (error instanceof VersionConflictError) return { status: HttpStatus.CONFLICT, error: 'CONFLICT' };
+  if (error instanceof LockLostError) return { status: HttpStatus.CONFLICT, error: 'LOCK_LOST' };
+  if (error instanceof LockAcquireTimeoutError) return { status: HttpStatus.LOCKED, error: 'LOCK_BUSY' };
+  if (error instanceof LockBackendUnavailableError) return { status: HttpStatus.SERVICE_UNAVAILABLE, error: 'LOCK_BACKEND_UNAVAILABLE' };
+  if (error instanceof InvalidLockOptionsError) return { status: HttpStatus.BAD_REQUEST, error: 'INVALID_LOCK_INPUT' };
+  if (error instanceof DistributedLockError) return { status: HttpStatus.INTERNAL_SERVER_ERROR, error: 'LOCK_ERROR' };
+  return undefined;
+}
+
+@Catch()
+export class LockErrorsFilter implements ExceptionFilter {
+  private readonly logger = new Logger('LockErrorsFilter');
+
+  catch(exception: unknown, host: ArgumentsHost): void {
+    const response = host.switchToHttp().getResponse<Response>();
+    if (exception instanceof HttpException) {
+      response.status(exception.getStatus()).json(exception.getResponse());
+      return;
+    }
+    const mapped = mapError(exception);
+    if (!mapped) this.logger.error(exception instanceof Error ? (exception.stack ?? exception.message) : String(exception));
+    const { status, error } = mapped ?? { status: HttpStatus.INTERNAL_SERVER_ERROR, error: 'INTERNAL' };
+    response.status(status).json({ statusCode: status, error, message: exception instanceof Error ? exception.message : 'unexpected error' });
+  }
+}

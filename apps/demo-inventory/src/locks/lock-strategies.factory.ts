@@ -1,0 +1,36 @@
+import { InMemoryLockStrategy, type LockStrategy } from '@app/distributed-lock';
+import { PessimisticLockStrategy, RowLockStrategy } from '@app/distributed-lock/strategies/database';
+import { RedisLockStrategy, RedlockStrategy } from '@app/distributed-lock/strategies/redis';
+import type { DataSource } from 'typeorm';
+import type { DemoConfig } from '../config/demo-config';
+
+function required(value: string | undefined, name: string): string {
+  if (!value) throw new Error(`${name} must be set for this lock strategy (run-demo sets it from the services it starts)`);
+  return value;
+}
+
+/** The inventory strategy named by the configuration. Built on the app's own DataSource where it is a database one. */
+function inventoryStrategy(config: DemoConfig, dataSource: DataSource): LockStrategy {
+  switch (config.inventoryLock) {
+    case 'row':
+      return new RowLockStrategy({ dataSource, name: 'row' });
+    case 'redis':
+      return new RedisLockStrategy({ connection: required(config.redisUrl, 'LOCK_TEST_REDIS_URL'), name: 'redis' });
+    case 'redis-barging':
+      return new RedisLockStrategy({ connection: required(config.redisUrl, 'LOCK_TEST_REDIS_URL'), name: 'redis-barging', fair: false });
+    case 'redlock':
+      if (config.redisUrls.length < 3) throw new Error('LOCK_TEST_REDIS_URLS must list at least 3 masters for redlock');
+      return new RedlockStrategy({ connections: config.redisUrls });
+    case 'memory':
+      return new InMemoryLockStrategy({ name: 'memory' });
+  }
+}
+
+/** Every strategy the app registers: the inventory's, the reports' (in-process), and the pessimistic one on MySQL. */
+export function buildLockStrategies(config: DemoConfig, dataSource: DataSource): Record<string, LockStrategy> {
+  return {
+    inventory: inventoryStrategy(config, dataSource),
+    reports: new InMemoryLockStrategy({ name: 'reports-memory' }),
+    ...(config.database === 'mysql' ? { pessimistic: new PessimisticLockStrategy({ dataSource, maxHeldConnections: 12 }) } : {}),
+  };
+}

@@ -1,0 +1,139 @@
+// npm run demo [-- --strategies all|row,redis,…] [--out DIR] [--buyers N] [--stock N] [--instances N]
+// Runs the flash sale: several shop instances against one stock, first unguarded, then guarded by each
+// strategy; prints a table, writes results.json and report.html, and fails if a guarded run oversold.
+import 'reflect-metadata';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { DataSource } from 'typeorm';
+import { ensureDebianPackages, packagesFor, startTopology, stopTopology, type RunningTopology, type TopologyName } from '../../../scripts/services';
+import { demoDataSourceOptions } from './app.module';
+import type { DemoDatabase } from './config/demo-config';
+import { quantile, renderTable, type DemoResultRow } from './demo/demo-result';
+import { runFlashSale } from './demo/flash-sale';
+import { startInstances, stopInstances } from './demo/instances';
+import { progressBar } from './demo/progress-bar';
+import { renderReportHtml } from './demo/report-html';
+import { planRuns, type SaleRun } from './demo/sale-plan';
+import { Order } from './inventory/order.entity';
+import { Product } from './inventory/product.entity';
+
+function option(name: string, fallback?: string): string | undefined {
+  const at = process.argv.indexOf(`--${name}`);
+  return at >= 0 ? process.argv[at + 1] : fallback;
+}
+
+async function saleOn(run: SaleRun, settings: { buyers: number; stock: number; instances: number; sqlitePath: string }): Promise<DemoResultRow> {
+  const env: NodeJS.ProcessEnv = {
+    DEMO_DATABASE: run.database,
+    DEMO_SQLITE_PATH: settings.sqlitePath,
+    INVENTORY_LOCK: run.inventoryLock,
+    DEMO_SYNC: '0',
+  };
+  const dbConfig = { database: run.database as DemoDatabase, sqlitePath: settings.sqlitePath, mysqlUrl: process.env.LOCK_TEST_MYSQL_URL };
+  // Schema once, before the instances start (several instances synchronising at once would race).
+  const data = await new DataSource(demoDataSourceOptions(dbConfig, true)).initialize();
+  const sku = `flash-${run.name}`;
+  try {
+    await data.getRepository(Order).delete({ sku });
+    await data.getRepository(Product).delete({ sku });
+    await data.getRepository(Product).save({ sku, name: `Flash sale item (${run.name})`, stock: settings.stock, lastFence: 0 });
+    const instances = await startInstances(settings.instances, env);
+    let outcome;
+    let conflicts = 0;
+    try {
+      const bar = progressBar(run.name, settings.buyers);
+      outcome = await runFlashSale(instances, { sku, mode: run.mode, buyers: settings.buyers, concurrency: 48, onProgress: (done) => bar.update(done) });
+      const odd = Object.entries(outcome.statusCounts).filter(([status]) => status !== '201' && status !== '409 SOLD_OUT');
+      bar.finish(`${outcome.created} sold in ${(outcome.durationMs / 1000).toFixed(1)} s${odd.length ? ` (other answers: ${odd.map(([s, n]) => `${n}× ${s}`).join(', ')})` : ''}`);
+      if (run.mode === 'optimistic') {
+        for (const instance of instances) {
+          const stats = (await (await fetch(`http://127.0.0.1:${instance.port}/stats`)).json()) as { optimisticAttempts: number };
+          conflicts += stats.optimisticAttempts;
+        }
+        conflicts -= settings.buyers;
+      }
+    } finally {
+      await stopInstances(instances);
+    }
+    const product = await data.getRepository(Product).findOneByOrFail({ sku });
+    const orders = await data.getRepository(Order).countBy({ sku });
+    const deducted = settings.stock - product.stock;
+    const invariantHolds = orders === deducted && product.stock >= 0 && orders <= settings.stock && outcome.created === orders;
+    return {
+      strategy: run.name,
+      mode: run.mode,
+      database: run.database === 'mysql' ? 'mariadb' : 'sqlite',
+      instances: settings.instances,
+      buyers: settings.buyers,
+      initialStock: settings.stock,
+      finalStock: product.stock,
+      orders,
+      oversold: Math.max(0, orders - deducted, orders - settings.stock),
+      conflicts: Math.max(0, conflicts),
+      rejected: outcome.soldOut,
+      errors: outcome.busy + outcome.failed,
+      ordersPerSec: Math.round((outcome.created / outcome.durationMs) * 1000),
+      p50Ms: Math.round(quantile(outcome.latenciesMs, 0.5) * 10) / 10,
+      p99Ms: Math.round(quantile(outcome.latenciesMs, 0.99) * 10) / 10,
+      durationMs: Math.round(outcome.durationMs),
+      invariantHolds,
+      guarded: run.mode !== 'unguarded',
+    };
+  } finally {
+    await data.destroy();
+  }
+}
+
+async function main(): Promise<void> {
+  const started = Date.now();
+  const runs = planRuns(option('strategies'));
+  const outDir = resolve(option('out', 'demo-report') as string);
+  const settings = {
+    buyers: Number(option('buyers', '1000')),
+    stock: Number(option('stock', '100')),
+    instances: Number(option('instances', '3')),
+    sqlitePath: join(tmpdir(), `demo-inventory-${process.pid}.sqlite`),
+  };
+  const topologies = [...new Set(runs.flatMap((run) => run.topologies))] as TopologyName[];
+  const running: RunningTopology[] = [];
+  const rows: DemoResultRow[] = [];
+  try {
+    if (topologies.length) {
+      ensureDebianPackages(packagesFor(topologies), (line) => process.stderr.write(`${line}\n`));
+      running.push(...(await Promise.all(topologies.map((name) => startTopology(name)))));
+      process.stderr.write(`servers: ${running.map((t) => `${t.name}${t.managed ? ` (${t.startupMs} ms)` : ' (yours)'}`).join(', ')}\n`);
+    }
+    process.stderr.write(`${settings.buyers} buyers, ${settings.stock} items, ${settings.instances} instances per strategy\n`);
+    for (const run of runs) rows.push(await saleOn(run, settings));
+  } finally {
+    for (const topology of running) if (topology.managed) await stopTopology(topology.name);
+    for (const suffix of ['', '-wal', '-shm']) rmSync(`${settings.sqlitePath}${suffix}`, { force: true });
+  }
+  const seconds = ((Date.now() - started) / 1000).toFixed(1);
+  process.stdout.write(`\n${renderTable(rows)}\n\n`);
+  mkdirSync(outDir, { recursive: true });
+  writeFileSync(join(outDir, 'results.json'), `${JSON.stringify(rows, null, 2)}\n`);
+  const violations = rows.filter((row) => row.guarded && !row.invariantHolds);
+  const meta = {
+    summary: `${settings.buyers} buyers, ${settings.stock} items, ${settings.instances} instances`,
+    date: new Date().toISOString(),
+    machine: `${cpus().length} cores, Node ${process.version}`,
+    'wall time': `${seconds} s`,
+  };
+  writeFileSync(join(outDir, 'report.html'), renderReportHtml(rows, meta));
+  process.stdout.write(`wrote ${join(outDir, 'results.json')} and ${join(outDir, 'report.html')} in ${seconds} s\n`);
+  const unguarded = rows.find((row) => !row.guarded);
+  if (unguarded) process.stdout.write(`unguarded: ${unguarded.oversold} items oversold — what the locks prevent.\n`);
+  if (violations.length) {
+    process.stdout.write(`INVARIANT VIOLATED by ${violations.map((row) => row.strategy).join(', ')}\n`);
+    process.exitCode = 1;
+  } else {
+    process.stdout.write(`every guarded strategy: 0 oversold, orders = initial − final stock.\n`);
+  }
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  process.exit(1);
+});

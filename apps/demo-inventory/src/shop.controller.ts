@@ -1,0 +1,58 @@
+import { BadRequestException, Body, Controller, Get, HttpCode, Optional, Param, Post } from '@nestjs/common';
+import { PessimisticCheckoutService } from './checkout/pessimistic-checkout.service';
+import { BuyDto, CreateProductDto } from './inventory/buy.dto';
+import { InventoryService } from './inventory/inventory.service';
+import type { Order } from './inventory/order.entity';
+import type { Product } from './inventory/product.entity';
+import { ReportsService } from './reports/reports.service';
+
+/** The HTTP face of the shop. Controllers stay thin: locking lives on the service methods. */
+@Controller()
+export class ShopController {
+  constructor(
+    private readonly inventory: InventoryService,
+    private readonly reports: ReportsService,
+    @Optional() private readonly pessimistic?: PessimisticCheckoutService,
+  ) {}
+
+  @Post('products')
+  createProduct(@Body() dto: CreateProductDto): Promise<Product> {
+    return this.inventory.createProduct(dto.sku, dto.name, dto.stock);
+  }
+
+  @Get('products/:sku')
+  product(@Param('sku') sku: string): Promise<Product> {
+    return this.inventory.product(sku);
+  }
+
+  @Post('buy')
+  @HttpCode(201)
+  async buy(@Body() dto: BuyDto): Promise<Pick<Order, 'id' | 'instance' | 'strategy' | 'fencingToken'>> {
+    const order = await this.place(dto);
+    return { id: order.id, instance: order.instance, strategy: order.strategy, fencingToken: order.fencingToken };
+  }
+
+  @Get('reports/:sku')
+  report(@Param('sku') sku: string): ReturnType<ReportsService['summary']> {
+    return this.reports.summary(sku);
+  }
+
+  @Get('stats')
+  stats(): { optimisticAttempts: number; inventoryStrategy: string } {
+    return { optimisticAttempts: this.inventory.optimisticAttempts, inventoryStrategy: this.inventory.locks.strategyName };
+  }
+
+  private place(dto: BuyDto): Promise<Order> {
+    switch (dto.mode) {
+      case 'unguarded':
+        return this.inventory.buyUnguarded(dto.sku, dto.buyer);
+      case 'locked':
+        return this.inventory.buyLocked(dto.sku, dto.buyer);
+      case 'optimistic':
+        return this.inventory.buyOptimistic(dto.sku, dto.buyer);
+      case 'pessimistic':
+        if (!this.pessimistic) throw new BadRequestException('the pessimistic checkout needs MySQL/MariaDB (DEMO_DATABASE=mysql)');
+        return this.pessimistic.buy(dto.sku, dto.buyer);
+    }
+  }
+}

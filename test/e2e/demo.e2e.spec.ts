@@ -1,0 +1,83 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import type { DemoResultRow } from '../../apps/demo-inventory/src/demo/demo-result';
+import { launchChromium } from '../support/chromium';
+
+const ROOT = resolve(__dirname, '..', '..');
+
+/** Runs `npm run demo` with arguments; bounded, returns its exit code and output. */
+function runDemo(args: string[], timeoutMs: number): Promise<{ code: number | null; output: string }> {
+  return new Promise((resolvePromise) => {
+    const child = spawn(process.execPath, ['-r', '@swc-node/register', 'apps/demo-inventory/src/run-demo.ts', ...args], { cwd: ROOT, env: process.env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      resolvePromise({ code, output });
+    });
+  });
+}
+
+describe('the flash-sale demo', () => {
+  const out = mkdtempSync(join(tmpdir(), 'demo-e2e-'));
+  let rows: DemoResultRow[];
+
+  afterAll(() => rmSync(out, { recursive: true, force: true }));
+
+  it('embedded default (3 instances on one SQLite file): the unguarded sale oversells, every guarded one sells exactly the stock', async () => {
+    const { code, output } = await runDemo(['--out', out, '--buyers', '400', '--stock', '40'], 180_000);
+    expect(output).toContain('every guarded strategy: 0 oversold');
+    expect(code).toBe(0);
+    rows = JSON.parse(readFileSync(join(out, 'results.json'), 'utf8')) as DemoResultRow[];
+    expect(rows.map((row) => row.strategy)).toEqual(['unguarded', 'row', 'optimistic']);
+    const unguarded = rows[0];
+    // The baseline shows the check can fail: without a guard, items are sold twice.
+    expect(unguarded.oversold).toBeGreaterThan(0);
+    expect(unguarded.invariantHolds).toBe(false);
+    for (const row of rows.slice(1)) {
+      expect(row).toMatchObject({ oversold: 0, orders: 40, finalStock: 0, initialStock: 40, invariantHolds: true, errors: 0 });
+      expect(row.ordersPerSec).toBeGreaterThan(0);
+      expect(row.p99Ms).toBeGreaterThanOrEqual(row.p50Ms);
+    }
+  }, 200_000);
+
+  it('renders its report with charts in headless Chromium', async () => {
+    const browser = await launchChromium();
+    try {
+      const page = await browser.newPage();
+      await page.goto(pathToFileURL(join(out, 'report.html')).href);
+      expect(await page.locator('svg.chart').count()).toBe(3);
+      const throughputBars = page.locator('#throughput rect.bar');
+      expect(await throughputBars.count()).toBe(rows.length);
+      for (let i = 0; i < rows.length; i += 1) {
+        const box = await throughputBars.nth(i).boundingBox();
+        expect(box?.width ?? 0).toBeGreaterThan(0);
+      }
+      expect(await page.locator('#latency rect.bar').count()).toBe(rows.length * 2);
+      const oversoldUnguarded = await page.locator('#oversold rect.bar[data-strategy="unguarded"]').boundingBox();
+      expect(oversoldUnguarded?.width ?? 0).toBeGreaterThan(0);
+      expect(await page.locator('tr.bad').count()).toBe(1);
+    } finally {
+      await browser.close();
+    }
+  }, 120_000);
+
+  it('over the real servers: MySQL row and pessimistic locks, optimistic versions, Redis and Redlock never oversell', async () => {
+    const serverOut = mkdtempSync(join(tmpdir(), 'demo-e2e-servers-'));
+    try {
+      const { code, output } = await runDemo(['--strategies', 'row-mysql,pessimistic,optimistic-mysql,redis,redlock', '--out', serverOut, '--buyers', '240', '--stock', '24'], 300_000);
+      expect(code).toBe(0);
+      expect(output).toContain('every guarded strategy: 0 oversold');
+      const serverRows = JSON.parse(readFileSync(join(serverOut, 'results.json'), 'utf8')) as DemoResultRow[];
+      expect(serverRows.map((row) => row.strategy)).toEqual(['row-mysql', 'pessimistic', 'optimistic-mysql', 'redis', 'redlock']);
+      for (const row of serverRows) expect(row).toMatchObject({ oversold: 0, orders: 24, finalStock: 0, invariantHolds: true, errors: 0 });
+    } finally {
+      rmSync(serverOut, { recursive: true, force: true });
+    }
+  }, 320_000);
+});

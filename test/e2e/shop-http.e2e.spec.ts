@@ -1,0 +1,55 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DataSource } from 'typeorm';
+import { demoDataSourceOptions } from '../../apps/demo-inventory/src/app.module';
+import { startInstances, stopInstances, type ShopInstance } from '../../apps/demo-inventory/src/demo/instances';
+
+/** The shop over HTTP, one instance on SQLite: validation, error mapping, health. */
+describe('shop HTTP API', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'shop-e2e-'));
+  const sqlitePath = join(dir, 'shop.sqlite');
+  let shop: ShopInstance;
+  const call = async (method: string, path: string, body?: unknown): Promise<{ status: number; body: Record<string, unknown> }> => {
+    const response = await fetch(`http://127.0.0.1:${shop.port}${path}`, {
+      method,
+      headers: body === undefined ? undefined : { 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+  };
+
+  beforeAll(async () => {
+    await (await new DataSource(demoDataSourceOptions({ database: 'sqlite', sqlitePath, mysqlUrl: undefined }, true)).initialize()).destroy();
+    [shop] = await startInstances(1, { DEMO_DATABASE: 'sqlite', DEMO_SQLITE_PATH: sqlitePath, INVENTORY_LOCK: 'row' });
+  }, 90_000);
+
+  afterAll(async () => {
+    await stopInstances(shop ? [shop] : []);
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('sells through the lock, reports the fencing token, then answers 409 SOLD_OUT', async () => {
+    expect((await call('POST', '/products', { sku: 'e2e-1', name: 'Mug', stock: 1 })).status).toBe(201);
+    const bought = await call('POST', '/buy', { sku: 'e2e-1', buyer: 'ann', mode: 'locked' });
+    expect(bought.status).toBe(201);
+    expect(bought.body).toMatchObject({ strategy: 'row', instance: 'shop-1' });
+    expect(typeof bought.body.fencingToken).toBe('number');
+    expect(await call('POST', '/buy', { sku: 'e2e-1', buyer: 'bob', mode: 'locked' })).toMatchObject({ status: 409, body: { error: 'SOLD_OUT' } });
+  });
+
+  it('rejects bad bodies with 400 and unknown products with 404', async () => {
+    expect((await call('POST', '/buy', { sku: 'e2e-1', buyer: 'ann', mode: 'sideways' })).status).toBe(400);
+    expect((await call('POST', '/buy', { sku: '../etc', buyer: 'ann', mode: 'locked' })).status).toBe(400);
+    expect((await call('POST', '/buy', { sku: 'e2e-1', buyer: 'ann', mode: 'locked', extra: true })).status).toBe(400);
+    expect(await call('POST', '/buy', { sku: 'nope', buyer: 'ann', mode: 'locked' })).toMatchObject({ status: 404, body: { error: 'UNKNOWN_PRODUCT' } });
+    expect((await call('POST', '/buy', { sku: 'e2e-1', buyer: 'ann', mode: 'pessimistic' })).status).toBe(400);
+  });
+
+  it('reports health per lock strategy, and the reports module locks on its own strategy', async () => {
+    const health = await call('GET', '/health');
+    expect(health.status).toBe(200);
+    expect(health.body.info).toMatchObject({ database: { status: 'up' }, 'lock:inventory': { status: 'up', strategy: 'row' }, 'lock:reports': { status: 'up', strategy: 'reports-memory' } });
+    expect(await call('GET', '/reports/e2e-1')).toMatchObject({ status: 200, body: { sku: 'e2e-1', stock: 0, orders: 1 } });
+  });
+});
