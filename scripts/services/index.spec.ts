@@ -11,6 +11,7 @@ describe('services tool', () => {
       'LOCK_TEST_ZOOKEEPER_ENSEMBLE',
       'LOCK_TEST_ETCD',
       'LOCK_TEST_ETCD_CLUSTER',
+      'LOCK_TEST_FAULT_ETCD_CLUSTER',
     ]);
   });
 

@@ -18,7 +18,7 @@ import {
 import { instancesRoot, listRecords, readRecord, removeRecord, type ServerRecord } from './service-state';
 
 /** The server set-ups the tests, the demo and the benchmarks use. */
-export const TOPOLOGY_NAMES = ['redis', 'redis5', 'redis5-faults', 'mariadb', 'zookeeper', 'zookeeper3', 'etcd', 'etcd3'] as const;
+export const TOPOLOGY_NAMES = ['redis', 'redis5', 'redis5-faults', 'mariadb', 'zookeeper', 'zookeeper3', 'etcd', 'etcd3', 'etcd3-faults'] as const;
 export type TopologyName = (typeof TOPOLOGY_NAMES)[number];
 
 interface TopologyPlan {
@@ -44,6 +44,12 @@ const ETCD3 = [
   [12479, 12480],
   [12579, 12580],
   [12679, 12680],
+];
+// A cluster of its own for fault tests, which kill its leader while other suites use etcd3.
+const ETCD3_FAULTS = [
+  [12779, 12780],
+  [12879, 12880],
+  [12979, 12980],
 ];
 
 const PLANS: Record<TopologyName, TopologyPlan> = {
@@ -110,6 +116,14 @@ const PLANS: Record<TopologyName, TopologyPlan> = {
     command: 'etcd',
     args: (member) => etcdArgs(member, PLANS.etcd3.members, `lock-test-etcd3-${process.pid}`),
     envValue: () => ETCD3.map(([port]) => `http://127.0.0.1:${port}`).join(','),
+  },
+  'etcd3-faults': {
+    kind: etcdKind,
+    envVar: 'LOCK_TEST_FAULT_ETCD_CLUSTER',
+    members: ETCD3_FAULTS.map((ports, i) => ({ name: `etcd3-faults-${i + 1}`, ports })),
+    command: 'etcd',
+    args: (member) => etcdArgs(member, PLANS['etcd3-faults'].members, `lock-test-etcd3-faults-${process.pid}`),
+    envValue: () => ETCD3_FAULTS.map(([port]) => `http://127.0.0.1:${port}`).join(','),
   },
 };
 

@@ -1,4 +1,5 @@
 import type { LockStrategy, LockStrategyCapabilities } from '@app/distributed-lock';
+import type { TopologyName } from '../../scripts/services';
 
 /** One strategy as the contract suite sees it. Adding a backend means adding one subject to `subjects.ts`. */
 export interface ContractSubject {
@@ -10,4 +11,6 @@ export interface ContractSubject {
   create(): Promise<LockStrategy>;
   /** Delete a key's lock behind its holder's back, as an operator or a failover would. */
   removeBehindBack(strategy: LockStrategy, key: string): Promise<void>;
+  /** A server set-up the global setup does not start (ensembles, clusters): started for this suite only. */
+  readonly topology?: TopologyName;
 }

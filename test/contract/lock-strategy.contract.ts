@@ -13,6 +13,7 @@ import {
 import type { ContractSubject } from './contract-subject';
 import { runCounterFuzz } from './mutual-exclusion.fuzz';
 import { runCrossProcessFuzz } from './cross-process';
+import { startTopology, stopTopology, type RunningTopology } from '../../scripts/services';
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -63,7 +64,10 @@ export function describeLockStrategyContract(subject: ContractSubject): void {
     let seq = 0;
     const key = (): string => `contract:${run}:${(seq += 1)}`;
 
+    let topology: RunningTopology | undefined;
+
     beforeAll(async () => {
+      if (subject.topology) topology = await startTopology(subject.topology);
       strategy = await subject.create();
       manager = new LockManager(strategy);
       locks = new LockService(manager);
@@ -76,7 +80,8 @@ export function describeLockStrategyContract(subject: ContractSubject): void {
     afterAll(async () => {
       await manager?.close();
       await contenderManager?.close();
-    });
+      if (topology?.managed) await stopTopology(topology.name);
+    }, 30_000);
 
     it('grants a free lock and releases it; release is safe to call twice', async () => {
       const k = key();

@@ -3,6 +3,8 @@ import { RedisLockStrategy, RedlockStrategy } from '@app/distributed-lock/strate
 import { Redis } from 'ioredis';
 import { redisLockKeys } from '../../libs/distributed-lock/src/strategies/redis/redis-keys';
 import { PessimisticLockStrategy, RowLockStrategy } from '@app/distributed-lock/strategies/database';
+import { EtcdLockStrategy } from '@app/distributed-lock/strategies/etcd';
+import { Etcd3 } from 'etcd3';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DataSource, type DataSourceOptions } from 'typeorm';
@@ -46,6 +48,16 @@ async function adminQuery(options: DataSourceOptions, sql: string, parameters: u
     return await admin.query(sql, parameters);
   } finally {
     await admin.destroy();
+  }
+}
+
+/** Deletes every contender key of a lock in etcd, as an operator would with `etcdctl del --prefix`. */
+async function deleteEtcdLock(hosts: string, key: string): Promise<void> {
+  const raw = new Etcd3({ hosts: hosts.split(',') });
+  try {
+    await raw.delete().prefix(`dlock/${encodeURIComponent(key)}/`).exec();
+  } finally {
+    raw.close();
   }
 }
 
@@ -116,6 +128,19 @@ export const subjects: readonly ContractSubject[] = [
     capabilities: { fencing: true, fifo: false, sharedLocks: false, crossProcess: true },
     create: async () => new PessimisticLockStrategy({ connection: mysqlOptions() }),
     removeBehindBack: (_strategy, key) => killPessimisticHolder(key),
+  },
+  {
+    name: 'etcd (single node)',
+    capabilities: { fencing: true, fifo: true, sharedLocks: true, crossProcess: true },
+    create: async () => new EtcdLockStrategy({ connection: { hosts: requiredEnv('LOCK_TEST_ETCD').split(',') } }),
+    removeBehindBack: (_strategy, key) => deleteEtcdLock(requiredEnv('LOCK_TEST_ETCD'), key),
+  },
+  {
+    name: 'etcd (3-node cluster)',
+    capabilities: { fencing: true, fifo: true, sharedLocks: true, crossProcess: true },
+    topology: 'etcd3',
+    create: async () => new EtcdLockStrategy({ connection: { hosts: requiredEnv('LOCK_TEST_ETCD_CLUSTER').split(',') }, name: 'etcd-cluster' }),
+    removeBehindBack: (_strategy, key) => deleteEtcdLock(requiredEnv('LOCK_TEST_ETCD_CLUSTER'), key),
   },
 ];
 

@@ -1,0 +1,18 @@
+/**
+ * The prefix under which the contenders of one lock create their keys. The lock name is URI-encoded, so
+ * it holds no "/", and the prefix ends with "/": no lock's prefix can be a prefix of another's ("a/" is
+ * not a prefix of "a%2Fb/"), so lock "a" never sees the contenders of lock "a/b".
+ */
+export function etcdLockPrefix(namespace: string, key: string): string {
+  return `${namespace}${encodeURIComponent(key)}/`;
+}
+
+/** A contender's own key: its mode (readers and writers of a read-write lock) and its lease, which is unique. */
+export function etcdContenderKey(prefix: string, mode: 'exclusive' | 'shared', leaseId: string): string {
+  return `${prefix}${mode === 'shared' ? 'r' : 'w'}-${leaseId}`;
+}
+
+/** True for a writer's key (a reader waits only for writers ahead of it). */
+export function isWriterKey(key: string): boolean {
+  return key.slice(key.lastIndexOf('/') + 1).startsWith('w-');
+}

@@ -1,0 +1,3 @@
+export { EtcdLockStrategy, type EtcdLockStrategyOptions, type EtcdLeaseGrant } from './etcd-lock.strategy';
+export { etcdLockGuard } from './etcd-guard';
+export type { EtcdLockClient } from './etcd-client.type';
