@@ -18,7 +18,7 @@ import {
 import { instancesRoot, listRecords, readRecord, removeRecord, type ServerRecord } from './service-state';
 
 /** The server set-ups the tests, the demo and the benchmarks use. */
-export const TOPOLOGY_NAMES = ['redis', 'redis5', 'redis5-faults', 'mariadb', 'zookeeper', 'zookeeper3', 'etcd', 'etcd3', 'etcd3-faults'] as const;
+export const TOPOLOGY_NAMES = ['redis', 'redis5', 'redis5-faults', 'mariadb', 'zookeeper', 'zookeeper3', 'zookeeper3-faults', 'etcd', 'etcd3', 'etcd3-faults'] as const;
 export type TopologyName = (typeof TOPOLOGY_NAMES)[number];
 
 interface TopologyPlan {
@@ -39,6 +39,12 @@ const ZK3 = [
   [12182, 12888, 13888],
   [12183, 12889, 13889],
   [12184, 12890, 13890],
+];
+// An ensemble of its own for fault tests, which kill its leader while other suites use zookeeper3.
+const ZK3_FAULTS = [
+  [12185, 12891, 13891],
+  [12186, 12892, 13892],
+  [12187, 12893, 13893],
 ];
 const ETCD3 = [
   [12479, 12480],
@@ -100,6 +106,14 @@ const PLANS: Record<TopologyName, TopologyPlan> = {
     command: 'java',
     args: (member) => zookeeperArgs(member.dir),
     envValue: () => ZK3.map(([port]) => `127.0.0.1:${port}`).join(','),
+  },
+  'zookeeper3-faults': {
+    kind: zookeeperKind,
+    envVar: 'LOCK_TEST_FAULT_ZOOKEEPER_ENSEMBLE',
+    members: ZK3_FAULTS.map((ports, i) => ({ name: `zookeeper3-faults-${i + 1}`, ports })),
+    command: 'java',
+    args: (member) => zookeeperArgs(member.dir),
+    envValue: () => ZK3_FAULTS.map(([port]) => `127.0.0.1:${port}`).join(','),
   },
   etcd: {
     kind: etcdKind,

@@ -5,6 +5,8 @@ import { redisLockKeys } from '../../libs/distributed-lock/src/strategies/redis/
 import { PessimisticLockStrategy, RowLockStrategy } from '@app/distributed-lock/strategies/database';
 import { EtcdLockStrategy } from '@app/distributed-lock/strategies/etcd';
 import { Etcd3 } from 'etcd3';
+import { ZooKeeperLockStrategy } from '@app/distributed-lock/strategies/zookeeper';
+import ZooKeeper from 'zookeeper';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DataSource, type DataSourceOptions } from 'typeorm';
@@ -56,6 +58,21 @@ async function deleteEtcdLock(hosts: string, key: string): Promise<void> {
   const raw = new Etcd3({ hosts: hosts.split(',') });
   try {
     await raw.delete().prefix(`dlock/${encodeURIComponent(key)}/`).exec();
+  } finally {
+    raw.close();
+  }
+}
+
+/** Deletes every contender node of a lock in ZooKeeper with a client of its own, as an operator would. */
+async function deleteZooKeeperLock(connect: string, key: string): Promise<void> {
+  const raw = new ZooKeeper({ connect, timeout: 5_000, debug_level: ZooKeeper.constants.ZOO_LOG_LEVEL_ERROR, host_order_deterministic: false });
+  await new Promise<void>((resolve) => {
+    raw.once('connect', () => resolve());
+    raw.init({});
+  });
+  try {
+    const lockPath = `/dlock/${encodeURIComponent(key).replace(/\./g, '%2E')}`;
+    for (const child of await raw.get_children(lockPath, false)) await raw.delete_(`${lockPath}/${child}`, -1);
   } finally {
     raw.close();
   }
@@ -141,6 +158,19 @@ export const subjects: readonly ContractSubject[] = [
     topology: 'etcd3',
     create: async () => new EtcdLockStrategy({ connection: { hosts: requiredEnv('LOCK_TEST_ETCD_CLUSTER').split(',') }, name: 'etcd-cluster' }),
     removeBehindBack: (_strategy, key) => deleteEtcdLock(requiredEnv('LOCK_TEST_ETCD_CLUSTER'), key),
+  },
+  {
+    name: 'zookeeper (standalone)',
+    capabilities: { fencing: true, fifo: true, sharedLocks: true, crossProcess: true },
+    create: async () => new ZooKeeperLockStrategy({ connect: requiredEnv('LOCK_TEST_ZOOKEEPER'), sessionTimeout: 4_000 }),
+    removeBehindBack: (_strategy, key) => deleteZooKeeperLock(requiredEnv('LOCK_TEST_ZOOKEEPER'), key),
+  },
+  {
+    name: 'zookeeper (3-node ensemble)',
+    capabilities: { fencing: true, fifo: true, sharedLocks: true, crossProcess: true },
+    topology: 'zookeeper3',
+    create: async () => new ZooKeeperLockStrategy({ connect: requiredEnv('LOCK_TEST_ZOOKEEPER_ENSEMBLE'), sessionTimeout: 4_000, name: 'zookeeper-ensemble' }),
+    removeBehindBack: (_strategy, key) => deleteZooKeeperLock(requiredEnv('LOCK_TEST_ZOOKEEPER_ENSEMBLE'), key),
   },
 ];
 

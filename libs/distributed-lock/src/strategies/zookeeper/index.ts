@@ -1,0 +1,3 @@
+export { ZooKeeperLockStrategy, type ZooKeeperLockStrategyOptions, type ZooKeeperLeaseGrant } from './zookeeper-lock.strategy';
+export type { ZooKeeperConnectionOptions } from './zookeeper-session';
+export type { ZooKeeperLockClient } from './zookeeper-client.type';

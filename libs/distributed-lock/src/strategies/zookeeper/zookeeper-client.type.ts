@@ -1,0 +1,13 @@
+import type ZooKeeper from 'zookeeper';
+
+/** What the ZooKeeper strategy uses of a `zookeeper` (npm) client. */
+export type ZooKeeperLockClient = Pick<ZooKeeper, 'create' | 'exists' | 'w_exists' | 'get_children' | 'delete_' | 'close' | 'init' | 'on' | 'once' | 'removeListener' | 'add_auth'>;
+
+/** ZooKeeper's error codes that the recipe reacts to (the client rejects with "<code> <text>"). */
+export const ZK_ERRORS = Object.freeze({ NO_NODE: -101, NODE_EXISTS: -110, CONNECTION_LOSS: -4, SESSION_EXPIRED: -112, OPERATION_TIMEOUT: -7 });
+
+/** The ZooKeeper error code of a client rejection, if it is one. */
+export function zkErrorCode(error: unknown): number | undefined {
+  const match = /^(-\d+)\b/.exec(String((error as { message?: unknown })?.message ?? ''));
+  return match ? Number(match[1]) : undefined;
+}

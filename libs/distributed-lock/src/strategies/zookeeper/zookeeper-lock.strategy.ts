@@ -1,0 +1,200 @@
+import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
+import { leaseEnd } from '../../locking/lease-end';
+import type { LeaseGrant, LockRequest, WaitBudget } from '../../locking/lock-lease';
+import { assertDuration, assertKnownKeys, describe } from '../../locking/lock-options';
+import type { LeaseLostListener, LockStrategy, LockStrategyCapabilities } from '../../locking/lock-strategy.interface';
+import { ZK_ERRORS, zkErrorCode } from './zookeeper-client.type';
+import { blockerOf, createContender, ensureLockNode, waitForDeletion } from './zookeeper-lock.recipe';
+import { zkLockPath } from './zookeeper-paths';
+import { ZooKeeperSession, type ZooKeeperConnectionOptions } from './zookeeper-session';
+
+/** Options of the ZooKeeper strategy. */
+export interface ZooKeeperLockStrategyOptions extends ZooKeeperConnectionOptions {
+  /** Name in messages and events. Default "zookeeper". */
+  readonly name?: string;
+  /** Parent znode of every lock. Default "/dlock". */
+  readonly basePath?: string;
+  /** How long to wait for a session to open, in ms. Default 10 000. */
+  readonly connectTimeout?: number;
+}
+
+/** A ZooKeeper grant: our ephemeral sequential node and its creation zxid (the fencing token). */
+export interface ZooKeeperLeaseGrant extends LeaseGrant {
+  readonly znode: string;
+}
+
+interface HeldNode {
+  readonly path: string;
+  timer: NodeJS.Timeout | undefined;
+  readonly listeners: Set<LeaseLostListener>;
+  readonly stopWatchingSession: () => void;
+}
+
+const OPTION_KEYS = ['connect', 'sessionTimeout', 'digestAuth', 'name', 'basePath', 'connectTimeout'];
+
+/**
+ * The ZooKeeper lock of seeds 000/002 and Curator's InterProcessMutex: each attempt creates an ephemeral
+ * sequential node under the lock's node; the lowest holds; each waiter watches only its predecessor (no
+ * herd effect, FIFO by construction). Nodes are "protected" (found again after a lost create), lock nodes
+ * are container nodes (removed by the server once empty), readers of a read-write lock wait only for
+ * writers ahead of them. The fencing token is our node's creation zxid: strictly increasing, also when
+ * the lock node is deleted and created again.
+ *
+ * Sessions: a lost connection is "unknown" (the session and our nodes may still live; the client
+ * reconnects). An expired session loses every lock held on it: their signals abort. A holder's lease is
+ * also enforced here: a lock that is not extended by its end is deleted, like a crashed holder's session.
+ */
+export class ZooKeeperLockStrategy implements LockStrategy {
+  readonly name: string;
+  readonly capabilities: LockStrategyCapabilities = Object.freeze({ fencing: true, fifo: true, sharedLocks: true, crossProcess: true });
+  private readonly session: ZooKeeperSession;
+  private readonly basePath: string;
+  private readonly held = new Map<string, HeldNode>();
+
+  constructor(options: ZooKeeperLockStrategyOptions) {
+    const raw: unknown = options;
+    assertKnownKeys(raw, OPTION_KEYS, 'ZooKeeperLockStrategy options');
+    if (typeof options.connect !== 'string' || !/^[^\s,]+:\d+(,[^\s,]+:\d+)*(\/[^\s]*)?$/.test(options.connect)) {
+      throw new InvalidLockOptionsError('connect', `expected "host:port[,host:port…][/chroot]", got ${describe(options.connect)}.`);
+    }
+    if (options.name !== undefined && (typeof options.name !== 'string' || options.name.length === 0)) {
+      throw new InvalidLockOptionsError('name', `expected a non-empty string, got ${describe(options.name)}.`);
+    }
+    this.name = options.name ?? 'zookeeper';
+    this.basePath = options.basePath ?? '/dlock';
+    if (!/^(\/[\w.-]+)+$/.test(this.basePath)) throw new InvalidLockOptionsError('basePath', `expected an absolute znode path such as "/dlock", got ${describe(this.basePath)}.`);
+    if (options.sessionTimeout !== undefined) assertDuration(options.sessionTimeout, 'sessionTimeout', 1_000);
+    if (options.digestAuth !== undefined && (typeof options.digestAuth !== 'string' || !options.digestAuth.includes(':'))) {
+      throw new InvalidLockOptionsError('digestAuth', 'expected "user:password".');
+    }
+    this.session = new ZooKeeperSession(options, this.name, assertDuration(options.connectTimeout ?? 10_000, 'connectTimeout', 100));
+  }
+
+  tryAcquire(request: LockRequest): Promise<LeaseGrant | null> {
+    return this.lock(request, undefined);
+  }
+
+  acquire(request: LockRequest, budget: WaitBudget): Promise<LeaseGrant | null> {
+    return this.lock(request, budget);
+  }
+
+  async extend(lease: LeaseGrant, ttlMs: number): Promise<LeaseGrant | null> {
+    const node = this.held.get(lease.owner);
+    if (!node) return null;
+    const sentAt = Date.now();
+    const client = await this.session.client();
+    try {
+      await client.exists(node.path, false);
+    } catch (error) {
+      if (zkErrorCode(error) === ZK_ERRORS.NO_NODE) {
+        this.forget(lease.owner);
+        return null;
+      }
+      throw error;
+    }
+    const expiresAt = leaseEnd(sentAt, ttlMs);
+    this.armLease(lease.owner, node, expiresAt);
+    return { ...lease, expiresAt };
+  }
+
+  async release(lease: LeaseGrant): Promise<boolean> {
+    const node = this.held.get(lease.owner);
+    if (!node) return false;
+    this.forget(lease.owner);
+    return this.deleteNode(node.path);
+  }
+
+  onLeaseLost(lease: LeaseGrant, listener: LeaseLostListener): () => void {
+    const node = this.held.get(lease.owner);
+    node?.listeners.add(listener);
+    return () => node?.listeners.delete(listener);
+  }
+
+  async ping(): Promise<void> {
+    const client = await this.session.client();
+    await client.exists('/', false);
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.held.entries()].map(async ([owner, node]) => {
+      this.forget(owner);
+      await this.deleteNode(node.path).catch(() => false);
+    }));
+    await this.session.close();
+  }
+
+  private async lock(request: LockRequest, budget: WaitBudget | undefined): Promise<ZooKeeperLeaseGrant | null> {
+    const deadline = Date.now() + (budget?.timeoutMs ?? 0);
+    const client = await this.session.client();
+    const lockPath = zkLockPath(this.basePath, request.key);
+    const sentAt = Date.now();
+    await ensureLockNode(client, this.basePath, lockPath);
+    const path = await createContender(client, this.basePath, lockPath, request.mode, request.owner);
+    const name = path.slice(lockPath.length + 1);
+    try {
+      for (;;) {
+        const blocker = await blockerOf(client, lockPath, name, request.mode);
+        if (!blocker) break;
+        if (!budget || !(await waitForDeletion(client, blocker, budget, deadline))) {
+          await this.deleteNode(path);
+          return null;
+        }
+      }
+      const stat = await client.exists(path, false);
+      return this.hold(request, path, Number(stat.czxid), sentAt);
+    } catch (error) {
+      await this.deleteNode(path).catch(() => false);
+      throw error;
+    }
+  }
+
+  private hold(request: LockRequest, path: string, czxid: number, sentAt: number): ZooKeeperLeaseGrant {
+    const node: HeldNode = {
+      path,
+      timer: undefined,
+      listeners: new Set(),
+      stopWatchingSession: this.session.onExpired(() => {
+        const listeners = [...node.listeners];
+        this.forget(request.owner);
+        for (const listener of listeners) listener('session-ended');
+      }),
+    };
+    this.held.set(request.owner, node);
+    const expiresAt = leaseEnd(sentAt, request.ttlMs);
+    this.armLease(request.owner, node, expiresAt);
+    return { key: request.key, owner: request.owner, mode: request.mode, fencingToken: czxid, expiresAt, znode: path };
+  }
+
+  /** A lease that runs out unextended is given up here, as a crashed holder's session would be. */
+  private armLease(owner: string, node: HeldNode, expiresAt: number): void {
+    clearTimeout(node.timer);
+    node.timer = setTimeout(() => {
+      const listeners = [...node.listeners];
+      this.forget(owner);
+      void this.deleteNode(node.path)
+        .catch(() => false)
+        .then(() => listeners.forEach((listener) => listener('expired')));
+    }, Math.max(0, expiresAt - Date.now()));
+    node.timer.unref?.();
+  }
+
+  private forget(owner: string): void {
+    const node = this.held.get(owner);
+    if (!node) return;
+    this.held.delete(owner);
+    clearTimeout(node.timer);
+    node.stopWatchingSession();
+  }
+
+  /** Deletes a node; resolves false when it was already gone. */
+  private async deleteNode(path: string): Promise<boolean> {
+    const client = await this.session.client();
+    try {
+      await client.delete_(path, -1);
+      return true;
+    } catch (error) {
+      if (zkErrorCode(error) === ZK_ERRORS.NO_NODE) return false;
+      throw error;
+    }
+  }
+}
