@@ -84,7 +84,7 @@ async function runMultiProcess(subject: BenchSubject, benchCase: BenchCase, dura
   try {
     const results = await Promise.all(
       Array.from({ length: benchCase.processes }, (_, p) =>
-        runChild([subject.subject, key, String(perProcess), String(startAt), String(endAt), join(dir, 'inside'), `p${p}w`], durationMs + 30_000),
+        runChild([subject.subject, key, String(perProcess), String(startAt), String(endAt), join(dir, 'inside'), `p${p}w`, join(dir, `result-${p}.json`)], durationMs + 30_000),
       ),
     );
     const merged: ContendResult = {
@@ -111,7 +111,7 @@ function runChild(args: string[], timeoutMs: number): Promise<ContendResult> {
     child.on('exit', (code) => {
       clearTimeout(timer);
       if (code !== 0) return reject(new Error(`bench worker failed (${code}): ${err.slice(-1500)}`));
-      resolvePromise(JSON.parse(out.trim().split('\n').pop() ?? '{}') as ContendResult);
+      resolvePromise(JSON.parse(readFileSync(args[args.length - 1], 'utf8')) as ContendResult);
     });
   });
 }
@@ -189,6 +189,7 @@ async function main(): Promise<void> {
     }
   } finally {
     for (const topology of running) if (topology.managed) await stopTopology(topology.name);
+    if (process.env.BENCH_SQLITE_PATH) for (const suffix of ['', '-wal', '-shm']) rmSync(`${process.env.BENCH_SQLITE_PATH}${suffix}`, { force: true });
   }
   const meta = {
     date: new Date().toISOString(),

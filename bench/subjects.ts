@@ -1,7 +1,15 @@
 import { InMemoryLockStrategy, LockManager, LockService, type LockStrategy } from '@app/distributed-lock';
 import { RedisLockStrategy, RedlockStrategy } from '@app/distributed-lock/strategies/redis';
+import { PessimisticLockStrategy, RowLockStrategy } from '@app/distributed-lock/strategies/database';
+import { EtcdLockStrategy } from '@app/distributed-lock/strategies/etcd';
+import { ZooKeeperLockStrategy } from '@app/distributed-lock/strategies/zookeeper';
 import { randomUUID } from 'node:crypto';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Etcd3 } from 'etcd3';
 import { Redis } from 'ioredis';
+import { createPool } from 'mysql2/promise';
+import ZooKeeper from 'zookeeper';
 import type { BenchLock, BenchSubject } from './bench-subject';
 
 function env(name: string): string {
@@ -64,6 +72,106 @@ function rawRedisFloor(urls: () => string[]): () => Promise<BenchLock> {
 
 const redisUrls = (): string[] => env('LOCK_TEST_REDIS_URLS').split(',');
 
+/** One SQLite file per benchmark run, shared by its processes. */
+function sqlitePath(): string {
+  process.env.BENCH_SQLITE_PATH ??= join(tmpdir(), `lock-bench-${process.pid}.sqlite`);
+  return process.env.BENCH_SQLITE_PATH;
+}
+
+const yieldLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+/**
+ * Raw SQL floors on MariaDB through mysql2 (no TypeORM, no validation, no lease): the lock table as
+ * INSERT + DELETE, and the row lock as BEGIN + SELECT … FOR UPDATE + COMMIT. Waiting: bare retries.
+ */
+function rawMysqlFloor(kind: 'insert-delete' | 'for-update'): () => Promise<BenchLock> {
+  return async () => {
+    const pool = createPool({ uri: env('LOCK_TEST_MYSQL_URL'), connectionLimit: 40 });
+    await pool.query('CREATE TABLE IF NOT EXISTS bench_floor_locks (lock_key VARCHAR(255) PRIMARY KEY, owner VARCHAR(64) NOT NULL) ENGINE=InnoDB');
+    return {
+      async acquire(key, waitMs) {
+        const owner = randomUUID();
+        const deadline = Date.now() + waitMs;
+        if (kind === 'insert-delete') {
+          for (;;) {
+            try {
+              await pool.query('INSERT INTO bench_floor_locks (lock_key, owner) VALUES (?, ?)', [key, owner]);
+              return async () => {
+                await pool.query('DELETE FROM bench_floor_locks WHERE lock_key = ? AND owner = ?', [key, owner]);
+              };
+            } catch (error) {
+              if ((error as { errno?: number }).errno !== 1062 || Date.now() > deadline) throw error;
+              await yieldLoop();
+            }
+          }
+        }
+        await pool.query('INSERT IGNORE INTO bench_floor_locks (lock_key, owner) VALUES (?, ?)', [key, 'row']);
+        const connection = await pool.getConnection();
+        await connection.query('BEGIN');
+        await connection.query('SELECT owner FROM bench_floor_locks WHERE lock_key = ? FOR UPDATE', [key]);
+        return async () => {
+          await connection.query('COMMIT');
+          connection.release();
+        };
+      },
+      close: () => pool.end(),
+    };
+  };
+}
+
+/** The etcd floor: a transaction that puts the key if absent, and a delete; waiting is a bare retry. */
+function rawEtcdFloor(): () => Promise<BenchLock> {
+  return async () => {
+    const client = new Etcd3({ hosts: env('LOCK_TEST_ETCD').split(',') });
+    return {
+      async acquire(key, waitMs) {
+        const deadline = Date.now() + waitMs;
+        for (;;) {
+          const txn = await client.if(key, 'Create', '==', 0).then(client.put(key).value('x')).commit();
+          if (txn.succeeded) {
+            return async () => {
+              await client.delete().key(key).exec();
+            };
+          }
+          if (Date.now() > deadline) throw new Error('timeout');
+          await yieldLoop();
+        }
+      },
+      close: async () => client.close(),
+    };
+  };
+}
+
+/** The ZooKeeper floor: create an ephemeral sequential node and delete it; contenders retry on a fixed ephemeral node. */
+function rawZooKeeperFloor(): () => Promise<BenchLock> {
+  return async () => {
+    const client = new ZooKeeper({ connect: env('LOCK_TEST_ZOOKEEPER'), timeout: 10_000, debug_level: ZooKeeper.constants.ZOO_LOG_LEVEL_ERROR, host_order_deterministic: false });
+    await new Promise<void>((resolve) => {
+      client.once('connect', () => resolve());
+      client.init({});
+    });
+    await client.create('/bench-floor', '', ZooKeeper.constants.ZOO_PERSISTENT).catch(() => undefined);
+    return {
+      async acquire(key, waitMs) {
+        const path = `/bench-floor/${encodeURIComponent(key)}`;
+        const deadline = Date.now() + waitMs;
+        for (;;) {
+          try {
+            await client.create(path, '', ZooKeeper.constants.ZOO_EPHEMERAL);
+            return async () => {
+              await client.delete_(path, -1);
+            };
+          } catch (error) {
+            if (!String((error as Error).message).startsWith('-110') || Date.now() > deadline) throw error;
+            await yieldLoop();
+          }
+        }
+      },
+      close: async () => client.close(),
+    };
+  };
+}
+
 /** Every subject the benchmark knows, in report order. */
 export const BENCH_SUBJECTS: readonly BenchSubject[] = [
   {
@@ -99,6 +207,46 @@ export const BENCH_SUBJECTS: readonly BenchSubject[] = [
     create: ours(() => new RedlockStrategy({ connections: redisUrls() })),
   },
   {
+    subject: 'row-sqlite',
+    ours: true,
+    backend: 'sqlite',
+    settings: 'RowLockStrategy on a SQLite file (WAL), polling with backoff, watchdog lease 30 s',
+    crossProcess: true,
+    create: ours(() => new RowLockStrategy({ connection: { type: 'better-sqlite3', database: sqlitePath(), enableWAL: true, timeout: 10_000 }, name: 'row-sqlite' })),
+  },
+  {
+    subject: 'row-mysql',
+    ours: true,
+    backend: 'mysql',
+    settings: 'RowLockStrategy on MariaDB 10.11, polling with backoff, watchdog lease 30 s',
+    crossProcess: true,
+    create: ours(() => new RowLockStrategy({ connection: { type: 'mysql', url: env('LOCK_TEST_MYSQL_URL'), poolSize: 40 }, name: 'row-mysql' })),
+  },
+  {
+    subject: 'pessimistic',
+    ours: true,
+    backend: 'mysql',
+    settings: 'PessimisticLockStrategy (SELECT … FOR UPDATE) on MariaDB 10.11, 36 connection slots',
+    crossProcess: true,
+    create: ours(() => new PessimisticLockStrategy({ connection: { type: 'mysql', url: env('LOCK_TEST_MYSQL_URL'), poolSize: 40 }, maxHeldConnections: 36 })),
+  },
+  {
+    subject: 'etcd',
+    ours: true,
+    backend: 'etcd',
+    settings: 'EtcdLockStrategy, lease per lock, predecessor watch, etcd 3.4',
+    crossProcess: true,
+    create: ours(() => new EtcdLockStrategy({ connection: { hosts: env('LOCK_TEST_ETCD').split(',') } })),
+  },
+  {
+    subject: 'zookeeper',
+    ours: true,
+    backend: 'zookeeper',
+    settings: 'ZooKeeperLockStrategy, protected ephemeral sequential nodes, predecessor watch, ZooKeeper 3.8',
+    crossProcess: true,
+    create: ours(() => new ZooKeeperLockStrategy({ connect: env('LOCK_TEST_ZOOKEEPER') })),
+  },
+  {
     subject: 'floor:redis SET NX PX + EVAL',
     ours: false,
     backend: 'redis',
@@ -113,6 +261,38 @@ export const BENCH_SUBJECTS: readonly BenchSubject[] = [
     settings: 'raw ioredis, 5 masters in parallel, majority, retry after setImmediate',
     crossProcess: true,
     create: rawRedisFloor(redisUrls),
+  },
+  {
+    subject: 'floor:mysql INSERT + DELETE',
+    ours: false,
+    backend: 'mysql',
+    settings: 'raw mysql2 pool, retry on duplicate key after setImmediate',
+    crossProcess: true,
+    create: rawMysqlFloor('insert-delete'),
+  },
+  {
+    subject: 'floor:mysql SELECT FOR UPDATE + COMMIT',
+    ours: false,
+    backend: 'mysql',
+    settings: 'raw mysql2 pool, BEGIN + SELECT … FOR UPDATE (blocking) + COMMIT',
+    crossProcess: true,
+    create: rawMysqlFloor('for-update'),
+  },
+  {
+    subject: 'floor:etcd txn put + delete',
+    ours: false,
+    backend: 'etcd',
+    settings: 'raw etcd3 client, put-if-absent transaction + delete, retry after setImmediate',
+    crossProcess: true,
+    create: rawEtcdFloor(),
+  },
+  {
+    subject: 'floor:zookeeper create + delete',
+    ours: false,
+    backend: 'zookeeper',
+    settings: 'raw zookeeper client, ephemeral node create + delete, retry after setImmediate',
+    crossProcess: true,
+    create: rawZooKeeperFloor(),
   },
 ];
 

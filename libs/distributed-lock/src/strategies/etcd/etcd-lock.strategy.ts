@@ -82,6 +82,7 @@ export class EtcdLockStrategy implements LockStrategy {
 
   async tryAcquire(request: LockRequest): Promise<LeaseGrant | null> {
     const attempt = await this.enter(request);
+    if (attempt.first) return attempt.grant;
     const blocker = await this.blockerOf(attempt.prefix, attempt.own, request.mode);
     if (!blocker) return attempt.grant;
     await this.leave(attempt.grant);
@@ -91,6 +92,7 @@ export class EtcdLockStrategy implements LockStrategy {
   async acquire(request: LockRequest, budget: WaitBudget): Promise<LeaseGrant | null> {
     const deadline = Date.now() + budget.timeoutMs;
     const attempt = await this.enter(request);
+    if (attempt.first) return attempt.grant;
     try {
       for (;;) {
         const blocker = await this.blockerOf(attempt.prefix, attempt.own, request.mode);
@@ -136,10 +138,9 @@ export class EtcdLockStrategy implements LockStrategy {
   async release(lease: LeaseGrant): Promise<boolean> {
     const grant = lease as EtcdLeaseGrant;
     if (!this.leases.has(grant.owner)) return false;
-    const own = await this.client.get(grant.etcdKey).exec();
-    const ours = own.kvs.length > 0 && String(own.kvs[0].create_revision) === grant.createRevision;
+    // Revoking the lease deletes our key (and only ours: the lease is this lock's alone).
     await this.leave(grant);
-    return ours;
+    return true;
   }
 
   async ping(): Promise<void> {
@@ -153,7 +154,7 @@ export class EtcdLockStrategy implements LockStrategy {
   }
 
   /** Grants a lease and creates our contender key under the lock's prefix, if absent, in one transaction. */
-  private async enter(request: LockRequest): Promise<{ prefix: string; own: Contender; grant: EtcdLeaseGrant }> {
+  private async enter(request: LockRequest): Promise<{ prefix: string; own: Contender; grant: EtcdLeaseGrant; first: boolean }> {
     const prefix = etcdLockPrefix(this.namespace, request.key);
     const sentAt = Date.now();
     const lease = this.client.lease(Math.max(1, Math.ceil(request.ttlMs / 1000)), { autoKeepAlive: false });
@@ -168,8 +169,13 @@ export class EtcdLockStrategy implements LockStrategy {
     this.leases.set(request.owner, lease);
     try {
       const key = etcdContenderKey(prefix, request.mode, leaseId);
-      const txn = await this.client.if(key, 'Create', '==', 0).then(this.client.put(key).value(request.owner).lease(leaseId)).commit();
+      // One round trip: create our key if absent, and read the oldest contender (are we first?).
+      const txn = await this.client
+        .if(key, 'Create', '==', 0)
+        .then(this.client.put(key).value(request.owner).lease(leaseId), this.client.getAll().prefix(prefix).sort('Create', 'Ascend').limit(1))
+        .commit();
       if (!txn.succeeded) throw new Error(`etcd key ${key} already exists`);
+      const oldest = txn.responses[1]?.response_range?.kvs?.[0]?.key?.toString();
       const createRevision = BigInt(String(txn.header.revision));
       const grant: EtcdLeaseGrant = {
         key: request.key,
@@ -181,7 +187,8 @@ export class EtcdLockStrategy implements LockStrategy {
         createRevision: createRevision.toString(),
         leaseId,
       };
-      return { prefix, own: { key, createRevision }, grant };
+      // A reader is also free to go when the oldest contender is itself; otherwise the full check decides.
+      return { prefix, own: { key, createRevision }, grant, first: oldest === key };
     } catch (error) {
       await lease.revoke().catch(() => undefined);
       this.leases.delete(request.owner);

@@ -4,7 +4,7 @@ import type { LeaseGrant, LockRequest, WaitBudget } from '../../locking/lock-lea
 import { assertDuration, assertKnownKeys, describe } from '../../locking/lock-options';
 import type { LeaseLostListener, LockStrategy, LockStrategyCapabilities } from '../../locking/lock-strategy.interface';
 import { ZK_ERRORS, zkErrorCode } from './zookeeper-client.type';
-import { blockerOf, createContender, ensureLockNode, waitForDeletion } from './zookeeper-lock.recipe';
+import { blockerOf, createContender, waitForDeletion } from './zookeeper-lock.recipe';
 import { zkLockPath } from './zookeeper-paths';
 import { ZooKeeperSession, type ZooKeeperConnectionOptions } from './zookeeper-session';
 
@@ -128,7 +128,7 @@ export class ZooKeeperLockStrategy implements LockStrategy {
     const client = await this.session.client();
     const lockPath = zkLockPath(this.basePath, request.key);
     const sentAt = Date.now();
-    await ensureLockNode(client, this.basePath, lockPath);
+    // The lock node is created on demand: createContender makes it (and the base) when it is missing.
     const path = await createContender(client, this.basePath, lockPath, request.mode, request.owner);
     const name = path.slice(lockPath.length + 1);
     try {
