@@ -14,6 +14,8 @@ export interface BenchSubject {
   readonly backend: Backend;
   /** One-line description of the settings used. */
   readonly settings: string;
+  /** For our subjects: the floor subject that measures the same server operations (ratios are taken to it). */
+  readonly floor?: string;
   /** False for in-process locks, which cannot run the multi-process case. */
   readonly crossProcess: boolean;
   create(): Promise<BenchLock>;

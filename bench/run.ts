@@ -21,6 +21,8 @@ interface BenchCase {
 
 export interface BenchRow {
   subject: string;
+  /** The floor this row is compared with (ours only). */
+  floor?: string;
   ours: boolean;
   backend: Backend;
   case: BenchCase['name'];
@@ -120,6 +122,7 @@ function summarise(subject: BenchSubject, benchCase: BenchCase, result: ContendR
   const { handoffP50Ms, reacquireShare } = handoffFigures(result.sections);
   return {
     subject: subject.subject,
+    floor: subject.floor,
     ours: subject.ours,
     backend: subject.backend,
     case: benchCase.name,
@@ -140,7 +143,7 @@ function summarise(subject: BenchSubject, benchCase: BenchCase, result: ContendR
 
 function markdown(rows: readonly BenchRow[], meta: Record<string, string>): string {
   const floorOf = (row: BenchRow): BenchRow | undefined =>
-    rows.find((r) => r.subject.startsWith('floor:') && r.backend === row.backend && r.case === row.case && r.workers === row.workers && r.processes === row.processes);
+    row.floor === undefined ? undefined : rows.find((r) => r.subject === row.floor && r.case === row.case && r.workers === row.workers && r.processes === row.processes);
   const lines = [
     '# Benchmark results',
     '',
@@ -151,7 +154,7 @@ function markdown(rows: readonly BenchRow[], meta: Record<string, string>): stri
   ];
   for (const row of rows) {
     const floor = floorOf(row);
-    const ratio = floor && floor !== row && floor.csPerSec > 0 ? `${round(row.csPerSec / floor.csPerSec, 2)}` : '';
+    const ratio = floor && floor.csPerSec > 0 ? `${round(row.csPerSec / floor.csPerSec, 2)}` : '';
     lines.push(
       `| ${row.ours ? `**${row.subject}**` : row.subject} | ${row.backend} | ${row.case} | ${row.workers} | ${row.processes} | ${row.csPerSec} | ${ratio} | ${row.waitP50Ms} | ${row.waitP99Ms} | ${row.handoffP50Ms} | ${row.fairness} | ${row.reacquireShare} | ${row.failures} | ${row.violations} |`,
     );

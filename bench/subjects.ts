@@ -184,6 +184,7 @@ export const BENCH_SUBJECTS: readonly BenchSubject[] = [
   },
   {
     subject: 'redis',
+    floor: 'floor:redis SET NX PX + EVAL',
     ours: true,
     backend: 'redis',
     settings: 'RedisLockStrategy fair (FIFO hand-over), watchdog lease 30 s',
@@ -192,6 +193,7 @@ export const BENCH_SUBJECTS: readonly BenchSubject[] = [
   },
   {
     subject: 'redis-barging',
+    floor: 'floor:redis SET NX PX + EVAL',
     ours: true,
     backend: 'redis',
     settings: 'RedisLockStrategy fair: false (woken by pub/sub, race), watchdog lease 30 s',
@@ -200,6 +202,7 @@ export const BENCH_SUBJECTS: readonly BenchSubject[] = [
   },
   {
     subject: 'redlock',
+    floor: 'floor:redis5 SET NX PX + EVAL on 5 masters',
     ours: true,
     backend: 'redis5',
     settings: 'RedlockStrategy over 5 masters, node timeout 100 ms, watchdog lease 30 s',
@@ -216,6 +219,7 @@ export const BENCH_SUBJECTS: readonly BenchSubject[] = [
   },
   {
     subject: 'row-mysql',
+    floor: 'floor:mysql INSERT + DELETE',
     ours: true,
     backend: 'mysql',
     settings: 'RowLockStrategy on MariaDB 10.11, polling with backoff, watchdog lease 30 s',
@@ -224,6 +228,7 @@ export const BENCH_SUBJECTS: readonly BenchSubject[] = [
   },
   {
     subject: 'pessimistic',
+    floor: 'floor:mysql SELECT FOR UPDATE + COMMIT',
     ours: true,
     backend: 'mysql',
     settings: 'PessimisticLockStrategy (SELECT … FOR UPDATE) on MariaDB 10.11, 36 connection slots',
@@ -232,6 +237,7 @@ export const BENCH_SUBJECTS: readonly BenchSubject[] = [
   },
   {
     subject: 'etcd',
+    floor: 'floor:etcd txn put + delete',
     ours: true,
     backend: 'etcd',
     settings: 'EtcdLockStrategy, lease per lock, predecessor watch, etcd 3.4',
@@ -240,6 +246,7 @@ export const BENCH_SUBJECTS: readonly BenchSubject[] = [
   },
   {
     subject: 'zookeeper',
+    floor: 'floor:zookeeper create + delete',
     ours: true,
     backend: 'zookeeper',
     settings: 'ZooKeeperLockStrategy, protected ephemeral sequential nodes, predecessor watch, ZooKeeper 3.8',

@@ -67,14 +67,14 @@ describe('the flash-sale demo', () => {
     }
   }, 120_000);
 
-  it('over the real servers: MySQL row and pessimistic locks, optimistic versions, Redis and Redlock never oversell', async () => {
+  it('over the real servers: MySQL row and pessimistic locks, optimistic versions, Redis, Redlock, ZooKeeper and etcd never oversell', async () => {
     const serverOut = mkdtempSync(join(tmpdir(), 'demo-e2e-servers-'));
     try {
-      const { code, output } = await runDemo(['--strategies', 'row-mysql,pessimistic,optimistic-mysql,redis,redlock', '--out', serverOut, '--buyers', '240', '--stock', '24'], 300_000);
+      const { code, output } = await runDemo(['--strategies', 'row-mysql,pessimistic,optimistic-mysql,redis,redlock,zookeeper,etcd', '--out', serverOut, '--buyers', '240', '--stock', '24'], 300_000);
       expect(code).toBe(0);
       expect(output).toContain('every guarded strategy: 0 oversold');
       const serverRows = JSON.parse(readFileSync(join(serverOut, 'results.json'), 'utf8')) as DemoResultRow[];
-      expect(serverRows.map((row) => row.strategy)).toEqual(['row-mysql', 'pessimistic', 'optimistic-mysql', 'redis', 'redlock']);
+      expect(serverRows.map((row) => row.strategy)).toEqual(['row-mysql', 'pessimistic', 'optimistic-mysql', 'redis', 'redlock', 'zookeeper', 'etcd']);
       for (const row of serverRows) expect(row).toMatchObject({ oversold: 0, orders: 24, finalStock: 0, invariantHolds: true, errors: 0 });
     } finally {
       rmSync(serverOut, { recursive: true, force: true });

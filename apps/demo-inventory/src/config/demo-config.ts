@@ -4,7 +4,7 @@ import { registerAs } from '@nestjs/config';
 export type DemoDatabase = 'sqlite' | 'mysql';
 
 /** Lock strategies the demo can guard its stock with. */
-export const DEMO_LOCK_STRATEGIES = ['row', 'redis', 'redis-barging', 'redlock', 'memory'] as const;
+export const DEMO_LOCK_STRATEGIES = ['row', 'redis', 'redis-barging', 'redlock', 'zookeeper', 'etcd', 'memory'] as const;
 export type DemoLockStrategy = (typeof DEMO_LOCK_STRATEGIES)[number];
 
 /** The demo's configuration, from the environment (what `run-demo` sets for each instance). */
@@ -18,6 +18,8 @@ export interface DemoConfig {
   readonly inventoryLock: DemoLockStrategy;
   readonly redisUrl: string | undefined;
   readonly redisUrls: string[];
+  readonly zookeeper: string | undefined;
+  readonly etcdHosts: string[];
 }
 
 export const demoConfig = registerAs('demo', (): DemoConfig => {
@@ -34,5 +36,7 @@ export const demoConfig = registerAs('demo', (): DemoConfig => {
     inventoryLock,
     redisUrl: process.env.LOCK_TEST_REDIS_URL,
     redisUrls: (process.env.LOCK_TEST_REDIS_URLS ?? '').split(',').filter(Boolean),
+    zookeeper: process.env.LOCK_TEST_ZOOKEEPER,
+    etcdHosts: (process.env.LOCK_TEST_ETCD ?? '').split(',').filter(Boolean),
   };
 });

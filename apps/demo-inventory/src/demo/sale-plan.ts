@@ -21,6 +21,8 @@ export const SALE_RUNS: readonly SaleRun[] = [
   { name: 'optimistic-mysql', mode: 'optimistic', database: 'mysql', inventoryLock: 'row', topologies: ['mariadb'] },
   { name: 'redis', mode: 'locked', database: 'mysql', inventoryLock: 'redis', topologies: ['mariadb', 'redis'] },
   { name: 'redlock', mode: 'locked', database: 'mysql', inventoryLock: 'redlock', topologies: ['mariadb', 'redis5'] },
+  { name: 'zookeeper', mode: 'locked', database: 'mysql', inventoryLock: 'zookeeper', topologies: ['mariadb', 'zookeeper'] },
+  { name: 'etcd', mode: 'locked', database: 'mysql', inventoryLock: 'etcd', topologies: ['mariadb', 'etcd'] },
 ];
 
 export const EMBEDDED_RUNS = ['unguarded', 'row', 'optimistic'];

@@ -1,6 +1,8 @@
 import { InMemoryLockStrategy, type LockStrategy } from '@app/distributed-lock';
 import { PessimisticLockStrategy, RowLockStrategy } from '@app/distributed-lock/strategies/database';
+import { EtcdLockStrategy } from '@app/distributed-lock/strategies/etcd';
 import { RedisLockStrategy, RedlockStrategy } from '@app/distributed-lock/strategies/redis';
+import { ZooKeeperLockStrategy } from '@app/distributed-lock/strategies/zookeeper';
 import type { DataSource } from 'typeorm';
 import type { DemoConfig } from '../config/demo-config';
 
@@ -21,6 +23,11 @@ function inventoryStrategy(config: DemoConfig, dataSource: DataSource): LockStra
     case 'redlock':
       if (config.redisUrls.length < 3) throw new Error('LOCK_TEST_REDIS_URLS must list at least 3 masters for redlock');
       return new RedlockStrategy({ connections: config.redisUrls });
+    case 'zookeeper':
+      return new ZooKeeperLockStrategy({ connect: required(config.zookeeper, 'LOCK_TEST_ZOOKEEPER') });
+    case 'etcd':
+      if (config.etcdHosts.length === 0) throw new Error('LOCK_TEST_ETCD must list the etcd endpoints');
+      return new EtcdLockStrategy({ connection: { hosts: config.etcdHosts } });
     case 'memory':
       return new InMemoryLockStrategy({ name: 'memory' });
   }
