@@ -10,6 +10,7 @@ import type { LockDataSource } from './database-client.type';
 import { ensureInitialized, resolveDataSource } from './database-connection';
 import { fenceTableDdl, LOCK_TABLES, MAX_SQL_KEY_LENGTH, rowTableDdl, SQL_IDENTIFIER } from './lock-table.sql';
 import { dialectOf, withServerFeatures, type SqlDialect } from './sql-dialect';
+import { strategyName } from '../strategy-name';
 
 /** Options of the pessimistic (`SELECT … FOR UPDATE`) strategy. */
 export interface PessimisticLockStrategyOptions {
@@ -72,10 +73,7 @@ export class PessimisticLockStrategy implements LockStrategy {
   constructor(options: PessimisticLockStrategyOptions) {
     const raw: unknown = options;
     assertKnownKeys(raw, OPTION_KEYS, 'PessimisticLockStrategy options');
-    if (options.name !== undefined && (typeof options.name !== 'string' || options.name.length === 0)) {
-      throw new InvalidLockOptionsError('name', `expected a non-empty string, got ${describe(options.name)}.`);
-    }
-    this.name = options.name ?? 'pessimistic';
+    this.name = strategyName(options.name, 'pessimistic');
     this.table = options.table ?? LOCK_TABLES.rows;
     if (!SQL_IDENTIFIER.test(this.table)) throw new InvalidLockOptionsError('table', `expected a plain SQL identifier, got ${describe(this.table)}.`);
     this.fenceTable = options.table ? `${options.table.slice(0, 55)}_fences` : LOCK_TABLES.fences;

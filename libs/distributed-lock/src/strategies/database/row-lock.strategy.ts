@@ -9,6 +9,7 @@ import type { LockDataSource } from './database-client.type';
 import { ensureInitialized, resolveDataSource } from './database-connection';
 import { leaseTableDdl, LOCK_TABLES, MAX_SQL_KEY_LENGTH, SQL_IDENTIFIER } from './lock-table.sql';
 import { dialectOf, withServerFeatures, type SqlDialect } from './sql-dialect';
+import { strategyName } from '../strategy-name';
 
 /** Options of the row (lock table) strategy. */
 export interface RowLockStrategyOptions {
@@ -56,10 +57,7 @@ export class RowLockStrategy implements LockStrategy {
   constructor(options: RowLockStrategyOptions) {
     const raw: unknown = options;
     assertKnownKeys(raw, OPTION_KEYS, 'RowLockStrategy options');
-    if (options.name !== undefined && (typeof options.name !== 'string' || options.name.length === 0)) {
-      throw new InvalidLockOptionsError('name', `expected a non-empty string, got ${describe(options.name)}.`);
-    }
-    this.name = options.name ?? 'database';
+    this.name = strategyName(options.name, 'database');
     this.table = options.table ?? LOCK_TABLES.leases;
     if (!SQL_IDENTIFIER.test(this.table)) throw new InvalidLockOptionsError('table', `expected a plain SQL identifier, got ${describe(this.table)}.`);
     this.ensureTable = options.ensureTable ?? true;

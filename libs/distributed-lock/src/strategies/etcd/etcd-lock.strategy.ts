@@ -2,11 +2,13 @@ import type { IOptions } from 'etcd3';
 import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
 import { leaseEnd } from '../../locking/lease-end';
 import type { LeaseGrant, LockRequest, WaitBudget } from '../../locking/lock-lease';
-import { assertKnownKeys, describe } from '../../locking/lock-options';
+import { assertKnownKeys } from '../../locking/lock-options';
+import { waitForWake } from '../../locking/wait-for-wake';
 import type { LockStrategy, LockStrategyCapabilities } from '../../locking/lock-strategy.interface';
 import { loadPeerDependency } from '../load-peer-dependency';
 import type { EtcdLockClient } from './etcd-client.type';
 import { etcdContenderKey, etcdLockPrefix, isWriterKey } from './etcd-keys';
+import { strategyName } from '../strategy-name';
 
 /** Options of the etcd strategy. */
 export interface EtcdLockStrategyOptions {
@@ -58,10 +60,7 @@ export class EtcdLockStrategy implements LockStrategy {
   constructor(options: EtcdLockStrategyOptions) {
     const raw: unknown = options;
     assertKnownKeys(raw, OPTION_KEYS, 'EtcdLockStrategy options');
-    if (options.name !== undefined && (typeof options.name !== 'string' || options.name.length === 0)) {
-      throw new InvalidLockOptionsError('name', `expected a non-empty string, got ${describe(options.name)}.`);
-    }
-    this.name = options.name ?? 'etcd';
+    this.name = strategyName(options.name, 'etcd');
     this.namespace = options.namespace ?? 'dlock/';
     if (typeof this.namespace !== 'string' || this.namespace.length === 0) throw new InvalidLockOptionsError('namespace', 'expected a non-empty string such as "dlock/".');
     if (options.client !== undefined && options.connection !== undefined) {
@@ -214,18 +213,10 @@ export class EtcdLockStrategy implements LockStrategy {
     if (budget.signal.aborted || Date.now() >= deadline) return false;
     const watcher = await this.client.watch().key(key).startRevision(String(seenAt + 1n)).create();
     try {
-      return await new Promise<boolean>((resolve) => {
-        const done = (deleted: boolean): void => {
-          clearTimeout(timer);
-          budget.signal.removeEventListener('abort', onAbort);
-          resolve(deleted);
-        };
-        const onAbort = (): void => done(false);
-        const timer = setTimeout(() => done(false), Math.max(0, deadline - Date.now()));
-        budget.signal.addEventListener('abort', onAbort, { once: true });
-        watcher.on('delete', () => done(true));
-        // A broken watch is not a deletion: look again (the caller re-reads who is ahead).
-        watcher.on('error', () => done(true));
+      return await waitForWake(budget, deadline, (wake) => {
+        watcher.on('delete', wake);
+        // A broken watch is not a deletion, but a reason to look again (the caller re-reads who is ahead).
+        watcher.on('error', wake);
       });
     } finally {
       await watcher.cancel().catch(() => undefined);

@@ -10,7 +10,9 @@ import { redisLockKeys, type RedisLockKeys } from './redis-keys';
 import { ACQUIRE_SCRIPT, EXTEND_SCRIPT, LEAVE_QUEUE_SCRIPT, RELEASE_SCRIPT } from './redis-lock.scripts';
 import { RedisScript } from './redis-script';
 import { leaseEnd } from '../../locking/lease-end';
+import { waitForWake } from '../../locking/wait-for-wake';
 import { closeRedisClient } from './close-redis-client';
+import { strategyName } from '../strategy-name';
 
 /** Options of the single-instance Redis strategy. */
 export interface RedisLockStrategyOptions {
@@ -66,16 +68,13 @@ export class RedisLockStrategy implements LockStrategy {
   constructor(options: RedisLockStrategyOptions) {
     const raw: unknown = options;
     assertKnownKeys(raw, OPTION_KEYS, 'RedisLockStrategy options');
-    if (options.name !== undefined && (typeof options.name !== 'string' || options.name.length === 0)) {
-      throw new InvalidLockOptionsError('name', `expected a non-empty string, got ${describe(options.name)}.`);
-    }
     if (options.namespace !== undefined && (typeof options.namespace !== 'string' || /[{}\s]/.test(options.namespace))) {
       throw new InvalidLockOptionsError('namespace', 'expected a string without braces or spaces, e.g. "dlock:".');
     }
     if (options.fair !== undefined && typeof options.fair !== 'boolean') {
       throw new InvalidLockOptionsError('fair', `expected true or false, got ${describe(options.fair)}.`);
     }
-    this.name = options.name ?? 'redis';
+    this.name = strategyName(options.name, 'redis');
     this.namespace = options.namespace ?? 'dlock:';
     this.fair = options.fair ?? true;
     this.recheckMs = assertDuration(options.recheckInterval ?? 500, 'recheckInterval', 10);
@@ -129,16 +128,9 @@ export class RedisLockStrategy implements LockStrategy {
         const remaining = deadline - Date.now();
         if (remaining <= 0) break;
         if (!this.fair && state.releases !== seen) continue;
-        await new Promise<void>((resolve) => {
-          const done = (): void => {
-            clearTimeout(timer);
-            budget.signal.removeEventListener('abort', done);
-            wake = undefined;
-            resolve();
-          };
-          const timer = setTimeout(done, Math.min(remaining, this.recheckMs));
-          budget.signal.addEventListener('abort', done, { once: true });
-          wake = done;
+        await waitForWake(budget, Date.now() + Math.min(remaining, this.recheckMs), (woken) => {
+          wake = woken;
+          return () => (wake = undefined);
         });
         const late = state.handedOver as { token: number; at: number } | undefined;
         if (late) return this.grantOf(request, late.token, late.at);

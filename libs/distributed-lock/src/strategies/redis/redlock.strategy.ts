@@ -2,6 +2,7 @@ import type { RedisOptions } from 'ioredis';
 import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
 import { LockBackendUnavailableError } from '../../errors/lock-backend-unavailable.error';
 import { abortableDelay } from '../../locking/abortable-delay';
+import { waitForWake } from '../../locking/wait-for-wake';
 import type { LeaseGrant, LockRequest, WaitBudget } from '../../locking/lock-lease';
 import { assertDuration, assertKnownKeys, describe } from '../../locking/lock-options';
 import type { LockStrategy, LockStrategyCapabilities } from '../../locking/lock-strategy.interface';
@@ -13,6 +14,7 @@ import { resolveRedisClient, type OwnedRedisClient } from './redis-connection';
 import { redisLockKeys, type RedisLockKeys } from './redis-keys';
 import { REDLOCK_ACQUIRE_SCRIPT, REDLOCK_EXTEND_SCRIPT, REDLOCK_RELEASE_SCRIPT } from './redis-lock.scripts';
 import { RedisScript } from './redis-script';
+import { strategyName } from '../strategy-name';
 
 /** Options of the Redlock strategy. */
 export interface RedlockStrategyOptions {
@@ -68,10 +70,7 @@ export class RedlockStrategy implements LockStrategy {
   constructor(options: RedlockStrategyOptions) {
     const raw: unknown = options;
     assertKnownKeys(raw, OPTION_KEYS, 'RedlockStrategy options');
-    if (options.name !== undefined && (typeof options.name !== 'string' || options.name.length === 0)) {
-      throw new InvalidLockOptionsError('name', `expected a non-empty string, got ${describe(options.name)}.`);
-    }
-    this.name = options.name ?? 'redlock';
+    this.name = strategyName(options.name, 'redlock');
     if (options.clients !== undefined && options.connections !== undefined) {
       throw new InvalidLockOptionsError('RedlockStrategy options', 'give either `clients` or `connections`, not both.');
     }
@@ -171,17 +170,12 @@ export class RedlockStrategy implements LockStrategy {
           if (unavailable) throw unavailable;
           return null;
         }
-        if (releases === seen) await new Promise<void>((resolve) => {
-          const done = (): void => {
-            clearTimeout(timer);
-            budget.signal.removeEventListener('abort', done);
-            wake = undefined;
-            resolve();
-          };
-          const timer = setTimeout(done, Math.min(remaining, unavailable ? this.recheckMs / 5 : this.recheckMs));
-          budget.signal.addEventListener('abort', done, { once: true });
-          wake = done;
-        });
+        if (releases === seen) {
+          await waitForWake(budget, Date.now() + Math.min(remaining, unavailable ? this.recheckMs / 5 : this.recheckMs), (woken) => {
+            wake = woken;
+            return () => (wake = undefined);
+          });
+        }
         // After a split vote with other processes' contenders, a short random pause, growing while the
         // splits go on, breaks the tie.
         if (split) {

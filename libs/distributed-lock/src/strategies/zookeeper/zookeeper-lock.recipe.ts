@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { WaitBudget } from '../../locking/lock-lease';
+import { waitForWake } from '../../locking/wait-for-wake';
 import { ZK_ERRORS, zkErrorCode, type ZooKeeperLockClient } from './zookeeper-client.type';
 import { isZkWriter, zkContenderPrefix, zkSequence } from './zookeeper-paths';
 
@@ -83,15 +84,7 @@ export async function waitForDeletion(client: ZooKeeperLockClient, path: string,
     if (zkErrorCode(error) === ZK_ERRORS.NO_NODE) return true;
     throw error;
   }
-  return new Promise<boolean>((resolve) => {
-    const done = (result: boolean): void => {
-      clearTimeout(timer);
-      budget.signal.removeEventListener('abort', onAbort);
-      resolve(result);
-    };
-    const onAbort = (): void => done(false);
-    const timer = setTimeout(() => done(false), Math.max(0, deadline - Date.now()));
-    budget.signal.addEventListener('abort', onAbort, { once: true });
-    void deleted.then(() => done(true));
+  return waitForWake(budget, deadline, (wake) => {
+    void deleted.then(wake);
   });
 }

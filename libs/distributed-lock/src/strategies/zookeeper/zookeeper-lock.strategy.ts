@@ -7,6 +7,7 @@ import { ZK_ERRORS, zkErrorCode } from './zookeeper-client.type';
 import { blockerOf, createContender, waitForDeletion } from './zookeeper-lock.recipe';
 import { zkLockPath } from './zookeeper-paths';
 import { ZooKeeperSession, type ZooKeeperConnectionOptions } from './zookeeper-session';
+import { strategyName } from '../strategy-name';
 
 /** Options of the ZooKeeper strategy. */
 export interface ZooKeeperLockStrategyOptions extends ZooKeeperConnectionOptions {
@@ -57,10 +58,7 @@ export class ZooKeeperLockStrategy implements LockStrategy {
     if (typeof options.connect !== 'string' || !/^[^\s,]+:\d+(,[^\s,]+:\d+)*(\/[^\s]*)?$/.test(options.connect)) {
       throw new InvalidLockOptionsError('connect', `expected "host:port[,host:port…][/chroot]", got ${describe(options.connect)}.`);
     }
-    if (options.name !== undefined && (typeof options.name !== 'string' || options.name.length === 0)) {
-      throw new InvalidLockOptionsError('name', `expected a non-empty string, got ${describe(options.name)}.`);
-    }
-    this.name = options.name ?? 'zookeeper';
+    this.name = strategyName(options.name, 'zookeeper');
     this.basePath = options.basePath ?? '/dlock';
     if (!/^(\/[\w.-]+)+$/.test(this.basePath)) throw new InvalidLockOptionsError('basePath', `expected an absolute znode path such as "/dlock", got ${describe(this.basePath)}.`);
     if (options.sessionTimeout !== undefined) assertDuration(options.sessionTimeout, 'sessionTimeout', 1_000);
