@@ -1,7 +1,7 @@
 /** The Redis keys and channel of one lock. */
 export interface RedisLockKeys {
-  /** [lock, queue, waiters, fence]: the KEYS of every script. */
-  readonly keys: readonly [string, string, string, string];
+  /** [lock, queue, waiters, fence, readers]: the KEYS of every script. */
+  readonly keys: readonly [string, string, string, string, string];
   readonly channel: string;
 }
 
@@ -13,5 +13,5 @@ export interface RedisLockKeys {
 export function redisLockKeys(namespace: string, key: string): RedisLockKeys {
   const tag = key.replace(/[%{}]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
   const base = `${namespace}{${tag}}`;
-  return { keys: [`${base}:lock`, `${base}:queue`, `${base}:waiters`, `${base}:fence`], channel: `${base}:events` };
+  return { keys: [`${base}:lock`, `${base}:queue`, `${base}:waiters`, `${base}:fence`, `${base}:readers`], channel: `${base}:events` };
 }

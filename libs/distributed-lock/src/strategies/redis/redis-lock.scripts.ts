@@ -2,13 +2,15 @@
 // never SETNX followed by EXPIRE, never GET followed by DEL. Every key a script touches is passed in
 // KEYS (one hash slot thanks to the hash tag); every value in ARGV.
 //
-// Keys of one lock:  KEYS[1] lock    HASH  o = owner, c = hold count, t = fencing token
+// Keys of one lock:  KEYS[1] lock    HASH  o = writer, c = its hold count, t = its fencing token;
+//                                           r:<owner> = a reader's fencing token
 //                    KEYS[2] queue   ZSET  waiting owners, scored by arrival number (FIFO)
-//                    KEYS[3] waiters HASH  owner -> "<ttlMs>:<aliveUntilMs>", plus "#seq", the arrival counter
+//                    KEYS[3] waiters HASH  owner -> "<ttlMs>:<aliveUntilMs>:<x|s>", plus "#seq", the arrival counter
 //                    KEYS[4] fence   STRING the last fencing token
+//                    KEYS[5] readers ZSET  reader owners, scored by the server time their lease ends
 // ARGV[1] is always the owner id; ARGV[2] the channel on which releases and hand-overs are announced.
 
-/** Shared helpers: server time, fencing tokens, the hand-over to the first live waiter. */
+/** Shared helpers: server time, fencing tokens, readers, the hand-over to the first live waiters. */
 const PRELUDE = `
 local function now_ms()
   local t = redis.call('TIME')
@@ -18,6 +20,7 @@ end
 -- Strictly increasing per key, also across a data loss: a counter that INCR finds missing (1) restarts
 -- from the server's clock in microseconds, above any value the lost counter can have reached (one grant
 -- per microsecond). The week-long expiry set then is kept by INCR, so the hot path is one command.
+-- Tokens travel as decimal strings: Lua 5.1 would print a 16-digit number as "1.79e+15" and lose digits.
 local function next_token()
   local token = redis.call('INCR', KEYS[4])
   if token == 1 then
@@ -25,76 +28,123 @@ local function next_token()
     redis.call('SET', KEYS[4], string.format('%.0f', tonumber(t[1]) * 1000000 + tonumber(t[2])), 'PX', 604800000)
     token = redis.call('INCR', KEYS[4])
   end
+  return string.format('%d', token)
+end
+
+-- Keys holding readers live at least as long as the longest reader lease.
+local function keep_for(key, ttl)
+  if redis.call('PTTL', key) < ttl then redis.call('PEXPIRE', key, ttl) end
+end
+
+-- Readers whose lease ended are dropped (their tokens too). Cheap when there are no readers.
+local function live_readers()
+  if redis.call('EXISTS', KEYS[5]) == 0 then return 0 end
+  local now = now_ms()
+  for _, gone in ipairs(redis.call('ZRANGEBYSCORE', KEYS[5], '-inf', now)) do
+    redis.call('HDEL', KEYS[1], 'r:' .. gone)
+  end
+  redis.call('ZREMRANGEBYSCORE', KEYS[5], '-inf', now)
+  return redis.call('ZCARD', KEYS[5])
+end
+
+local function grant(owner, ttl, mode)
+  local token = next_token()
+  if mode == 's' then
+    redis.call('ZADD', KEYS[5], now_ms() + ttl, owner)
+    redis.call('HSET', KEYS[1], 'r:' .. owner, token)
+    keep_for(KEYS[5], ttl)
+    keep_for(KEYS[1], ttl)
+  else
+    redis.call('HSET', KEYS[1], 'o', owner, 'c', 1, 't', token)
+    redis.call('PEXPIRE', KEYS[1], ttl)
+  end
   return token
 end
 
--- Tokens travel as decimal strings: Lua 5.1 would print a 16-digit number as "1.79e+15" and lose digits.
-local function grant(owner, ttl)
-  local token = string.format('%d', next_token())
-  redis.call('HSET', KEYS[1], 'o', owner, 'c', 1, 't', token)
-  redis.call('PEXPIRE', KEYS[1], ttl)
-  return token
+-- A mode may be granted when no writer holds, and (for a writer) no reader either.
+local function grantable(mode)
+  if redis.call('HEXISTS', KEYS[1], 'o') == 1 then return false end
+  return mode == 's' or live_readers() == 0
 end
 
--- Give the free lock to the first waiter that is still alive; dead waiters are dropped on the way.
+-- Hand the free lock to the waiters at the head of the queue: the first writer alone, or every reader up
+-- to the next writer. Waiters that stopped refreshing their place (dead) are dropped on the way.
 local function hand_over(channel)
   local now
+  local granted = false
   while true do
     local head = redis.call('ZRANGE', KEYS[2], 0, 0)[1]
-    if not head then return false end
+    if not head then return granted end
     now = now or now_ms()
     local meta = redis.call('HGET', KEYS[3], head)
+    local alive = false
+    local ttl, mode
+    if meta then
+      local a = string.find(meta, ':', 1, true)
+      local b = string.find(meta, ':', a + 1, true)
+      ttl = tonumber(string.sub(meta, 1, a - 1))
+      alive = tonumber(string.sub(meta, a + 1, (b or 0) - 1)) >= now
+      mode = b and string.sub(meta, b + 1) or 'x'
+    end
+    if alive and not grantable(mode) then return granted end
     redis.call('ZREM', KEYS[2], head)
     redis.call('HDEL', KEYS[3], head)
-    if meta then
-      local sep = string.find(meta, ':', 1, true)
-      local ttl = tonumber(string.sub(meta, 1, sep - 1))
-      local alive_until = tonumber(string.sub(meta, sep + 1))
-      if alive_until >= now then
-        local token = grant(head, ttl)
-        redis.call('PUBLISH', channel, 'g ' .. head .. ' ' .. token)
-        return true
-      end
+    if alive then
+      local token = grant(head, ttl, mode)
+      redis.call('PUBLISH', channel, 'g ' .. head .. ' ' .. token)
+      granted = true
+      if mode ~= 's' then return true end
     end
   end
+end
+
+-- The token of a lock this owner holds (as writer or reader), or nil.
+local function held_token(owner)
+  if redis.call('HGET', KEYS[1], 'o') == owner then return redis.call('HGET', KEYS[1], 't') end
+  if redis.call('ZSCORE', KEYS[5], owner) then return redis.call('HGET', KEYS[1], 'r:' .. owner) end
+  return nil
 end
 `;
 
 /**
  * Acquire. ARGV: owner, channel, ttlMs, fair ("1"/"0"), waiter ("1": enqueue or refresh this owner's place;
- * "0": plain try), aliveMs (how long a queued waiter stays in line without refreshing).
+ * "0": plain try), aliveMs (how long a queued waiter stays in line without refreshing), mode ("x"/"s").
  * Returns {1, token} when held (a hand-over to this waiter counts), {0, pttl} when not.
  */
 export const ACQUIRE_SCRIPT = `${PRELUDE}
 local owner, channel, ttl = ARGV[1], ARGV[2], tonumber(ARGV[3])
-local fair, waiter, alive = ARGV[4] == '1', ARGV[5] == '1', tonumber(ARGV[6])
-local holder = redis.call('HGET', KEYS[1], 'o')
-if holder == owner then
+local fair, waiter, alive, mode = ARGV[4] == '1', ARGV[5] == '1', tonumber(ARGV[6]), ARGV[7]
+if mode == 'x' and redis.call('HGET', KEYS[1], 'o') == owner then
   -- A waiter checking on a hand-over it may have missed does not add a hold; a same-owner request re-enters.
   if not waiter then redis.call('HINCRBY', KEYS[1], 'c', 1) end
   redis.call('PEXPIRE', KEYS[1], ttl)
   return {1, redis.call('HGET', KEYS[1], 't')}
 end
-if not holder and fair then
+if mode == 's' and live_readers() > 0 and redis.call('ZSCORE', KEYS[5], owner) then
+  return {1, redis.call('HGET', KEYS[1], 'r:' .. owner)}
+end
+if fair and grantable(mode) then
   local head = redis.call('ZRANGE', KEYS[2], 0, 0)[1]
   if head and head ~= owner then
-    -- Someone is first in line (a release that found nobody alive, or a lost race): serve them first.
-    if hand_over(channel) then holder = redis.call('HGET', KEYS[1], 'o') end
-    if holder == owner then return {1, redis.call('HGET', KEYS[1], 't')} end
+    -- Others are in line (a release that found nobody alive, or a lost race): serve them first.
+    hand_over(channel)
+    local token = held_token(owner)
+    if token then return {1, token} end
   end
 end
-if not holder then
+local queued = fair and redis.call('ZRANGE', KEYS[2], 0, 0)[1]
+if grantable(mode) and (not queued or queued == owner) then
   if waiter then
     redis.call('ZREM', KEYS[2], owner)
     redis.call('HDEL', KEYS[3], owner)
   end
-  return {1, grant(owner, ttl)}
+  return {1, grant(owner, ttl, mode)}
 end
 if waiter then
   if not redis.call('ZSCORE', KEYS[2], owner) then
     redis.call('ZADD', KEYS[2], redis.call('HINCRBY', KEYS[3], '#seq', 1), owner)
   end
-  redis.call('HSET', KEYS[3], owner, ttl .. ':' .. (now_ms() + alive))
+  redis.call('HSET', KEYS[3], owner, ttl .. ':' .. (now_ms() + alive) .. ':' .. mode)
   redis.call('PEXPIRE', KEYS[2], alive * 4 + ttl)
   redis.call('PEXPIRE', KEYS[3], alive * 4 + ttl)
 end
@@ -102,23 +152,38 @@ return {0, redis.call('PTTL', KEYS[1])}
 `;
 
 /**
- * Release. ARGV: owner, channel. Drops one hold; the last one frees the lock and hands it to the first
- * live waiter, or announces it free. Returns 1 when the lock was this owner's, 0 when it was not.
+ * Release. ARGV: owner, channel. A writer drops one hold (the last frees the lock); a reader leaves. A
+ * freed lock goes to the first live waiters, or is announced free. Returns 1 when the lock was this
+ * owner's, 0 when it was not.
  */
 export const RELEASE_SCRIPT = `${PRELUDE}
 local owner, channel = ARGV[1], ARGV[2]
-if redis.call('HGET', KEYS[1], 'o') ~= owner then return 0 end
-if redis.call('HINCRBY', KEYS[1], 'c', -1) > 0 then return 1 end
-redis.call('DEL', KEYS[1])
+if redis.call('HGET', KEYS[1], 'o') == owner then
+  if redis.call('HINCRBY', KEYS[1], 'c', -1) > 0 then return 1 end
+  redis.call('HDEL', KEYS[1], 'o', 'c', 't')
+elseif redis.call('ZREM', KEYS[5], owner) == 1 then
+  redis.call('HDEL', KEYS[1], 'r:' .. owner)
+else
+  return 0
+end
 if not hand_over(channel) then redis.call('PUBLISH', channel, 'r') end
 return 1
 `;
 
 /** Extend. ARGV: owner, channel (unused), ttlMs. Returns 1 when extended, 0 when the lock is not this owner's. */
-export const EXTEND_SCRIPT = `
-if redis.call('HGET', KEYS[1], 'o') ~= ARGV[1] then return 0 end
-redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[3]))
-return 1
+export const EXTEND_SCRIPT = `${PRELUDE}
+local owner, ttl = ARGV[1], tonumber(ARGV[3])
+if redis.call('HGET', KEYS[1], 'o') == owner then
+  redis.call('PEXPIRE', KEYS[1], ttl)
+  return 1
+end
+if live_readers() > 0 and redis.call('ZSCORE', KEYS[5], owner) then
+  redis.call('ZADD', KEYS[5], 'XX', now_ms() + ttl, owner)
+  keep_for(KEYS[5], ttl)
+  keep_for(KEYS[1], ttl)
+  return 1
+end
+return 0
 `;
 
 /**
@@ -129,10 +194,10 @@ export const LEAVE_QUEUE_SCRIPT = `${PRELUDE}
 local owner, channel = ARGV[1], ARGV[2]
 redis.call('ZREM', KEYS[2], owner)
 redis.call('HDEL', KEYS[3], owner)
-if redis.call('HGET', KEYS[1], 'o') == owner then return {1, redis.call('HGET', KEYS[1], 't')} end
-if redis.call('EXISTS', KEYS[1]) == 0 then
-  if not hand_over(channel) then redis.call('PUBLISH', channel, 'r') end
-end
+local token = held_token(owner)
+if token then return {1, token} end
+-- We may have been the writer that readers behind us were waiting for.
+if not hand_over(channel) then redis.call('PUBLISH', channel, 'r') end
 return {0}
 `;
 

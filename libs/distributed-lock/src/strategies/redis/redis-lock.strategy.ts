@@ -82,7 +82,7 @@ export class RedisLockStrategy implements LockStrategy {
     this.client = resolved.client;
     this.ownsClient = resolved.owned;
     this.listener = new RedisChannelListener(() => this.client.duplicate());
-    this.capabilities = Object.freeze({ fencing: true, fifo: this.fair, sharedLocks: false, crossProcess: true });
+    this.capabilities = Object.freeze({ fencing: true, fifo: this.fair, sharedLocks: true, crossProcess: true });
   }
 
   async tryAcquire(request: LockRequest): Promise<LeaseGrant | null> {
@@ -170,6 +170,7 @@ export class RedisLockStrategy implements LockStrategy {
       this.fair ? '1' : '0',
       waiter ? '1' : '0',
       this.recheckMs * 3,
+      request.mode === 'shared' ? 's' : 'x',
     ])) as [number, number | string];
     return [reply[0] === 1, Number(reply[1])];
   }
