@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { LockManager, LockService, type LockHandle } from '@app/distributed-lock';
 import { RedisLockStrategy } from '@app/distributed-lock/strategies/redis';
+import { Redis } from 'ioredis';
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 const run = randomUUID().slice(0, 8);
@@ -69,5 +70,23 @@ describe('Redis read-write lock (fair)', () => {
     const second = await w2;
     expect(second.fencingToken).toBeGreaterThan(Math.max(...tokens));
     await second.release();
+  });
+});
+
+describe('Redis strategy with the application\'s own client', () => {
+  it('uses the given ioredis client and never closes it; its own subscriber connection is closed', async () => {
+    const client = new Redis(process.env.LOCK_TEST_REDIS_URL as string);
+    const manager = new LockManager(new RedisLockStrategy({ client }));
+    const locks = new LockService(manager);
+    const holder = await locks.acquire(`own-client:${run}`);
+    // A waiter makes the strategy open its dedicated subscriber connection.
+    const waiter = locks.acquire(`own-client:${run}`, { waitTimeout: 5_000, reentrant: false });
+    await sleep(50);
+    await holder.release();
+    await (await waiter).release();
+    await manager.close();
+    expect(client.status).toBe('ready');
+    expect(await client.ping()).toBe('PONG');
+    await client.quit();
   });
 });
