@@ -12,6 +12,7 @@ import type { Backend, BenchSubject } from './bench-subject';
 import { contend, type ContendResult } from './contend';
 import { fairness, handoffFigures, quantile, round, wallClockMs } from './stats';
 import { BENCH_SUBJECTS } from './subjects';
+import { OPTIMISTIC_SUBJECTS, type OptimisticBenchSubject } from './optimistic-subjects';
 
 interface BenchCase {
   readonly name: 'uncontended' | 'contended';
@@ -118,6 +119,55 @@ function runChild(args: string[], timeoutMs: number): Promise<ContendResult> {
   });
 }
 
+/**
+ * Optimistic concurrency has no lock to take: `workers` increment one counter row with a version check,
+ * re-reading on conflict. cs/s = successful increments per second; `failures` counts the conflicts that
+ * were retried; `violations` = increments lost (counter value ≠ successful increments).
+ */
+async function runOptimistic(subject: OptimisticBenchSubject, workers: number, durationMs: number): Promise<BenchRow> {
+  const updater = await subject.create();
+  try {
+    let done = 0;
+    let conflicts = 0;
+    const latencies: number[] = [];
+    const started = wallClockMs();
+    const endAt = started + durationMs;
+    await Promise.all(
+      Array.from({ length: workers }, async () => {
+        while (wallClockMs() < endAt) {
+          const t0 = wallClockMs();
+          conflicts += await updater.increment();
+          latencies.push(wallClockMs() - t0);
+          done += 1;
+        }
+      }),
+    );
+    const elapsed = wallClockMs() - started;
+    const lost = done - (await updater.value());
+    return {
+      subject: subject.subject,
+      floor: subject.floor,
+      ours: subject.ours,
+      backend: 'mysql',
+      case: workers > 1 ? 'contended' : 'uncontended',
+      workers,
+      processes: 1,
+      csPerSec: Math.round((done / elapsed) * 1000),
+      waitP50Ms: round(quantile(latencies, 0.5), 2),
+      waitP99Ms: round(quantile(latencies, 0.99), 2),
+      handoffP50Ms: 0,
+      fairness: 1,
+      reacquireShare: 0,
+      failures: conflicts,
+      violations: Math.abs(lost),
+      durationMs: Math.round(elapsed),
+      settings: subject.settings,
+    };
+  } finally {
+    await updater.close();
+  }
+}
+
 function summarise(subject: BenchSubject, benchCase: BenchCase, result: ContendResult, elapsed: number): BenchRow {
   const { handoffP50Ms, reacquireShare } = handoffFigures(result.sections);
   return {
@@ -174,7 +224,8 @@ async function main(): Promise<void> {
   const { quick, only, out } = parseArgs(process.argv.slice(2));
   const durationMs = quick ? 1_500 : 5_000;
   const subjects = BENCH_SUBJECTS.filter((s) => !only || only.some((name) => s.subject === name || s.backend === name || s.subject.startsWith(name)));
-  const topologies = [...new Set(subjects.map((s) => TOPOLOGY_OF[s.backend]).filter((t): t is TopologyName => t !== undefined))];
+  const optimistic = OPTIMISTIC_SUBJECTS.filter((s) => !only || only.some((name) => s.subject === name || name === 'mysql' || s.subject.startsWith(name)));
+  const topologies = [...new Set([...subjects.map((s) => TOPOLOGY_OF[s.backend]), ...(optimistic.length ? (['mariadb'] as const) : [])].filter((t): t is TopologyName => t !== undefined))];
   const started = Date.now();
   const running = await Promise.all(topologies.map((t) => startTopology(t)));
   const rows: BenchRow[] = [];
@@ -188,6 +239,13 @@ async function main(): Promise<void> {
         process.stdout.write(
           `${row.subject.padEnd(46)} ${`${row.case} ${row.workers}w/${row.processes}p`.padEnd(20)} ${String(row.csPerSec).padStart(7)} cs/s  p99 ${String(row.waitP99Ms).padStart(8)} ms  fair ${row.fairness}  reacq ${row.reacquireShare}  fail ${row.failures}  viol ${row.violations}\n`,
         );
+      }
+    }
+    for (const subject of optimistic) {
+      for (const workers of [1, 2, 8, 32]) {
+        const row = await runOptimistic(subject, workers, durationMs);
+        rows.push(row);
+        process.stdout.write(`${row.subject.padEnd(46)} ${`${row.case} ${row.workers}w/1p`.padEnd(20)} ${String(row.csPerSec).padStart(7)} upd/s  p99 ${String(row.waitP99Ms).padStart(8)} ms  conflicts ${row.failures}  lost ${row.violations}\n`);
       }
     }
   } finally {
