@@ -3,7 +3,8 @@ import { randomUUID } from 'node:crypto';
 import { runWithOptimisticRetry } from '@app/distributed-lock';
 import { optimisticUpdate } from '@app/distributed-lock/strategies/database';
 import { createPool } from 'mysql2/promise';
-import { Column, DataSource, Entity, PrimaryColumn, VersionColumn } from 'typeorm';
+import { DataSource } from 'typeorm';
+import { StockRow } from '../test/support/stock-row.entity';
 
 /** One optimistic increment of a shared counter row; resolves how many version conflicts it retried. */
 export interface BenchUpdater {
@@ -21,18 +22,6 @@ export interface OptimisticBenchSubject {
   create(): Promise<BenchUpdater>;
 }
 
-@Entity({ name: 'bench_counters' })
-class BenchCounter {
-  @PrimaryColumn({ type: 'varchar', length: 64 })
-  id!: string;
-
-  @Column({ type: 'int' })
-  value!: number;
-
-  @VersionColumn()
-  version!: number;
-}
-
 const url = (): string => {
   const value = process.env.LOCK_TEST_MYSQL_URL;
   if (!value) throw new Error('LOCK_TEST_MYSQL_URL is not set');
@@ -41,23 +30,23 @@ const url = (): string => {
 
 /** Ours: read through TypeORM, `optimisticUpdate`, re-run on conflict by `runWithOptimisticRetry`. */
 async function ours(): Promise<BenchUpdater> {
-  const dataSource = await new DataSource({ type: 'mysql', url: url(), entities: [BenchCounter], synchronize: true, poolSize: 40 }).initialize();
-  const id = randomUUID();
-  await dataSource.getRepository(BenchCounter).insert({ id, value: 0 });
+  const dataSource = await new DataSource({ type: 'mysql', url: url(), entities: [StockRow], synchronize: true, poolSize: 40 }).initialize();
+  const sku = randomUUID();
+  await dataSource.getRepository(StockRow).insert({ sku, quantity: 0 });
   return {
     async increment() {
       let conflicts = 0;
       await runWithOptimisticRetry(
         async () => {
-          const row = await dataSource.getRepository(BenchCounter).findOneByOrFail({ id });
-          await optimisticUpdate({ manager: dataSource.manager, entity: BenchCounter, id, expectedVersion: row.version, set: { value: row.value + 1 } });
+          const row = await dataSource.getRepository(StockRow).findOneByOrFail({ sku });
+          await optimisticUpdate({ manager: dataSource.manager, entity: StockRow, id: sku, expectedVersion: row.version, set: { quantity: row.quantity + 1 } });
         },
         { retries: 1_000, backoff: { initialDelay: 1, maxDelay: 20 }, onConflict: () => (conflicts += 1) },
       );
       return conflicts;
     },
     async value() {
-      return (await dataSource.getRepository(BenchCounter).findOneByOrFail({ id })).value;
+      return (await dataSource.getRepository(StockRow).findOneByOrFail({ sku })).quantity;
     },
     close: () => dataSource.destroy(),
   };
@@ -66,20 +55,21 @@ async function ours(): Promise<BenchUpdater> {
 /** The floor: the same read and version-checked UPDATE as raw SQL on a mysql2 pool, retried at once. */
 async function floor(): Promise<BenchUpdater> {
   const pool = createPool({ uri: url(), connectionLimit: 40 });
-  await pool.query('CREATE TABLE IF NOT EXISTS bench_counters (id VARCHAR(64) PRIMARY KEY, value INT NOT NULL, version INT NOT NULL) ENGINE=InnoDB');
-  const id = randomUUID();
-  await pool.query('INSERT INTO bench_counters (id, value, version) VALUES (?, 0, 1)', [id]);
+  // The same table as ours (created there by TypeORM's synchronize when ours ran; here if it did not).
+  await pool.query('CREATE TABLE IF NOT EXISTS fixture_stock (sku VARCHAR(64) PRIMARY KEY, quantity INT NOT NULL, version INT NOT NULL) ENGINE=InnoDB');
+  const sku = randomUUID();
+  await pool.query('INSERT INTO fixture_stock (sku, quantity, version) VALUES (?, 0, 1)', [sku]);
   return {
     async increment() {
       for (let conflicts = 0; ; conflicts += 1) {
-        const [rows] = (await pool.query('SELECT value, version FROM bench_counters WHERE id = ?', [id])) as unknown as [Array<{ value: number; version: number }>];
-        const [result] = (await pool.query('UPDATE bench_counters SET value = ?, version = version + 1 WHERE id = ? AND version = ?', [rows[0].value + 1, id, rows[0].version])) as unknown as [{ affectedRows: number }];
+        const [rows] = (await pool.query('SELECT quantity, version FROM fixture_stock WHERE sku = ?', [sku])) as unknown as [Array<{ quantity: number; version: number }>];
+        const [result] = (await pool.query('UPDATE fixture_stock SET quantity = ?, version = version + 1 WHERE sku = ? AND version = ?', [rows[0].quantity + 1, sku, rows[0].version])) as unknown as [{ affectedRows: number }];
         if (result.affectedRows === 1) return conflicts;
       }
     },
     async value() {
-      const [rows] = (await pool.query('SELECT value FROM bench_counters WHERE id = ?', [id])) as unknown as [Array<{ value: number }>];
-      return rows[0].value;
+      const [rows] = (await pool.query('SELECT quantity FROM fixture_stock WHERE sku = ?', [sku])) as unknown as [Array<{ quantity: number }>];
+      return rows[0].quantity;
     },
     close: () => pool.end(),
   };

@@ -2,7 +2,7 @@ import 'reflect-metadata';
 import { randomUUID } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Column, DataSource, Entity, PrimaryColumn, VersionColumn, type DataSourceOptions } from 'typeorm';
+import { DataSource, type DataSourceOptions } from 'typeorm';
 import {
   LockBackendUnavailableError,
   LockManager,
@@ -12,18 +12,8 @@ import {
 } from '@app/distributed-lock';
 import { lockTransaction, optimisticUpdate, PessimisticLockStrategy } from '@app/distributed-lock/strategies/database';
 import { startHolder } from '../support/holder-process';
+import { StockRow as Stock } from '../support/stock-row.entity';
 
-@Entity({ name: 'it_stock' })
-class Stock {
-  @PrimaryColumn({ type: 'varchar', length: 64 })
-  sku!: string;
-
-  @Column({ type: 'int' })
-  quantity!: number;
-
-  @VersionColumn()
-  version!: number;
-}
 
 const run = randomUUID().slice(0, 8);
 const mysql = (): DataSourceOptions => ({ type: 'mysql', url: process.env.LOCK_TEST_MYSQL_URL, entities: [Stock], synchronize: true, poolSize: 16 });
@@ -71,7 +61,7 @@ describe.each([
     await optimisticUpdate({ manager: dataSource.manager, entity: Stock, id: sku, expectedVersion: 1, set: { quantity: 4 } });
     const error = await optimisticUpdate({ manager: dataSource.manager, entity: Stock, id: sku, expectedVersion: 1, set: { quantity: 3 } }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(VersionConflictError);
-    expect(error).toMatchObject({ entity: 'Stock', expectedVersion: 1, actualVersion: 2 });
+    expect(error).toMatchObject({ entity: 'StockRow', expectedVersion: 1, actualVersion: 2 });
   });
 });
 

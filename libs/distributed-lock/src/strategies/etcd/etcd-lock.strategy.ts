@@ -4,7 +4,7 @@ import { leaseEnd } from '../../locking/lease-end';
 import type { LeaseGrant, LockRequest, WaitBudget } from '../../locking/lock-lease';
 import { assertKnownKeys } from '../../locking/lock-options';
 import { waitForWake } from '../../locking/wait-for-wake';
-import type { LockStrategy, LockStrategyCapabilities } from '../../locking/lock-strategy.interface';
+import type { LeaseLostListener, LockStrategy, LockStrategyCapabilities } from '../../locking/lock-strategy.interface';
 import { loadPeerDependency } from '../load-peer-dependency';
 import type { EtcdLockClient } from './etcd-client.type';
 import { etcdContenderKey, etcdLockPrefix, isWriterKey } from './etcd-keys';
@@ -56,6 +56,7 @@ export class EtcdLockStrategy implements LockStrategy {
   private readonly ownsClient: boolean;
   private readonly namespace: string;
   private readonly leases = new Map<string, ReturnType<EtcdLockClient['lease']>>();
+  private readonly lostListeners = new Map<string, Set<LeaseLostListener>>();
 
   constructor(options: EtcdLockStrategyOptions) {
     const raw: unknown = options;
@@ -142,6 +143,16 @@ export class EtcdLockStrategy implements LockStrategy {
     return true;
   }
 
+  onLeaseLost(lease: LeaseGrant, listener: LeaseLostListener): () => void {
+    let listeners = this.lostListeners.get(lease.owner);
+    if (!listeners) {
+      listeners = new Set();
+      this.lostListeners.set(lease.owner, listeners);
+    }
+    listeners.add(listener);
+    return () => listeners.delete(listener);
+  }
+
   async ping(): Promise<void> {
     await this.client.get(`${this.namespace}ping`).exec();
   }
@@ -157,7 +168,13 @@ export class EtcdLockStrategy implements LockStrategy {
     const prefix = etcdLockPrefix(this.namespace, request.key);
     const sentAt = Date.now();
     const lease = this.client.lease(Math.max(1, Math.ceil(request.ttlMs / 1000)), { autoKeepAlive: false });
-    lease.on('lost', () => undefined);
+    // etcd told the client the lease is gone (expired, revoked elsewhere): the lock went with it. Reported
+    // at once to the holder, not only at the next watchdog extension.
+    lease.on('lost', () => {
+      const listeners = [...(this.lostListeners.get(request.owner) ?? [])];
+      this.forget(request.owner);
+      for (const listener of listeners) listener('session-ended');
+    });
     let leaseId: string;
     try {
       leaseId = await lease.grant();
@@ -227,12 +244,14 @@ export class EtcdLockStrategy implements LockStrategy {
   private async leave(grant: EtcdLeaseGrant): Promise<void> {
     const lease = this.leases.get(grant.owner);
     this.leases.delete(grant.owner);
+    this.lostListeners.delete(grant.owner);
     if (lease) await lease.revoke();
   }
 
   private forget(owner: string): null {
     const lease = this.leases.get(owner);
     this.leases.delete(owner);
+    this.lostListeners.delete(owner);
     lease?.release();
     return null;
   }

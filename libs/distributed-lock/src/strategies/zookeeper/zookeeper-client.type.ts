@@ -6,6 +6,9 @@ export type ZooKeeperLockClient = Pick<ZooKeeper, 'create' | 'exists' | 'w_exist
 /** ZooKeeper's error codes that the recipe reacts to (the client rejects with "<code> <text>"). */
 export const ZK_ERRORS = Object.freeze({ NO_NODE: -101, NODE_EXISTS: -110, CONNECTION_LOSS: -4, SESSION_EXPIRED: -112, OPERATION_TIMEOUT: -7 });
 
+/** Watch event type of a deleted node (ZOO_DELETED_EVENT). */
+export const ZK_DELETED_EVENT = 2;
+
 /** The ZooKeeper error code of a client rejection, if it is one. */
 export function zkErrorCode(error: unknown): number | undefined {
   const match = /^(-\d+)\b/.exec(String((error as { message?: unknown })?.message ?? ''));

@@ -3,7 +3,7 @@ import { leaseEnd } from '../../locking/lease-end';
 import type { LeaseGrant, LockRequest, WaitBudget } from '../../locking/lock-lease';
 import { assertDuration, assertKnownKeys, describe } from '../../locking/lock-options';
 import type { LeaseLostListener, LockStrategy, LockStrategyCapabilities } from '../../locking/lock-strategy.interface';
-import { ZK_ERRORS, zkErrorCode } from './zookeeper-client.type';
+import { ZK_DELETED_EVENT, ZK_ERRORS, zkErrorCode } from './zookeeper-client.type';
 import { blockerOf, createContender, waitForDeletion } from './zookeeper-lock.recipe';
 import { zkLockPath } from './zookeeper-paths';
 import { ZooKeeperSession, type ZooKeeperConnectionOptions } from './zookeeper-session';
@@ -138,7 +138,11 @@ export class ZooKeeperLockStrategy implements LockStrategy {
           return null;
         }
       }
-      const stat = await client.exists(path, false);
+      // The same round trip that reads our czxid (the fencing token) watches our node: if an operator or a
+      // bug deletes it, the holder is told at once instead of at the next extension.
+      const stat = await client.w_exists(path, (type: number) => {
+        if (type === ZK_DELETED_EVENT) this.nodeDeleted(request.owner, path);
+      });
       return this.hold(request, path, Number(stat.czxid), sentAt);
     } catch (error) {
       await this.deleteNode(path).catch(() => false);
@@ -161,6 +165,15 @@ export class ZooKeeperLockStrategy implements LockStrategy {
     const expiresAt = leaseEnd(sentAt, request.ttlMs);
     this.armLease(request.owner, node, expiresAt);
     return { key: request.key, owner: request.owner, mode: request.mode, fencingToken: czxid, expiresAt, znode: path };
+  }
+
+  /** Our node vanished while we held it (not by our own release, which forgets the node first). */
+  private nodeDeleted(owner: string, path: string): void {
+    const node = this.held.get(owner);
+    if (node?.path !== path) return;
+    const listeners = [...node.listeners];
+    this.forget(owner);
+    for (const listener of listeners) listener('removed');
   }
 
   /** A lease that runs out unextended is given up here, as a crashed holder's session would be. */
