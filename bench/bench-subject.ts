@@ -8,6 +8,8 @@ export interface BenchLock {
 export type Backend = 'memory' | 'redis' | 'redis5' | 'mysql' | 'sqlite' | 'zookeeper' | 'etcd';
 
 export interface BenchSubject {
+  /** Unique among subjects (a peer package runs on several backends). */
+  readonly id: string;
   /** Ours: the strategy name; a peer: its package name; a floor: `floor:<what>`. */
   readonly subject: string;
   readonly ours: boolean;

@@ -1,11 +1,15 @@
 import { closeSync, openSync, unlinkSync } from 'node:fs';
 import type { BenchLock } from './bench-subject';
-import { wallClockMs, type Section } from './stats';
+import { quantile, wallClockMs, type Section } from './stats';
 
 /** What one process's workers measured. */
 export interface ContendResult {
   readonly sections: Section[];
+  /** Every acquire's wait, failed ones included (a give-up after two seconds is a two-second wait). */
   readonly waits: number[];
+  /** Per worker: the p99 of its own waits. A barging lock serves its re-acquiring worker fast and the
+   * others late; the worst of these shows the late ones, which the pooled p99 hides. */
+  readonly workerWaitP99: number[];
   readonly perWorker: number[];
   readonly failures: number;
   readonly violations: number;
@@ -26,12 +30,14 @@ export async function contend(
   const sections: Section[] = [];
   const waits: number[] = [];
   const perWorker = new Array<number>(workers).fill(0);
+  const workerWaitP99 = new Array<number>(workers).fill(0);
   let inside = 0;
   let failures = 0;
   let violations = 0;
   await Promise.all(
     Array.from({ length: workers }, async (_, w) => {
       const worker = `${options.workerPrefix}${w}`;
+      const own: number[] = [];
       while (wallClockMs() < endAt) {
         const started = wallClockMs();
         let release: () => Promise<void>;
@@ -39,10 +45,11 @@ export async function contend(
           release = await lock.acquire(key, Math.max(1, Math.min(options.waitMs, endAt - started + 2_000)));
         } catch {
           failures += 1;
+          own.push(wallClockMs() - started);
           continue;
         }
         const acquiredAt = wallClockMs();
-        waits.push(acquiredAt - started);
+        own.push(acquiredAt - started);
         inside += 1;
         if (inside > 1) violations += 1;
         let fd: number | undefined;
@@ -67,7 +74,9 @@ export async function contend(
         sections.push({ worker, acquiredAt, releasedAt });
         perWorker[w] += 1;
       }
+      waits.push(...own);
+      workerWaitP99[w] = own.length > 0 ? quantile(own, 0.99) : 0;
     }),
   );
-  return { sections, waits, perWorker, failures, violations };
+  return { sections, waits, workerWaitP99, perWorker, failures, violations };
 }

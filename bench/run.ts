@@ -13,32 +13,12 @@ import { contend, type ContendResult } from './contend';
 import { fairness, handoffFigures, quantile, round, wallClockMs } from './stats';
 import { BENCH_SUBJECTS } from './subjects';
 import { OPTIMISTIC_SUBJECTS, type OptimisticBenchSubject } from './optimistic-subjects';
+import { markdown, type BenchRow } from './report';
 
 interface BenchCase {
   readonly name: 'uncontended' | 'contended';
   readonly workers: number;
   readonly processes: number;
-}
-
-export interface BenchRow {
-  subject: string;
-  /** The floor this row is compared with (ours only). */
-  floor?: string;
-  ours: boolean;
-  backend: Backend;
-  case: BenchCase['name'];
-  workers: number;
-  processes: number;
-  csPerSec: number;
-  waitP50Ms: number;
-  waitP99Ms: number;
-  handoffP50Ms: number;
-  fairness: number;
-  reacquireShare: number;
-  failures: number;
-  violations: number;
-  durationMs: number;
-  settings: string;
 }
 
 const CASES: readonly BenchCase[] = [
@@ -80,43 +60,70 @@ async function runInProcess(subject: BenchSubject, benchCase: BenchCase, duratio
 async function runMultiProcess(subject: BenchSubject, benchCase: BenchCase, durationMs: number): Promise<{ result: ContendResult; elapsed: number }> {
   const dir = mkdtempSync(join(tmpdir(), 'lock-bench-'));
   const key = `bench:${randomUUID()}`;
-  // Child start-up (TypeScript loader, connections) takes a while: agree on a start time well ahead.
-  const startAt = wallClockMs() + 4_000;
-  const endAt = startAt + durationMs;
   const perProcess = Math.max(1, Math.round(benchCase.workers / benchCase.processes));
+  const children = Array.from({ length: benchCase.processes }, (_, p) =>
+    startChild([subject.id, key, String(perProcess), join(dir, 'inside'), `p${p}w`, join(dir, `result-${p}.json`)], durationMs + 60_000),
+  );
   try {
-    const results = await Promise.all(
-      Array.from({ length: benchCase.processes }, (_, p) =>
-        runChild([subject.subject, key, String(perProcess), String(startAt), String(endAt), join(dir, 'inside'), `p${p}w`, join(dir, `result-${p}.json`)], durationMs + 30_000),
-      ),
-    );
+    await Promise.all(children.map((child) => child.ready));
+    // Everyone connected: start together shortly, so that no process gets a head start.
+    const startAt = wallClockMs() + 200;
+    for (const child of children) child.start(startAt, startAt + durationMs);
+    const results = await Promise.all(children.map((child) => child.done));
     const merged: ContendResult = {
       sections: results.flatMap((r) => r.sections),
       waits: results.flatMap((r) => r.waits),
+      workerWaitP99: results.flatMap((r) => r.workerWaitP99),
       perWorker: results.flatMap((r) => r.perWorker),
       failures: results.reduce((sum, r) => sum + r.failures, 0),
       violations: results.reduce((sum, r) => sum + r.violations, 0),
     };
     return { result: merged, elapsed: durationMs };
   } finally {
+    for (const child of children) child.kill();
     rmSync(dir, { recursive: true, force: true });
   }
 }
 
-function runChild(args: string[], timeoutMs: number): Promise<ContendResult> {
-  return new Promise((resolvePromise, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', join(__dirname, 'worker.ts'), ...args], { cwd: ROOT, env: process.env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (err += chunk.toString()));
-    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+interface BenchChild {
+  /** Resolves once the child has connected and waits for its start time. */
+  readonly ready: Promise<void>;
+  readonly done: Promise<ContendResult>;
+  start(startAt: number, endAt: number): void;
+  kill(): void;
+}
+
+function startChild(args: string[], timeoutMs: number): BenchChild {
+  const child = spawn(process.execPath, ['--import', 'tsx', join(__dirname, 'worker.ts'), ...args], { cwd: ROOT, env: process.env, stdio: ['pipe', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  let markReady: () => void = () => undefined;
+  const ready = new Promise<void>((resolvePromise) => (markReady = resolvePromise));
+  child.stdout.on('data', (chunk: Buffer) => {
+    out += chunk.toString();
+    if (out.includes('ready')) markReady();
+  });
+  child.stderr.on('data', (chunk: Buffer) => (err += chunk.toString()));
+  const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+  const done = new Promise<ContendResult>((resolvePromise, reject) => {
     child.on('exit', (code) => {
       clearTimeout(timer);
       if (code !== 0) return reject(new Error(`bench worker failed (${code}): ${err.slice(-1500)}`));
       resolvePromise(JSON.parse(readFileSync(args[args.length - 1], 'utf8')) as ContendResult);
     });
   });
+  // A child that dies before it is ready fails the case instead of leaving the others waiting.
+  const readyOrDead = Promise.race([ready, done.then(() => Promise.reject(new Error('bench worker exited before it was ready')))]);
+  readyOrDead.catch(() => undefined);
+  done.catch(() => undefined);
+  return {
+    ready: readyOrDead,
+    done,
+    start: (startAt, endAt) => child.stdin.end(`${startAt} ${endAt}\n`),
+    kill: () => {
+      if (child.exitCode === null) child.kill('SIGKILL');
+    },
+  };
 }
 
 /**
@@ -145,6 +152,7 @@ async function runOptimistic(subject: OptimisticBenchSubject, workers: number, d
     const elapsed = wallClockMs() - started;
     const lost = done - (await updater.value());
     return {
+      id: subject.subject,
       subject: subject.subject,
       floor: subject.floor,
       ours: subject.ours,
@@ -155,6 +163,7 @@ async function runOptimistic(subject: OptimisticBenchSubject, workers: number, d
       csPerSec: Math.round((done / elapsed) * 1000),
       waitP50Ms: round(quantile(latencies, 0.5), 2),
       waitP99Ms: round(quantile(latencies, 0.99), 2),
+      worstWorkerWaitP99Ms: round(quantile(latencies, 0.99), 2),
       handoffP50Ms: 0,
       fairness: 1,
       reacquireShare: 0,
@@ -171,6 +180,7 @@ async function runOptimistic(subject: OptimisticBenchSubject, workers: number, d
 function summarise(subject: BenchSubject, benchCase: BenchCase, result: ContendResult, elapsed: number): BenchRow {
   const { handoffP50Ms, reacquireShare } = handoffFigures(result.sections);
   return {
+    id: subject.id,
     subject: subject.subject,
     floor: subject.floor,
     ours: subject.ours,
@@ -181,6 +191,7 @@ function summarise(subject: BenchSubject, benchCase: BenchCase, result: ContendR
     csPerSec: Math.round((result.sections.length / elapsed) * 1000),
     waitP50Ms: round(quantile(result.waits, 0.5), 2),
     waitP99Ms: round(quantile(result.waits, 0.99), 2),
+    worstWorkerWaitP99Ms: round(Math.max(0, ...result.workerWaitP99), 2),
     handoffP50Ms: benchCase.workers > 1 ? handoffP50Ms : 0,
     fairness: benchCase.workers > 1 ? fairness(result.perWorker) : 1,
     reacquireShare: benchCase.workers > 1 ? reacquireShare : 0,
@@ -189,27 +200,6 @@ function summarise(subject: BenchSubject, benchCase: BenchCase, result: ContendR
     durationMs: Math.round(elapsed),
     settings: subject.settings,
   };
-}
-
-function markdown(rows: readonly BenchRow[], meta: Record<string, string>): string {
-  const floorOf = (row: BenchRow): BenchRow | undefined =>
-    row.floor === undefined ? undefined : rows.find((r) => r.subject === row.floor && r.case === row.case && r.workers === row.workers && r.processes === row.processes);
-  const lines = [
-    '# Benchmark results',
-    '',
-    ...Object.entries(meta).map(([k, v]) => `- ${k}: ${v}`),
-    '',
-    '| subject | backend | case | workers | procs | cs/s | × floor | wait p50 ms | wait p99 ms | hand-over p50 ms | fairness max/min | re-acquire share | failures | violations |',
-    '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
-  ];
-  for (const row of rows) {
-    const floor = floorOf(row);
-    const ratio = floor && floor.csPerSec > 0 ? `${round(row.csPerSec / floor.csPerSec, 2)}` : '';
-    lines.push(
-      `| ${row.ours ? `**${row.subject}**` : row.subject} | ${row.backend} | ${row.case} | ${row.workers} | ${row.processes} | ${row.csPerSec} | ${ratio} | ${row.waitP50Ms} | ${row.waitP99Ms} | ${row.handoffP50Ms} | ${row.fairness} | ${row.reacquireShare} | ${row.failures} | ${row.violations} |`,
-    );
-  }
-  return `${lines.join('\n')}\n`;
 }
 
 function versionOf(pkg: string): string {
@@ -222,8 +212,8 @@ function versionOf(pkg: string): string {
 
 async function main(): Promise<void> {
   const { quick, only, out } = parseArgs(process.argv.slice(2));
-  const durationMs = quick ? 1_500 : 5_000;
-  const subjects = BENCH_SUBJECTS.filter((s) => !only || only.some((name) => s.subject === name || s.backend === name || s.subject.startsWith(name)));
+  const durationMs = quick ? 1_000 : 4_000;
+  const subjects = BENCH_SUBJECTS.filter((s) => !only || only.some((name) => s.id === name || s.subject === name || s.backend === name || s.subject.startsWith(name)));
   const optimistic = OPTIMISTIC_SUBJECTS.filter((s) => !only || only.some((name) => s.subject === name || name === 'mysql' || s.subject.startsWith(name)));
   const topologies = [...new Set([...subjects.map((s) => TOPOLOGY_OF[s.backend]), ...(optimistic.length ? (['mariadb'] as const) : [])].filter((t): t is TopologyName => t !== undefined))];
   const started = Date.now();
@@ -233,11 +223,13 @@ async function main(): Promise<void> {
     for (const subject of subjects) {
       for (const benchCase of CASES) {
         if (benchCase.processes > 1 && !subject.crossProcess) continue;
+        // --quick keeps the cases the targets are set on (1, 8 and 32 workers, 4 processes).
+        if (quick && benchCase.workers === 2) continue;
         const { result, elapsed } = benchCase.processes > 1 ? await runMultiProcess(subject, benchCase, durationMs) : await runInProcess(subject, benchCase, durationMs);
         const row = summarise(subject, benchCase, result, elapsed);
         rows.push(row);
         process.stdout.write(
-          `${row.subject.padEnd(46)} ${`${row.case} ${row.workers}w/${row.processes}p`.padEnd(20)} ${String(row.csPerSec).padStart(7)} cs/s  p99 ${String(row.waitP99Ms).padStart(8)} ms  fair ${row.fairness}  reacq ${row.reacquireShare}  fail ${row.failures}  viol ${row.violations}\n`,
+          `${row.id.padEnd(46)} ${`${row.case} ${row.workers}w/${row.processes}p`.padEnd(20)} ${String(row.csPerSec).padStart(7)} cs/s  p99 ${String(row.waitP99Ms).padStart(8)} ms  fair ${row.fairness}  reacq ${row.reacquireShare}  fail ${row.failures}  viol ${row.violations}\n`,
         );
       }
     }
@@ -257,7 +249,7 @@ async function main(): Promise<void> {
     machine: `${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB`,
     node: process.version,
     versions: ['ioredis', 'mysql2', 'typeorm', 'zookeeper', 'etcd3', 'redlock', '@sesamecare-oss/redlock', 'redis-semaphore'].map((p) => `${p} ${versionOf(p)}`).join(', '),
-    settings: `${quick ? 'quick' : 'full'}: ${durationMs} ms per case after a warm-up; contended = one key; 4 processes × 2 workers for the multi-process case`,
+    settings: `${quick ? 'quick (no 2-worker case)' : 'full'}: ${durationMs} ms per case after a warm-up; contended = one key; 4 processes × 2 workers for the multi-process case`,
     'total time': `${Math.round((Date.now() - started) / 1000)} s`,
   };
   mkdirSync(dirname(out), { recursive: true });

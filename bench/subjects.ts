@@ -11,12 +11,9 @@ import { Redis } from 'ioredis';
 import { createPool } from 'mysql2/promise';
 import ZooKeeper from 'zookeeper';
 import type { BenchLock, BenchSubject } from './bench-subject';
+import { env, redisUrls } from './bench-env';
+import { PEER_SUBJECTS } from './peers';
 
-function env(name: string): string {
-  const value = process.env[name];
-  if (!value) throw new Error(`${name} is not set; the benchmark starts its servers with the services tool`);
-  return value;
-}
 
 /** Our lock service over a strategy, used the way an application would: acquire, then release. */
 function ours(createStrategy: () => LockStrategy): () => Promise<BenchLock> {
@@ -69,8 +66,6 @@ function rawRedisFloor(urls: () => string[]): () => Promise<BenchLock> {
     };
   };
 }
-
-const redisUrls = (): string[] => env('LOCK_TEST_REDIS_URLS').split(',');
 
 /** One SQLite file per benchmark run, shared by its processes. */
 function sqlitePath(): string {
@@ -175,6 +170,7 @@ function rawZooKeeperFloor(): () => Promise<BenchLock> {
 /** Every subject the benchmark knows, in report order. */
 export const BENCH_SUBJECTS: readonly BenchSubject[] = [
   {
+    id: 'memory',
     subject: 'memory',
     ours: true,
     backend: 'memory',
@@ -183,6 +179,7 @@ export const BENCH_SUBJECTS: readonly BenchSubject[] = [
     create: ours(() => new InMemoryLockStrategy()),
   },
   {
+    id: 'redis',
     subject: 'redis',
     floor: 'floor:redis SET NX PX + EVAL',
     ours: true,
@@ -192,6 +189,7 @@ export const BENCH_SUBJECTS: readonly BenchSubject[] = [
     create: ours(() => new RedisLockStrategy({ connection: env('LOCK_TEST_REDIS_URL') })),
   },
   {
+    id: 'redis-barging',
     subject: 'redis-barging',
     floor: 'floor:redis SET NX PX + EVAL',
     ours: true,
@@ -201,6 +199,7 @@ export const BENCH_SUBJECTS: readonly BenchSubject[] = [
     create: ours(() => new RedisLockStrategy({ connection: env('LOCK_TEST_REDIS_URL'), fair: false, name: 'redis-barging' })),
   },
   {
+    id: 'redlock',
     subject: 'redlock',
     floor: 'floor:redis5 SET NX PX + EVAL on 5 masters',
     ours: true,
@@ -210,6 +209,7 @@ export const BENCH_SUBJECTS: readonly BenchSubject[] = [
     create: ours(() => new RedlockStrategy({ connections: redisUrls() })),
   },
   {
+    id: 'row-sqlite',
     subject: 'row-sqlite',
     ours: true,
     backend: 'sqlite',
@@ -218,6 +218,7 @@ export const BENCH_SUBJECTS: readonly BenchSubject[] = [
     create: ours(() => new RowLockStrategy({ connection: { type: 'better-sqlite3', database: sqlitePath(), enableWAL: true, timeout: 10_000 }, name: 'row-sqlite' })),
   },
   {
+    id: 'row-mysql',
     subject: 'row-mysql',
     floor: 'floor:mysql INSERT + DELETE',
     ours: true,
@@ -227,6 +228,7 @@ export const BENCH_SUBJECTS: readonly BenchSubject[] = [
     create: ours(() => new RowLockStrategy({ connection: { type: 'mysql', url: env('LOCK_TEST_MYSQL_URL'), poolSize: 40 }, name: 'row-mysql' })),
   },
   {
+    id: 'pessimistic',
     subject: 'pessimistic',
     floor: 'floor:mysql SELECT FOR UPDATE + COMMIT',
     ours: true,
@@ -236,6 +238,7 @@ export const BENCH_SUBJECTS: readonly BenchSubject[] = [
     create: ours(() => new PessimisticLockStrategy({ connection: { type: 'mysql', url: env('LOCK_TEST_MYSQL_URL'), poolSize: 40 }, maxHeldConnections: 36 })),
   },
   {
+    id: 'etcd',
     subject: 'etcd',
     floor: 'floor:etcd txn put + delete',
     ours: true,
@@ -245,6 +248,7 @@ export const BENCH_SUBJECTS: readonly BenchSubject[] = [
     create: ours(() => new EtcdLockStrategy({ connection: { hosts: env('LOCK_TEST_ETCD').split(',') } })),
   },
   {
+    id: 'zookeeper',
     subject: 'zookeeper',
     floor: 'floor:zookeeper create + delete',
     ours: true,
@@ -254,6 +258,7 @@ export const BENCH_SUBJECTS: readonly BenchSubject[] = [
     create: ours(() => new ZooKeeperLockStrategy({ connect: env('LOCK_TEST_ZOOKEEPER') })),
   },
   {
+    id: 'floor:redis SET NX PX + EVAL',
     subject: 'floor:redis SET NX PX + EVAL',
     ours: false,
     backend: 'redis',
@@ -262,6 +267,7 @@ export const BENCH_SUBJECTS: readonly BenchSubject[] = [
     create: rawRedisFloor(() => [env('LOCK_TEST_REDIS_URL')]),
   },
   {
+    id: 'floor:redis5 SET NX PX + EVAL on 5 masters',
     subject: 'floor:redis5 SET NX PX + EVAL on 5 masters',
     ours: false,
     backend: 'redis5',
@@ -270,6 +276,7 @@ export const BENCH_SUBJECTS: readonly BenchSubject[] = [
     create: rawRedisFloor(redisUrls),
   },
   {
+    id: 'floor:mysql INSERT + DELETE',
     subject: 'floor:mysql INSERT + DELETE',
     ours: false,
     backend: 'mysql',
@@ -278,6 +285,7 @@ export const BENCH_SUBJECTS: readonly BenchSubject[] = [
     create: rawMysqlFloor('insert-delete'),
   },
   {
+    id: 'floor:mysql SELECT FOR UPDATE + COMMIT',
     subject: 'floor:mysql SELECT FOR UPDATE + COMMIT',
     ours: false,
     backend: 'mysql',
@@ -286,6 +294,7 @@ export const BENCH_SUBJECTS: readonly BenchSubject[] = [
     create: rawMysqlFloor('for-update'),
   },
   {
+    id: 'floor:etcd txn put + delete',
     subject: 'floor:etcd txn put + delete',
     ours: false,
     backend: 'etcd',
@@ -294,6 +303,7 @@ export const BENCH_SUBJECTS: readonly BenchSubject[] = [
     create: rawEtcdFloor(),
   },
   {
+    id: 'floor:zookeeper create + delete',
     subject: 'floor:zookeeper create + delete',
     ours: false,
     backend: 'zookeeper',
@@ -301,10 +311,11 @@ export const BENCH_SUBJECTS: readonly BenchSubject[] = [
     crossProcess: true,
     create: rawZooKeeperFloor(),
   },
+  ...PEER_SUBJECTS,
 ];
 
-export function benchSubject(name: string): BenchSubject {
-  const found = BENCH_SUBJECTS.find((subject) => subject.subject === name);
-  if (!found) throw new Error(`unknown benchmark subject "${name}"`);
+export function benchSubject(id: string): BenchSubject {
+  const found = BENCH_SUBJECTS.find((subject) => subject.id === id);
+  if (!found) throw new Error(`unknown benchmark subject "${id}"`);
   return found;
 }

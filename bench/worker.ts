@@ -1,15 +1,30 @@
-// One process of the multi-process case. Usage: worker <subject> <key> <workers> <startAt> <endAt> <markerFile> <prefix> <resultFile>
+// One process of the multi-process case. Usage: worker <subject id> <key> <workers> <markerFile> <prefix> <resultFile>
+// Handshake with the parent: prints "ready" once connected, then reads "<startAt> <endAt>" on stdin, so that
+// every process starts together however long its start-up took.
 import { writeFileSync } from 'node:fs';
+import { once } from 'node:events';
 import { benchSubject } from './subjects';
 import { contend } from './contend';
 import { wallClockMs } from './stats';
 
+async function readWindow(): Promise<[number, number]> {
+  let text = '';
+  while (!text.includes('\n')) {
+    const [chunk] = (await once(process.stdin, 'data')) as [Buffer];
+    text += chunk.toString();
+  }
+  const [startAt, endAt] = text.trim().split(' ').map(Number);
+  return [startAt, endAt];
+}
+
 async function main(): Promise<void> {
-  const [subject, key, workers, startAt, endAt, markerFile, prefix, resultFile] = process.argv.slice(2);
+  const [subject, key, workers, markerFile, prefix, resultFile] = process.argv.slice(2);
   const lock = await benchSubject(subject).create();
-  // Everyone starts together: wait for the agreed start time.
-  await new Promise((resolve) => setTimeout(resolve, Math.max(0, Number(startAt) - wallClockMs())));
-  const result = await contend(lock, key, Number(workers), Number(endAt), { workerPrefix: prefix, markerFile, waitMs: 30_000 });
+  process.stdout.write('ready\n');
+  const [startAt, endAt] = await readWindow();
+  process.stdin.pause();
+  await new Promise((resolve) => setTimeout(resolve, Math.max(0, startAt - wallClockMs())));
+  const result = await contend(lock, key, Number(workers), endAt, { workerPrefix: prefix, markerFile, waitMs: 30_000 });
   await lock.close();
   // A file, not stdout: a large result written to a pipe can be cut short by process.exit.
   writeFileSync(resultFile, JSON.stringify(result));

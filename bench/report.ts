@@ -1,0 +1,133 @@
+import type { Backend } from './bench-subject';
+import { round } from './stats';
+
+export interface BenchRow {
+  /** Unique per subject (a peer package runs on several backends). */
+  id: string;
+  /** Ours: the strategy name; a peer: its package name; a floor: `floor:<what>`. */
+  subject: string;
+  /** The floor this row is compared with (ours only). */
+  floor?: string;
+  ours: boolean;
+  backend: Backend;
+  case: 'uncontended' | 'contended';
+  workers: number;
+  processes: number;
+  csPerSec: number;
+  waitP50Ms: number;
+  waitP99Ms: number;
+  /** The p99 wait of the worst-served worker (see ContendResult.workerWaitP99). */
+  worstWorkerWaitP99Ms: number;
+  handoffP50Ms: number;
+  fairness: number;
+  reacquireShare: number;
+  failures: number;
+  violations: number;
+  durationMs: number;
+  settings: string;
+}
+
+const sameCase = (a: BenchRow, b: BenchRow): boolean => a.backend === b.backend && a.case === b.case && a.workers === b.workers && a.processes === b.processes;
+const isPeer = (row: BenchRow): boolean => !row.ours && !row.subject.startsWith('floor:');
+
+export function floorOf(rows: readonly BenchRow[], row: BenchRow): BenchRow | undefined {
+  return row.floor === undefined ? undefined : rows.find((r) => r.id === row.floor && r.case === row.case && r.workers === row.workers && r.processes === row.processes);
+}
+
+/** The peer with the most critical sections per second in the same case, if any ran. */
+export function bestPeerOf(rows: readonly BenchRow[], row: BenchRow): BenchRow | undefined {
+  return rows.filter((r) => isPeer(r) && sameCase(r, row)).sort((a, b) => b.csPerSec - a.csPerSec)[0];
+}
+
+const ratio = (ours: number, other: number | undefined): string => (other && other > 0 ? `${round(ours / other, 2)}` : '');
+
+interface TargetCheck {
+  readonly target: string;
+  readonly measured: string;
+  readonly met: boolean;
+}
+
+function find(rows: readonly BenchRow[], id: string, workers: number, processes = 1): BenchRow | undefined {
+  return rows.find((r) => r.id === id && r.workers === workers && r.processes === processes && (workers === 1 ? r.case === 'uncontended' : r.case === 'contended'));
+}
+
+/** The targets of issue 9, checked against this run's rows (only those whose rows ran). */
+export function targetChecks(rows: readonly BenchRow[]): TargetCheck[] {
+  const checks: TargetCheck[] = [];
+  for (const workers of [8, 32]) {
+    const ours = find(rows, 'redis', workers);
+    const peer = ours && bestPeerOf(rows, ours);
+    if (!ours || !peer) continue;
+    // Waits compared worker by worker: a barging peer's pooled p99 is made of its re-acquiring worker's
+    // instant waits and hides the workers it keeps waiting.
+    const met = ours.csPerSec >= peer.csPerSec && ours.worstWorkerWaitP99Ms <= peer.worstWorkerWaitP99Ms / 10 && ours.fairness <= 1.5;
+    checks.push({
+      target: `Redis FIFO, C=${workers}: cs/s ≥ best peer, wait p99 (worst worker) ≤ 1/10 of its, fairness ≤ 1.5`,
+      measured: `${ours.csPerSec} vs ${peer.subject} ${peer.csPerSec} (${ratio(ours.csPerSec, peer.csPerSec)}×); worst-worker p99 ${ours.worstWorkerWaitP99Ms} vs ${peer.worstWorkerWaitP99Ms} ms (pooled ${ours.waitP99Ms} vs ${peer.waitP99Ms}); fairness ${ours.fairness} vs ${peer.fairness}`,
+      met,
+    });
+  }
+  const redlock = find(rows, 'redlock', 32);
+  const redlockPeer = redlock && bestPeerOf(rows, redlock);
+  if (redlock && redlockPeer) {
+    checks.push({
+      target: 'Redlock on 5 masters, C=32: ≥ 5× the best peer, nobody starves',
+      measured: `${redlock.csPerSec} vs ${redlockPeer.subject} ${redlockPeer.csPerSec} (${ratio(redlock.csPerSec, redlockPeer.csPerSec)}×); fairness ${redlock.fairness}`,
+      met: redlock.csPerSec >= 5 * redlockPeer.csPerSec && Number.isFinite(redlock.fairness),
+    });
+  }
+  const etcd = find(rows, 'etcd', 8);
+  const etcdPeer = find(rows, 'peer:etcd3-lock@etcd', 8);
+  if (etcd && etcdPeer) {
+    checks.push({
+      target: 'etcd, C=8: ≥ 3× etcd3 lock() + retry, FIFO',
+      measured: `${etcd.csPerSec} vs ${etcdPeer.csPerSec} (${ratio(etcd.csPerSec, etcdPeer.csPerSec)}×); fairness ${etcd.fairness}`,
+      met: etcd.csPerSec >= 3 * etcdPeer.csPerSec,
+    });
+  }
+  const zk = find(rows, 'zookeeper', 8);
+  const zkPeer = find(rows, 'peer:textbook@zookeeper', 8);
+  if (zk && zkPeer) {
+    checks.push({
+      target: 'ZooKeeper, C=8: ≥ the textbook recipe',
+      measured: `${zk.csPerSec} vs ${zkPeer.csPerSec} (${ratio(zk.csPerSec, zkPeer.csPerSec)}×)`,
+      met: zk.csPerSec >= zkPeer.csPerSec,
+    });
+  }
+  for (const row of rows.filter((r) => r.ours && r.case === 'uncontended')) {
+    const floor = floorOf(rows, row);
+    if (!floor) continue;
+    checks.push({
+      target: `${row.subject} uncontended: ≥ 0.9× ${floor.subject}`,
+      measured: `${row.csPerSec} vs ${floor.csPerSec} (${ratio(row.csPerSec, floor.csPerSec)}×)`,
+      met: row.csPerSec >= 0.9 * floor.csPerSec,
+    });
+  }
+  return checks;
+}
+
+export function markdown(rows: readonly BenchRow[], meta: Record<string, string>): string {
+  const lines = ['# Benchmark results', '', ...Object.entries(meta).map(([k, v]) => `- ${k}: ${v}`), ''];
+  const checks = targetChecks(rows);
+  if (checks.length > 0) {
+    lines.push('## Targets', '', '| target | measured | met |', '|---|---|---|');
+    for (const check of checks) lines.push(`| ${check.target} | ${check.measured} | ${check.met ? 'yes' : '**no**'} |`);
+    lines.push('');
+  }
+  lines.push(
+    '## All rows',
+    '',
+    'Bold rows are this library; `× floor` and `× best peer` compare critical sections per second with the floor of the same server operations and with the fastest peer in the same case of the same run. Waits include failed acquisitions (time until the give-up); `worst worker p99` is the p99 of the worker that waited most.',
+    '',
+    '| subject | backend | case | workers | procs | cs/s | × floor | × best peer | wait p50 ms | wait p99 ms | worst worker p99 ms | hand-over p50 ms | fairness max/min | re-acquire share | failures | violations |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
+  );
+  for (const row of rows) {
+    const vsFloor = ratio(row.csPerSec, floorOf(rows, row)?.csPerSec);
+    const vsPeer = row.ours ? ratio(row.csPerSec, bestPeerOf(rows, row)?.csPerSec) : '';
+    lines.push(
+      `| ${row.ours ? `**${row.subject}**` : row.subject} | ${row.backend} | ${row.case} | ${row.workers} | ${row.processes} | ${row.csPerSec} | ${vsFloor} | ${vsPeer} | ${row.waitP50Ms} | ${row.waitP99Ms} | ${row.worstWorkerWaitP99Ms} | ${row.handoffP50Ms} | ${row.fairness} | ${row.reacquireShare} | ${row.failures} | ${row.violations} |`,
+    );
+  }
+  return `${lines.join('\n')}\n`;
+}
