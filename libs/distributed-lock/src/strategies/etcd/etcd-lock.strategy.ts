@@ -8,6 +8,7 @@ import type { LeaseLostListener, LockStrategy, LockStrategyCapabilities } from '
 import { loadPeerDependency } from '../load-peer-dependency';
 import type { EtcdLockClient } from './etcd-client.type';
 import { etcdContenderKey, etcdLockPrefix, isWriterKey } from './etcd-keys';
+import { EtcdLeasePool, type PooledLease } from './etcd-lease-pool';
 import { strategyName } from '../strategy-name';
 
 /** Options of the etcd strategy. */
@@ -35,6 +36,15 @@ interface Contender {
   readonly createRevision: bigint;
 }
 
+/**
+ * A key ahead of ours, by name and create revision: a released lease is reused, so the same name can come
+ * back as a new contender (behind us) after the one we wait for is gone.
+ */
+interface Blocker {
+  readonly key: string;
+  readonly createRevision: string;
+}
+
 const OPTION_KEYS = ['client', 'connection', 'name', 'namespace'];
 
 /**
@@ -47,7 +57,9 @@ const OPTION_KEYS = ['client', 'connection', 'name', 'namespace'];
  *
  * The lease is kept alive by the lock service's watchdog (one keep-alive per third of the TTL); a lease
  * that etcd reports gone aborts the lock's signal. etcd rounds TTLs up to whole seconds and to its
- * minimum lease TTL.
+ * minimum lease TTL. A release deletes the key and keeps the lease for the next lock (see EtcdLeasePool):
+ * an uncontended acquire + release is two writes, and a hand-over is one delete, one watch event and one
+ * read.
  */
 export class EtcdLockStrategy implements LockStrategy {
   readonly name: string;
@@ -55,7 +67,9 @@ export class EtcdLockStrategy implements LockStrategy {
   private readonly client: EtcdLockClient;
   private readonly ownsClient: boolean;
   private readonly namespace: string;
-  private readonly leases = new Map<string, ReturnType<EtcdLockClient['lease']>>();
+  private readonly pool: EtcdLeasePool;
+  /** The lease each contender (by owner id) created its key with. */
+  private readonly leases = new Map<string, PooledLease>();
   private readonly lostListeners = new Map<string, Set<LeaseLostListener>>();
 
   constructor(options: EtcdLockStrategyOptions) {
@@ -78,12 +92,12 @@ export class EtcdLockStrategy implements LockStrategy {
       this.client = new Etcd3(options.connection);
       this.ownsClient = true;
     }
+    this.pool = new EtcdLeasePool(this.client);
   }
 
   async tryAcquire(request: LockRequest): Promise<LeaseGrant | null> {
     const attempt = await this.enter(request);
-    if (attempt.first) return attempt.grant;
-    const blocker = await this.blockerOf(attempt.prefix, attempt.own, request.mode);
+    const blocker = attempt.blocker === 'unknown' ? await this.blockerOf(attempt.prefix, attempt.own, request.mode) : attempt.blocker;
     if (!blocker) return attempt.grant;
     await this.leave(attempt.grant);
     return null;
@@ -92,22 +106,22 @@ export class EtcdLockStrategy implements LockStrategy {
   async acquire(request: LockRequest, budget: WaitBudget): Promise<LeaseGrant | null> {
     const deadline = Date.now() + budget.timeoutMs;
     const attempt = await this.enter(request);
-    if (attempt.first) return attempt.grant;
     try {
-      for (;;) {
-        const blocker = await this.blockerOf(attempt.prefix, attempt.own, request.mode);
-        if (!blocker) break;
-        const deleted = await this.waitForDelete(blocker.key, blocker.seenAt, budget, deadline);
+      let blocker = attempt.blocker === 'unknown' ? await this.blockerOf(attempt.prefix, attempt.own, request.mode) : attempt.blocker;
+      while (blocker) {
+        const deleted = await this.waitForDelete(blocker, budget, deadline);
         if (!deleted) {
           await this.leave(attempt.grant);
           return null;
         }
-      }
-      // Our key may have gone while we waited (lease expired): only a key that still exists holds the lock.
-      const own = await this.client.get(attempt.own.key).exec();
-      if (own.kvs.length === 0 || BigInt(String(own.kvs[0].create_revision)) !== attempt.own.createRevision) {
-        await this.leave(attempt.grant);
-        return null;
+        // Who is ahead now, and is our key still there? Only a key that still exists holds the lock
+        // (Jepsen found etcd 3.4.3's recipe skipped that check): one read-only transaction for both.
+        const next = await this.aheadOf(attempt.prefix, attempt.own, request.mode, true);
+        if (next === 'gone') {
+          await this.leave(attempt.grant);
+          return null;
+        }
+        blocker = next;
       }
       return attempt.grant;
     } catch (error) {
@@ -118,16 +132,17 @@ export class EtcdLockStrategy implements LockStrategy {
 
   async extend(lease: LeaseGrant, ttlMs: number): Promise<LeaseGrant | null> {
     const grant = lease as EtcdLeaseGrant;
-    const etcdLease = this.leases.get(grant.owner);
-    if (!etcdLease) return null;
+    const entry = this.leases.get(grant.owner);
+    if (!entry) return null;
     const sentAt = Date.now();
     try {
-      const response = await etcdLease.keepaliveOnce();
+      const response = await entry.lease.keepaliveOnce();
       if (Number(response.TTL) <= 0) return this.forget(grant.owner);
     } catch (error) {
       if ((error as { name?: string }).name === 'EtcdLeaseInvalidError') return this.forget(grant.owner);
       throw error;
     }
+    entry.renewedAt = sentAt;
     // A keep-alive renews the lease for the TTL it was granted with; the key must still be ours.
     const own = await this.client.get(grant.etcdKey).exec();
     if (own.kvs.length === 0 || String(own.kvs[0].create_revision) !== grant.createRevision) return this.forget(grant.owner);
@@ -138,7 +153,6 @@ export class EtcdLockStrategy implements LockStrategy {
   async release(lease: LeaseGrant): Promise<boolean> {
     const grant = lease as EtcdLeaseGrant;
     if (!this.leases.has(grant.owner)) return false;
-    // Revoking the lease deletes our key (and only ours: the lease is this lock's alone).
     await this.leave(grant);
     return true;
   }
@@ -158,101 +172,160 @@ export class EtcdLockStrategy implements LockStrategy {
   }
 
   async close(): Promise<void> {
-    await Promise.all([...this.leases.values()].map((lease) => lease.revoke().catch(() => undefined)));
+    const inUse = [...this.leases.values()];
     this.leases.clear();
+    await Promise.all([...inUse.map((entry) => entry.lease.revoke().catch(() => undefined)), this.pool.close()]);
     if (this.ownsClient) this.client.close();
   }
 
-  /** Grants a lease and creates our contender key under the lock's prefix, if absent, in one transaction. */
-  private async enter(request: LockRequest): Promise<{ prefix: string; own: Contender; grant: EtcdLeaseGrant; first: boolean }> {
+  /**
+   * Creates our contender key under the lock's prefix, if absent, bound to a lease, in one transaction
+   * that also reads who is ahead: for a writer the newest key before ours (read before our put, in the
+   * same transaction), for a reader only whether it is first (otherwise `blockerOf` decides).
+   */
+  private async enter(request: LockRequest): Promise<{ prefix: string; own: Contender; grant: EtcdLeaseGrant; blocker: Blocker | undefined | 'unknown' }> {
     const prefix = etcdLockPrefix(this.namespace, request.key);
-    const sentAt = Date.now();
-    const lease = this.client.lease(Math.max(1, Math.ceil(request.ttlMs / 1000)), { autoKeepAlive: false });
-    // etcd told the client the lease is gone (expired, revoked elsewhere): the lock went with it. Reported
-    // at once to the holder, not only at the next watchdog extension.
-    lease.on('lost', () => {
+    const ttlSeconds = Math.max(1, Math.ceil(request.ttlMs / 1000));
+    let entry = await this.pool.take(ttlSeconds);
+    let txn: Awaited<ReturnType<typeof this.createKey>>;
+    try {
+      txn = await this.createKey(prefix, request, entry);
+    } catch (error) {
+      // A reused lease that etcd no longer knows (expired unnoticed): once more with a fresh one.
+      this.pool.discard(entry);
+      if ((error as { name?: string }).name !== 'EtcdLeaseInvalidError') throw error;
+      entry = await this.pool.take(ttlSeconds, true);
+      try {
+        txn = await this.createKey(prefix, request, entry);
+      } catch (retryError) {
+        this.pool.discard(entry);
+        throw retryError;
+      }
+    }
+    this.leases.set(request.owner, entry);
+    entry.onLost = () => {
       const listeners = [...(this.lostListeners.get(request.owner) ?? [])];
       this.forget(request.owner);
       for (const listener of listeners) listener('session-ended');
-    });
-    let leaseId: string;
-    try {
-      leaseId = await lease.grant();
-    } catch (error) {
-      lease.release();
-      throw error;
+    };
+    const createRevision = BigInt(String(txn.header.revision));
+    const grant: EtcdLeaseGrant = {
+      key: request.key,
+      owner: request.owner,
+      mode: request.mode,
+      fencingToken: Number(createRevision),
+      expiresAt: leaseEnd(entry.renewedAt, request.ttlMs),
+      etcdKey: txn.key,
+      createRevision: createRevision.toString(),
+      leaseId: entry.id,
+    };
+    const own = { key: txn.key, createRevision };
+    if (request.mode === 'exclusive') {
+      const newest = txn.responses[0]?.response_range?.kvs?.[0];
+      return { prefix, own, grant, blocker: newest === undefined ? undefined : { key: newest.key.toString(), createRevision: String(newest.create_revision) } };
     }
-    this.leases.set(request.owner, lease);
-    try {
-      const key = etcdContenderKey(prefix, request.mode, leaseId);
-      // One round trip: create our key if absent, and read the oldest contender (are we first?).
-      const txn = await this.client
-        .if(key, 'Create', '==', 0)
-        .then(this.client.put(key).value(request.owner).lease(leaseId), this.client.getAll().prefix(prefix).sort('Create', 'Ascend').limit(1))
-        .commit();
-      if (!txn.succeeded) throw new Error(`etcd key ${key} already exists`);
-      const oldest = txn.responses[1]?.response_range?.kvs?.[0]?.key?.toString();
-      const createRevision = BigInt(String(txn.header.revision));
-      const grant: EtcdLeaseGrant = {
-        key: request.key,
-        owner: request.owner,
-        mode: request.mode,
-        fencingToken: Number(createRevision),
-        expiresAt: leaseEnd(sentAt, request.ttlMs),
-        etcdKey: key,
-        createRevision: createRevision.toString(),
-        leaseId,
-      };
-      // A reader is also free to go when the oldest contender is itself; otherwise the full check decides.
-      return { prefix, own: { key, createRevision }, grant, first: oldest === key };
-    } catch (error) {
-      await lease.revoke().catch(() => undefined);
-      this.leases.delete(request.owner);
-      throw error;
-    }
+    // A reader is also free to go when the oldest contender is itself; otherwise the full check decides.
+    const oldest = txn.responses[1]?.response_range?.kvs?.[0]?.key?.toString();
+    return { prefix, own, grant, blocker: oldest === txn.key ? undefined : 'unknown' };
+  }
+
+  private async createKey(prefix: string, request: LockRequest, entry: PooledLease) {
+    const key = etcdContenderKey(prefix, request.mode, entry.id);
+    const put = this.client.put(key).value(request.owner).lease(entry.id);
+    const ops =
+      request.mode === 'exclusive'
+        ? [this.client.getAll().prefix(prefix).sort('Create', 'Descend').limit(1), put]
+        : [put, this.client.getAll().prefix(prefix).sort('Create', 'Ascend').limit(1)];
+    const txn = await this.client.if(key, 'Create', '==', 0).then(...ops).commit();
+    if (!txn.succeeded) throw new Error(`etcd key ${key} already exists`);
+    return { key, header: txn.header, responses: txn.responses };
+  }
+
+  /** The key we must wait for, or undefined when we hold the lock (our key was just created). */
+  private async blockerOf(prefix: string, own: Contender, mode: LockRequest['mode']): Promise<Blocker | undefined> {
+    const ahead = await this.aheadOf(prefix, own, mode, false);
+    if (ahead === 'gone') throw new Error('unreachable: own key not checked'); // never "we hold it" by mistake
+    return ahead;
   }
 
   /**
    * The key we must wait for, or undefined when we hold the lock: for a writer, the key created just before
-   * ours; for a reader, the last writer created before ours.
+   * ours; for a reader, the last writer created before ours. With `checkOwn`, in the same read-only
+   * transaction, whether our own key still exists ('gone' when not).
    */
-  private async blockerOf(prefix: string, own: Contender, mode: LockRequest['mode']): Promise<{ key: string; seenAt: bigint } | undefined> {
-    const range = this.client.getAll().prefix(prefix).sort('Create', 'Descend').maxCreateRevision(String(own.createRevision - 1n));
-    const response = await (mode === 'exclusive' ? range.limit(1) : range).exec();
-    const seenAt = BigInt(String(response.header.revision));
-    const ahead = response.kvs.map((kv) => kv.key.toString());
-    const blocker = mode === 'exclusive' ? ahead[0] : ahead.find(isWriterKey);
-    return blocker === undefined ? undefined : { key: blocker, seenAt };
+  private async aheadOf(prefix: string, own: Contender, mode: LockRequest['mode'], checkOwn: boolean): Promise<Blocker | undefined | 'gone'> {
+    const all = this.client.getAll().prefix(prefix).sort('Create', 'Descend').maxCreateRevision(String(own.createRevision - 1n));
+    const range = mode === 'exclusive' ? all.limit(1) : all;
+    let ahead: Array<{ key: Buffer; create_revision: string | number }>;
+    if (checkOwn) {
+      const txn = await this.client.if(own.key, 'Create', '==', String(own.createRevision)).then(range).commit();
+      if (!txn.succeeded) return 'gone';
+      ahead = txn.responses[0]?.response_range?.kvs ?? [];
+    } else {
+      ahead = (await range.exec()).kvs;
+    }
+    const blocker = mode === 'exclusive' ? ahead[0] : ahead.find((kv) => isWriterKey(kv.key.toString()));
+    return blocker === undefined ? undefined : { key: blocker.key.toString(), createRevision: String(blocker.create_revision) };
   }
 
-  /** Watches one key for its deletion, from the revision we read it at. Resolves false when the budget ends. */
-  private async waitForDelete(key: string, seenAt: bigint, budget: WaitBudget, deadline: number): Promise<boolean> {
+  /**
+   * Watches the blocker's key until that contender is gone. The watch starts at the current revision, not
+   * at the one we read the key at: etcd serves a watch that starts in the past from its "unsynced" group,
+   * which catches up only every 100 ms, and that delay would land on every hand-over. A deletion between
+   * our read and the watch is caught by reading the key once the watch is in place. Any event on the key
+   * (its deletion, or the same name created again by a reused lease) means: look again. Resolves false
+   * when the budget ends.
+   */
+  private async waitForDelete(blocker: Blocker, budget: WaitBudget, deadline: number): Promise<boolean> {
     if (budget.signal.aborted || Date.now() >= deadline) return false;
-    const watcher = await this.client.watch().key(key).startRevision(String(seenAt + 1n)).create();
+    const watcher = await this.client.watch().key(blocker.key).create();
     try {
+      let gone: () => void = () => undefined;
+      const goneBeforeWatch = new Promise<void>((resolve) => (gone = resolve));
+      void this.client
+        .get(blocker.key)
+        .exec()
+        .then(
+          (response) => (response.kvs.length === 0 || String(response.kvs[0].create_revision) !== blocker.createRevision) && gone(),
+          () => gone(), // cannot tell: look again
+        );
       return await waitForWake(budget, deadline, (wake) => {
         watcher.on('delete', wake);
+        watcher.on('put', wake);
         // A broken watch is not a deletion, but a reason to look again (the caller re-reads who is ahead).
         watcher.on('error', wake);
+        void goneBeforeWatch.then(wake);
       });
     } finally {
-      await watcher.cancel().catch(() => undefined);
+      // Not awaited: the cancel round trip is not on the hand-over's path.
+      watcher.cancel().catch(() => undefined);
     }
   }
 
-  /** Gives our place up: revoking the lease deletes the key, which wakes the contender behind us. */
+  /**
+   * Gives our place (or the lock) up: deletes our key, which wakes the contender behind us, and keeps
+   * the lease for the next lock. If the delete fails, the lease is revoked (or expires) instead.
+   */
   private async leave(grant: EtcdLeaseGrant): Promise<void> {
-    const lease = this.leases.get(grant.owner);
+    const entry = this.leases.get(grant.owner);
     this.leases.delete(grant.owner);
     this.lostListeners.delete(grant.owner);
-    if (lease) await lease.revoke();
+    if (!entry) return;
+    entry.onLost = undefined;
+    try {
+      await this.client.delete().key(grant.etcdKey).exec();
+    } catch (error) {
+      this.pool.discard(entry);
+      throw error;
+    }
+    this.pool.recycle(entry);
   }
 
   private forget(owner: string): null {
-    const lease = this.leases.get(owner);
+    const entry = this.leases.get(owner);
     this.leases.delete(owner);
     this.lostListeners.delete(owner);
-    lease?.release();
+    if (entry) this.pool.discard(entry);
     return null;
   }
 }

@@ -129,6 +129,13 @@ export class ZooKeeperLockStrategy implements LockStrategy {
     // The lock node is created on demand: createContender makes it (and the base) when it is missing.
     const path = await createContender(client, this.basePath, lockPath, request.mode, request.owner);
     const name = path.slice(lockPath.length + 1);
+    // Our czxid (the fencing token) is read, and our node watched, in the same flight as the first look
+    // at who is ahead: one round trip less on every acquisition. The watch tells the holder at once if an
+    // operator or a bug deletes its node, instead of at the next extension.
+    const ownStat = client.w_exists(path, (type: number) => {
+      if (type === ZK_DELETED_EVENT) this.nodeDeleted(request.owner, path);
+    });
+    ownStat.catch(() => undefined); // awaited below; a failure surfaces there
     try {
       for (;;) {
         const blocker = await blockerOf(client, lockPath, name, request.mode);
@@ -138,11 +145,8 @@ export class ZooKeeperLockStrategy implements LockStrategy {
           return null;
         }
       }
-      // The same round trip that reads our czxid (the fencing token) watches our node: if an operator or a
-      // bug deletes it, the holder is told at once instead of at the next extension.
-      const stat = await client.w_exists(path, (type: number) => {
-        if (type === ZK_DELETED_EVENT) this.nodeDeleted(request.owner, path);
-      });
+      const stat = await ownStat;
+      if (!stat) throw new Error(`our node ${path} is gone (session expired?)`);
       return this.hold(request, path, Number(stat.czxid), sentAt);
     } catch (error) {
       await this.deleteNode(path).catch(() => false);

@@ -1,0 +1,63 @@
+import { randomUUID } from 'node:crypto';
+import { LockManager, LockService } from '@app/distributed-lock';
+import { EtcdLockStrategy } from '@app/distributed-lock/strategies/etcd';
+import { Etcd3 } from 'etcd3';
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+const run = randomUUID().slice(0, 8);
+
+/**
+ * A released lock's lease is kept for the next lock of the process, so the same contender key name comes
+ * back, now at the end of the queue. A waiter that watched the old key must not take the new one for the
+ * key ahead of it (that would be a deadlock: each waiting for the other).
+ */
+describe('etcd strategy: reused leases', () => {
+  let client: Etcd3;
+  let holderSide: LockManager;
+  let waiterSide: LockManager;
+
+  beforeAll(() => {
+    client = new Etcd3({ hosts: (process.env.LOCK_TEST_ETCD as string).split(',') });
+    holderSide = new LockManager(new EtcdLockStrategy({ connection: { hosts: (process.env.LOCK_TEST_ETCD as string).split(',') } }));
+    waiterSide = new LockManager(new EtcdLockStrategy({ connection: { hosts: (process.env.LOCK_TEST_ETCD as string).split(',') } }));
+  });
+
+  afterAll(async () => {
+    await Promise.all([holderSide.close(), waiterSide.close()]);
+    client.close();
+  });
+
+  it('serves a waiter whose blocker comes back under the same key name', async () => {
+    const holder = new LockService(holderSide);
+    const waiter = new LockService(waiterSide);
+    const order: string[] = [];
+    // Each round: the holder releases at a different moment of the waiter's start (read, watch, check).
+    for (let round = 0; round < 12; round += 1) {
+      const key = `reuse:${run}:${round}`;
+      const first = await holder.acquire(key);
+      const waiting = waiter.acquire(key, { waitTimeout: 5_000 }).then(async (lock) => {
+        order.push(`waiter-${round}`);
+        await lock.release();
+      });
+      await sleep(round % 4);
+      await first.release();
+      // Re-enters at once with the lease it just released: same key name, behind the waiter.
+      const again = await holder.acquire(key, { waitTimeout: 5_000 });
+      order.push(`holder-${round}`);
+      await again.release();
+      await waiting;
+    }
+    expect(order.filter((entry) => entry.startsWith('waiter'))).toHaveLength(12);
+    expect(order.filter((entry) => entry.startsWith('holder'))).toHaveLength(12);
+  });
+
+  it('grants no new lease for a lock taken after another was released', async () => {
+    const service = new LockService(holderSide);
+    await (await service.acquire(`warm:${run}`)).release();
+    const leaseCount = async (): Promise<number> => ((await client.leaseClient.leaseLeases()).leases ?? []).length;
+    const leasesBefore = await leaseCount();
+    for (let i = 0; i < 20; i += 1) await (await service.acquire(`warm:${run}`)).release();
+    // No lease granted per lock: the released one is reused.
+    expect(await leaseCount()).toBeLessThanOrEqual(leasesBefore);
+  });
+});
