@@ -1,5 +1,6 @@
 import { DistributedLockError, LockAcquireTimeoutError, LockManager, LockService, type AcquireOptions } from '@app/distributed-lock';
 import { subjectNamed } from '../contract/subjects';
+import { FencedResource } from './fenced-resource';
 import { startHolder } from './holder-process';
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
@@ -79,4 +80,44 @@ export async function contendThroughChaos(
   await Promise.all([...loops, chaos()]);
   await Promise.all(managers.map((manager) => manager.close().catch(() => undefined)));
   return { sections, violations, typedFailures, untyped, lost };
+}
+
+/**
+ * A separate process holds `key` with fencing, writes once to a fenced resource, and is frozen with
+ * SIGSTOP past its lease. Another holder must get the lock meanwhile (higher token) and write; once the
+ * frozen holder is resumed, its lock signal must abort and its write with the old token be refused.
+ */
+export async function expectPausedHolderFenced(subject: string, key: string, options: { holderTtlMs: number; takeoverWithinMs: number }): Promise<void> {
+  const resource = new FencedResource();
+  await resource.reset(key);
+  // Our side first: a subject that needs shared settings (the SQLite file) puts them in the environment
+  // the holder process inherits.
+  const manager = new LockManager(await subjectNamed(subject).create());
+  const locks = new LockService(manager);
+  const holder = await startHolder(subject, key, options.holderTtlMs, { fencedResource: key });
+  const pid = holder.child.pid as number;
+  try {
+    await holder.waitForLine(/^write accepted/, 10_000);
+    process.kill(pid, 'SIGSTOP');
+    const pausedAt = Date.now();
+    const lock = await locks.acquire(key, { waitTimeout: options.takeoverWithinMs });
+    // The lease (or session) ran out: the frozen holder did not keep others out for ever.
+    expect(Date.now() - pausedAt).toBeGreaterThanOrEqual(options.holderTtlMs * 0.5);
+    expect(lock.fencingToken).toBeGreaterThan(holder.fencingToken as number);
+    expect(await resource.write(key, lock.fencingToken as number, 'new-holder')).toBe(true);
+
+    process.kill(pid, 'SIGCONT');
+    // It learns at once that it lost the lock…
+    await holder.waitForLine(/^lost /, 5_000);
+    // …and a write it makes anyway is refused by the fencing check.
+    holder.send('write');
+    await holder.waitForLine(/^write rejected aborted=true/, 5_000);
+    expect(await resource.read(key)).toEqual({ token: lock.fencingToken, writer: 'new-holder' });
+    await lock.release();
+  } finally {
+    holder.child.kill('SIGCONT');
+    holder.child.kill('SIGKILL');
+    await manager.close();
+    await resource.close();
+  }
 }

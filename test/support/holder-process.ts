@@ -12,19 +12,38 @@ export interface HolderProcess {
   readonly lines: string[];
   /** Resolves when the holder exits, with its exit code or signal. */
   readonly exited: Promise<string>;
+  /** Sends a line to the holder (e.g. "write"). */
+  send(line: string): void;
+  /** Resolves the first printed line that matches, or rejects after `timeoutMs`. */
+  waitForLine(pattern: RegExp, timeoutMs: number): Promise<string>;
 }
 
 /**
  * Starts `holder.worker.ts`, which acquires `key` with the named contract subject and then holds it,
  * extending through the watchdog, until killed (or for 60 s at most). Resolves once it holds the lock.
  */
-export function startHolder(subject: string, key: string, ttlMs: number, env: NodeJS.ProcessEnv = {}): Promise<HolderProcess> {
+export function startHolder(subject: string, key: string, ttlMs: number, options: { env?: NodeJS.ProcessEnv; fencedResource?: string } = {}): Promise<HolderProcess> {
   return new Promise((resolvePromise, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', join(__dirname, 'holder.worker.ts'), subject, key, String(ttlMs)], {
+    const args = [join(__dirname, 'holder.worker.ts'), subject, key, String(ttlMs), ...(options.fencedResource ? [options.fencedResource] : [])];
+    const child = spawn(process.execPath, ['--import', 'tsx', ...args], {
       cwd: ROOT,
-      env: { ...process.env, ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, ...options.env },
+      stdio: ['pipe', 'pipe', 'pipe'],
     });
+    const send = (line: string): void => {
+      child.stdin?.write(`${line}\n`);
+    };
+    const waitForLine = (pattern: RegExp, timeoutMs: number): Promise<string> =>
+      new Promise((found, fail) => {
+        const deadline = Date.now() + timeoutMs;
+        const poll = (): void => {
+          const line = lines.find((candidate) => pattern.test(candidate));
+          if (line !== undefined) return found(line);
+          if (Date.now() > deadline) return fail(new Error(`holder printed no line matching ${pattern} within ${timeoutMs} ms; it printed: ${lines.join(' | ')}`));
+          setTimeout(poll, 20);
+        };
+        poll();
+      });
     const lines: string[] = [];
     let stderr = '';
     let settled = false;
@@ -41,7 +60,7 @@ export function startHolder(subject: string, key: string, ttlMs: number, env: No
         if (match && !settled) {
           settled = true;
           clearTimeout(timer);
-          resolvePromise({ child, fencingToken: match[1] === '-' ? undefined : Number(match[1]), lines, exited });
+          resolvePromise({ child, fencingToken: match[1] === '-' ? undefined : Number(match[1]), lines, exited, send, waitForLine });
         }
       }
     });

@@ -1,14 +1,31 @@
-// Holds one lock until killed. Usage: holder.worker <subject> <key> <ttlMs>
-// Prints "held <token|->" once it holds the lock, and "lost <reason>" if it learns it lost it.
+// Holds one lock until killed. Usage: holder.worker <subject> <key> <ttlMs> [fencedResourceId]
+// Prints "held <token|->" once it holds the lock, and "lost <reason>" if it learns it lost it. With a
+// fenced resource id, it writes to that resource with its token at once ("write accepted|rejected …"),
+// and again on every "write" line read from stdin: the write a paused holder attempts when it wakes.
+import { createInterface } from 'node:readline';
 import { LockManager, LockService, type LockLostError } from '@app/distributed-lock';
 import { subjectNamed } from '../contract/subjects';
+import { FencedResource } from './fenced-resource';
 
 async function main(): Promise<void> {
-  const [subject, key, ttl] = process.argv.slice(2);
+  const [subject, key, ttl, resourceId] = process.argv.slice(2);
   const manager = new LockManager(await subjectNamed(subject).create());
   const lock = await new LockService(manager).acquire(key, { ttl: Number(ttl), autoExtend: true, waitTimeout: 20_000 });
   lock.signal.addEventListener('abort', () => process.stdout.write(`lost ${(lock.signal.reason as LockLostError).reason}\n`));
   process.stdout.write(`held ${lock.fencingToken ?? '-'}\n`);
+  if (resourceId) {
+    const resource = new FencedResource();
+    const write = async (): Promise<void> => {
+      // A careless holder: it writes whatever its signal says, and relies on the fencing check.
+      const aborted = lock.signal.aborted;
+      const applied = await resource.write(resourceId, lock.fencingToken as number, 'paused-holder');
+      process.stdout.write(`write ${applied ? 'accepted' : 'rejected'} aborted=${aborted}\n`);
+    };
+    await write();
+    createInterface({ input: process.stdin }).on('line', (line) => {
+      if (line.trim() === 'write') void write();
+    });
+  }
   // Bounded: a holder nobody kills ends by itself.
   setTimeout(() => process.exit(0), 60_000);
 }
