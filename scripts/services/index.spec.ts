@@ -4,9 +4,11 @@ describe('services tool', () => {
   it('names an environment variable per topology, so users can bring their own servers', () => {
     expect(TOPOLOGY_NAMES.map(envVarOf)).toEqual([
       'LOCK_TEST_REDIS_URL',
+      'LOCK_TEST_FAULT_REDIS_URL',
       'LOCK_TEST_REDIS_URLS',
       'LOCK_TEST_FAULT_REDIS_URLS',
       'LOCK_TEST_MYSQL_URL',
+      'LOCK_TEST_FAULT_MYSQL_URL',
       'LOCK_TEST_ZOOKEEPER',
       'LOCK_TEST_ZOOKEEPER_ENSEMBLE',
       'LOCK_TEST_FAULT_ZOOKEEPER_ENSEMBLE',

@@ -18,7 +18,7 @@ import {
 import { instancesRoot, listRecords, readRecord, removeRecord, type ServerRecord } from './service-state';
 
 /** The server set-ups the tests, the demo and the benchmarks use. */
-export const TOPOLOGY_NAMES = ['redis', 'redis5', 'redis5-faults', 'mariadb', 'zookeeper', 'zookeeper3', 'zookeeper3-faults', 'etcd', 'etcd3', 'etcd3-faults'] as const;
+export const TOPOLOGY_NAMES = ['redis', 'redis-faults', 'redis5', 'redis5-faults', 'mariadb', 'mariadb-faults', 'zookeeper', 'zookeeper3', 'zookeeper3-faults', 'etcd', 'etcd3', 'etcd3-faults'] as const;
 export type TopologyName = (typeof TOPOLOGY_NAMES)[number];
 
 interface TopologyPlan {
@@ -67,6 +67,15 @@ const PLANS: Record<TopologyName, TopologyPlan> = {
     args: (member) => redisArgs(member.ports[0], member.dir),
     envValue: () => 'redis://127.0.0.1:16379',
   },
+  // A server of its own for fault tests, which restart it (losing its data) while other suites use redis.
+  'redis-faults': {
+    kind: redisKind,
+    envVar: 'LOCK_TEST_FAULT_REDIS_URL',
+    members: [{ name: 'redis-faults', ports: [16399] }],
+    command: 'redis-server',
+    args: (member) => redisArgs(member.ports[0], member.dir),
+    envValue: () => 'redis://127.0.0.1:16399',
+  },
   redis5: {
     kind: redisKind,
     envVar: 'LOCK_TEST_REDIS_URLS',
@@ -90,6 +99,15 @@ const PLANS: Record<TopologyName, TopologyPlan> = {
     command: 'mariadbd',
     args: (member) => mariadbArgs(member.ports[0], member.dir),
     envValue: () => `mysql://root:${MARIADB_PASSWORD}@127.0.0.1:13306/${MARIADB_DATABASE}`,
+  },
+  // A server of its own for fault tests, which restart it mid-sale while other suites use mariadb.
+  'mariadb-faults': {
+    kind: mariadbKind,
+    envVar: 'LOCK_TEST_FAULT_MYSQL_URL',
+    members: [{ name: 'mariadb-faults', ports: [13307] }],
+    command: 'mariadbd',
+    args: (member) => mariadbArgs(member.ports[0], member.dir),
+    envValue: () => `mysql://root:${MARIADB_PASSWORD}@127.0.0.1:13307/${MARIADB_DATABASE}`,
   },
   zookeeper: {
     kind: zookeeperKind,

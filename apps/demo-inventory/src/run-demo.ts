@@ -5,84 +5,16 @@ import 'reflect-metadata';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { DataSource } from 'typeorm';
 import { ensureDebianPackages, packagesFor, startTopology, stopTopology, type RunningTopology, type TopologyName } from '../../../scripts/services';
-import { demoDataSourceOptions } from './app.module';
-import type { DemoDatabase } from './config/demo-config';
-import { quantile, renderTable, type DemoResultRow } from './demo/demo-result';
-import { runFlashSale } from './demo/flash-sale';
-import { startInstances, stopInstances } from './demo/instances';
+import { renderTable, type DemoResultRow } from './demo/demo-result';
 import { progressBar } from './demo/progress-bar';
 import { renderReportHtml } from './demo/report-html';
-import { planRuns, type SaleRun } from './demo/sale-plan';
-import { Order } from './inventory/order.entity';
-import { Product } from './inventory/product.entity';
+import { runSale } from './demo/run-sale';
+import { planRuns } from './demo/sale-plan';
 
 function option(name: string, fallback?: string): string | undefined {
   const at = process.argv.indexOf(`--${name}`);
   return at >= 0 ? process.argv[at + 1] : fallback;
-}
-
-async function saleOn(run: SaleRun, settings: { buyers: number; stock: number; instances: number; sqlitePath: string }): Promise<DemoResultRow> {
-  const env: NodeJS.ProcessEnv = {
-    DEMO_DATABASE: run.database,
-    DEMO_SQLITE_PATH: settings.sqlitePath,
-    INVENTORY_LOCK: run.inventoryLock,
-    DEMO_SYNC: '0',
-  };
-  const dbConfig = { database: run.database as DemoDatabase, sqlitePath: settings.sqlitePath, mysqlUrl: process.env.LOCK_TEST_MYSQL_URL };
-  // Schema once, before the instances start (several instances synchronising at once would race).
-  const data = await new DataSource(demoDataSourceOptions(dbConfig, true)).initialize();
-  const sku = `flash-${run.name}`;
-  try {
-    await data.getRepository(Order).delete({ sku });
-    await data.getRepository(Product).delete({ sku });
-    await data.getRepository(Product).save({ sku, name: `Flash sale item (${run.name})`, stock: settings.stock, lastFence: 0 });
-    const instances = await startInstances(settings.instances, env);
-    let outcome;
-    let conflicts = 0;
-    try {
-      const bar = progressBar(run.name, settings.buyers);
-      outcome = await runFlashSale(instances, { sku, mode: run.mode, buyers: settings.buyers, concurrency: 48, onProgress: (done) => bar.update(done) });
-      const odd = Object.entries(outcome.statusCounts).filter(([status]) => status !== '201' && status !== '409 SOLD_OUT');
-      bar.finish(`${outcome.created} sold in ${(outcome.durationMs / 1000).toFixed(1)} s${odd.length ? ` (other answers: ${odd.map(([s, n]) => `${n}× ${s}`).join(', ')})` : ''}`);
-      if (run.mode === 'optimistic') {
-        for (const instance of instances) {
-          const stats = (await (await fetch(`http://127.0.0.1:${instance.port}/stats`)).json()) as { optimisticAttempts: number };
-          conflicts += stats.optimisticAttempts;
-        }
-        conflicts -= settings.buyers;
-      }
-    } finally {
-      await stopInstances(instances);
-    }
-    const product = await data.getRepository(Product).findOneByOrFail({ sku });
-    const orders = await data.getRepository(Order).countBy({ sku });
-    const deducted = settings.stock - product.stock;
-    const invariantHolds = orders === deducted && product.stock >= 0 && orders <= settings.stock && outcome.created === orders;
-    return {
-      strategy: run.name,
-      mode: run.mode,
-      database: run.database === 'mysql' ? 'mariadb' : 'sqlite',
-      instances: settings.instances,
-      buyers: settings.buyers,
-      initialStock: settings.stock,
-      finalStock: product.stock,
-      orders,
-      oversold: Math.max(0, orders - deducted, orders - settings.stock),
-      conflicts: Math.max(0, conflicts),
-      rejected: outcome.soldOut,
-      errors: outcome.busy + outcome.failed,
-      ordersPerSec: Math.round((outcome.created / outcome.durationMs) * 1000),
-      p50Ms: Math.round(quantile(outcome.latenciesMs, 0.5) * 10) / 10,
-      p99Ms: Math.round(quantile(outcome.latenciesMs, 0.99) * 10) / 10,
-      durationMs: Math.round(outcome.durationMs),
-      invariantHolds,
-      guarded: run.mode !== 'unguarded',
-    };
-  } finally {
-    await data.destroy();
-  }
 }
 
 async function main(): Promise<void> {
@@ -105,7 +37,13 @@ async function main(): Promise<void> {
       process.stderr.write(`servers: ${running.map((t) => `${t.name}${t.managed ? ` (${t.startupMs} ms)` : ' (yours)'}`).join(', ')}\n`);
     }
     process.stderr.write(`${settings.buyers} buyers, ${settings.stock} items, ${settings.instances} instances per strategy\n`);
-    for (const run of runs) rows.push(await saleOn(run, settings));
+    for (const run of runs) {
+      const bar = progressBar(run.name, settings.buyers);
+      const { row, outcome } = await runSale(run, settings, { onProgress: (done) => bar.update(done) });
+      const odd = Object.entries(outcome.statusCounts).filter(([status]) => status !== '201' && status !== '409 SOLD_OUT');
+      bar.finish(`${outcome.created} sold in ${(outcome.durationMs / 1000).toFixed(1)} s${odd.length ? ` (other answers: ${odd.map(([s, n]) => `${n}× ${s}`).join(', ')})` : ''}`);
+      rows.push(row);
+    }
   } finally {
     for (const topology of running) if (topology.managed) await stopTopology(topology.name);
     for (const suffix of ['', '-wal', '-shm']) rmSync(`${settings.sqlitePath}${suffix}`, { force: true });

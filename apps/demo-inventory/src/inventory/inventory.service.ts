@@ -60,15 +60,19 @@ export class InventoryService {
     if (product.stock <= 0) throw new SoldOutError(sku);
     await sleep(CHECKOUT_WORK_MS);
     lock?.throwIfLost();
-    const query = this.dataSource
-      .createQueryBuilder()
-      .update(Product)
-      .set({ stock: product.stock - 1, ...(token !== null ? { lastFence: token } : {}) })
-      .where('sku = :sku', { sku });
-    if (token !== null) query.andWhere('lastFence < :token', { token });
-    const result = await query.execute();
-    if (result.affected !== 1) throw new StaleFencingTokenError(sku, token ?? 0);
-    return this.recordOrder(this.dataSource.manager, sku, buyer, this.locks.strategyName, token);
+    // The deduction and its order commit together: a database that fails between them (restart, lost
+    // connection) leaves neither, never an item gone without its order.
+    return this.dataSource.transaction(async (manager) => {
+      const query = manager
+        .createQueryBuilder()
+        .update(Product)
+        .set({ stock: product.stock - 1, ...(token !== null ? { lastFence: token } : {}) })
+        .where('sku = :sku', { sku });
+      if (token !== null) query.andWhere('lastFence < :token', { token });
+      const result = await query.execute();
+      if (result.affected !== 1) throw new StaleFencingTokenError(sku, token ?? 0);
+      return this.recordOrder(manager, sku, buyer, this.locks.strategyName, token);
+    });
   }
 
   /** No lock: the version column rejects a write based on a stale read, and the method is re-run. */

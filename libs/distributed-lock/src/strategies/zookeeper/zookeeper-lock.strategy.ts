@@ -31,6 +31,9 @@ interface HeldNode {
   readonly stopWatchingSession: () => void;
 }
 
+/** How often nodes whose delete was lost with the connection are deleted again. */
+const ORPHAN_SWEEP_MS = 250;
+
 const OPTION_KEYS = ['connect', 'sessionTimeout', 'digestAuth', 'name', 'basePath', 'connectTimeout'];
 
 /**
@@ -51,6 +54,14 @@ export class ZooKeeperLockStrategy implements LockStrategy {
   private readonly session: ZooKeeperSession;
   private readonly basePath: string;
   private readonly held = new Map<string, HeldNode>();
+  /**
+   * Nodes we meant to delete (a release, a waiter giving up) when the connection was lost: the session
+   * may live on after the client reconnects, and with it a node that would block every contender behind
+   * it. They are deleted again until that succeeds or the session ends.
+   */
+  private readonly orphans = new Set<string>();
+  private orphanSweep: NodeJS.Timeout | undefined;
+  private stopWatchingOrphans: (() => void) | undefined;
 
   constructor(options: ZooKeeperLockStrategyOptions) {
     const raw: unknown = options;
@@ -114,10 +125,14 @@ export class ZooKeeperLockStrategy implements LockStrategy {
   }
 
   async close(): Promise<void> {
+    clearTimeout(this.orphanSweep);
+    this.stopWatchingOrphans?.();
     await Promise.all([...this.held.entries()].map(async ([owner, node]) => {
       this.forget(owner);
       await this.deleteNode(node.path).catch(() => false);
     }));
+    // Closing the session removes every ephemeral node of ours, orphans included.
+    this.orphans.clear();
     await this.session.close();
   }
 
@@ -201,8 +216,20 @@ export class ZooKeeperLockStrategy implements LockStrategy {
     node.stopWatchingSession();
   }
 
-  /** Deletes a node; resolves false when it was already gone. */
+  /**
+   * Deletes a node; resolves false when it was already gone. When the answer is lost with the
+   * connection, the node is remembered as an orphan and deleted again later (the error still surfaces).
+   */
   private async deleteNode(path: string): Promise<boolean> {
+    try {
+      return await this.deleteNow(path);
+    } catch (error) {
+      this.adoptOrphan(path);
+      throw error;
+    }
+  }
+
+  private async deleteNow(path: string): Promise<boolean> {
     const client = await this.session.client();
     try {
       await client.delete_(path, -1);
@@ -211,5 +238,31 @@ export class ZooKeeperLockStrategy implements LockStrategy {
       if (zkErrorCode(error) === ZK_ERRORS.NO_NODE) return false;
       throw error;
     }
+  }
+
+  private adoptOrphan(path: string): void {
+    this.orphans.add(path);
+    // Ephemeral nodes end with their session: nothing left to delete then.
+    this.stopWatchingOrphans ??= this.session.onExpired(() => {
+      this.orphans.clear();
+      this.stopWatchingOrphans = undefined;
+    });
+    this.scheduleOrphanSweep();
+  }
+
+  private scheduleOrphanSweep(): void {
+    if (this.orphanSweep || this.orphans.size === 0) return;
+    this.orphanSweep = setTimeout(() => {
+      this.orphanSweep = undefined;
+      void Promise.all(
+        [...this.orphans].map((path) =>
+          this.deleteNow(path).then(
+            () => this.orphans.delete(path),
+            () => undefined, // still unreachable: next sweep
+          ),
+        ),
+      ).then(() => this.scheduleOrphanSweep());
+    }, ORPHAN_SWEEP_MS);
+    this.orphanSweep.unref?.();
   }
 }

@@ -1,0 +1,89 @@
+import { DataSource } from 'typeorm';
+import { demoDataSourceOptions } from '../app.module';
+import type { DemoDatabase } from '../config/demo-config';
+import { Order } from '../inventory/order.entity';
+import { Product } from '../inventory/product.entity';
+import { quantile, type DemoResultRow } from './demo-result';
+import { runFlashSale, type SaleOutcome } from './flash-sale';
+import { startInstances, stopInstances } from './instances';
+import type { SaleRun } from './sale-plan';
+
+export interface SaleSettings {
+  readonly buyers: number;
+  readonly stock: number;
+  readonly instances: number;
+  readonly sqlitePath: string;
+}
+
+export interface SaleHooks {
+  /** Called after each buyer's answer with how many have answered. */
+  readonly onProgress?: (done: number) => void;
+  /** Server addresses for the shop processes and the check (e.g. a fault test's own servers). */
+  readonly env?: NodeJS.ProcessEnv;
+}
+
+/**
+ * One sale: a fresh product with `stock` items, `instances` shop processes guarded as `run` says, `buyers`
+ * concurrent purchases, then the books checked against the stock: orders must equal the items deducted,
+ * never more than the stock.
+ */
+export async function runSale(run: SaleRun, settings: SaleSettings, hooks: SaleHooks = {}): Promise<{ row: DemoResultRow; outcome: SaleOutcome }> {
+  const env: NodeJS.ProcessEnv = {
+    ...hooks.env,
+    DEMO_DATABASE: run.database,
+    DEMO_SQLITE_PATH: settings.sqlitePath,
+    INVENTORY_LOCK: run.inventoryLock,
+    DEMO_SYNC: '0',
+  };
+  const mysqlUrl = hooks.env?.LOCK_TEST_MYSQL_URL ?? process.env.LOCK_TEST_MYSQL_URL;
+  const dbConfig = { database: run.database as DemoDatabase, sqlitePath: settings.sqlitePath, mysqlUrl };
+  const data = await new DataSource(demoDataSourceOptions(dbConfig, true)).initialize();
+  const sku = `flash-${run.name}`;
+  try {
+    await data.getRepository(Order).delete({ sku });
+    await data.getRepository(Product).delete({ sku });
+    await data.getRepository(Product).save({ sku, name: `Flash sale item (${run.name})`, stock: settings.stock, lastFence: 0 });
+    const instances = await startInstances(settings.instances, env);
+    let outcome: SaleOutcome;
+    let conflicts = 0;
+    try {
+      outcome = await runFlashSale(instances, { sku, mode: run.mode, buyers: settings.buyers, concurrency: 48, onProgress: hooks.onProgress });
+      if (run.mode === 'optimistic') {
+        for (const instance of instances) {
+          const stats = (await (await fetch(`http://127.0.0.1:${instance.port}/stats`)).json()) as { optimisticAttempts: number };
+          conflicts += stats.optimisticAttempts;
+        }
+        conflicts -= settings.buyers;
+      }
+    } finally {
+      await stopInstances(instances);
+    }
+    const product = await data.getRepository(Product).findOneByOrFail({ sku });
+    const orders = await data.getRepository(Order).countBy({ sku });
+    const deducted = settings.stock - product.stock;
+    const invariantHolds = orders === deducted && product.stock >= 0 && orders <= settings.stock && outcome.created === orders;
+    const row: DemoResultRow = {
+      strategy: run.name,
+      mode: run.mode,
+      database: run.database === 'mysql' ? 'mariadb' : 'sqlite',
+      instances: settings.instances,
+      buyers: settings.buyers,
+      initialStock: settings.stock,
+      finalStock: product.stock,
+      orders,
+      oversold: Math.max(0, orders - deducted, orders - settings.stock),
+      conflicts: Math.max(0, conflicts),
+      rejected: outcome.soldOut,
+      errors: outcome.busy + outcome.failed,
+      ordersPerSec: Math.round((outcome.created / outcome.durationMs) * 1000),
+      p50Ms: Math.round(quantile(outcome.latenciesMs, 0.5) * 10) / 10,
+      p99Ms: Math.round(quantile(outcome.latenciesMs, 0.99) * 10) / 10,
+      durationMs: Math.round(outcome.durationMs),
+      invariantHolds,
+      guarded: run.mode !== 'unguarded',
+    };
+    return { row, outcome };
+  } finally {
+    await data.destroy();
+  }
+}

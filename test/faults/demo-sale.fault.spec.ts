@@ -1,0 +1,113 @@
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { runSale } from '../../apps/demo-inventory/src/demo/run-sale';
+import { SALE_RUNS } from '../../apps/demo-inventory/src/demo/sale-plan';
+import { faults, startTopology, stopTopology, type TopologyName } from '../../scripts/services';
+
+const SETTINGS = { buyers: 300, stock: 50, instances: 3, sqlitePath: join(tmpdir(), `demo-faults-${process.pid}.sqlite`) };
+/** Answers a buyer may get during an outage: sold, sold out, or a typed "try again" (423 busy, 503 unavailable). */
+const TYPED_ANSWER = /^(201|409 SOLD_OUT|423 \w+|503 \w+)$/;
+
+interface FaultCase {
+  readonly title: string;
+  readonly run: string;
+  readonly topologies: readonly TopologyName[];
+  /** The demo's environment pointing at the fault servers. */
+  env(values: Record<string, string>): NodeJS.ProcessEnv;
+  /** What happens once a fifth of the buyers have been answered. */
+  chaos(): Promise<void>;
+}
+
+const CASES: readonly FaultCase[] = [
+  {
+    title: 'MariaDB (data and lock table) restarted',
+    run: 'row-mysql',
+    topologies: ['mariadb-faults'],
+    env: (v) => ({ LOCK_TEST_MYSQL_URL: v['mariadb-faults'] }),
+    chaos: async () => {
+      await faults.restart('mariadb-faults');
+    },
+  },
+  {
+    title: 'Redis restarted (its locks lost)',
+    run: 'redis',
+    topologies: ['mariadb-faults', 'redis-faults'],
+    env: (v) => ({ LOCK_TEST_MYSQL_URL: v['mariadb-faults'], LOCK_TEST_REDIS_URL: v['redis-faults'] }),
+    chaos: async () => {
+      await faults.restart('redis-faults');
+    },
+  },
+  {
+    title: 'Redlock: 2 of 5 masters killed',
+    run: 'redlock',
+    topologies: ['mariadb-faults', 'redis5-faults'],
+    env: (v) => ({ LOCK_TEST_MYSQL_URL: v['mariadb-faults'], LOCK_TEST_REDIS_URLS: v['redis5-faults'] }),
+    chaos: async () => {
+      const [first, second] = faults.members('redis5-faults').sort();
+      await faults.kill(first);
+      await faults.kill(second);
+    },
+  },
+  {
+    title: 'ZooKeeper ensemble: leader killed',
+    run: 'zookeeper',
+    topologies: ['mariadb-faults', 'zookeeper3-faults'],
+    env: (v) => ({ LOCK_TEST_MYSQL_URL: v['mariadb-faults'], LOCK_TEST_ZOOKEEPER: v['zookeeper3-faults'] }),
+    chaos: async () => {
+      const leader = await faults.leader('zookeeper3-faults');
+      if (leader) await faults.kill(leader);
+    },
+  },
+  {
+    title: 'etcd cluster: leader killed',
+    run: 'etcd',
+    topologies: ['mariadb-faults', 'etcd3-faults'],
+    env: (v) => ({ LOCK_TEST_MYSQL_URL: v['mariadb-faults'], LOCK_TEST_ETCD: v['etcd3-faults'] }),
+    chaos: async () => {
+      const leader = await faults.leader('etcd3-faults');
+      if (leader) await faults.kill(leader);
+    },
+  },
+];
+
+/**
+ * The flash sale of the demo (3 shop processes, 300 buyers, 50 items) while a server fails: nothing is
+ * oversold, every order has its deduction and every deduction its order, every answer a buyer gets is
+ * sold / sold out / a typed "try again", and the sale ends by itself.
+ */
+describe('Flash sale through server failures', () => {
+  const values: Record<string, string> = {};
+  const topologies = [...new Set(CASES.flatMap((faultCase) => faultCase.topologies))];
+
+  beforeAll(async () => {
+    const running = await Promise.all(topologies.map((topology) => startTopology(topology)));
+    for (const topology of running) values[topology.name] = topology.value;
+  }, 120_000);
+
+  afterAll(async () => {
+    for (const topology of topologies) await stopTopology(topology);
+  }, 60_000);
+
+  for (const faultCase of CASES) {
+    it(`${faultCase.run}: ${faultCase.title}`, async () => {
+      const run = SALE_RUNS.find((candidate) => candidate.name === faultCase.run);
+      if (!run) throw new Error(`no demo run ${faultCase.run}`);
+      let chaos: Promise<void> | undefined;
+      const { row, outcome } = await runSale(run, SETTINGS, {
+        env: faultCase.env(values),
+        onProgress: (done) => {
+          if (!chaos && done >= SETTINGS.buyers / 5) chaos = faultCase.chaos();
+        },
+      });
+      await chaos;
+      const answers = Object.keys(outcome.statusCounts);
+      process.stdout.write(`${faultCase.run} (${faultCase.title}): ${JSON.stringify(outcome.statusCounts)}; orders ${row.orders}, stock ${row.initialStock} → ${row.finalStock}\n`);
+      expect(chaos).toBeDefined();
+      expect(row.orders).toBe(row.initialStock - row.finalStock); // no order without its deduction, nor the reverse
+      expect(row.finalStock).toBeGreaterThanOrEqual(0); // nothing oversold
+      expect(outcome.created).toBeLessThanOrEqual(row.orders); // every "sold" answer has its order
+      expect(answers.filter((answer) => !TYPED_ANSWER.test(answer))).toEqual([]);
+      expect(outcome.created).toBeGreaterThan(0);
+    }, 240_000);
+  }
+});
