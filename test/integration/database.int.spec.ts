@@ -11,7 +11,6 @@ import {
   VersionConflictError,
 } from '@app/distributed-lock';
 import { lockTransaction, optimisticUpdate, PessimisticLockStrategy } from '@app/distributed-lock/strategies/database';
-import { startHolder } from '../support/holder-process';
 import { StockRow as Stock } from '../support/stock-row.entity';
 
 
@@ -122,15 +121,4 @@ describe('pessimistic strategy (MariaDB)', () => {
     expect(fifth.isHeld).toBe(true);
     await Promise.all([...held.slice(1), fifth].map((lock) => lock.release()));
   });
-
-  it('frees the lock when the holder process is killed (its connection dies)', async () => {
-    const key = `pess:${run}:sigkill`;
-    const holder = await startHolder('pessimistic (MariaDB)', key, 30_000);
-    expect(await locks.tryAcquire(key)).toBeNull();
-    holder.child.kill('SIGKILL');
-    await holder.exited;
-    const lock = await locks.acquire(key, { waitTimeout: 10_000 });
-    expect(lock.fencingToken).toBeGreaterThan(holder.fencingToken as number);
-    await lock.release();
-  }, 40_000);
 });

@@ -11,9 +11,10 @@ const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
  * token where the strategy has them.
  */
 export async function expectKilledHolderFreed(subject: string, key: string, options: { holderTtlMs: number; busyWaitMs: number; freeWithinMs: number }): Promise<void> {
-  const holder = await startHolder(subject, key, options.holderTtlMs);
+  // Our side first: a subject that needs shared settings (the SQLite file) puts them in the environment.
   const manager = new LockManager(await subjectNamed(subject).create());
   const locks = new LockService(manager);
+  const holder = await startHolder(subject, key, options.holderTtlMs);
   try {
     // While the holder lives, nobody else gets in.
     await expect(locks.acquire(key, { waitTimeout: options.busyWaitMs })).rejects.toBeInstanceOf(LockAcquireTimeoutError);
