@@ -143,8 +143,9 @@ export class LockService {
 
   /** Validates, prefixes, de-duplicates and sorts keys: one global order means no deadlock between callers. */
   private fullKeys(keyOrKeys: string | readonly string[]): string[] {
-    const list: readonly unknown[] = typeof keyOrKeys === 'string' ? [keyOrKeys] : keyOrKeys;
-    if (!Array.isArray(list) || list.length === 0) {
+    // Not a string and not an array (a number, null, an object): the key itself is wrong.
+    const list: readonly unknown[] = Array.isArray(keyOrKeys) ? keyOrKeys : [validateLockKey(keyOrKeys)];
+    if (list.length === 0) {
       throw new InvalidLockOptionsError('key', 'expected a key or a non-empty array of keys.');
     }
     const full = list.map((key) => validateLockKey(this.keyPrefix + validateLockKey(key)));
