@@ -2,14 +2,14 @@
 // Every subject (ours, peers, raw floors) through the same cases on one machine in one run; JSON rows to
 // bench/results/latest.json (or --out) and a markdown report next to it. Bounded: each case has a fixed
 // duration, and each child process is killed if it overruns.
-import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { cpus, tmpdir, totalmem } from 'node:os';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, totalmem } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { startTopology, stopTopology, type TopologyName } from '../scripts/services';
 import type { Backend, BenchSubject } from './bench-subject';
 import { contend, type ContendResult } from './contend';
+import { runMultiProcess } from './multi-process';
 import { fairness, handoffFigures, quantile, round, wallClockMs } from './stats';
 import { BENCH_SUBJECTS } from './subjects';
 import { OPTIMISTIC_SUBJECTS, type OptimisticBenchSubject } from './optimistic-subjects';
@@ -55,75 +55,6 @@ async function runInProcess(subject: BenchSubject, benchCase: BenchCase, duratio
   } finally {
     await lock.close();
   }
-}
-
-async function runMultiProcess(subject: BenchSubject, benchCase: BenchCase, durationMs: number): Promise<{ result: ContendResult; elapsed: number }> {
-  const dir = mkdtempSync(join(tmpdir(), 'lock-bench-'));
-  const key = `bench:${randomUUID()}`;
-  const perProcess = Math.max(1, Math.round(benchCase.workers / benchCase.processes));
-  const children = Array.from({ length: benchCase.processes }, (_, p) =>
-    startChild([subject.id, key, String(perProcess), join(dir, 'inside'), `p${p}w`, join(dir, `result-${p}.json`)], durationMs + 60_000),
-  );
-  try {
-    await Promise.all(children.map((child) => child.ready));
-    // Everyone connected: start together shortly, so that no process gets a head start.
-    const startAt = wallClockMs() + 200;
-    for (const child of children) child.start(startAt, startAt + durationMs);
-    const results = await Promise.all(children.map((child) => child.done));
-    const merged: ContendResult = {
-      sections: results.flatMap((r) => r.sections),
-      waits: results.flatMap((r) => r.waits),
-      workerWaitP99: results.flatMap((r) => r.workerWaitP99),
-      perWorker: results.flatMap((r) => r.perWorker),
-      failures: results.reduce((sum, r) => sum + r.failures, 0),
-      violations: results.reduce((sum, r) => sum + r.violations, 0),
-    };
-    return { result: merged, elapsed: durationMs };
-  } finally {
-    for (const child of children) child.kill();
-    rmSync(dir, { recursive: true, force: true });
-  }
-}
-
-interface BenchChild {
-  /** Resolves once the child has connected and waits for its start time. */
-  readonly ready: Promise<void>;
-  readonly done: Promise<ContendResult>;
-  start(startAt: number, endAt: number): void;
-  kill(): void;
-}
-
-function startChild(args: string[], timeoutMs: number): BenchChild {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(__dirname, 'worker.ts'), ...args], { cwd: ROOT, env: process.env, stdio: ['pipe', 'pipe', 'pipe'] });
-  let out = '';
-  let err = '';
-  let markReady: () => void = () => undefined;
-  const ready = new Promise<void>((resolvePromise) => (markReady = resolvePromise));
-  child.stdout.on('data', (chunk: Buffer) => {
-    out += chunk.toString();
-    if (out.includes('ready')) markReady();
-  });
-  child.stderr.on('data', (chunk: Buffer) => (err += chunk.toString()));
-  const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-  const done = new Promise<ContendResult>((resolvePromise, reject) => {
-    child.on('exit', (code) => {
-      clearTimeout(timer);
-      if (code !== 0) return reject(new Error(`bench worker failed (${code}): ${err.slice(-1500)}`));
-      resolvePromise(JSON.parse(readFileSync(args[args.length - 1], 'utf8')) as ContendResult);
-    });
-  });
-  // A child that dies before it is ready fails the case instead of leaving the others waiting.
-  const readyOrDead = Promise.race([ready, done.then(() => Promise.reject(new Error('bench worker exited before it was ready')))]);
-  readyOrDead.catch(() => undefined);
-  done.catch(() => undefined);
-  return {
-    ready: readyOrDead,
-    done,
-    start: (startAt, endAt) => child.stdin.end(`${startAt} ${endAt}\n`),
-    kill: () => {
-      if (child.exitCode === null) child.kill('SIGKILL');
-    },
-  };
 }
 
 /**
@@ -225,7 +156,7 @@ async function main(): Promise<void> {
         if (benchCase.processes > 1 && !subject.crossProcess) continue;
         // --quick keeps the cases the targets are set on (1, 8 and 32 workers, 4 processes).
         if (quick && benchCase.workers === 2) continue;
-        const { result, elapsed } = benchCase.processes > 1 ? await runMultiProcess(subject, benchCase, durationMs) : await runInProcess(subject, benchCase, durationMs);
+        const { result, elapsed } = benchCase.processes > 1 ? await runMultiProcess(subject, benchCase.workers, benchCase.processes, durationMs) : await runInProcess(subject, benchCase, durationMs);
         const row = summarise(subject, benchCase, result, elapsed);
         rows.push(row);
         process.stdout.write(

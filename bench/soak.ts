@@ -1,0 +1,71 @@
+// npm run soak [-- --only redis,etcd --sections 100000 --cap-minutes 30 --out FILE]
+// The long run of issue 10: for each of our cross-process strategies, contended critical sections on one
+// key from 4 processes × 2 workers, in rounds of 30 s, until 100,000 sections or the time cap; an overlap
+// anywhere (in-process gauge or the exclusive marker file shared by the processes) is a violation.
+// Bounded: every round has a fixed length and each strategy a cap. Meant for a nightly job, not npm test.
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { startTopology, stopTopology, type TopologyName } from '../scripts/services';
+import type { Backend } from './bench-subject';
+import { runMultiProcess } from './multi-process';
+import { BENCH_SUBJECTS } from './subjects';
+
+const TOPOLOGY_OF: Partial<Record<Backend, TopologyName>> = { redis: 'redis', redis5: 'redis5', mysql: 'mariadb', zookeeper: 'zookeeper', etcd: 'etcd' };
+const ROUND_MS = 30_000;
+
+function option(name: string, fallback: string): string {
+  const at = process.argv.indexOf(`--${name}`);
+  return at >= 0 ? process.argv[at + 1] : fallback;
+}
+
+interface SoakRow {
+  subject: string;
+  processes: number;
+  workers: number;
+  sections: number;
+  violations: number;
+  failures: number;
+  minutes: number;
+  reachedTarget: boolean;
+}
+
+async function main(): Promise<void> {
+  const target = Number(option('sections', '100000'));
+  const capMs = Number(option('cap-minutes', '30')) * 60_000;
+  const only = process.argv.includes('--only') ? option('only', '').split(',') : undefined;
+  const out = resolve(option('out', join(__dirname, 'results', 'soak.json')));
+  const subjects = BENCH_SUBJECTS.filter((s) => s.ours && s.crossProcess && (!only || only.includes(s.subject)));
+  const rows: SoakRow[] = [];
+  for (const subject of subjects) {
+    const topology = TOPOLOGY_OF[subject.backend];
+    const running = topology ? await startTopology(topology) : undefined;
+    const started = Date.now();
+    const row: SoakRow = { subject: subject.subject, processes: 4, workers: 8, sections: 0, violations: 0, failures: 0, minutes: 0, reachedTarget: false };
+    try {
+      while (row.sections < target && Date.now() - started < capMs) {
+        const { result } = await runMultiProcess(subject, 8, 4, ROUND_MS);
+        row.sections += result.sections.length;
+        row.violations += result.violations;
+        row.failures += result.failures;
+        process.stdout.write(`${subject.subject.padEnd(14)} ${String(row.sections).padStart(7)} sections  ${row.violations} violations  ${row.failures} failures  ${((Date.now() - started) / 60_000).toFixed(1)} min\n`);
+      }
+    } finally {
+      if (running?.managed && topology) await stopTopology(topology);
+    }
+    row.minutes = Math.round((Date.now() - started) / 6_000) / 10;
+    row.reachedTarget = row.sections >= target;
+    rows.push(row);
+  }
+  mkdirSync(dirname(out), { recursive: true });
+  writeFileSync(out, `${JSON.stringify({ date: new Date().toISOString(), target, rows }, null, 2)}\n`);
+  process.stdout.write(`\nwrote ${out}\n`);
+  if (rows.some((row) => row.violations > 0)) {
+    process.stdout.write('MUTUAL EXCLUSION VIOLATED\n');
+    process.exitCode = 1;
+  }
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`${error instanceof Error ? error.stack : String(error)}\n`);
+  process.exit(1);
+});
