@@ -2,7 +2,7 @@ import 'reflect-metadata';
 import { spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { join, resolve } from 'node:path';
-import { Injectable } from '@nestjs/common';
+import { Injectable, Module } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import {
   DistributedLockError,
@@ -15,6 +15,7 @@ import {
   LockService,
   Locked,
   MissingPeerDependencyError,
+  StrategyNotRegisteredError,
   type AcquireOptions,
   type LockStrategy,
 } from '@app/distributed-lock';
@@ -175,6 +176,43 @@ describe('Bad input: key templates of @Locked', () => {
     ['a property path through a missing object', () => shop.order({})],
   ])('%s: InvalidLockKeyError, and the method does not run', async (_kind, call) => {
     await expectTyped(call, InvalidLockKeyError, /\{\d|template|undefined|null|object/);
+  });
+});
+
+describe('Bad input: unknown strategy names', () => {
+  const root = (): unknown => DistributedLockModule.forRoot({ strategies: { default: new InMemoryLockStrategy(), fast: new InMemoryLockStrategy() } });
+
+  it('forFeature naming a strategy that is not registered: StrategyNotRegisteredError at bootstrap, listing the registered ones', async () => {
+    @Module({ imports: [DistributedLockModule.forFeature({ strategy: 'redsi' })] })
+    class CatalogModule {}
+    const error = await Test.createTestingModule({ imports: [root() as never, CatalogModule] })
+      .compile()
+      .then((moduleRef) => moduleRef.init())
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+    expect(error).toBeInstanceOf(StrategyNotRegisteredError);
+    expect((error as Error).message).toMatch(/"redsi".*default.*fast/s);
+  });
+
+  it('@Locked naming a strategy that is not registered: StrategyNotRegisteredError at bootstrap, naming Class#method', async () => {
+    @Injectable()
+    class Billing {
+      @Locked('invoice:{0}', { strategy: 'etdc' })
+      async close(id: string): Promise<string> {
+        return id;
+      }
+    }
+    const error = await Test.createTestingModule({ imports: [root() as never], providers: [Billing] })
+      .compile()
+      .then((moduleRef) => moduleRef.init())
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+    expect(error).toBeInstanceOf(StrategyNotRegisteredError);
+    expect((error as Error).message).toMatch(/"etdc" used by Billing#close is not registered. Registered: "default", "fast"/);
   });
 });
 
