@@ -181,6 +181,9 @@ export interface RunningTopology {
   readonly startupMs: number;
 }
 
+/** Topologies this process started (and whose environment variable it set). */
+const startedHere = new Set<TopologyName>();
+
 /**
  * Starts a topology unless its environment variable is already set (then the user's server is used),
  * waits until every member really serves, and sets the variable for this process and its children.
@@ -225,6 +228,7 @@ export async function startTopology(name: TopologyName): Promise<RunningTopology
   }
   const value = plan.envValue();
   process.env[plan.envVar] = value;
+  startedHere.add(name);
   return { name, envVar: plan.envVar, value, managed: true, startupMs: Date.now() - started };
 }
 
@@ -241,6 +245,8 @@ async function waitServing(kind: ServerKind, record: ServerRecord): Promise<void
 
 /** Stops every member of a topology that this machine's state knows of, and removes its files. */
 export async function stopTopology(name: TopologyName): Promise<void> {
+  // The variable this process set points at a server that is going away: a later start must start one.
+  if (startedHere.delete(name)) delete process.env[PLANS[name].envVar];
   const records = listRecords().filter((record) => record.topology === name);
   await Promise.all(records.map((record) => stopProcess(record)));
   for (const record of records) {
