@@ -3,12 +3,11 @@
 import { createPool } from 'mysql2/promise';
 import { Etcd3, EtcdLockFailedError } from 'etcd3';
 import { Redis } from 'ioredis';
-import ZooKeeper from 'zookeeper';
 import RedlockV5 from 'redlock';
 import { Redlock as SesameRedlock } from '@sesamecare-oss/redlock';
 import { Mutex, RedlockMutex } from 'redis-semaphore';
 import type { BenchLock, BenchSubject } from './bench-subject';
-import { env, redisUrls } from './bench-env';
+import { connectZooKeeper, env, redisUrls } from './bench-env';
 
 /** The lease every peer is given, as ours: long enough never to expire inside a critical section. */
 const LEASE_MS = 30_000;
@@ -127,12 +126,7 @@ const EPHEMERAL_SEQUENTIAL = 3;
  */
 function textbookZooKeeperPeer(): () => Promise<BenchLock> {
   return async () => {
-    const client = new ZooKeeper({ connect: env('LOCK_TEST_ZOOKEEPER'), timeout: 10_000, debug_level: ZooKeeper.constants.ZOO_LOG_LEVEL_ERROR, host_order_deterministic: false });
-    await new Promise<void>((resolve) => {
-      client.once('connect', () => resolve());
-      client.init({});
-    });
-    await client.create('/bench-textbook', '', 0).catch(() => undefined);
+    const client = await connectZooKeeper('/bench-textbook');
     return {
       async acquire(key, waitMs) {
         const parent = `/bench-textbook/${encodeURIComponent(key)}`;

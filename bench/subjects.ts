@@ -11,7 +11,7 @@ import { Redis } from 'ioredis';
 import { createPool } from 'mysql2/promise';
 import ZooKeeper from 'zookeeper';
 import type { BenchLock, BenchSubject } from './bench-subject';
-import { env, redisUrls } from './bench-env';
+import { connectZooKeeper, env, redisUrls } from './bench-env';
 import { PEER_SUBJECTS } from './peers';
 
 
@@ -140,12 +140,7 @@ function rawEtcdFloor(): () => Promise<BenchLock> {
 /** The ZooKeeper floor: create an ephemeral sequential node and delete it; contenders retry on a fixed ephemeral node. */
 function rawZooKeeperFloor(): () => Promise<BenchLock> {
   return async () => {
-    const client = new ZooKeeper({ connect: env('LOCK_TEST_ZOOKEEPER'), timeout: 10_000, debug_level: ZooKeeper.constants.ZOO_LOG_LEVEL_ERROR, host_order_deterministic: false });
-    await new Promise<void>((resolve) => {
-      client.once('connect', () => resolve());
-      client.init({});
-    });
-    await client.create('/bench-floor', '', ZooKeeper.constants.ZOO_PERSISTENT).catch(() => undefined);
+    const client = await connectZooKeeper('/bench-floor');
     return {
       async acquire(key, waitMs) {
         const path = `/bench-floor/${encodeURIComponent(key)}`;
