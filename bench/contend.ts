@@ -74,7 +74,7 @@ export async function contend(
         sections.push({ worker, acquiredAt, releasedAt });
         perWorker[w] += 1;
       }
-      waits.push(...own);
+      for (const wait of own) waits.push(wait); // not push(...own): a long run overflows the argument stack
       workerWaitP99[w] = own.length > 0 ? quantile(own, 0.99) : 0;
     }),
   );

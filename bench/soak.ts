@@ -3,7 +3,7 @@
 // key from 4 processes × 2 workers, in rounds of 30 s, until 100,000 sections or the time cap; an overlap
 // anywhere (in-process gauge or the exclusive marker file shared by the processes) is a violation.
 // Bounded: every round has a fixed length and each strategy a cap. Meant for a nightly job, not npm test.
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { startTopology, stopTopology, type TopologyName } from '../scripts/services';
 import type { Backend } from './bench-subject';
@@ -27,6 +27,14 @@ interface SoakRow {
   failures: number;
   minutes: number;
   reachedTarget: boolean;
+}
+
+/** Writes `row` into the results file, replacing an earlier row of the same strategy (others are kept). */
+function save(out: string, target: number, row: SoakRow): void {
+  const earlier = existsSync(out) ? (JSON.parse(readFileSync(out, 'utf8')) as { rows: Array<SoakRow & { date?: string }> }).rows : [];
+  const rows = [...earlier.filter((r) => r.subject !== row.subject), { ...row, date: new Date().toISOString(), target }];
+  mkdirSync(dirname(out), { recursive: true });
+  writeFileSync(out, `${JSON.stringify({ rows }, null, 2)}\n`);
 }
 
 async function main(): Promise<void> {
@@ -55,9 +63,8 @@ async function main(): Promise<void> {
     row.minutes = Math.round((Date.now() - started) / 6_000) / 10;
     row.reachedTarget = row.sections >= target;
     rows.push(row);
+    save(out, target, row);
   }
-  mkdirSync(dirname(out), { recursive: true });
-  writeFileSync(out, `${JSON.stringify({ date: new Date().toISOString(), target, rows }, null, 2)}\n`);
   process.stdout.write(`\nwrote ${out}\n`);
   if (rows.some((row) => row.violations > 0)) {
     process.stdout.write('MUTUAL EXCLUSION VIOLATED\n');

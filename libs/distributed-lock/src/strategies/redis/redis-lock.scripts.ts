@@ -123,17 +123,17 @@ end
 if mode == 's' and live_readers() > 0 and redis.call('ZSCORE', KEYS[5], owner) then
   return {1, redis.call('HGET', KEYS[1], 'r:' .. owner)}
 end
-if fair and grantable(mode) then
-  local head = redis.call('ZRANGE', KEYS[2], 0, 0)[1]
-  if head and head ~= owner then
-    -- Others are in line (a release that found nobody alive, or a lost race): serve them first.
-    hand_over(channel)
-    local token = held_token(owner)
-    if token then return {1, token} end
-  end
-end
 local queued = fair and redis.call('ZRANGE', KEYS[2], 0, 0)[1]
-if grantable(mode) and (not queued or queued == owner) then
+local free = grantable(mode)
+if free and queued and queued ~= owner then
+  -- Others are in line (a release that found nobody alive, or a lost race): serve them first.
+  hand_over(channel)
+  local token = held_token(owner)
+  if token then return {1, token} end
+  queued = redis.call('ZRANGE', KEYS[2], 0, 0)[1]
+  free = grantable(mode)
+end
+if free and (not queued or queued == owner) then
   if waiter then
     redis.call('ZREM', KEYS[2], owner)
     redis.call('HDEL', KEYS[3], owner)
