@@ -6,6 +6,7 @@ import { join, resolve } from 'node:path';
 import type { BenchSubject } from './bench-subject';
 import type { ContendResult } from './contend';
 import { wallClockMs } from './stats';
+import { sqlitePath } from './subjects';
 
 const ROOT = resolve(__dirname, '..');
 
@@ -18,6 +19,8 @@ export async function runMultiProcess(subject: BenchSubject, workers: number, pr
   const dir = mkdtempSync(join(tmpdir(), 'lock-bench-'));
   const key = `bench:${randomUUID()}`;
   const perProcess = Math.max(1, Math.round(workers / processes));
+  // Settings every process must share (the SQLite file) go into the environment the children inherit.
+  sqlitePath();
   const children = Array.from({ length: processes }, (_, p) =>
     startChild([subject.id, key, String(perProcess), join(dir, 'inside'), `p${p}w`, join(dir, `result-${p}.json`)], durationMs + 60_000),
   );

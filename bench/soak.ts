@@ -3,7 +3,7 @@
 // key from 4 processes × 2 workers, in rounds of 30 s, until 100,000 sections or the time cap; an overlap
 // anywhere (in-process gauge or the exclusive marker file shared by the processes) is a violation.
 // Bounded: every round has a fixed length and each strategy a cap. Meant for a nightly job, not npm test.
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { startTopology, stopTopology, type TopologyName } from '../scripts/services';
 import type { Backend } from './bench-subject';
@@ -65,6 +65,7 @@ async function main(): Promise<void> {
     rows.push(row);
     save(out, target, row);
   }
+  if (process.env.BENCH_SQLITE_PATH) for (const suffix of ['', '-wal', '-shm']) rmSync(`${process.env.BENCH_SQLITE_PATH}${suffix}`, { force: true });
   process.stdout.write(`\nwrote ${out}\n`);
   if (rows.some((row) => row.violations > 0)) {
     process.stdout.write('MUTUAL EXCLUSION VIOLATED\n');

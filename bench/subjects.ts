@@ -67,8 +67,11 @@ function rawRedisFloor(urls: () => string[]): () => Promise<BenchLock> {
   };
 }
 
-/** One SQLite file per benchmark run, shared by its processes. */
-function sqlitePath(): string {
+/**
+ * One SQLite file per benchmark run, shared by its processes: the parent must choose it before it starts
+ * child processes (they inherit the variable), or each child would lock its own file.
+ */
+export function sqlitePath(): string {
   process.env.BENCH_SQLITE_PATH ??= join(tmpdir(), `lock-bench-${process.pid}.sqlite`);
   return process.env.BENCH_SQLITE_PATH;
 }

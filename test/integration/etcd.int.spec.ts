@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { LockManager, LockService } from '@app/distributed-lock';
-import { EtcdLockStrategy } from '@app/distributed-lock/strategies/etcd';
+import { EtcdLockStrategy, type EtcdLeaseGrant } from '@app/distributed-lock/strategies/etcd';
 import { Etcd3 } from 'etcd3';
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
@@ -59,5 +59,17 @@ describe('etcd strategy: reused leases', () => {
     for (let i = 0; i < 20; i += 1) await (await service.acquire(`warm:${run}`)).release();
     // No lease granted per lock: the released one is reused.
     expect(await leaseCount()).toBeLessThanOrEqual(leasesBefore);
+  });
+
+  it('takes a fresh lease when the kept one was revoked behind its back', async () => {
+    const service = new LockService(holderSide);
+    const first = await service.acquire(`revoked:${run}`);
+    const { leaseId } = first.grant as EtcdLeaseGrant;
+    await first.release();
+    // An operator (or etcd itself) ends the idle lease the strategy keeps for the next lock.
+    await client.leaseClient.leaseRevoke({ ID: leaseId });
+    const second = await service.acquire(`revoked:${run}`, { waitTimeout: 5_000 });
+    expect((second.grant as EtcdLeaseGrant).leaseId).not.toBe(leaseId);
+    await second.release();
   });
 });
