@@ -16,3 +16,12 @@ export function etcdContenderKey(prefix: string, mode: 'exclusive' | 'shared', l
 export function isWriterKey(key: string): boolean {
   return key.slice(key.lastIndexOf('/') + 1).startsWith('w-');
 }
+
+/**
+ * True when etcd says the lease is gone (expired or revoked). etcd3's `EtcdLeaseInvalidError` leaves
+ * `name` as "Error", so the class is recognised by its constructor, or by etcd's own message.
+ */
+export function isLeaseGoneError(error: unknown): boolean {
+  if (!(error instanceof Error)) return false;
+  return error.constructor.name === 'EtcdLeaseInvalidError' || error.message.includes('requested lease not found');
+}

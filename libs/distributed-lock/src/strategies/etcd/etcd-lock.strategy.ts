@@ -7,7 +7,7 @@ import { waitForWake } from '../../locking/wait-for-wake';
 import type { LeaseLostListener, LockStrategy, LockStrategyCapabilities } from '../../locking/lock-strategy.interface';
 import { loadPeerDependency } from '../load-peer-dependency';
 import type { EtcdLockClient } from './etcd-client.type';
-import { etcdContenderKey, etcdLockPrefix, isWriterKey } from './etcd-keys';
+import { etcdContenderKey, etcdLockPrefix, isLeaseGoneError, isWriterKey } from './etcd-keys';
 import { EtcdLeasePool, type PooledLease } from './etcd-lease-pool';
 import { strategyName } from '../strategy-name';
 
@@ -139,7 +139,7 @@ export class EtcdLockStrategy implements LockStrategy {
       const response = await entry.lease.keepaliveOnce();
       if (Number(response.TTL) <= 0) return this.forget(grant.owner);
     } catch (error) {
-      if ((error as { name?: string }).name === 'EtcdLeaseInvalidError') return this.forget(grant.owner);
+      if (isLeaseGoneError(error)) return this.forget(grant.owner);
       throw error;
     }
     entry.renewedAt = sentAt;
@@ -193,7 +193,7 @@ export class EtcdLockStrategy implements LockStrategy {
     } catch (error) {
       // A reused lease that etcd no longer knows (expired unnoticed): once more with a fresh one.
       this.pool.discard(entry);
-      if ((error as { name?: string }).name !== 'EtcdLeaseInvalidError') throw error;
+      if (!isLeaseGoneError(error)) throw error;
       entry = await this.pool.take(ttlSeconds, true);
       try {
         txn = await this.createKey(prefix, request, entry);
