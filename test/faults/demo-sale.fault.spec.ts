@@ -5,7 +5,7 @@ import { SALE_RUNS } from '../../apps/demo-inventory/src/demo/sale-plan';
 import { faults, startTopology, stopTopology, type TopologyName } from '../../scripts/services';
 
 const SETTINGS = { buyers: 300, stock: 50, instances: 3, sqlitePath: join(tmpdir(), `demo-faults-${process.pid}.sqlite`) };
-/** Answers a buyer may get during an outage: sold, sold out, or a typed "try again" (423 busy, 503 unavailable). */
+/** Answers a buyer may get during an outage: sold, sold out, or a typed "try again" (423 busy, 503 lock backend or database unavailable). */
 const TYPED_ANSWER = /^(201|409 SOLD_OUT|423 \w+|503 \w+)$/;
 
 interface FaultCase {

@@ -26,6 +26,8 @@ function mapError(error: unknown): Mapped | undefined {
   if (error instanceof LockBackendUnavailableError) return { status: HttpStatus.SERVICE_UNAVAILABLE, error: 'LOCK_BACKEND_UNAVAILABLE' };
   if (error instanceof InvalidLockOptionsError) return { status: HttpStatus.BAD_REQUEST, error: 'INVALID_LOCK_INPUT' };
   if (error instanceof DistributedLockError) return { status: HttpStatus.INTERNAL_SERVER_ERROR, error: 'LOCK_ERROR' };
+  // The shop's own database went away (restart, lost connection): the buyer may try again, as for a lock backend.
+  if (isDatabaseUnavailable(error)) return { status: HttpStatus.SERVICE_UNAVAILABLE, error: 'DATABASE_UNAVAILABLE' };
   return undefined;
 }
 
@@ -44,4 +46,14 @@ export class LockErrorsFilter implements ExceptionFilter {
     const { status, error } = mapped ?? { status: HttpStatus.INTERNAL_SERVER_ERROR, error: 'INTERNAL' };
     response.status(status).json({ statusCode: status, error, message: exception instanceof Error ? exception.message : 'unexpected error' });
   }
+}
+
+const DATABASE_DOWN_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'PROTOCOL_CONNECTION_LOST', 'ER_SERVER_SHUTDOWN', 'ER_CONNECTION_KILLED']);
+
+/** A driver error that means "the database is not reachable right now", not "the query is wrong". */
+function isDatabaseUnavailable(error: unknown): boolean {
+  const candidate = error as { code?: unknown; driverError?: { code?: unknown }; message?: unknown } | null;
+  const code = candidate?.driverError?.code ?? candidate?.code;
+  if (typeof code === 'string' && DATABASE_DOWN_CODES.has(code)) return true;
+  return typeof candidate?.message === 'string' && /Connection lost|Pool is closed|connection is in closed state|Can't add new command when connection is in closed state/i.test(candidate.message);
 }
