@@ -180,18 +180,21 @@ describe('Bad input: key templates of @Locked', () => {
 });
 
 describe('Bad input: unknown strategy names', () => {
-  const root = (): unknown => DistributedLockModule.forRoot({ strategies: { default: new InMemoryLockStrategy(), fast: new InMemoryLockStrategy() } });
-
-  it('forFeature naming a strategy that is not registered: StrategyNotRegisteredError at bootstrap, listing the registered ones', async () => {
-    @Module({ imports: [DistributedLockModule.forFeature({ strategy: 'redsi' })] })
-    class CatalogModule {}
-    const error = await Test.createTestingModule({ imports: [root() as never, CatalogModule] })
+  /** Boots a testing module and resolves the error its bootstrap throws (undefined if none). */
+  const bootError = (imports: unknown[], providers: Array<new (...args: never[]) => unknown> = []): Promise<unknown> =>
+    Test.createTestingModule({ imports: imports as never[], providers })
       .compile()
       .then((moduleRef) => moduleRef.init())
       .then(
         () => undefined,
         (e: unknown) => e,
       );
+  const root = (): unknown => DistributedLockModule.forRoot({ strategies: { default: new InMemoryLockStrategy(), fast: new InMemoryLockStrategy() } });
+
+  it('forFeature naming a strategy that is not registered: StrategyNotRegisteredError at bootstrap, listing the registered ones', async () => {
+    @Module({ imports: [DistributedLockModule.forFeature({ strategy: 'redsi' })] })
+    class CatalogModule {}
+    const error = await bootError([root(), CatalogModule]);
     expect(error).toBeInstanceOf(StrategyNotRegisteredError);
     expect((error as Error).message).toMatch(/"redsi".*default.*fast/s);
   });
@@ -204,13 +207,7 @@ describe('Bad input: unknown strategy names', () => {
         return id;
       }
     }
-    const error = await Test.createTestingModule({ imports: [root() as never], providers: [Billing] })
-      .compile()
-      .then((moduleRef) => moduleRef.init())
-      .then(
-        () => undefined,
-        (e: unknown) => e,
-      );
+    const error = await bootError([root()], [Billing]);
     expect(error).toBeInstanceOf(StrategyNotRegisteredError);
     expect((error as Error).message).toMatch(/"etdc" used by Billing#close is not registered. Registered: "default", "fast"/);
   });
