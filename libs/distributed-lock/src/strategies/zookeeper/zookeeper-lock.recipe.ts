@@ -1,8 +1,8 @@
-import { randomUUID } from 'node:crypto';
 import type { WaitBudget } from '../../locking/lock-lease';
 import { waitForWake } from '../../locking/wait-for-wake';
 import { ZK_ERRORS, zkErrorCode, type ZooKeeperLockClient } from './zookeeper-client.type';
-import { isZkWriter, zkContenderPrefix, zkSequence } from './zookeeper-paths';
+import type { ZooKeeperOrphans } from './zookeeper-orphans';
+import { isZkWriter, zkSequence } from './zookeeper-paths';
 
 // Flags of the zookeeper client (see its constants): 0 persistent, 3 ephemeral + sequential, 4 container.
 const PERSISTENT = 0;
@@ -24,19 +24,25 @@ export async function ensureLockNode(client: ZooKeeperLockClient, base: string, 
   }
 }
 
+/** Look-ups of our protected node after a lost create: backoff between them, capped; about 3.5 s in all. */
+const LOOKUP_DELAYS_MS = [0, 50, 100, 200, 400, 800, 1_000, 1_000];
+
 /**
- * Creates our ephemeral sequential node under the lock node. The name carries a protection id, so that
- * a create whose answer was lost with the connection is found again instead of being left behind as an
- * orphan that would block everyone until the session ends (Curator's "protected" mode).
+ * Creates our ephemeral sequential node under the lock node and returns its path. The name starts with
+ * `prefix`, which carries a protection id (Curator's "protected" mode): a create whose answer was lost
+ * with the connection may still have happened, so we look for our node before creating again. Creating
+ * again blindly would leave the first node alive for the whole session, ahead of us and of everyone
+ * after us: the lock would block until this process ends. Extra nodes found with our prefix (possible
+ * only if an earlier look-up missed a create still in flight) are handed to `orphans`; the caller hands
+ * `prefix` to them too when this throws, since the outcome of the last create is then unknown.
  */
 export async function createContender(
   client: ZooKeeperLockClient,
-  base: string,
-  lockPath: string,
-  mode: 'exclusive' | 'shared',
+  paths: { readonly base: string; readonly lockPath: string; readonly prefix: string },
   owner: string,
+  orphans: Pick<ZooKeeperOrphans, 'adopt'>,
 ): Promise<string> {
-  const prefix = zkContenderPrefix(randomUUID(), mode);
+  const { base, lockPath, prefix } = paths;
   for (let attempt = 0; attempt < 5; attempt += 1) {
     try {
       return await client.create(`${lockPath}/${prefix}`, owner, EPHEMERAL_SEQUENTIAL);
@@ -47,15 +53,29 @@ export async function createContender(
         await ensureLockNode(client, base, lockPath);
         continue;
       }
-      if (code === ZK_ERRORS.CONNECTION_LOSS || code === ZK_ERRORS.OPERATION_TIMEOUT) {
-        const mine = (await client.get_children(lockPath, false).catch(() => [] as string[])).find((name) => name.startsWith(prefix));
-        if (mine) return `${lockPath}/${mine}`;
-        continue;
-      }
-      throw error;
+      if (code !== ZK_ERRORS.CONNECTION_LOSS && code !== ZK_ERRORS.OPERATION_TIMEOUT) throw error;
+      const [mine, ...extra] = await findProtected(client, lockPath, prefix);
+      for (const name of extra) orphans.adopt(lockPath, name);
+      if (mine) return `${lockPath}/${mine}`;
     }
   }
   throw new Error(`could not create a contender node under ${lockPath}`);
+}
+
+/** Our nodes (names starting with `prefix`), lowest sequence first; retries until a look-up answers. */
+async function findProtected(client: ZooKeeperLockClient, lockPath: string, prefix: string): Promise<string[]> {
+  let lastError: unknown;
+  for (const delayMs of LOOKUP_DELAYS_MS) {
+    if (delayMs > 0) await new Promise((resolve) => setTimeout(resolve, delayMs));
+    try {
+      const children = await client.get_children(lockPath, false);
+      return children.filter((name) => name.startsWith(prefix)).sort((a, b) => zkSequence(a) - zkSequence(b));
+    } catch (error) {
+      if (zkErrorCode(error) === ZK_ERRORS.NO_NODE) return []; // no lock node: no node of ours under it
+      lastError = error;
+    }
+  }
+  throw lastError;
 }
 
 /**

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
 import { leaseEnd } from '../../locking/lease-end';
 import type { LeaseGrant, LockRequest, WaitBudget } from '../../locking/lock-lease';
@@ -5,7 +6,8 @@ import { assertDuration, assertKnownKeys, describe } from '../../locking/lock-op
 import type { LeaseLostListener, LockStrategy, LockStrategyCapabilities } from '../../locking/lock-strategy.interface';
 import { ZK_DELETED_EVENT, ZK_ERRORS, zkErrorCode } from './zookeeper-client.type';
 import { blockerOf, createContender, waitForDeletion } from './zookeeper-lock.recipe';
-import { zkLockPath } from './zookeeper-paths';
+import { ZooKeeperOrphans } from './zookeeper-orphans';
+import { zkContenderPrefix, zkLockPath } from './zookeeper-paths';
 import { ZooKeeperSession, type ZooKeeperConnectionOptions } from './zookeeper-session';
 import { strategyName } from '../strategy-name';
 
@@ -31,9 +33,6 @@ interface HeldNode {
   readonly stopWatchingSession: () => void;
 }
 
-/** How often nodes whose delete was lost with the connection are deleted again. */
-const ORPHAN_SWEEP_MS = 250;
-
 const OPTION_KEYS = ['connect', 'sessionTimeout', 'digestAuth', 'name', 'basePath', 'connectTimeout'];
 
 /**
@@ -54,14 +53,8 @@ export class ZooKeeperLockStrategy implements LockStrategy {
   private readonly session: ZooKeeperSession;
   private readonly basePath: string;
   private readonly held = new Map<string, HeldNode>();
-  /**
-   * Nodes we meant to delete (a release, a waiter giving up) when the connection was lost: the session
-   * may live on after the client reconnects, and with it a node that would block every contender behind
-   * it. They are deleted again until that succeeds or the session ends.
-   */
-  private readonly orphans = new Set<string>();
-  private orphanSweep: NodeJS.Timeout | undefined;
-  private stopWatchingOrphans: (() => void) | undefined;
+  /** Nodes we meant to delete, or may have created, when the connection was lost: deleted again later. */
+  private readonly orphans: ZooKeeperOrphans;
 
   constructor(options: ZooKeeperLockStrategyOptions) {
     const raw: unknown = options;
@@ -77,6 +70,7 @@ export class ZooKeeperLockStrategy implements LockStrategy {
       throw new InvalidLockOptionsError('digestAuth', 'expected "user:password".');
     }
     this.session = new ZooKeeperSession(options, this.name, assertDuration(options.connectTimeout ?? 10_000, 'connectTimeout', 100));
+    this.orphans = new ZooKeeperOrphans(this.session);
   }
 
   tryAcquire(request: LockRequest): Promise<LeaseGrant | null> {
@@ -125,14 +119,12 @@ export class ZooKeeperLockStrategy implements LockStrategy {
   }
 
   async close(): Promise<void> {
-    clearTimeout(this.orphanSweep);
-    this.stopWatchingOrphans?.();
+    this.orphans.clear();
     await Promise.all([...this.held.entries()].map(async ([owner, node]) => {
       this.forget(owner);
       await this.deleteNode(node.path).catch(() => false);
     }));
     // Closing the session removes every ephemeral node of ours, orphans included.
-    this.orphans.clear();
     await this.session.close();
   }
 
@@ -142,7 +134,15 @@ export class ZooKeeperLockStrategy implements LockStrategy {
     const lockPath = zkLockPath(this.basePath, request.key);
     const sentAt = Date.now();
     // The lock node is created on demand: createContender makes it (and the base) when it is missing.
-    const path = await createContender(client, this.basePath, lockPath, request.mode, request.owner);
+    const prefix = zkContenderPrefix(randomUUID(), request.mode);
+    let path: string;
+    try {
+      path = await createContender(client, { base: this.basePath, lockPath, prefix }, request.owner, this.orphans);
+    } catch (error) {
+      // Our last create may have happened server-side: whatever carries our prefix must go.
+      this.orphans.adopt(lockPath, prefix);
+      throw error;
+    }
     const name = path.slice(lockPath.length + 1);
     // Our czxid (the fencing token) is read, and our node watched, in the same flight as the first look
     // at who is ahead: one round trip less on every acquisition. The watch tells the holder at once if an
@@ -218,51 +218,18 @@ export class ZooKeeperLockStrategy implements LockStrategy {
 
   /**
    * Deletes a node; resolves false when it was already gone. When the answer is lost with the
-   * connection, the node is remembered as an orphan and deleted again later (the error still surfaces).
+   * connection, the node is handed to the orphan sweeper and deleted again later (the error still surfaces).
    */
   private async deleteNode(path: string): Promise<boolean> {
-    try {
-      return await this.deleteNow(path);
-    } catch (error) {
-      this.adoptOrphan(path);
-      throw error;
-    }
-  }
-
-  private async deleteNow(path: string): Promise<boolean> {
     const client = await this.session.client();
     try {
       await client.delete_(path, -1);
       return true;
     } catch (error) {
       if (zkErrorCode(error) === ZK_ERRORS.NO_NODE) return false;
+      const parent = path.lastIndexOf('/');
+      this.orphans.adopt(path.slice(0, parent), path.slice(parent + 1));
       throw error;
     }
-  }
-
-  private adoptOrphan(path: string): void {
-    this.orphans.add(path);
-    // Ephemeral nodes end with their session: nothing left to delete then.
-    this.stopWatchingOrphans ??= this.session.onExpired(() => {
-      this.orphans.clear();
-      this.stopWatchingOrphans = undefined;
-    });
-    this.scheduleOrphanSweep();
-  }
-
-  private scheduleOrphanSweep(): void {
-    if (this.orphanSweep || this.orphans.size === 0) return;
-    this.orphanSweep = setTimeout(() => {
-      this.orphanSweep = undefined;
-      void Promise.all(
-        [...this.orphans].map((path) =>
-          this.deleteNow(path).then(
-            () => this.orphans.delete(path),
-            () => undefined, // still unreachable: next sweep
-          ),
-        ),
-      ).then(() => this.scheduleOrphanSweep());
-    }, ORPHAN_SWEEP_MS);
-    this.orphanSweep.unref?.();
   }
 }

@@ -1,0 +1,91 @@
+import { randomUUID } from 'node:crypto';
+import { LockManager, LockService } from '@app/distributed-lock';
+import { ZooKeeperLockStrategy } from '@app/distributed-lock/strategies/zookeeper';
+import type { ZooKeeperLockClient } from '@app/distributed-lock/strategies/zookeeper/zookeeper-client.type';
+import { createContender, ensureLockNode } from '@app/distributed-lock/strategies/zookeeper/zookeeper-lock.recipe';
+import { ZooKeeperOrphans } from '@app/distributed-lock/strategies/zookeeper/zookeeper-orphans';
+import { zkContenderPrefix, zkLockPath } from '@app/distributed-lock/strategies/zookeeper/zookeeper-paths';
+import { ZooKeeperSession } from '@app/distributed-lock/strategies/zookeeper/zookeeper-session';
+
+const BASE = '/dlock-int';
+const run = randomUUID().slice(0, 8);
+const connectionLoss = (): Error => new Error('-4 connection loss');
+
+/**
+ * The real client with a fault injected the way a leader election shows it to us: the server applies a
+ * create but its answer is lost with the connection, and (optionally) the look-ups that follow fail too.
+ */
+function lossyClient(real: ZooKeeperLockClient, failedLookups: number): ZooKeeperLockClient & { creates: number } {
+  let lookupsToFail = failedLookups;
+  const lossy = {
+    creates: 0,
+    create: async (path: string, data: string, flags: number): Promise<string> => {
+      const created = await real.create(path, data, flags);
+      lossy.creates += 1;
+      if (lossy.creates === 1) throw connectionLoss();
+      return created;
+    },
+    get_children: async (path: string, watch: boolean): Promise<string[]> => {
+      if (lookupsToFail > 0) {
+        lookupsToFail -= 1;
+        throw connectionLoss();
+      }
+      return real.get_children(path, watch);
+    },
+  };
+  return lossy as unknown as ZooKeeperLockClient & { creates: number };
+}
+
+describe('ZooKeeper strategy: creates whose answer was lost', () => {
+  let session: ZooKeeperSession;
+  let client: ZooKeeperLockClient;
+  let orphans: ZooKeeperOrphans;
+  let manager: LockManager;
+
+  beforeAll(async () => {
+    session = new ZooKeeperSession({ connect: process.env.LOCK_TEST_ZOOKEEPER as string }, 'zookeeper-test', 10_000);
+    client = await session.client();
+    orphans = new ZooKeeperOrphans(session, 50);
+    manager = new LockManager(new ZooKeeperLockStrategy({ connect: process.env.LOCK_TEST_ZOOKEEPER as string, basePath: BASE }));
+  });
+
+  afterAll(async () => {
+    orphans.clear();
+    await Promise.all([manager.close(), session.close()]);
+  });
+
+  const prepare = async (name: string): Promise<{ lockPath: string; prefix: string; ours: () => Promise<string[]> }> => {
+    const lockPath = zkLockPath(BASE, `${name}:${run}`);
+    await ensureLockNode(client, BASE, lockPath);
+    const prefix = zkContenderPrefix(randomUUID(), 'exclusive');
+    const ours = async (): Promise<string[]> => (await client.get_children(lockPath, false)).filter((child) => child.startsWith(prefix));
+    return { lockPath, prefix, ours };
+  };
+
+  it('finds its node again, even when the first look-ups fail, and creates no second one', async () => {
+    const { lockPath, prefix, ours } = await prepare('found-again');
+    const lossy = lossyClient(client, 3);
+    const path = await createContender(lossy, { base: BASE, lockPath, prefix }, 'owner', orphans);
+    expect(lossy.creates).toBe(1);
+    expect(await ours()).toEqual([path.slice(lockPath.length + 1)]);
+    await client.delete_(path, -1);
+  });
+
+  it('hands a node of unknown fate to the sweeper, which deletes it so the lock is free for the others', async () => {
+    const { lockPath, prefix, ours } = await prepare('unknown-fate');
+    const key = `unknown-fate:${run}`;
+    // Every look-up fails: the create's outcome stays unknown, and the recipe gives up rather than create again.
+    const lossy = lossyClient(client, Number.POSITIVE_INFINITY);
+    await expect(createContender(lossy, { base: BASE, lockPath, prefix }, 'owner', orphans)).rejects.toThrow(/connection loss/);
+    expect(lossy.creates).toBe(1);
+    expect(await ours()).toHaveLength(1); // the node is there, ahead of every contender
+    const blocked = await new LockService(manager).tryAcquire(key);
+    expect(blocked).toBeNull();
+
+    orphans.adopt(lockPath, prefix);
+    const freed = await new LockService(manager).acquire(key, { waitTimeout: 5_000 });
+    expect(await ours()).toEqual([]);
+    expect(orphans.size).toBe(0);
+    await freed.release();
+  });
+});
