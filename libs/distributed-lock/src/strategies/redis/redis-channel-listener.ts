@@ -26,6 +26,11 @@ export class RedisChannelListener {
     private readonly lingerMs = 2_000,
   ) {}
 
+  /** True while `channel` is subscribed (or being subscribed): listening to it costs no round trip. */
+  isSubscribed(channel: string): boolean {
+    return this.subscribed.has(channel);
+  }
+
   /** Calls `handler` for every message on `channel` until the returned function is called. */
   async listen(channel: string, handler: MessageHandler): Promise<() => void> {
     if (this.closed) throw new Error('the Redis lock strategy is closed');
