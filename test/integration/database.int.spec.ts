@@ -10,7 +10,7 @@ import {
   runWithOptimisticRetry,
   VersionConflictError,
 } from '@app/distributed-lock';
-import { lockTransaction, optimisticUpdate, PessimisticLockStrategy } from '@app/distributed-lock/strategies/database';
+import { LOCK_TABLES, lockTransaction, optimisticUpdate, PessimisticLockStrategy } from '@app/distributed-lock/strategies/database';
 import { StockRow as Stock } from '../support/stock-row.entity';
 
 
@@ -107,6 +107,17 @@ describe('pessimistic strategy (MariaDB)', () => {
       }),
     ).rejects.toThrow('payment declined');
     expect((await dataSource.getRepository(Stock).findOneByOrFail({ sku })).quantity).toBe(9);
+  });
+
+  it('makes the lock row again when it was deleted after we saw it (a clean-up job)', async () => {
+    const key = `pess:${run}:deleted-row`;
+    await (await locks.acquire(key)).release();
+    await dataSource.query(`DELETE FROM ${LOCK_TABLES.rows} WHERE lock_key = ?`, [key]);
+    const again = await locks.acquire(key, { waitTimeout: 5_000 });
+    expect(again.isHeld).toBe(true);
+    expect(await locks.tryAcquire(key, { reentrant: false })).toBeNull(); // the new row is really locked
+    await again.release();
+    expect(await dataSource.query(`SELECT lock_key FROM ${LOCK_TABLES.rows} WHERE lock_key = ?`, [key])).toHaveLength(1);
   });
 
   it('never pins more connections than allowed: the next waits for a slot, then fails saying what to change', async () => {

@@ -44,6 +44,16 @@ interface HeldRow {
   readonly listeners: Set<LeaseLostListener>;
 }
 
+/** How many keys with a known lock row are remembered before the memory starts over. */
+const KNOWN_ROWS_LIMIT = 10_000;
+
+/** FOR UPDATE found no row for the key: it was deleted after we last saw it. */
+class MissingLockRow extends Error {
+  constructor(key: string) {
+    super(`lock row for "${key}" is missing`);
+  }
+}
+
 const OPTION_KEYS = ['dataSource', 'connection', 'name', 'table', 'ensureTable', 'maxHeldConnections'];
 
 /**
@@ -69,6 +79,8 @@ export class PessimisticLockStrategy implements LockStrategy {
   private pending = 0;
   private readonly slotQueue: Array<() => void> = [];
   private ready: Promise<SqlDialect> | undefined;
+  /** Keys whose lock row we have seen: their acquisitions skip the existence check. */
+  private readonly knownRows = new Set<string>();
 
   constructor(options: PessimisticLockStrategyOptions) {
     const raw: unknown = options;
@@ -193,65 +205,86 @@ export class PessimisticLockStrategy implements LockStrategy {
   private async lockRowInSlot(request: LockRequest, budget: WaitBudget | undefined): Promise<PessimisticLeaseGrant | null> {
     try {
       const dialect = await this.prepare();
-      const t = dialect.quote(this.table);
-      // The row exists before anyone locks it, so that FOR UPDATE always finds one index record to lock
-      // (locking a missing key would take a gap lock instead). A plain read first: INSERT IGNORE on an
-      // existing row would queue behind the holder's lock.
-      const exists = (await this.dataSource.query(`SELECT 1 AS present FROM ${t} WHERE lock_key = ?`, [request.key])) as unknown[];
-      if (exists.length === 0) {
-        await this.dataSource.query(dialect.insertIfMissing(t, '(lock_key) VALUES (?)'), [request.key]);
-      }
-      const runner = this.dataSource.createQueryRunner();
-      await runner.connect();
-      const sentAt = Date.now();
-      let killTimer: NodeJS.Timeout | undefined;
-      let onAbort: (() => void) | undefined;
       try {
-        await runner.startTransaction();
-        let waitClause = ' NOWAIT';
-        let hint = '';
-        if (budget) {
-          const seconds = Math.max(1, Math.ceil(budget.timeoutMs / 1000));
-          waitClause = dialect.mariadb ? ` WAIT ${seconds}` : '';
-          hint = dialect.mariadb ? '' : `/*+ SET_VAR(innodb_lock_wait_timeout=${seconds}) */ `;
-          // The server counts whole seconds: stop the wait at the exact end of the budget, or on abort.
-          const threadId = (runner as unknown as { databaseConnection?: { threadId?: number } }).databaseConnection?.threadId;
-          const stop = (): void => {
-            if (Number.isInteger(threadId)) this.dataSource.query(`KILL QUERY ${Number(threadId)}`).catch(() => undefined);
-          };
-          killTimer = setTimeout(stop, budget.timeoutMs);
-          onAbort = stop;
-          budget.signal.addEventListener('abort', onAbort, { once: true });
-        }
-        const rows = (await runner.query(`SELECT ${hint}lock_key FROM ${t} WHERE lock_key = ? FOR UPDATE${waitClause}`, [request.key])) as unknown[];
-        if (rows.length !== 1) throw new Error(`lock row for "${request.key}" is missing`);
-        // We hold the row lock, so nobody else runs this for the key: the token grows by one per holder,
-        // in autocommit, so that rolling the section back never hands the same token out twice.
-        const threadId = (runner as unknown as { databaseConnection?: { threadId?: number } }).databaseConnection?.threadId ?? null;
-        const fenced = (await this.dataSource.query(
-          `INSERT INTO ${dialect.quote(this.fenceTable)} (lock_key, fencing_token, locked_by, locked_by_connection, locked_at)
-           VALUES (?, ${dialect.tokenExpression(dialect.nowUs)}, ?, ?, NOW(3))
-           ON DUPLICATE KEY UPDATE fencing_token = ${dialect.tokenExpression('fencing_token + 1')}, locked_by = VALUES(locked_by),
-             locked_by_connection = VALUES(locked_by_connection), locked_at = VALUES(locked_at)`,
-          [request.key, request.owner, threadId],
-        )) as { insertId?: number | string };
-        const token = Number(fenced.insertId);
-        const row: HeldRow = { runner, timer: undefined, listeners: new Set() };
-        this.held.set(request.owner, row);
-        const expiresAt = leaseEnd(sentAt, request.ttlMs);
-        this.armLease(request.owner, row, expiresAt);
-        return { key: request.key, owner: request.owner, mode: request.mode, fencingToken: token, expiresAt, manager: runner.manager };
+        if (!this.knownRows.has(request.key)) await this.ensureRow(dialect, request.key);
+        return await this.lockExistingRow(dialect, request, budget);
       } catch (error) {
-        await rollbackAndRelease(runner);
-        if (dialect.isLockWaitTimeout(error)) return null;
-        throw error;
-      } finally {
-        clearTimeout(killTimer);
-        if (onAbort) budget?.signal.removeEventListener('abort', onAbort);
+        if (!(error instanceof MissingLockRow)) throw error;
+        // A row we had seen was deleted behind our back (e.g. by a clean-up job): make it again, once.
+        this.knownRows.delete(request.key);
+        await this.ensureRow(dialect, request.key);
+        return await this.lockExistingRow(dialect, request, budget);
       }
     } finally {
       this.pending -= 1;
       this.freeSlot();
+    }
+  }
+
+  /**
+   * The row exists before anyone locks it, so that FOR UPDATE always finds one index record to lock
+   * (locking a missing key would take a gap lock instead). A plain read first: INSERT IGNORE on an
+   * existing row would queue behind the holder's lock. Keys whose row we have seen skip this (one round
+   * trip less per acquisition); a row deleted since is noticed by FOR UPDATE finding nothing.
+   */
+  private async ensureRow(dialect: SqlDialect, key: string): Promise<void> {
+    const t = dialect.quote(this.table);
+    const exists = (await this.dataSource.query(`SELECT 1 AS present FROM ${t} WHERE lock_key = ?`, [key])) as unknown[];
+    if (exists.length === 0) await this.dataSource.query(dialect.insertIfMissing(t, '(lock_key) VALUES (?)'), [key]);
+    // Bounded memory: forgetting every key costs one extra read per key, never correctness.
+    if (this.knownRows.size >= KNOWN_ROWS_LIMIT) this.knownRows.clear();
+    this.knownRows.add(key);
+  }
+
+  private async lockExistingRow(dialect: SqlDialect, request: LockRequest, budget: WaitBudget | undefined): Promise<PessimisticLeaseGrant | null> {
+    const t = dialect.quote(this.table);
+    const runner = this.dataSource.createQueryRunner();
+    await runner.connect();
+    const sentAt = Date.now();
+    let killTimer: NodeJS.Timeout | undefined;
+    let onAbort: (() => void) | undefined;
+    try {
+      await runner.startTransaction();
+      let waitClause = ' NOWAIT';
+      let hint = '';
+      if (budget) {
+        const seconds = Math.max(1, Math.ceil(budget.timeoutMs / 1000));
+        waitClause = dialect.mariadb ? ` WAIT ${seconds}` : '';
+        hint = dialect.mariadb ? '' : `/*+ SET_VAR(innodb_lock_wait_timeout=${seconds}) */ `;
+        // The server counts whole seconds: stop the wait at the exact end of the budget, or on abort.
+        const threadId = (runner as unknown as { databaseConnection?: { threadId?: number } }).databaseConnection?.threadId;
+        const stop = (): void => {
+          if (Number.isInteger(threadId)) this.dataSource.query(`KILL QUERY ${Number(threadId)}`).catch(() => undefined);
+        };
+        killTimer = setTimeout(stop, budget.timeoutMs);
+        onAbort = stop;
+        budget.signal.addEventListener('abort', onAbort, { once: true });
+      }
+      const rows = (await runner.query(`SELECT ${hint}lock_key FROM ${t} WHERE lock_key = ? FOR UPDATE${waitClause}`, [request.key])) as unknown[];
+      if (rows.length !== 1) throw new MissingLockRow(request.key);
+      // We hold the row lock, so nobody else runs this for the key: the token grows by one per holder,
+      // in autocommit, so that rolling the section back never hands the same token out twice.
+      const threadId = (runner as unknown as { databaseConnection?: { threadId?: number } }).databaseConnection?.threadId ?? null;
+      const fenced = (await this.dataSource.query(
+        `INSERT INTO ${dialect.quote(this.fenceTable)} (lock_key, fencing_token, locked_by, locked_by_connection, locked_at)
+         VALUES (?, ${dialect.tokenExpression(dialect.nowUs)}, ?, ?, NOW(3))
+         ON DUPLICATE KEY UPDATE fencing_token = ${dialect.tokenExpression('fencing_token + 1')}, locked_by = VALUES(locked_by),
+           locked_by_connection = VALUES(locked_by_connection), locked_at = VALUES(locked_at)`,
+        [request.key, request.owner, threadId],
+      )) as { insertId?: number | string };
+      const token = Number(fenced.insertId);
+      const row: HeldRow = { runner, timer: undefined, listeners: new Set() };
+      this.held.set(request.owner, row);
+      const expiresAt = leaseEnd(sentAt, request.ttlMs);
+      this.armLease(request.owner, row, expiresAt);
+      return { key: request.key, owner: request.owner, mode: request.mode, fencingToken: token, expiresAt, manager: runner.manager };
+    } catch (error) {
+      await rollbackAndRelease(runner);
+      if (dialect.isLockWaitTimeout(error)) return null;
+      throw error;
+    } finally {
+      clearTimeout(killTimer);
+      if (onAbort) budget?.signal.removeEventListener('abort', onAbort);
     }
   }
 
