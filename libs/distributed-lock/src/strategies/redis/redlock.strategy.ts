@@ -14,6 +14,7 @@ import { resolveRedisClient, type OwnedRedisClient } from './redis-connection';
 import { redisLockKeys, type RedisLockKeys } from './redis-keys';
 import { REDLOCK_ACQUIRE_SCRIPT, REDLOCK_EXTEND_SCRIPT, REDLOCK_RELEASE_SCRIPT } from './redis-lock.scripts';
 import { RedisScript } from './redis-script';
+import { RedlockCohorts, type HandoverLimits } from './redlock-cohorts';
 import { strategyName } from '../strategy-name';
 
 /** Options of the Redlock strategy. */
@@ -30,9 +31,19 @@ export interface RedlockStrategyOptions {
   readonly nodeTimeout?: number;
   /** Bound of a wait for a release notification before trying again, in ms. Default 500. */
   readonly recheckInterval?: number;
+  /**
+   * Local hand-over: a release hands the lock straight to the next contender of this process for the
+   * same key (no round trip to the masters), at most `passes` times and within `windowMs` of the
+   * masters' grant, so other processes still get their turn. `false` turns it off. Default
+   * `{ passes: 16, windowMs: 50 }`.
+   */
+  readonly localHandover?: false | { readonly passes?: number; readonly windowMs?: number };
 }
 
-const OPTION_KEYS = ['clients', 'connections', 'name', 'namespace', 'nodeTimeout', 'recheckInterval'];
+const OPTION_KEYS = ['clients', 'connections', 'name', 'namespace', 'nodeTimeout', 'recheckInterval', 'localHandover'];
+
+/** ioredis connection states in which a master cannot answer now: lost, waiting to reconnect, or closed. */
+const DOWN_STATUSES = new Set(['reconnecting', 'close', 'end']);
 
 interface NodeOutcome {
   readonly held: boolean;
@@ -61,6 +72,8 @@ export class RedlockStrategy implements LockStrategy {
   private readonly recheckMs: number;
   /** Local FIFO of contenders per key: only the head asks the masters. */
   private readonly localQueues = new Map<string, Array<() => void>>();
+  /** Which local contender holds each key taken on the masters, and the hand-over to the next. */
+  private readonly cohorts: RedlockCohorts;
   private readonly scripts = {
     acquire: new RedisScript(REDLOCK_ACQUIRE_SCRIPT),
     release: new RedisScript(REDLOCK_RELEASE_SCRIPT),
@@ -88,6 +101,7 @@ export class RedlockStrategy implements LockStrategy {
     this.quorum = Math.floor(this.nodes.length / 2) + 1;
     this.nodeTimeoutMs = assertDuration(options.nodeTimeout ?? 100, 'nodeTimeout', 1);
     this.recheckMs = assertDuration(options.recheckInterval ?? 500, 'recheckInterval', 10);
+    this.cohorts = new RedlockCohorts(handoverLimits(options.localHandover));
   }
 
   async tryAcquire(request: LockRequest): Promise<LeaseGrant | null> {
@@ -98,17 +112,19 @@ export class RedlockStrategy implements LockStrategy {
   private async attempt(request: LockRequest): Promise<{ grant: LeaseGrant | null; split: boolean }> {
     this.assertNodeTimeoutFits(request.ttlMs);
     const keys = redisLockKeys(this.namespace, request.key);
+    const redisOwner = this.cohorts.newRedisOwner();
     const started = Date.now();
     const outcomes = await this.onEveryNode((client) =>
-      this.scripts.acquire.run(client, [keys.keys[0]], [request.owner, keys.channel, request.ttlMs]).then((reply) => reply === 1),
+      this.scripts.acquire.run(client, [keys.keys[0]], [redisOwner, keys.channel, request.ttlMs]).then((reply) => reply === 1),
     );
     const held = outcomes.filter((o) => o.held).length;
     const validUntil = started + request.ttlMs - (Date.now() - started) - Math.ceil(request.ttlMs * CLOCK_DRIFT_FACTOR) - 2;
     if (held >= this.quorum && validUntil > Date.now()) {
+      this.cohorts.begin(request, redisOwner, started, validUntil);
       return { grant: { key: request.key, owner: request.owner, mode: request.mode, expiresAt: validUntil }, split: false };
     }
     // A failed round: free whatever we got at once, so that the others need not wait for our leases.
-    if (held > 0) await this.releaseEverywhere(keys, request.owner);
+    if (held > 0) await this.releaseEverywhere(keys, redisOwner);
     const answered = outcomes.filter((o) => o.answered).length;
     if (answered < this.quorum) {
       throw new LockBackendUnavailableError(this.name, `acquire on a majority (${answered} of ${this.nodes.length} masters answered, ${this.quorum} needed)`, Date.now() - started, {
@@ -121,8 +137,8 @@ export class RedlockStrategy implements LockStrategy {
 
   async acquire(request: LockRequest, budget: WaitBudget): Promise<LeaseGrant | null> {
     const deadline = Date.now() + budget.timeoutMs;
-    // Fast path: nobody in this process waits for the key, so just try (no queue, no subscription).
-    if (!this.localQueues.has(request.key)) {
+    // Fast path: nobody in this process holds or waits for the key, so just try (no queue, no subscription).
+    if (!this.localQueues.has(request.key) && !this.cohorts.heldHere(request.key)) {
       try {
         const first = await this.attempt(request);
         if (first.grant) return first.grant;
@@ -130,10 +146,23 @@ export class RedlockStrategy implements LockStrategy {
         if (!(error instanceof LockBackendUnavailableError)) throw error;
       }
     }
-    const turn = await this.waitLocalTurn(request.key, budget, deadline);
-    if (!turn) return null;
-    const keys = redisLockKeys(this.namespace, request.key);
+    // A local holder may hand the lock to us instead of releasing it on the masters. We are listed for
+    // that from the moment we queue here, in arrival order, so that a release finds its successor even
+    // before the successor's turn to ask the masters has come (it then leaves the line at once).
+    let handed: LeaseGrant | undefined;
     let wake: (() => void) | undefined;
+    const leaveLine = new AbortController();
+    const stopAwaitingHandover = this.cohorts.awaitHandover(request, (grant) => {
+      handed = grant;
+      leaveLine.abort();
+      wake?.();
+    });
+    const turn = await this.waitLocalTurn(request.key, { signal: AbortSignal.any([budget.signal, leaveLine.signal]), timeoutMs: budget.timeoutMs }, deadline);
+    if (!turn) {
+      stopAwaitingHandover();
+      return this.keepLateHandover(handed, budget);
+    }
+    const keys = redisLockKeys(this.namespace, request.key);
     // Counts release notifications, so that one arriving during an attempt is not lost.
     let releases = 0;
     const stops: Array<() => void> = [];
@@ -156,20 +185,22 @@ export class RedlockStrategy implements LockStrategy {
       let unavailable: LockBackendUnavailableError | undefined;
       while (!budget.signal.aborted) {
         const seen = releases;
-        try {
-          const outcome = await this.attempt(request);
-          if (outcome.grant) return outcome.grant;
-          split = outcome.split;
-          unavailable = undefined;
-        } catch (error) {
-          if (!(error instanceof LockBackendUnavailableError)) throw error;
-          unavailable = error;
+        if (handed) return handed;
+        // Held by another contender here: the masters would say no; its release hands over or wakes us.
+        if (!this.cohorts.heldHere(request.key)) {
+          try {
+            const outcome = await this.attempt(request);
+            if (outcome.grant) return outcome.grant;
+            if (handed) return handed;
+            split = outcome.split;
+            unavailable = undefined;
+          } catch (error) {
+            if (!(error instanceof LockBackendUnavailableError)) throw error;
+            unavailable = error;
+          }
         }
         const remaining = deadline - Date.now();
-        if (remaining <= 0) {
-          if (unavailable) throw unavailable;
-          return null;
-        }
+        if (remaining <= 0) break;
         if (releases === seen) {
           await waitForWake(budget, Date.now() + Math.min(remaining, unavailable ? this.recheckMs / 5 : this.recheckMs), (woken) => {
             wake = woken;
@@ -185,21 +216,43 @@ export class RedlockStrategy implements LockStrategy {
           splitRounds = 0;
         }
       }
+      stopAwaitingHandover();
+      const late = await this.keepLateHandover(handed, budget);
+      if (late) return late;
+      if (unavailable && !budget.signal.aborted) throw unavailable;
       return null;
     } finally {
+      stopAwaitingHandover();
       finished = true;
       for (const stop of stops) stop();
       turn();
     }
   }
 
+  /**
+   * A hand-over that came as we gave up (no other can come once we stopped awaiting it) is kept, unless
+   * the caller aborted: then it is passed on or released.
+   */
+  private async keepLateHandover(handed: LeaseGrant | undefined, budget: WaitBudget): Promise<LeaseGrant | null> {
+    if (!handed) return null;
+    if (!budget.signal.aborted) return handed;
+    await this.release(handed);
+    return null;
+  }
+
   async extend(lease: LeaseGrant, ttlMs: number): Promise<LeaseGrant | null> {
+    const redisOwner = this.cohorts.redisOwnerOf(lease);
+    if (!redisOwner) return null; // released, or taken over here after its lease was lost
     const keys = redisLockKeys(this.namespace, lease.key);
     const started = Date.now();
-    const outcomes = await this.onEveryNode((client) => this.scripts.extend.run(client, [keys.keys[0]], [lease.owner, keys.channel, ttlMs]).then((reply) => reply === 1));
+    const outcomes = await this.onEveryNode((client) => this.scripts.extend.run(client, [keys.keys[0]], [redisOwner, keys.channel, ttlMs]).then((reply) => reply === 1));
     const extended = outcomes.filter((o) => o.held).length;
     const validUntil = started + ttlMs - (Date.now() - started) - Math.ceil(ttlMs * CLOCK_DRIFT_FACTOR) - 2;
-    if (extended >= this.quorum && validUntil > Date.now()) return { ...lease, expiresAt: validUntil };
+    if (extended >= this.quorum && validUntil > Date.now()) {
+      this.cohorts.extended(lease, validUntil);
+      return { ...lease, expiresAt: validUntil };
+    }
+    this.cohorts.lost(lease);
     if (outcomes.filter((o) => o.answered).length < this.quorum) {
       throw new LockBackendUnavailableError(this.name, 'extend on a majority', Date.now() - started, { key: lease.key });
     }
@@ -207,8 +260,11 @@ export class RedlockStrategy implements LockStrategy {
   }
 
   async release(lease: LeaseGrant): Promise<boolean> {
+    const redisOwner = this.cohorts.redisOwnerOf(lease);
+    if (!redisOwner) return false;
+    if (this.cohorts.passOn(lease)) return true;
     const keys = redisLockKeys(this.namespace, lease.key);
-    const outcomes = await this.releaseEverywhere(keys, lease.owner);
+    const outcomes = await this.releaseEverywhere(keys, redisOwner);
     return outcomes.some((o) => o.held);
   }
 
@@ -233,8 +289,9 @@ export class RedlockStrategy implements LockStrategy {
       this.nodes.map(
         ({ client }) =>
           new Promise<NodeOutcome>((resolve) => {
-            // A master whose connection is down answers nothing: count it out now instead of after the timeout.
-            if (client.status !== 'ready' && client.status !== 'connect') {
+            // A master whose connection is down answers nothing: count it out now instead of after the
+            // timeout. A first connection still being made ("wait", "connecting") may answer in time.
+            if (DOWN_STATUSES.has(client.status)) {
               resolve({ held: false, answered: false, error: new Error(`connection ${client.status}`) });
               return;
             }
@@ -292,4 +349,16 @@ export class RedlockStrategy implements LockStrategy {
       throw new InvalidLockOptionsError('ttl', `Redlock needs a lease far above the node timeout (${this.nodeTimeoutMs} ms); use a ttl of at least ${this.nodeTimeoutMs * 2 + 1} ms.`);
     }
   }
+}
+
+/** Validated hand-over limits; `false` allows none. */
+function handoverLimits(option: RedlockStrategyOptions['localHandover']): HandoverLimits {
+  if (option === false) return { passes: 0, windowMs: 0 };
+  const raw: unknown = option ?? {};
+  assertKnownKeys(raw, ['passes', 'windowMs'], 'localHandover');
+  const passes = raw.passes ?? 16;
+  if (typeof passes !== 'number' || !Number.isInteger(passes) || passes < 0) {
+    throw new InvalidLockOptionsError('localHandover.passes', `expected a whole number ≥ 0, got ${describe(passes)}.`);
+  }
+  return { passes, windowMs: assertDuration(raw.windowMs ?? 50, 'localHandover.windowMs', 0) };
 }

@@ -1,0 +1,133 @@
+import { randomUUID } from 'node:crypto';
+import type { LeaseGrant, LockRequest } from '../../locking/lock-lease';
+
+/**
+ * One Redlock acquisition on the masters, held in turn by this process's contenders for its key. The
+ * masters store `redisOwner`, a random id of the acquisition (never a caller's owner id: a caller that
+ * released and asks again must not find "its own" key still set while someone else holds it here).
+ */
+interface Cohort {
+  readonly redisOwner: string;
+  /** When the masters granted it: hand-overs stop after `windowMs`, so other processes get their turn. */
+  readonly since: number;
+  /** The caller's owner id of the current holder. */
+  holder: string;
+  validUntil: number;
+  passes: number;
+  /** False once the masters refused an extension: the lock may be gone, it is not handed on. */
+  valid: boolean;
+}
+
+/** A local contender for a key, waiting in line (or, first in line, asking the masters). */
+interface Successor {
+  readonly request: LockRequest;
+  deliver(grant: LeaseGrant): void;
+}
+
+/** Limits of local hand-over. */
+export interface HandoverLimits {
+  /** Most hand-overs within one acquisition on the masters. */
+  readonly passes: number;
+  /** Hand-overs stop this long (ms) after the masters granted the lock. */
+  readonly windowMs: number;
+}
+
+/**
+ * Lock cohorting (Dice, Marathe and Shavit, 2012) for Redlock: a holder that releases while another
+ * contender of this process waits for the same key hands the lock straight to it, without a round trip
+ * to the masters; the masters' keys stay set under the acquisition's random id. Mutual exclusion
+ * between processes is the masters' as before; within the process, one holder at a time is kept here.
+ * Bounded so that other processes are not starved: after `passes` hand-overs, or `windowMs` after the
+ * masters granted it, the lock goes back to the masters. A hand-over also needs the remaining validity
+ * to cover two thirds of the next holder's lease; its watchdog extends it from there.
+ */
+export class RedlockCohorts {
+  private readonly cohorts = new Map<string, Cohort>();
+  /** Per key, this process's waiters in arrival order: a hand-over goes to the first. */
+  private readonly successors = new Map<string, Successor[]>();
+
+  constructor(private readonly limits: HandoverLimits) {}
+
+  /** A fresh id to store on the masters for one acquisition. */
+  newRedisOwner(): string {
+    return randomUUID();
+  }
+
+  /** The masters granted `request` under `redisOwner`: it is the key's holder here. */
+  begin(request: LockRequest, redisOwner: string, grantedAt: number, validUntil: number): void {
+    this.cohorts.set(request.key, { redisOwner, since: grantedAt, holder: request.owner, validUntil, passes: 0, valid: true });
+  }
+
+  /** True while a contender of this process holds `key` on a live lease: asking the masters would fail. */
+  heldHere(key: string): boolean {
+    const cohort = this.cohorts.get(key);
+    return cohort !== undefined && cohort.valid && cohort.validUntil > Date.now();
+  }
+
+  /** The masters' id of the lock `lease` holds, or undefined if that lease no longer holds it here. */
+  redisOwnerOf(lease: LeaseGrant): string | undefined {
+    const cohort = this.cohorts.get(lease.key);
+    return cohort?.holder === lease.owner ? cohort.redisOwner : undefined;
+  }
+
+  /** The masters extended the lock that `lease` holds. */
+  extended(lease: LeaseGrant, validUntil: number): void {
+    const cohort = this.cohorts.get(lease.key);
+    if (cohort?.holder === lease.owner) cohort.validUntil = validUntil;
+  }
+
+  /** The masters refused to extend the lock `lease` holds: it is not handed on (its release still cleans up). */
+  lost(lease: LeaseGrant): void {
+    const cohort = this.cohorts.get(lease.key);
+    if (cohort?.holder === lease.owner) cohort.valid = false;
+  }
+
+  /**
+   * `lease` releases: hands the lock to the waiting local successor when the limits allow and returns
+   * true, or forgets the key here and returns false (the caller then releases on the masters).
+   */
+  passOn(lease: LeaseGrant): boolean {
+    const cohort = this.cohorts.get(lease.key);
+    if (cohort?.holder !== lease.owner) return false;
+    const line = this.successors.get(lease.key);
+    const next = line?.[0];
+    const now = Date.now();
+    const allowed =
+      next !== undefined &&
+      cohort.valid &&
+      cohort.passes < this.limits.passes &&
+      now - cohort.since < this.limits.windowMs &&
+      cohort.validUntil - now >= (next.request.ttlMs * 2) / 3;
+    if (!allowed) {
+      this.cohorts.delete(lease.key);
+      return false;
+    }
+    this.unlist(lease.key, next);
+    cohort.holder = next.request.owner;
+    cohort.passes += 1;
+    const { key, owner, mode } = next.request;
+    next.deliver({ key, owner, mode, expiresAt: cohort.validUntil });
+    return true;
+  }
+
+  /**
+   * `request` waits for its key here until the returned function is called; `deliver` is called
+   * (synchronously, at most once) if a holder hands the lock over to it meanwhile. Waiters are served in
+   * the order they called this, whether or not they are already asking the masters.
+   */
+  awaitHandover(request: LockRequest, deliver: (grant: LeaseGrant) => void): () => void {
+    const successor: Successor = { request, deliver };
+    const line = this.successors.get(request.key);
+    if (line) line.push(successor);
+    else this.successors.set(request.key, [successor]);
+    return () => this.unlist(request.key, successor);
+  }
+
+  private unlist(key: string, successor: Successor): void {
+    const line = this.successors.get(key);
+    const index = line?.indexOf(successor) ?? -1;
+    if (!line || index < 0) return;
+    line.splice(index, 1);
+    if (line.length === 0) this.successors.delete(key);
+  }
+}

@@ -1,0 +1,143 @@
+import { randomUUID } from 'node:crypto';
+import { InvalidLockOptionsError, LockManager, LockService, type LockHandle } from '@app/distributed-lock';
+import { RedlockStrategy } from '@app/distributed-lock/strategies/redis';
+import { redisLockKeys } from '@app/distributed-lock/strategies/redis/redis-keys';
+import { Redis } from 'ioredis';
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+const run = randomUUID().slice(0, 8);
+const urls = (): string[] => (process.env.LOCK_TEST_REDIS_URLS as string).split(',');
+const NAMESPACE = 'dlock:redlock:';
+
+/**
+ * Local hand-over (lock cohorting): a release hands the lock to the next contender of the same process
+ * without a round trip to the masters, within limits, and never a lock that may be lost.
+ */
+describe('Redlock: local hand-over', () => {
+  let masters: Redis[];
+  const managers: LockManager[] = [];
+  const serviceOf = (options: ConstructorParameters<typeof RedlockStrategy>[0] = { connections: urls() }): LockService => {
+    const manager = new LockManager(new RedlockStrategy(options));
+    managers.push(manager);
+    return new LockService(manager);
+  };
+  /** What each master stores for the key: the id of the acquisition on the masters. */
+  const storedIds = (key: string): Promise<Array<string | null>> => Promise.all(masters.map((master) => master.get(redisLockKeys(NAMESPACE, key).keys[0])));
+
+  beforeAll(() => {
+    masters = urls().map((url) => new Redis(url));
+  });
+
+  afterAll(async () => {
+    await Promise.all(managers.map((manager) => manager.close()));
+    masters.forEach((master) => master.disconnect());
+  });
+
+  it('hands the lock to a waiter of the same process without touching the masters, then gives it back to them', async () => {
+    const locks = serviceOf({ connections: urls(), localHandover: { passes: 16, windowMs: 10_000 } });
+    const key = `handover:${run}`;
+    const first = await locks.acquire(key);
+    const idsWhileFirst = await storedIds(key);
+    expect(new Set(idsWhileFirst).size).toBe(1);
+    const second = locks.acquire(key, { waitTimeout: 5_000 });
+    await sleep(50);
+    await first.release();
+    const secondLock = await second;
+    expect(secondLock.isHeld).toBe(true);
+    expect(await storedIds(key)).toEqual(idsWhileFirst); // same acquisition on the masters: handed over here
+    await secondLock.release();
+    expect(await storedIds(key)).toEqual(masters.map(() => null)); // nobody waits: released on the masters
+  });
+
+  it('keeps mutual exclusion among many local contenders and lets a caller that released ask again', async () => {
+    const locks = serviceOf();
+    const key = `exclusion:${run}`;
+    let inside = 0;
+    let overlaps = 0;
+    let sections = 0;
+    await Promise.all(
+      Array.from({ length: 12 }, async () => {
+        for (let i = 0; i < 15; i += 1) {
+          // Released and asked again at once, while others are handed the lock: must wait its turn.
+          await locks.withLock(
+            key,
+            async () => {
+              inside += 1;
+              if (inside > 1) overlaps += 1;
+              await sleep(i % 3);
+              inside -= 1;
+              sections += 1;
+            },
+            { waitTimeout: 20_000 },
+          );
+        }
+      }),
+    );
+    expect(overlaps).toBe(0);
+    expect(sections).toBe(180);
+  });
+
+  it('goes back to the masters after the pass limit, so another process gets its turn', async () => {
+    const hot = serviceOf({ connections: urls(), localHandover: { passes: 3, windowMs: 10_000 } });
+    const other = serviceOf();
+    const key = `limit:${run}`;
+    const ids = new Set<string | null>();
+    let sections = 0;
+    let stop = false;
+    const hotWorkers = Array.from({ length: 4 }, async () => {
+      while (!stop) {
+        await hot.withLock(
+          key,
+          async () => {
+            ids.add((await storedIds(key))[0]);
+            sections += 1;
+          },
+          { waitTimeout: 20_000 },
+        );
+      }
+    });
+    for (let waited = 0; sections < 12 && waited < 10_000; waited += 10) await sleep(10);
+    // Four local contenders looping forever: without the limit the other process would never get in.
+    const otherLock = await other.acquire(key, { waitTimeout: 10_000 });
+    await otherLock.release();
+    stop = true;
+    await Promise.all(hotWorkers);
+    // At most 3 hand-overs per acquisition on the masters: 12 sections took at least 3 acquisitions.
+    expect(ids.size).toBeGreaterThanOrEqual(3);
+  });
+
+  it('never hands on a lock whose extension the masters refused', async () => {
+    const locks = serviceOf();
+    const key = `lost:${run}`;
+    const holder: LockHandle = await locks.acquire(key, { ttl: 2_000, autoExtend: false });
+    const waiter = locks.acquire(key, { waitTimeout: 10_000 });
+    await sleep(50);
+    await Promise.all(masters.map((master) => master.del(redisLockKeys(NAMESPACE, key).keys[0])));
+    await expect(holder.extend()).rejects.toThrow(); // lost: the masters no longer have it
+    await holder.release().catch(() => undefined);
+    const waiterLock = await waiter;
+    // The waiter took the lock on the masters itself (a fresh id on a majority), not a hand-over of a lost one.
+    const stored = (await storedIds(key)).filter((id) => id !== null);
+    expect(stored.length).toBeGreaterThanOrEqual(3);
+    await waiterLock.release();
+  });
+
+  it('takes a lock right after it is created, while its connections are still being made', async () => {
+    const locks = serviceOf();
+    const lock = await locks.acquire(`fresh:${run}`, { waitTimeout: 5_000 });
+    expect(lock.isHeld).toBe(true);
+    await lock.release();
+    const fresh = serviceOf();
+    const tried = await fresh.tryAcquire(`fresh:${run}`);
+    expect(tried?.isHeld).toBe(true);
+    await tried?.release();
+  });
+
+  it('validates its options', () => {
+    expect(() => new RedlockStrategy({ connections: urls(), localHandover: { passes: -1 } })).toThrow(InvalidLockOptionsError);
+    expect(() => new RedlockStrategy({ connections: urls(), localHandover: { passes: 1.5 } })).toThrow(/localHandover\.passes/);
+    expect(() => new RedlockStrategy({ connections: urls(), localHandover: { windowMs: Number.NaN } })).toThrow(/localHandover\.windowMs/);
+    expect(() => new RedlockStrategy({ connections: urls(), localHandover: true as unknown as false })).toThrow(/localHandover/);
+    expect(() => new RedlockStrategy({ connections: urls(), localHandover: { pases: 3 } as unknown as { passes: number } })).toThrow(/localHandover\.pases/);
+  });
+});
