@@ -50,7 +50,7 @@ describe('ZooKeeper strategy: creates whose answer was lost', () => {
   });
 
   afterAll(async () => {
-    orphans.clear();
+    orphans.stop();
     await Promise.all([manager.close(), session.close()]);
   });
 

@@ -119,7 +119,7 @@ export class ZooKeeperLockStrategy implements LockStrategy {
   }
 
   async close(): Promise<void> {
-    this.orphans.clear();
+    this.orphans.stop();
     await Promise.all([...this.held.entries()].map(async ([owner, node]) => {
       this.forget(owner);
       await this.deleteNode(node.path).catch(() => false);

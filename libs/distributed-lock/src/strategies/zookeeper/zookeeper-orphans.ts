@@ -23,6 +23,7 @@ export class ZooKeeperOrphans {
   private readonly pending = new Map<string, { readonly lockPath: string; readonly namePrefix: string }>();
   private timer: NodeJS.Timeout | undefined;
   private stopWatchingSession: (() => void) | undefined;
+  private stopped = false;
 
   constructor(
     private readonly session: OrphanSweepSession,
@@ -36,6 +37,7 @@ export class ZooKeeperOrphans {
 
   /** Remembers `lockPath/namePrefix*` for deletion and schedules a sweep. */
   adopt(lockPath: string, namePrefix: string): void {
+    if (this.stopped) return; // the session is closing, and takes every ephemeral node with it
     this.pending.set(`${lockPath}/${namePrefix}`, { lockPath, namePrefix });
     this.stopWatchingSession ??= this.session.onExpired(() => {
       this.stopWatchingSession = undefined;
@@ -44,8 +46,9 @@ export class ZooKeeperOrphans {
     this.schedule();
   }
 
-  /** Forgets every orphan (the session is being closed, which deletes them all) and stops sweeping. */
-  clear(): void {
+  /** Forgets every orphan and sweeps no more: the session is being closed, which deletes them all. */
+  stop(): void {
+    this.stopped = true;
     clearTimeout(this.timer);
     this.timer = undefined;
     this.stopWatchingSession?.();
@@ -54,7 +57,7 @@ export class ZooKeeperOrphans {
   }
 
   private schedule(): void {
-    if (this.timer || this.pending.size === 0) return;
+    if (this.stopped || this.timer || this.pending.size === 0) return;
     this.timer = setTimeout(() => void this.sweep(), this.sweepMs);
     this.timer.unref?.();
   }

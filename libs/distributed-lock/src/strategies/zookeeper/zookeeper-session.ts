@@ -29,8 +29,11 @@ export class ZooKeeperSession {
     private readonly connectTimeoutMs: number,
   ) {}
 
-  /** The connected client, opening a session if there is none. */
+  /** The connected client, opening a session if there is none. Never opens one once closed. */
   client(): Promise<ZooKeeperLockClient> {
+    // A late caller (an orphan sweep, a lock attempt that was in flight) must not open a session nobody
+    // would close: its native client would keep reconnecting, and the process alive, forever.
+    if (this.closing) return Promise.reject(new Error(`the ZooKeeper lock strategy "${this.strategy}" is closed`));
     this.current ??= this.open().catch((error: unknown) => {
       this.current = undefined;
       throw error;
