@@ -23,9 +23,9 @@ const common = {
 };
 
 module.exports = {
-  // Exit once the results are in. A native ZooKeeper client left reconnecting to a server that a suite has
-  // stopped kept Jest alive after its summary (seen twice on 2026-11-22, once past 4 minutes, source not yet
-  // found: every strategy is closed by its suite). Without this a leak would hang CI instead of failing it.
+  // Exit once the results are in: a safety net, so that a handle a suite leaves behind fails loudly in the
+  // log ("Force exiting") instead of hanging CI. The one found (a ZooKeeper connect still pending when its
+  // strategy closed, retrying a closed port) is fixed in ZooKeeperSession.close().
   forceExit: true,
   // Servers for the contract and e2e projects: started once per run, stopped at the end (see scripts/services).
   globalSetup: '<rootDir>/test/support/global-setup.ts',

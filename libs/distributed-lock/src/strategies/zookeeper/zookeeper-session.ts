@@ -22,6 +22,8 @@ export class ZooKeeperSession {
   private current: Promise<ZooKeeperLockClient> | undefined;
   private readonly expiryListeners = new Set<() => void>();
   private closing = false;
+  /** Gives up the connection being made, if any. */
+  private abandonConnect: (() => void) | undefined;
 
   constructor(
     private readonly options: ZooKeeperConnectionOptions,
@@ -49,6 +51,9 @@ export class ZooKeeperSession {
 
   async close(): Promise<void> {
     this.closing = true;
+    // A connection still being made is given up now, not when its connect timeout ends: until then its
+    // native client keeps retrying (against a server that may never come) and keeps the process alive.
+    this.abandonConnect?.();
     const current = this.current;
     this.current = undefined;
     if (current) (await current.catch(() => undefined))?.close();
@@ -64,12 +69,17 @@ export class ZooKeeperSession {
     }) as unknown as ZooKeeperLockClient;
     const started = Date.now();
     await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => {
+      const giveUp = (): void => {
+        clearTimeout(timer);
+        this.abandonConnect = undefined;
         client.close();
         reject(new LockBackendUnavailableError(this.strategy, `connect to ZooKeeper (${this.options.connect})`, Date.now() - started));
-      }, this.connectTimeoutMs);
+      };
+      const timer = setTimeout(giveUp, this.connectTimeoutMs);
+      this.abandonConnect = giveUp;
       client.once('connect', () => {
         clearTimeout(timer);
+        this.abandonConnect = undefined;
         resolve();
       });
       client.init({});
