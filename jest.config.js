@@ -23,9 +23,9 @@ const common = {
 };
 
 module.exports = {
-  // Exit once the results are in: a safety net, so that a handle a suite leaves behind fails loudly in the
-  // log ("Force exiting") instead of hanging CI. The one found (a ZooKeeper connect still pending when its
-  // strategy closed, retrying a closed port) is fixed in ZooKeeperSession.close().
+  // Exit once the results are in: a safety net, so that a handle a suite leaves behind cannot hang CI. Look
+  // for one with `npx jest --detectOpenHandles --forceExit=false`. The one found (a ZooKeeper connect still
+  // pending when its strategy closed, retrying a closed port) is fixed in ZooKeeperSession.close().
   forceExit: true,
   // Servers for the contract and e2e projects: started once per run, stopped at the end (see scripts/services).
   globalSetup: '<rootDir>/test/support/global-setup.ts',
