@@ -205,15 +205,18 @@ export class PessimisticLockStrategy implements LockStrategy {
   private async lockRowInSlot(request: LockRequest, budget: WaitBudget | undefined): Promise<PessimisticLeaseGrant | null> {
     try {
       const dialect = await this.prepare();
+      const deadline = Date.now() + (budget?.timeoutMs ?? 0);
       try {
         if (!this.knownRows.has(request.key)) await this.ensureRow(dialect, request.key);
         return await this.lockExistingRow(dialect, request, budget);
       } catch (error) {
         if (!(error instanceof MissingLockRow)) throw error;
-        // A row we had seen was deleted behind our back (e.g. by a clean-up job): make it again, once.
+        // A row we had seen was deleted behind our back (e.g. by a clean-up job): make it again, once,
+        // and wait only for what is left of the caller's budget.
         this.knownRows.delete(request.key);
         await this.ensureRow(dialect, request.key);
-        return await this.lockExistingRow(dialect, request, budget);
+        const rest = budget && { signal: budget.signal, timeoutMs: Math.max(1, deadline - Date.now()) };
+        return await this.lockExistingRow(dialect, request, rest);
       }
     } finally {
       this.pending -= 1;
