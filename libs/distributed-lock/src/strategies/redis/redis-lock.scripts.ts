@@ -61,15 +61,21 @@ local function grant(owner, ttl, mode)
   return token
 end
 
--- A mode may be granted when no writer holds, and (for a writer) no reader either.
-local function grantable(mode)
-  if redis.call('HEXISTS', KEYS[1], 'o') == 1 then return false end
+-- A mode may be granted when no writer holds, and (for a writer) no reader either. \`writer\`: the holder
+-- the caller already read (false: none), or nil to read it here. Every redis.call costs about a
+-- microsecond and a half in a script, so known facts are passed on rather than read twice.
+local function grantable(mode, writer)
+  if writer == nil then writer = redis.call('HGET', KEYS[1], 'o') end
+  if writer then return false end
   return mode == 's' or live_readers() == 0
 end
 
 -- Hand the free lock to the waiters at the head of the queue: the first writer alone, or every reader up
 -- to the next writer. Waiters that stopped refreshing their place (dead) are dropped on the way.
-local function hand_over(channel)
+-- \`no_writer\`: true when the caller knows no writer holds (granting readers does not change that).
+local function hand_over(channel, no_writer)
+  local writer = nil
+  if no_writer then writer = false end
   local now
   local granted = false
   while true do
@@ -86,7 +92,7 @@ local function hand_over(channel)
       alive = tonumber(string.sub(meta, a + 1, (b or 0) - 1)) >= now
       mode = b and string.sub(meta, b + 1) or 'x'
     end
-    if alive and not grantable(mode) then return granted end
+    if alive and not grantable(mode, writer) then return granted end
     redis.call('ZREM', KEYS[2], head)
     redis.call('HDEL', KEYS[3], head)
     if alive then
@@ -109,12 +115,13 @@ end
 /**
  * Acquire. ARGV: owner, channel, ttlMs, fair ("1"/"0"), waiter ("1": enqueue or refresh this owner's place;
  * "0": plain try), aliveMs (how long a queued waiter stays in line without refreshing), mode ("x"/"s").
- * Returns {1, token} when held (a hand-over to this waiter counts), {0, pttl} when not.
+ * Returns {1, token} when held (a hand-over to this waiter counts), {0, 0} when not.
  */
 export const ACQUIRE_SCRIPT = `${PRELUDE}
 local owner, channel, ttl = ARGV[1], ARGV[2], tonumber(ARGV[3])
 local fair, waiter, alive, mode = ARGV[4] == '1', ARGV[5] == '1', tonumber(ARGV[6]), ARGV[7]
-if mode == 'x' and redis.call('HGET', KEYS[1], 'o') == owner then
+local writer = redis.call('HGET', KEYS[1], 'o')
+if mode == 'x' and writer == owner then
   -- A waiter checking on a hand-over it may have missed does not add a hold; a same-owner request re-enters.
   if not waiter then redis.call('HINCRBY', KEYS[1], 'c', 1) end
   redis.call('PEXPIRE', KEYS[1], ttl)
@@ -124,10 +131,10 @@ if mode == 's' and live_readers() > 0 and redis.call('ZSCORE', KEYS[5], owner) t
   return {1, redis.call('HGET', KEYS[1], 'r:' .. owner)}
 end
 local queued = fair and redis.call('ZRANGE', KEYS[2], 0, 0)[1]
-local free = grantable(mode)
+local free = grantable(mode, writer)
 if free and queued and queued ~= owner then
   -- Others are in line (a release that found nobody alive, or a lost race): serve them first.
-  hand_over(channel)
+  hand_over(channel, not writer)
   local token = held_token(owner)
   if token then return {1, token} end
   queued = redis.call('ZRANGE', KEYS[2], 0, 0)[1]
@@ -148,7 +155,7 @@ if waiter then
   redis.call('PEXPIRE', KEYS[2], alive * 4 + ttl)
   redis.call('PEXPIRE', KEYS[3], alive * 4 + ttl)
 end
-return {0, redis.call('PTTL', KEYS[1])}
+return {0, 0}
 `;
 
 /**
@@ -158,15 +165,20 @@ return {0, redis.call('PTTL', KEYS[1])}
  */
 export const RELEASE_SCRIPT = `${PRELUDE}
 local owner, channel = ARGV[1], ARGV[2]
-if redis.call('HGET', KEYS[1], 'o') == owner then
-  if redis.call('HINCRBY', KEYS[1], 'c', -1) > 0 then return 1 end
+local holder = redis.call('HMGET', KEYS[1], 'o', 'c')
+if holder[1] == owner then
+  if (tonumber(holder[2]) or 1) > 1 then
+    redis.call('HINCRBY', KEYS[1], 'c', -1)
+    return 1
+  end
   redis.call('HDEL', KEYS[1], 'o', 'c', 't')
 elseif redis.call('ZREM', KEYS[5], owner) == 1 then
   redis.call('HDEL', KEYS[1], 'r:' .. owner)
 else
   return 0
 end
-if not hand_over(channel) then redis.call('PUBLISH', channel, 'r') end
+-- No writer holds now: the one that left was the writer, or a reader (never beside a writer).
+if not hand_over(channel, true) then redis.call('PUBLISH', channel, 'r') end
 return 1
 `;
 
@@ -215,12 +227,14 @@ end
 return 0
 `;
 
-/** Redlock, one master: delete the key if it is this owner's, and announce the release. */
+/**
+ * Redlock, one master: delete the key if it is this owner's, and announce the release. Returns 0 when it
+ * was not this owner's, else 1 + the number of subscribers that heard the release (waiters' connections).
+ */
 export const REDLOCK_RELEASE_SCRIPT = `
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 redis.call('DEL', KEYS[1])
-redis.call('PUBLISH', ARGV[2], 'r')
-return 1
+return 1 + redis.call('PUBLISH', ARGV[2], 'r')
 `;
 
 /** Redlock, one master: extend the key if it is this owner's. */

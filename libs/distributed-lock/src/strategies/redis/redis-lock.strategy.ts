@@ -107,15 +107,17 @@ export class RedisLockStrategy implements LockStrategy {
     let wake: (() => void) | undefined;
     // Counts wake-ups, so that one arriving while a check is in flight is not lost.
     const state: { releases: number; handedOver?: { token: number; at: number } } = { releases: 0 };
+    // Every waiter of the key hears every hand-over ("g <owner> <token>"): a prefix test, not a split,
+    // keeps that cheap with many waiters.
+    const grantedToUs = `g ${request.owner} `;
     const stopListening = await this.listener.listen(keys.channel, (message) => {
       if (message === 'r') {
         state.releases += 1;
         if (!this.fair) wake?.();
         return;
       }
-      const [kind, owner, token] = message.split(' ');
-      if (kind === 'g' && owner === request.owner) {
-        state.handedOver = { token: Number(token), at: Date.now() };
+      if (message.startsWith(grantedToUs)) {
+        state.handedOver = { token: Number(message.slice(grantedToUs.length)), at: Date.now() };
         wake?.();
       }
     });
