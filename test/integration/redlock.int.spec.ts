@@ -37,6 +37,8 @@ describe('Redlock: local hand-over', () => {
     const locks = serviceOf({ connections: urls(), localHandover: { passes: 16, windowMs: 10_000 } });
     const key = `handover:${run}`;
     const first = await locks.acquire(key);
+    // The grant comes with the majority's answers; the last masters may set the key a moment later.
+    await sleep(50);
     const idsWhileFirst = await storedIds(key);
     expect(new Set(idsWhileFirst).size).toBe(1);
     const second = locks.acquire(key, { waitTimeout: 5_000 });
@@ -81,7 +83,7 @@ describe('Redlock: local hand-over', () => {
     const hot = serviceOf({ connections: urls(), localHandover: { passes: 3, windowMs: 10_000 } });
     const other = serviceOf();
     const key = `limit:${run}`;
-    const ids = new Set<string | null>();
+    const ids = new Set<string>();
     let sections = 0;
     let stop = false;
     const hotWorkers = Array.from({ length: 4 }, async () => {
@@ -89,7 +91,7 @@ describe('Redlock: local hand-over', () => {
         await hot.withLock(
           key,
           async () => {
-            ids.add((await storedIds(key))[0]);
+            for (const id of await storedIds(key)) if (id !== null) ids.add(id);
             sections += 1;
           },
           { waitTimeout: 20_000 },

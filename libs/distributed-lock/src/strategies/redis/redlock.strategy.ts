@@ -117,8 +117,9 @@ export class RedlockStrategy implements LockStrategy {
     const keys = redisLockKeys(this.namespace, request.key);
     const redisOwner = this.cohorts.newRedisOwner();
     const started = Date.now();
-    const outcomes = await this.onEveryNode((client) =>
-      this.scripts.acquire.run(client, [keys.keys[0]], [redisOwner, keys.channel, request.ttlMs]).then((reply) => reply === 1),
+    const outcomes = await this.onEveryNode(
+      (client) => this.scripts.acquire.run(client, [keys.keys[0]], [redisOwner, keys.channel, request.ttlMs]).then((reply) => reply === 1),
+      this.quorum,
     );
     const held = outcomes.filter((o) => o.held).length;
     const validUntil = started + request.ttlMs - (Date.now() - started) - Math.ceil(request.ttlMs * CLOCK_DRIFT_FACTOR) - 2;
@@ -307,32 +308,47 @@ export class RedlockStrategy implements LockStrategy {
     );
   }
 
-  /** Runs `operation` on every master in parallel, each bounded by the node timeout. */
-  private onEveryNode(operation: (client: RedisLockClient, index: number) => Promise<boolean>): Promise<NodeOutcome[]> {
-    return Promise.all(
-      this.nodes.map(
-        ({ client }, index) =>
-          new Promise<NodeOutcome>((resolve) => {
-            // A master whose connection is down answers nothing: count it out now instead of after the
-            // timeout. A first connection still being made ("wait", "connecting") may answer in time.
-            if (DOWN_STATUSES.has(client.status)) {
-              resolve({ held: false, answered: false, error: new Error(`connection ${client.status}`) });
-              return;
-            }
-            const timer = setTimeout(() => resolve({ held: false, answered: false, error: new Error(`no answer within ${this.nodeTimeoutMs} ms`) }), this.nodeTimeoutMs);
-            operation(client, index).then(
-              (held) => {
-                clearTimeout(timer);
-                resolve({ held, answered: true });
-              },
-              (error: unknown) => {
-                clearTimeout(timer);
-                resolve({ held: false, answered: false, error });
-              },
-            );
-          }),
-      ),
-    );
+  /**
+   * Runs `operation` on every master in parallel, bounded by the node timeout. With `enough`, resolves as
+   * soon as that many masters said yes (the slower ones still run; a later yes only sets a key the
+   * release clears anyway); the outcomes not in yet then read as not held, not answered.
+   */
+  private onEveryNode(operation: (client: RedisLockClient, index: number) => Promise<boolean>, enough = Infinity): Promise<NodeOutcome[]> {
+    return new Promise((resolve) => {
+      const outcomes: Array<NodeOutcome | undefined> = new Array<NodeOutcome | undefined>(this.nodes.length);
+      let pending = this.nodes.length;
+      let yes = 0;
+      let done = false;
+      const finish = (): void => {
+        done = true;
+        clearTimeout(timer);
+        resolve(Array.from(outcomes, (outcome) => outcome ?? { held: false, answered: false }));
+      };
+      const settle = (index: number, outcome: NodeOutcome): void => {
+        if (done || outcomes[index]) return;
+        outcomes[index] = outcome;
+        pending -= 1;
+        if (outcome.held) yes += 1;
+        if (pending === 0 || yes >= enough) finish();
+      };
+      // One timer for the round, not one per master: a round is on the hot path of every lock.
+      const timer = setTimeout(() => {
+        const late = new Error(`no answer within ${this.nodeTimeoutMs} ms`);
+        for (let i = 0; i < outcomes.length; i += 1) settle(i, { held: false, answered: false, error: late });
+      }, this.nodeTimeoutMs);
+      this.nodes.forEach(({ client }, index) => {
+        // A master whose connection is down answers nothing: count it out now instead of after the
+        // timeout. A first connection still being made ("wait", "connecting") may answer in time.
+        if (DOWN_STATUSES.has(client.status)) {
+          settle(index, { held: false, answered: false, error: new Error(`connection ${client.status}`) });
+          return;
+        }
+        operation(client, index).then(
+          (held) => settle(index, { held, answered: true }),
+          (error: unknown) => settle(index, { held: false, answered: false, error }),
+        );
+      });
+    });
   }
 
   /**
