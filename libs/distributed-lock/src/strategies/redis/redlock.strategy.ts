@@ -15,6 +15,7 @@ import { redisLockKeys, type RedisLockKeys } from './redis-keys';
 import { REDLOCK_ACQUIRE_SCRIPT, REDLOCK_EXTEND_SCRIPT, REDLOCK_RELEASE_SCRIPT } from './redis-lock.scripts';
 import { RedisScript } from './redis-script';
 import { RedlockCohorts, type HandoverLimits } from './redlock-cohorts';
+import { runOnMasters, type NodeOutcome } from './redlock-round';
 import { strategyName } from '../strategy-name';
 
 /** Options of the Redlock strategy. */
@@ -42,15 +43,6 @@ export interface RedlockStrategyOptions {
 }
 
 const OPTION_KEYS = ['clients', 'connections', 'name', 'namespace', 'nodeTimeout', 'recheckInterval', 'localHandover'];
-
-/** ioredis connection states in which a master cannot answer now: lost, waiting to reconnect, or closed. */
-const DOWN_STATUSES = new Set(['reconnecting', 'close', 'end']);
-
-interface NodeOutcome {
-  readonly held: boolean;
-  readonly answered: boolean;
-  readonly error?: unknown;
-}
 
 /**
  * Redlock (Redis' algorithm for N independent masters): the lock is held when a majority (⌊N/2⌋+1) of
@@ -308,47 +300,9 @@ export class RedlockStrategy implements LockStrategy {
     );
   }
 
-  /**
-   * Runs `operation` on every master in parallel, bounded by the node timeout. With `enough`, resolves as
-   * soon as that many masters said yes (the slower ones still run; a later yes only sets a key the
-   * release clears anyway); the outcomes not in yet then read as not held, not answered.
-   */
+  /** Runs `operation` on every master in parallel (see `runOnMasters`). */
   private onEveryNode(operation: (client: RedisLockClient, index: number) => Promise<boolean>, enough = Infinity): Promise<NodeOutcome[]> {
-    return new Promise((resolve) => {
-      const outcomes: Array<NodeOutcome | undefined> = new Array<NodeOutcome | undefined>(this.nodes.length);
-      let pending = this.nodes.length;
-      let yes = 0;
-      let done = false;
-      const finish = (): void => {
-        done = true;
-        clearTimeout(timer);
-        resolve(Array.from(outcomes, (outcome) => outcome ?? { held: false, answered: false }));
-      };
-      const settle = (index: number, outcome: NodeOutcome): void => {
-        if (done || outcomes[index]) return;
-        outcomes[index] = outcome;
-        pending -= 1;
-        if (outcome.held) yes += 1;
-        if (pending === 0 || yes >= enough) finish();
-      };
-      // One timer for the round, not one per master: a round is on the hot path of every lock.
-      const timer = setTimeout(() => {
-        const late = new Error(`no answer within ${this.nodeTimeoutMs} ms`);
-        for (let i = 0; i < outcomes.length; i += 1) settle(i, { held: false, answered: false, error: late });
-      }, this.nodeTimeoutMs);
-      this.nodes.forEach(({ client }, index) => {
-        // A master whose connection is down answers nothing: count it out now instead of after the
-        // timeout. A first connection still being made ("wait", "connecting") may answer in time.
-        if (DOWN_STATUSES.has(client.status)) {
-          settle(index, { held: false, answered: false, error: new Error(`connection ${client.status}`) });
-          return;
-        }
-        operation(client, index).then(
-          (held) => settle(index, { held, answered: true }),
-          (error: unknown) => settle(index, { held: false, answered: false, error }),
-        );
-      });
-    });
+    return runOnMasters(this.nodes, this.nodeTimeoutMs, operation, enough);
   }
 
   /**

@@ -1,0 +1,63 @@
+import type { RedisLockClient } from './redis-client.type';
+import type { OwnedRedisClient } from './redis-connection';
+
+/** ioredis connection states in which a master cannot answer now: lost, waiting to reconnect, or closed. */
+const DOWN_STATUSES = new Set(['reconnecting', 'close', 'end']);
+
+/** What one master said in a round. */
+export interface NodeOutcome {
+  /** It said yes (granted, extended, released, up). */
+  readonly held: boolean;
+  /** It answered at all, in time. */
+  readonly answered: boolean;
+  readonly error?: unknown;
+}
+
+/**
+ * One Redlock round: `operation` on every master in parallel, bounded by `timeoutMs`. With `enough`,
+ * resolves as soon as that many masters said yes (the slower ones still run; for an acquisition a later
+ * yes only sets a key the release clears, and each connection runs the release after the acquire); the
+ * outcomes not in yet then read as not held, not answered. One timer for the round, not one per master:
+ * a round is on the path of every lock.
+ */
+export function runOnMasters(
+  nodes: readonly OwnedRedisClient[],
+  timeoutMs: number,
+  operation: (client: RedisLockClient, index: number) => Promise<boolean>,
+  enough = Infinity,
+): Promise<NodeOutcome[]> {
+  return new Promise((resolve) => {
+    const outcomes = new Array<NodeOutcome | undefined>(nodes.length);
+    let pending = nodes.length;
+    let yes = 0;
+    let done = false;
+    const finish = (): void => {
+      done = true;
+      clearTimeout(timer);
+      resolve(Array.from(outcomes, (outcome) => outcome ?? { held: false, answered: false }));
+    };
+    const settle = (index: number, outcome: NodeOutcome): void => {
+      if (done || outcomes[index]) return;
+      outcomes[index] = outcome;
+      pending -= 1;
+      if (outcome.held) yes += 1;
+      if (pending === 0 || yes >= enough) finish();
+    };
+    const timer = setTimeout(() => {
+      const late = new Error(`no answer within ${timeoutMs} ms`);
+      for (let i = 0; i < outcomes.length; i += 1) settle(i, { held: false, answered: false, error: late });
+    }, timeoutMs);
+    nodes.forEach(({ client }, index) => {
+      // A master whose connection is down answers nothing: count it out now instead of after the
+      // timeout. A first connection still being made ("wait", "connecting") may answer in time.
+      if (DOWN_STATUSES.has(client.status)) {
+        settle(index, { held: false, answered: false, error: new Error(`connection ${client.status}`) });
+        return;
+      }
+      operation(client, index).then(
+        (held) => settle(index, { held, answered: true }),
+        (error: unknown) => settle(index, { held: false, answered: false, error }),
+      );
+    });
+  });
+}
