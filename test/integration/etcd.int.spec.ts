@@ -73,3 +73,95 @@ describe('etcd strategy: reused leases', () => {
     await second.release();
   });
 });
+
+/**
+ * A writer of this process waiting for the key of a writer of this process that releases is served at
+ * once: nobody can be ahead of it any more. Seen here as the read that the other path makes (the
+ * transaction that checks our own key and who is ahead) not being made.
+ */
+describe('etcd strategy: hand-over within a process', () => {
+  const hosts = (): string[] => (process.env.LOCK_TEST_ETCD as string).split(',');
+  let raw: Etcd3;
+  let otherClient: Etcd3;
+  let ownKeyChecks = 0;
+  let here: LockManager;
+  let elsewhere: LockManager;
+
+  beforeAll(() => {
+    raw = new Etcd3({ hosts: hosts() });
+    otherClient = new Etcd3({ hosts: hosts() });
+    // Counts the conditional reads on an existing key's create revision (enter() compares with 0).
+    const counting = new Proxy(raw, {
+      get(target, property) {
+        if (property === 'if') {
+          return (key: string, column: 'Create', cmp: '==', value: string | number) => {
+            if (value !== 0) ownKeyChecks += 1;
+            return target.if(key, column, cmp, value);
+          };
+        }
+        const value: unknown = Reflect.get(target, property, target);
+        return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+      },
+    });
+    here = new LockManager(new EtcdLockStrategy({ client: counting }));
+    elsewhere = new LockManager(new EtcdLockStrategy({ client: otherClient }));
+  });
+
+  afterAll(async () => {
+    await Promise.all([here.close(), elsewhere.close()]);
+    raw.close();
+    otherClient.close();
+  });
+
+  it('serves the next writer of the same process without the read, and one behind another process with it', async () => {
+    const locks = new LockService(here);
+    const key = `local-handover:${run}`;
+    const holder = await locks.acquire(key);
+    const waiting = locks.acquire(key, { waitTimeout: 5_000 });
+    await sleep(100); // the waiter watches the holder's key
+    ownKeyChecks = 0;
+    const holderToken = holder.fencingToken as number;
+    await holder.release();
+    const next = await waiting;
+    expect(ownKeyChecks).toBe(0);
+    expect(next.fencingToken).toBeGreaterThan(holderToken);
+    await next.release();
+
+    const remoteHolder = await new LockService(elsewhere).acquire(key);
+    const waitingBehindRemote = locks.acquire(key, { waitTimeout: 5_000 });
+    await sleep(100);
+    ownKeyChecks = 0;
+    await remoteHolder.release();
+    await (await waitingBehindRemote).release();
+    expect(ownKeyChecks).toBeGreaterThanOrEqual(1);
+  });
+
+  it('keeps writers of two processes one at a time, in order of their fencing tokens', async () => {
+    const key = `local-handover-mix:${run}`;
+    const services = [new LockService(here), new LockService(elsewhere)];
+    const tokens: number[] = [];
+    let inside = 0;
+    let overlaps = 0;
+    await Promise.all(
+      Array.from({ length: 8 }, async (_, worker) => {
+        for (let i = 0; i < 10; i += 1) {
+          await services[worker % 4 === 0 ? 1 : 0].withLock(
+            key,
+            async (lock) => {
+              inside += 1;
+              if (inside > 1) overlaps += 1;
+              tokens.push((lock as { fencingToken?: number }).fencingToken as number);
+              await sleep(worker % 3);
+              inside -= 1;
+            },
+            { waitTimeout: 30_000 },
+          );
+        }
+      }),
+    );
+    expect(overlaps).toBe(0);
+    expect(tokens).toHaveLength(80);
+    expect(tokens).toEqual([...tokens].sort((a, b) => a - b));
+    expect(new Set(tokens).size).toBe(80);
+  });
+});

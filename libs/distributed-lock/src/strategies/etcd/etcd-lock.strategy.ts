@@ -59,7 +59,8 @@ const OPTION_KEYS = ['client', 'connection', 'name', 'namespace'];
  * that etcd reports gone aborts the lock's signal. etcd rounds TTLs up to whole seconds and to its
  * minimum lease TTL. A release deletes the key and keeps the lease for the next lock (see EtcdLeasePool):
  * an uncontended acquire + release is two writes, and a hand-over is one delete, one watch event and one
- * read.
+ * read. Between two writers of the same process the release tells the next one directly: no watch
+ * event, no read (its own key, with a higher create revision, gives it a higher fencing token as usual).
  */
 export class EtcdLockStrategy implements LockStrategy {
   readonly name: string;
@@ -71,6 +72,11 @@ export class EtcdLockStrategy implements LockStrategy {
   /** The lease each contender (by owner id) created its key with. */
   private readonly leases = new Map<string, PooledLease>();
   private readonly lostListeners = new Map<string, Set<LeaseLostListener>>();
+  /**
+   * Writers of this process waiting for a key held by a writer of this process, by that key and its
+   * create revision: the holder's release tells them at once (see `acquire`).
+   */
+  private readonly localSuccessors = new Map<string, () => void>();
 
   constructor(options: EtcdLockStrategyOptions) {
     const raw: unknown = options;
@@ -109,11 +115,17 @@ export class EtcdLockStrategy implements LockStrategy {
     try {
       let blocker = attempt.blocker === 'unknown' ? await this.blockerOf(attempt.prefix, attempt.own, request.mode) : attempt.blocker;
       while (blocker) {
-        const deleted = await this.waitForDelete(blocker, budget, deadline);
+        let handedOver = false;
+        const deleted = await this.waitForDelete(blocker, budget, deadline, request.mode === 'exclusive' ? () => (handedOver = true) : undefined);
         if (!deleted) {
           await this.leave(attempt.grant);
           return null;
         }
+        // The exclusive holder just ahead of us, in this process, released: nobody is ahead of us any
+        // more (keys are never created ahead of an existing one), so we hold the lock as soon as its
+        // delete lands, and nobody else can take it before: skip the watch event and the read. Only
+        // while our own lease is well within its validity (our key then still exists).
+        if (handedOver && attempt.grant.expiresAt - Date.now() > request.ttlMs / 2) return attempt.grant;
         // Who is ahead now, and is our key still there? Only a key that still exists holds the lock
         // (Jepsen found etcd 3.4.3's recipe skipped that check): one read-only transaction for both.
         const next = await this.aheadOf(attempt.prefix, attempt.own, request.mode, true);
@@ -153,6 +165,7 @@ export class EtcdLockStrategy implements LockStrategy {
   async release(lease: LeaseGrant): Promise<boolean> {
     const grant = lease as EtcdLeaseGrant;
     if (!this.leases.has(grant.owner)) return false;
+    if (grant.mode === 'exclusive') this.localSuccessors.get(successorId(grant.etcdKey, grant.createRevision))?.();
     await this.leave(grant);
     return true;
   }
@@ -276,10 +289,17 @@ export class EtcdLockStrategy implements LockStrategy {
    * (its deletion, or the same name created again by a reused lease) means: look again. Resolves false
    * when the budget ends.
    */
-  private async waitForDelete(blocker: Blocker, budget: WaitBudget, deadline: number): Promise<boolean> {
+  private async waitForDelete(blocker: Blocker, budget: WaitBudget, deadline: number, onLocalRelease?: () => void): Promise<boolean> {
     if (budget.signal.aborted || Date.now() >= deadline) return false;
+    const id = successorId(blocker.key, blocker.createRevision);
+    let released = false;
+    if (onLocalRelease) this.localSuccessors.set(id, () => {
+      released = true;
+      onLocalRelease();
+    });
     const watcher = await this.client.watch().key(blocker.key).create();
     try {
+      if (released) return true;
       let gone: () => void = () => undefined;
       const goneBeforeWatch = new Promise<void>((resolve) => (gone = resolve));
       void this.client
@@ -295,8 +315,14 @@ export class EtcdLockStrategy implements LockStrategy {
         // A broken watch is not a deletion, but a reason to look again (the caller re-reads who is ahead).
         watcher.on('error', wake);
         void goneBeforeWatch.then(wake);
+        if (onLocalRelease) this.localSuccessors.set(id, () => {
+          released = true;
+          onLocalRelease();
+          wake();
+        });
       });
     } finally {
+      if (onLocalRelease) this.localSuccessors.delete(id);
       // Not awaited: the cancel round trip is not on the hand-over's path.
       watcher.cancel().catch(() => undefined);
     }
@@ -328,4 +354,9 @@ export class EtcdLockStrategy implements LockStrategy {
     if (entry) this.pool.discard(entry);
     return null;
   }
+}
+
+/** Names a contender key at one create revision (a reused lease brings the same name back later). */
+function successorId(key: string, createRevision: string): string {
+  return `${createRevision}@${key}`;
 }
