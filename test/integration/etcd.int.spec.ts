@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { LockManager, LockService } from '@app/distributed-lock';
 import { EtcdLockStrategy, type EtcdLeaseGrant } from '@app/distributed-lock/strategies/etcd';
 import { Etcd3 } from 'etcd3';
+import { readsOnHandOver, writersAcrossTwoProcesses } from '../support/local-handover';
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 const run = randomUUID().slice(0, 8);
@@ -114,51 +115,14 @@ describe('etcd strategy: hand-over within a process', () => {
   });
 
   it('serves the next writer of the same process without the read, and one behind another process with it', async () => {
-    const locks = new LockService(here);
-    const key = `local-handover:${run}`;
-    const holder = await locks.acquire(key);
-    const waiting = locks.acquire(key, { waitTimeout: 5_000 });
-    await sleep(100); // the waiter watches the holder's key
-    ownKeyChecks = 0;
-    const holderToken = holder.fencingToken as number;
-    await holder.release();
-    const next = await waiting;
-    expect(ownKeyChecks).toBe(0);
-    expect(next.fencingToken).toBeGreaterThan(holderToken);
-    await next.release();
-
-    const remoteHolder = await new LockService(elsewhere).acquire(key);
-    const waitingBehindRemote = locks.acquire(key, { waitTimeout: 5_000 });
-    await sleep(100);
-    ownKeyChecks = 0;
-    await remoteHolder.release();
-    await (await waitingBehindRemote).release();
-    expect(ownKeyChecks).toBeGreaterThanOrEqual(1);
+    const figures = await readsOnHandOver(new LockService(here), new LockService(elsewhere), `local-handover:${run}`, { reset: () => (ownKeyChecks = 0), count: () => ownKeyChecks });
+    expect(figures.local).toBe(0);
+    expect(figures.nextToken).toBeGreaterThan(figures.holderToken);
+    expect(figures.remote).toBeGreaterThanOrEqual(1);
   });
 
   it('keeps writers of two processes one at a time, in order of their fencing tokens', async () => {
-    const key = `local-handover-mix:${run}`;
-    const services = [new LockService(here), new LockService(elsewhere)];
-    const tokens: number[] = [];
-    let inside = 0;
-    let overlaps = 0;
-    await Promise.all(
-      Array.from({ length: 8 }, async (_, worker) => {
-        for (let i = 0; i < 10; i += 1) {
-          await services[worker % 4 === 0 ? 1 : 0].withLock(
-            key,
-            async (lock) => {
-              inside += 1;
-              if (inside > 1) overlaps += 1;
-              tokens.push((lock as { fencingToken?: number }).fencingToken as number);
-              await sleep(worker % 3);
-              inside -= 1;
-            },
-            { waitTimeout: 30_000 },
-          );
-        }
-      }),
-    );
+    const { overlaps, tokens } = await writersAcrossTwoProcesses(new LockService(here), new LockService(elsewhere), `local-handover-mix:${run}`);
     expect(overlaps).toBe(0);
     expect(tokens).toHaveLength(80);
     expect(tokens).toEqual([...tokens].sort((a, b) => a - b));

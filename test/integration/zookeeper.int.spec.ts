@@ -6,6 +6,7 @@ import { createContender, ensureLockNode } from '@app/distributed-lock/strategie
 import { ZooKeeperOrphans } from '@app/distributed-lock/strategies/zookeeper/zookeeper-orphans';
 import { zkContenderPrefix, zkLockPath } from '@app/distributed-lock/strategies/zookeeper/zookeeper-paths';
 import { ZooKeeperSession } from '@app/distributed-lock/strategies/zookeeper/zookeeper-session';
+import { readsOnHandOver, writersAcrossTwoProcesses } from '../support/local-handover';
 
 const BASE = '/dlock-int';
 const run = randomUUID().slice(0, 8);
@@ -87,5 +88,49 @@ describe('ZooKeeper strategy: creates whose answer was lost', () => {
     expect(await ours()).toEqual([]);
     expect(orphans.size).toBe(0);
     await freed.release();
+  });
+});
+
+/**
+ * A writer of this process waiting for the node of a writer of this process is served as soon as that
+ * writer's delete is done: nobody can be ahead of it any more. Seen here as the children listing that
+ * the other path makes not being made.
+ */
+describe('ZooKeeper strategy: hand-over within a process', () => {
+  const connect = (): string => process.env.LOCK_TEST_ZOOKEEPER as string;
+  let here: LockManager;
+  let elsewhere: LockManager;
+  let listings = 0;
+
+  beforeAll(async () => {
+    const strategy = new ZooKeeperLockStrategy({ connect: connect(), basePath: BASE });
+    here = new LockManager(strategy);
+    elsewhere = new LockManager(new ZooKeeperLockStrategy({ connect: connect(), basePath: BASE }));
+    // The strategy's own client, with its children listings counted.
+    const client = await (strategy as unknown as { session: ZooKeeperSession }).session.client();
+    const list = client.get_children.bind(client);
+    client.get_children = (path: string, watch: boolean) => {
+      listings += 1;
+      return list(path, watch);
+    };
+  });
+
+  afterAll(async () => {
+    await Promise.all([here.close(), elsewhere.close()]);
+  });
+
+  it('serves the next writer of the same process without listing, and one behind another process with it', async () => {
+    const figures = await readsOnHandOver(new LockService(here), new LockService(elsewhere), `local-handover:${run}`, { reset: () => (listings = 0), count: () => listings });
+    expect(figures.local).toBe(0);
+    expect(figures.nextToken).toBeGreaterThan(figures.holderToken);
+    expect(figures.remote).toBeGreaterThanOrEqual(1);
+  });
+
+  it('keeps writers of two processes one at a time, in order of their fencing tokens', async () => {
+    const { overlaps, tokens } = await writersAcrossTwoProcesses(new LockService(here), new LockService(elsewhere), `local-handover-mix:${run}`);
+    expect(overlaps).toBe(0);
+    expect(tokens).toHaveLength(80);
+    expect(tokens).toEqual([...tokens].sort((a, b) => a - b));
+    expect(new Set(tokens).size).toBe(80);
   });
 });

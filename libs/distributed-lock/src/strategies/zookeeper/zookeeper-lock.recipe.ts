@@ -92,8 +92,11 @@ export async function blockerOf(client: ZooKeeperLockClient, lockPath: string, o
   return blocker === undefined ? undefined : `${lockPath}/${blocker}`;
 }
 
-/** Resolves true once `path` is deleted (or already gone), false when the budget ends or is aborted. */
-export async function waitForDeletion(client: ZooKeeperLockClient, path: string, budget: WaitBudget, deadline: number): Promise<boolean> {
+/**
+ * Resolves true once `path` is deleted (or already gone) or `alsoDone` resolves, false when the budget
+ * ends or is aborted.
+ */
+export async function waitForDeletion(client: ZooKeeperLockClient, path: string, budget: WaitBudget, deadline: number, alsoDone?: Promise<void>): Promise<boolean> {
   if (budget.signal.aborted || Date.now() >= deadline) return false;
   let fired: () => void = () => undefined;
   const deleted = new Promise<void>((resolve) => (fired = resolve));
@@ -106,5 +109,6 @@ export async function waitForDeletion(client: ZooKeeperLockClient, path: string,
   }
   return waitForWake(budget, deadline, (wake) => {
     void deleted.then(wake);
+    void alsoDone?.then(wake);
   });
 }

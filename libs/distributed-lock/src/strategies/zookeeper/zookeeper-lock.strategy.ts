@@ -38,7 +38,8 @@ const OPTION_KEYS = ['connect', 'sessionTimeout', 'digestAuth', 'name', 'basePat
 /**
  * The ZooKeeper lock of seeds 000/002 and Curator's InterProcessMutex: each attempt creates an ephemeral
  * sequential node under the lock's node; the lowest holds; each waiter watches only its predecessor (no
- * herd effect, FIFO by construction). Nodes are "protected" (found again after a lost create), lock nodes
+ * herd effect, FIFO by construction; between two writers of this process the release tells the next one
+ * directly, sparing it a children listing). Nodes are "protected" (found again after a lost create), lock nodes
  * are container nodes (removed by the server once empty), readers of a read-write lock wait only for
  * writers ahead of them. The fencing token is our node's creation zxid: strictly increasing, also when
  * the lock node is deleted and created again.
@@ -55,6 +56,11 @@ export class ZooKeeperLockStrategy implements LockStrategy {
   private readonly held = new Map<string, HeldNode>();
   /** Nodes we meant to delete, or may have created, when the connection was lost: deleted again later. */
   private readonly orphans: ZooKeeperOrphans;
+  /**
+   * Writers of this process waiting for the node of a writer of this process, by that node's path; told
+   * of the release with its delete (resolves true once the server applied it).
+   */
+  private readonly localSuccessors = new Map<string, (deletion: Promise<boolean>) => void>();
 
   constructor(options: ZooKeeperLockStrategyOptions) {
     const raw: unknown = options;
@@ -104,7 +110,9 @@ export class ZooKeeperLockStrategy implements LockStrategy {
     const node = this.held.get(lease.owner);
     if (!node) return false;
     this.forget(lease.owner);
-    return this.deleteNode(node.path);
+    const deletion = this.deleteNode(node.path);
+    if (lease.mode === 'exclusive') this.localSuccessors.get(node.path)?.(deletion);
+    return deletion;
   }
 
   onLeaseLost(lease: LeaseGrant, listener: LeaseLostListener): () => void {
@@ -147,18 +155,46 @@ export class ZooKeeperLockStrategy implements LockStrategy {
     // Our czxid (the fencing token) is read, and our node watched, in the same flight as the first look
     // at who is ahead: one round trip less on every acquisition. The watch tells the holder at once if an
     // operator or a bug deletes its node, instead of at the next extension.
+    let ownDeleted = false;
     const ownStat = client.w_exists(path, (type: number) => {
-      if (type === ZK_DELETED_EVENT) this.nodeDeleted(request.owner, path);
+      if (type !== ZK_DELETED_EVENT) return;
+      ownDeleted = true;
+      this.nodeDeleted(request.owner, path);
     });
     ownStat.catch(() => undefined); // awaited below; a failure surfaces there
     try {
       for (;;) {
         const blocker = await blockerOf(client, lockPath, name, request.mode);
         if (!blocker) break;
-        if (!budget || !(await waitForDeletion(client, blocker, budget, deadline))) {
+        if (!budget) {
           await this.deleteNode(path);
           return null;
         }
+        // A writer of this process holding the node just ahead of ours tells us of its release. Once the
+        // server applied that delete, nobody is ahead of us (sequential nodes are never created ahead of
+        // existing ones), and our session, which carries our node too, was alive: we hold without
+        // listing the children again. (The watch event for that delete may reach us first.)
+        let releasedHere: () => void = () => undefined;
+        const handedOver = new Promise<void>((resolve) => (releasedHere = resolve));
+        let localDeletion: Promise<boolean> | undefined;
+        if (request.mode === 'exclusive') {
+          this.localSuccessors.set(blocker, (deletion) => {
+            localDeletion = deletion;
+            releasedHere();
+          });
+        }
+        let deleted: boolean;
+        try {
+          deleted = await waitForDeletion(client, blocker, budget, deadline, handedOver);
+        } finally {
+          if (request.mode === 'exclusive') this.localSuccessors.delete(blocker);
+        }
+        if (!deleted) {
+          await this.deleteNode(path);
+          return null;
+        }
+        const handedOverHere = localDeletion ? await localDeletion.catch(() => false) : false;
+        if (handedOverHere && !ownDeleted) break;
       }
       const stat = await ownStat;
       if (!stat) throw new Error(`our node ${path} is gone (session expired?)`);
