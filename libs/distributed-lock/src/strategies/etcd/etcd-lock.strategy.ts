@@ -124,7 +124,8 @@ export class EtcdLockStrategy implements LockStrategy {
         // The exclusive holder just ahead of us, in this process, released: nobody is ahead of us any
         // more (keys are never created ahead of an existing one), so we hold the lock as soon as its
         // delete lands, and nobody else can take it before: skip the watch event and the read. Only
-        // while our own lease is well within its validity (our key then still exists).
+        // while our own lease is well within its validity (our key then still exists, unless someone
+        // deleted it behind our back: the first extension, a third of the TTL in, finds that).
         if (handedOver && attempt.grant.expiresAt - Date.now() > request.ttlMs / 2) return attempt.grant;
         // Who is ahead now, and is our key still there? Only a key that still exists holds the lock
         // (Jepsen found etcd 3.4.3's recipe skipped that check): one read-only transaction for both.
