@@ -3,11 +3,27 @@ import type { LockService } from '@app/distributed-lock';
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
- * The reads a strategy makes on a hand-over, counted by the test's own probe: one between two writers
- * of `here` (the holder tells its successor directly), one to a writer of `here` behind a holder of
- * `elsewhere` (another process: the successor must look).
+ * The reads a strategy makes on a hand-over, counted by the test's own probe: none between two writers
+ * of `here` (the holder tells its successor directly, whose token is higher), at least one for a writer
+ * of `here` behind a holder of `elsewhere` (another process: the successor must look).
  */
-export async function readsOnHandOver(
+export async function expectLocalHandOverWithoutReads(here: LockService, elsewhere: LockService, key: string, reads: { reset(): void; count(): number }): Promise<void> {
+  const figures = await readsOnHandOver(here, elsewhere, key, reads);
+  expect(figures.local).toBe(0);
+  expect(figures.nextToken).toBeGreaterThan(figures.holderToken);
+  expect(figures.remote).toBeGreaterThanOrEqual(1);
+}
+
+/** 8 writers over `here` and `elsewhere`: never two inside at once, fencing tokens distinct and in order. */
+export async function expectWritersInTokenOrder(here: LockService, elsewhere: LockService, key: string): Promise<void> {
+  const { overlaps, tokens } = await writersAcrossTwoProcesses(here, elsewhere, key);
+  expect(overlaps).toBe(0);
+  expect(tokens).toHaveLength(80);
+  expect(tokens).toEqual([...tokens].sort((a, b) => a - b));
+  expect(new Set(tokens).size).toBe(80);
+}
+
+async function readsOnHandOver(
   here: LockService,
   elsewhere: LockService,
   key: string,
@@ -35,7 +51,7 @@ export async function readsOnHandOver(
  * 8 writers, 2 of them on `elsewhere`, 10 sections each on `key`: how often two were inside at once,
  * and the fencing tokens in the order the sections ran.
  */
-export async function writersAcrossTwoProcesses(here: LockService, elsewhere: LockService, key: string): Promise<{ overlaps: number; tokens: number[] }> {
+async function writersAcrossTwoProcesses(here: LockService, elsewhere: LockService, key: string): Promise<{ overlaps: number; tokens: number[] }> {
   const tokens: number[] = [];
   let inside = 0;
   let overlaps = 0;
