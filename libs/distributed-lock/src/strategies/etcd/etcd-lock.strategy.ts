@@ -298,7 +298,13 @@ export class EtcdLockStrategy implements LockStrategy {
       released = true;
       onLocalRelease();
     });
-    const watcher = await this.client.watch().key(blocker.key).create();
+    let watcher: Awaited<ReturnType<ReturnType<EtcdLockClient['watch']>['create']>>;
+    try {
+      watcher = await this.client.watch().key(blocker.key).create();
+    } catch (error) {
+      if (onLocalRelease) this.localSuccessors.delete(id);
+      throw error;
+    }
     try {
       if (released) return true;
       let gone: () => void = () => undefined;

@@ -14,6 +14,8 @@ export class RedisChannelListener {
   private subscriber: RedisSubscriberClient | undefined;
   private readonly handlers = new Map<string, Set<MessageHandler>>();
   private readonly subscribed = new Map<string, Promise<unknown>>();
+  /** Channels whose SUBSCRIBE the server confirmed (and not unsubscribed since). */
+  private readonly confirmed = new Set<string>();
   private readonly lingering = new Map<string, NodeJS.Timeout>();
   private closed = false;
   private readonly onMessage = (channel: string, message: string): void => {
@@ -29,6 +31,11 @@ export class RedisChannelListener {
   /** True while `channel` is subscribed (or being subscribed): listening to it costs no round trip. */
   isSubscribed(channel: string): boolean {
     return this.subscribed.has(channel);
+  }
+
+  /** True once the server confirmed the subscription to `channel`: it counts this connection among the channel's subscribers. */
+  isConfirmed(channel: string): boolean {
+    return this.confirmed.has(channel);
   }
 
   /** Calls `handler` for every message on `channel` until the returned function is called. */
@@ -48,8 +55,14 @@ export class RedisChannelListener {
     let pending = this.subscribed.get(channel);
     if (!pending) {
       pending = this.connection().subscribe(channel);
-      this.subscribed.set(channel, pending);
-      pending.catch(() => this.subscribed.delete(channel));
+      const subscribing = pending;
+      this.subscribed.set(channel, subscribing);
+      subscribing.then(
+        () => {
+          if (this.subscribed.get(channel) === subscribing) this.confirmed.add(channel);
+        },
+        () => this.subscribed.delete(channel),
+      );
     }
     try {
       await pending;
@@ -66,6 +79,7 @@ export class RedisChannelListener {
     this.lingering.clear();
     this.handlers.clear();
     this.subscribed.clear();
+    this.confirmed.clear();
     const subscriber = this.subscriber;
     this.subscriber = undefined;
     if (subscriber) {
@@ -84,6 +98,7 @@ export class RedisChannelListener {
       if ((this.handlers.get(channel)?.size ?? 0) > 0) return;
       this.handlers.delete(channel);
       this.subscribed.delete(channel);
+      this.confirmed.delete(channel);
       this.subscriber?.unsubscribe(channel).catch(() => undefined);
     }, this.lingerMs);
     timer.unref?.();
@@ -94,6 +109,9 @@ export class RedisChannelListener {
     if (!this.subscriber) {
       this.subscriber = this.createSubscriber();
       this.subscriber.on('message', this.onMessage);
+      // While the connection is lost the server does not count us; after ioredis re-subscribes we do not
+      // know when it does again, so those channels stay unconfirmed (callers then assume the cautious side).
+      this.subscriber.on('close', () => this.confirmed.clear());
       // Errors surface through the commands; an unhandled 'error' event would crash the process.
       this.subscriber.on('error', () => undefined);
     }

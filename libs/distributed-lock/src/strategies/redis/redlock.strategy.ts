@@ -268,7 +268,9 @@ export class RedlockStrategy implements LockStrategy {
     if (!redisOwner) return false;
     if (this.cohorts.passOn(lease)) return true;
     const keys = redisLockKeys(this.namespace, lease.key);
-    const subscribedHere = this.listeners.map((listener) => listener.isSubscribed(keys.channel));
+    // Our own subscriber is counted only where the server confirmed it; one still being made may or may
+    // not be among those who heard, so it counts as someone else (the cautious side: no early start).
+    const subscribedHere = this.listeners.map((listener) => listener.isConfirmed(keys.channel));
     const heard: number[] = [];
     const outcomes = await this.releaseEverywhere(keys, redisOwner, heard);
     // A contender of this process asking the masters next may start at once, unless other processes
