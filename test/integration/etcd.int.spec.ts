@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { LockManager, LockService } from '@app/distributed-lock';
 import { EtcdLockStrategy, type EtcdLeaseGrant } from '@app/distributed-lock/strategies/etcd';
 import { Etcd3 } from 'etcd3';
-import { expectLocalHandOverWithoutReads, expectWritersInTokenOrder } from '../support/local-handover';
+import { expectLocalHandOverWithoutReads, expectWaiterBehindAQuitterToWaitForTheHolder, expectWaiterServedWhenHolderEntryVanishes, expectWritersInTokenOrder } from '../support/local-handover';
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 const run = randomUUID().slice(0, 8);
@@ -76,27 +76,35 @@ describe('etcd strategy: reused leases', () => {
 });
 
 /**
- * A writer of this process waiting for the key of a writer of this process that releases is served at
- * once: nobody can be ahead of it any more. Seen here as the read that the other path makes (the
- * transaction that checks our own key and who is ahead) not being made.
+ * A writer of this process right behind a writer of this process waits for it in the process (no watch)
+ * and is served at once when it releases: nobody can be ahead of it any more. Seen here as the watch and
+ * the read that the other path makes (the transaction that checks our own key and who is ahead) not
+ * being made.
  */
 describe('etcd strategy: hand-over within a process', () => {
   const hosts = (): string[] => (process.env.LOCK_TEST_ETCD as string).split(',');
   let raw: Etcd3;
   let otherClient: Etcd3;
-  let ownKeyChecks = 0;
+  let serverLooks = 0;
   let here: LockManager;
   let elsewhere: LockManager;
 
   beforeAll(() => {
     raw = new Etcd3({ hosts: hosts() });
     otherClient = new Etcd3({ hosts: hosts() });
-    // Counts the conditional reads on an existing key's create revision (enter() compares with 0).
+    // Counts the looks at the server a waiter makes: watches, and the conditional reads on an existing
+    // key's create revision (enter() compares with 0).
     const counting = new Proxy(raw, {
       get(target, property) {
+        if (property === 'watch') {
+          return () => {
+            serverLooks += 1;
+            return target.watch();
+          };
+        }
         if (property === 'if') {
           return (key: string, column: 'Create', cmp: '==', value: string | number) => {
-            if (value !== 0) ownKeyChecks += 1;
+            if (value !== 0) serverLooks += 1;
             return target.if(key, column, cmp, value);
           };
         }
@@ -115,10 +123,20 @@ describe('etcd strategy: hand-over within a process', () => {
   });
 
   it('serves the next writer of the same process without the read, and one behind another process with it', async () => {
-    await expectLocalHandOverWithoutReads(new LockService(here), new LockService(elsewhere), `local-handover:${run}`, { reset: () => (ownKeyChecks = 0), count: () => ownKeyChecks });
+    await expectLocalHandOverWithoutReads(new LockService(here), new LockService(elsewhere), `local-handover:${run}`, { reset: () => (serverLooks = 0), count: () => serverLooks, onEntering: 0 });
   });
 
   it('keeps writers of two processes one at a time, in order of their fencing tokens', async () => {
     await expectWritersInTokenOrder(new LockService(here), new LockService(elsewhere), `local-handover-mix:${run}`);
+  });
+
+  it('keeps a writer waiting behind one of its process that gives up waiting for the holder', async () => {
+    await expectWaiterBehindAQuitterToWaitForTheHolder(new LockService(here), `local-quitter:${run}`);
+  });
+
+  it('serves a writer waiting behind a holder of its process whose key was deleted behind their backs', async () => {
+    await expectWaiterServedWhenHolderEntryVanishes(new LockService(here), `local-vanish:${run}`, async (holder) => {
+      await raw.delete().key((holder.grant as EtcdLeaseGrant).etcdKey).exec();
+    });
   });
 });

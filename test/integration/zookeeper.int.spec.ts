@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { LockManager, LockService } from '@app/distributed-lock';
-import { ZooKeeperLockStrategy } from '@app/distributed-lock/strategies/zookeeper';
+import { ZooKeeperLockStrategy, type ZooKeeperLeaseGrant } from '@app/distributed-lock/strategies/zookeeper';
 import type { ZooKeeperLockClient } from '@app/distributed-lock/strategies/zookeeper/zookeeper-client.type';
 import { createContender, ensureLockNode } from '@app/distributed-lock/strategies/zookeeper/zookeeper-lock.recipe';
 import { ZooKeeperOrphans } from '@app/distributed-lock/strategies/zookeeper/zookeeper-orphans';
 import { zkContenderPrefix, zkLockPath } from '@app/distributed-lock/strategies/zookeeper/zookeeper-paths';
 import { ZooKeeperSession } from '@app/distributed-lock/strategies/zookeeper/zookeeper-session';
-import { expectLocalHandOverWithoutReads, expectWritersInTokenOrder } from '../support/local-handover';
+import { expectLocalHandOverWithoutReads, expectWaiterBehindAQuitterToWaitForTheHolder, expectWaiterServedWhenHolderEntryVanishes, expectWritersInTokenOrder } from '../support/local-handover';
 
 const BASE = '/dlock-int';
 const run = randomUUID().slice(0, 8);
@@ -92,9 +92,9 @@ describe('ZooKeeper strategy: creates whose answer was lost', () => {
 });
 
 /**
- * A writer of this process waiting for the node of a writer of this process is served as soon as that
- * writer's delete is done: nobody can be ahead of it any more. Seen here as the children listing that
- * the other path makes not being made.
+ * A writer of this process right behind a writer of this process waits for it in the process (no watch
+ * on its node) and is served as soon as that writer's delete is done: nobody can be ahead of it any
+ * more. Seen here as the watch and the second children listing that the other path makes not being made.
  */
 describe('ZooKeeper strategy: hand-over within a process', () => {
   const connect = (): string => process.env.LOCK_TEST_ZOOKEEPER as string;
@@ -106,12 +106,17 @@ describe('ZooKeeper strategy: hand-over within a process', () => {
     const strategy = new ZooKeeperLockStrategy({ connect: connect(), basePath: BASE });
     here = new LockManager(strategy);
     elsewhere = new LockManager(new ZooKeeperLockStrategy({ connect: connect(), basePath: BASE }));
-    // The strategy's own client, with its children listings counted.
+    // The strategy's own client, with its children listings and watches counted.
     const client = await (strategy as unknown as { session: ZooKeeperSession }).session.client();
     const list = client.get_children.bind(client);
     client.get_children = (path: string, watch: boolean) => {
       listings += 1;
       return list(path, watch);
+    };
+    const watchNode = client.w_exists.bind(client);
+    client.w_exists = (path: string, watcher: Parameters<ZooKeeperLockClient['w_exists']>[1]) => {
+      listings += 1;
+      return watchNode(path, watcher);
     };
   });
 
@@ -120,10 +125,21 @@ describe('ZooKeeper strategy: hand-over within a process', () => {
   });
 
   it('serves the next writer of the same process without listing, and one behind another process with it', async () => {
-    await expectLocalHandOverWithoutReads(new LockService(here), new LockService(elsewhere), `local-handover:${run}`, { reset: () => (listings = 0), count: () => listings });
+    await expectLocalHandOverWithoutReads(new LockService(here), new LockService(elsewhere), `local-handover:${run}`, { reset: () => (listings = 0), count: () => listings, onEntering: 2 });
   });
 
   it('keeps writers of two processes one at a time, in order of their fencing tokens', async () => {
     await expectWritersInTokenOrder(new LockService(here), new LockService(elsewhere), `local-handover-mix:${run}`);
+  });
+
+  it('keeps a writer waiting behind one of its process that gives up waiting for the holder', async () => {
+    await expectWaiterBehindAQuitterToWaitForTheHolder(new LockService(here), `local-quitter:${run}`);
+  });
+
+  it('serves a writer waiting behind a holder of its process whose node was deleted behind their backs', async () => {
+    await expectWaiterServedWhenHolderEntryVanishes(new LockService(here), `local-vanish:${run}`, async (holder) => {
+      const client = await (here.strategy as unknown as { session: ZooKeeperSession }).session.client();
+      await client.delete_((holder.grant as ZooKeeperLeaseGrant).znode, -1);
+    });
   });
 });

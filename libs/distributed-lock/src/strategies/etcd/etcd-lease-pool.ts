@@ -9,6 +9,8 @@ export interface PooledLease {
   readonly ttlSeconds: number;
   /** When the grant or last keep-alive that set its current TTL was sent (ms). */
   renewedAt: number;
+  /** Create revision of the last contender key made with this lease (0 before the first). */
+  lastCreateRevision: bigint;
   /** Called once if etcd reports the lease gone while a lock uses it. */
   onLost?: () => void;
 }
@@ -75,7 +77,7 @@ export class EtcdLeasePool {
       onLost?.();
     });
     try {
-      entry = { lease, id: await lease.grant(), ttlSeconds, renewedAt: sentAt };
+      entry = { lease, id: await lease.grant(), ttlSeconds, renewedAt: sentAt, lastCreateRevision: 0n };
       return entry;
     } catch (error) {
       lease.release();

@@ -6,6 +6,7 @@ import { assertKnownKeys } from '../../locking/lock-options';
 import { waitForWake } from '../../locking/wait-for-wake';
 import type { LeaseLostListener, LockStrategy, LockStrategyCapabilities } from '../../locking/lock-strategy.interface';
 import { loadPeerDependency } from '../load-peer-dependency';
+import { LocalLine, type LocalWait } from '../local-line';
 import type { EtcdLockClient } from './etcd-client.type';
 import { etcdContenderKey, etcdLockPrefix, isLeaseGoneError, isWriterKey } from './etcd-keys';
 import { EtcdLeasePool, type PooledLease } from './etcd-lease-pool';
@@ -48,6 +49,13 @@ interface Blocker {
 const OPTION_KEYS = ['client', 'connection', 'name', 'namespace'];
 
 /**
+ * How long a writer waits behind a writer of this process before it asks etcd again who is ahead: the
+ * bound on noticing a key deleted behind both their backs (the holder itself notices at its next
+ * extension, a third of its TTL in, and then tells its successor at once).
+ */
+const LOCAL_RECHECK_MS = 500;
+
+/**
  * etcd's own lock recipe (client/v3/concurrency), built on the KV, lease and watch APIs: each attempt
  * creates a key under the lock's prefix, bound to a lease of the lock's TTL, in a transaction that only
  * creates it if absent. The holder is the key with the lowest create revision; every waiter watches only
@@ -59,8 +67,10 @@ const OPTION_KEYS = ['client', 'connection', 'name', 'namespace'];
  * that etcd reports gone aborts the lock's signal. etcd rounds TTLs up to whole seconds and to its
  * minimum lease TTL. A release deletes the key and keeps the lease for the next lock (see EtcdLeasePool):
  * an uncontended acquire + release is two writes, and a hand-over is one delete, one watch event and one
- * read. Between two writers of the same process the release tells the next one directly: no watch
- * event, no read (its own key, with a higher create revision, gives it a higher fencing token as usual).
+ * read. A writer right behind a writer of the same process waits for it here instead (see LocalLine):
+ * no watch, and its release tells the next one directly: no watch event, no read (its own key, with a
+ * higher create revision, gives it a higher fencing token as usual). A contended section between
+ * writers of one process is then two writes, the put and the delete, as in the raw recipe.
  */
 export class EtcdLockStrategy implements LockStrategy {
   readonly name: string;
@@ -72,11 +82,14 @@ export class EtcdLockStrategy implements LockStrategy {
   /** The lease each contender (by owner id) created its key with. */
   private readonly leases = new Map<string, PooledLease>();
   private readonly lostListeners = new Map<string, Set<LeaseLostListener>>();
+  /** Writers of this process in the lines of etcd, by key and create revision (see `acquire`). */
+  private readonly line = new LocalLine<'released'>();
   /**
-   * Writers of this process waiting for a key held by a writer of this process, by that key and its
-   * create revision: the holder's release tells them at once (see `acquire`).
+   * Keys of our writers whose put-if-absent transaction is on its way (see `waitFor`), with the create
+   * revision of the last key their lease had: the same name at that revision or before is an earlier
+   * key of the same lease, already deleted.
    */
-  private readonly localSuccessors = new Map<string, () => void>();
+  private readonly writersEntering = new Map<string, bigint>();
 
   constructor(options: EtcdLockStrategyOptions) {
     const raw: unknown = options;
@@ -115,18 +128,17 @@ export class EtcdLockStrategy implements LockStrategy {
     try {
       let blocker = attempt.blocker === 'unknown' ? await this.blockerOf(attempt.prefix, attempt.own, request.mode) : attempt.blocker;
       while (blocker) {
-        let handedOver = false;
-        const deleted = await this.waitForDelete(blocker, budget, deadline, request.mode === 'exclusive' ? () => (handedOver = true) : undefined);
-        if (!deleted) {
+        const waited = await this.waitFor(blocker, request.mode, budget, deadline);
+        if (waited === 'timeout') {
           await this.leave(attempt.grant);
           return null;
         }
         // The exclusive holder just ahead of us, in this process, released: nobody is ahead of us any
         // more (keys are never created ahead of an existing one), so we hold the lock as soon as its
         // delete lands, and nobody else can take it before: skip the watch event and the read. Only
-        // while our own lease is well within its validity (our key then still exists, unless someone
-        // deleted it behind our back: the first extension, a third of the TTL in, finds that).
-        if (handedOver && attempt.grant.expiresAt - Date.now() > request.ttlMs / 2) return attempt.grant;
+        // while our own lease is known and well within its validity (our key then still exists, unless
+        // someone deleted it behind our back: the first extension, a third of the TTL in, finds that).
+        if (waited === 'told' && this.leases.has(request.owner) && attempt.grant.expiresAt - Date.now() > request.ttlMs / 2) return attempt.grant;
         // Who is ahead now, and is our key still there? Only a key that still exists holds the lock
         // (Jepsen found etcd 3.4.3's recipe skipped that check): one read-only transaction for both.
         const next = await this.aheadOf(attempt.prefix, attempt.own, request.mode, true);
@@ -150,15 +162,15 @@ export class EtcdLockStrategy implements LockStrategy {
     const sentAt = Date.now();
     try {
       const response = await entry.lease.keepaliveOnce();
-      if (Number(response.TTL) <= 0) return this.forget(grant.owner);
+      if (Number(response.TTL) <= 0) return this.forget(grant);
     } catch (error) {
-      if (isLeaseGoneError(error)) return this.forget(grant.owner);
+      if (isLeaseGoneError(error)) return this.forget(grant);
       throw error;
     }
     entry.renewedAt = sentAt;
     // A keep-alive renews the lease for the TTL it was granted with; the key must still be ours.
     const own = await this.client.get(grant.etcdKey).exec();
-    if (own.kvs.length === 0 || String(own.kvs[0].create_revision) !== grant.createRevision) return this.forget(grant.owner);
+    if (own.kvs.length === 0 || String(own.kvs[0].create_revision) !== grant.createRevision) return this.forget(grant);
     // The lease was granted for at least ttlMs (whole seconds, rounded up): counting ttlMs is the safe side.
     return { ...grant, expiresAt: leaseEnd(sentAt, ttlMs) };
   }
@@ -166,7 +178,7 @@ export class EtcdLockStrategy implements LockStrategy {
   async release(lease: LeaseGrant): Promise<boolean> {
     const grant = lease as EtcdLeaseGrant;
     if (!this.leases.has(grant.owner)) return false;
-    if (grant.mode === 'exclusive') this.localSuccessors.get(successorId(grant.etcdKey, grant.createRevision))?.();
+    if (grant.mode === 'exclusive') this.line.release(lineId(grant.etcdKey, grant.createRevision), 'released');
     await this.leave(grant);
     return true;
   }
@@ -217,12 +229,8 @@ export class EtcdLockStrategy implements LockStrategy {
       }
     }
     this.leases.set(request.owner, entry);
-    entry.onLost = () => {
-      const listeners = [...(this.lostListeners.get(request.owner) ?? [])];
-      this.forget(request.owner);
-      for (const listener of listeners) listener('session-ended');
-    };
     const createRevision = BigInt(String(txn.header.revision));
+    entry.lastCreateRevision = createRevision;
     const grant: EtcdLeaseGrant = {
       key: request.key,
       owner: request.owner,
@@ -233,8 +241,14 @@ export class EtcdLockStrategy implements LockStrategy {
       createRevision: createRevision.toString(),
       leaseId: entry.id,
     };
+    entry.onLost = () => {
+      const listeners = [...(this.lostListeners.get(request.owner) ?? [])];
+      this.forget(grant);
+      for (const listener of listeners) listener('session-ended');
+    };
     const own = { key: txn.key, createRevision };
     if (request.mode === 'exclusive') {
+      this.line.enter(lineId(txn.key, grant.createRevision));
       const newest = txn.responses[0]?.response_range?.kvs?.[0];
       return { prefix, own, grant, blocker: newest === undefined ? undefined : { key: newest.key.toString(), createRevision: String(newest.create_revision) } };
     }
@@ -250,7 +264,13 @@ export class EtcdLockStrategy implements LockStrategy {
       request.mode === 'exclusive'
         ? [this.client.getAll().prefix(prefix).sort('Create', 'Descend').limit(1), put]
         : [put, this.client.getAll().prefix(prefix).sort('Create', 'Ascend').limit(1)];
-    const txn = await this.client.if(key, 'Create', '==', 0).then(...ops).commit();
+    if (request.mode === 'exclusive') this.writersEntering.set(key, entry.lastCreateRevision);
+    let txn: Awaited<ReturnType<ReturnType<EtcdLockClient['if']>['commit']>>;
+    try {
+      txn = await this.client.if(key, 'Create', '==', 0).then(...ops).commit();
+    } finally {
+      this.writersEntering.delete(key);
+    }
     if (!txn.succeeded) throw new Error(`etcd key ${key} already exists`);
     return { key, header: txn.header, responses: txn.responses };
   }
@@ -283,30 +303,48 @@ export class EtcdLockStrategy implements LockStrategy {
   }
 
   /**
+   * Waits until the blocker is gone, or may be: behind a writer of this process, here (it tells us when
+   * it releases or leaves); behind any other, with a watch on its key.
+   */
+  private waitFor(blocker: Blocker, mode: LockRequest['mode'], budget: WaitBudget, deadline: number): Promise<LocalWait<'released'>['outcome']> {
+    const id = lineId(blocker.key, blocker.createRevision);
+    // A writer of ours whose put landed before ours but whose answer is still on its way (answers can
+    // overtake each other) is ours too: it joins the line under the same id once its answer is in.
+    const entering = this.writersEntering.get(blocker.key);
+    const ahead = this.line.has(id) || (entering !== undefined && BigInt(blocker.createRevision) > entering);
+    if (mode === 'exclusive' && ahead) return this.line.waitBehind(id, budget, deadline, LOCAL_RECHECK_MS).then((waited) => waited.outcome);
+    return this.watchForDelete(blocker, budget, deadline, mode === 'exclusive');
+  }
+
+  /**
    * Watches the blocker's key until that contender is gone. The watch starts at the current revision, not
    * at the one we read the key at: etcd serves a watch that starts in the past from its "unsynced" group,
    * which catches up only every 100 ms, and that delay would land on every hand-over. A deletion between
    * our read and the watch is caught by reading the key once the watch is in place. Any event on the key
-   * (its deletion, or the same name created again by a reused lease) means: look again. Resolves false
-   * when the budget ends.
+   * (its deletion, or the same name created again by a reused lease) means: look again. A writer also
+   * listens here for a blocker of this process whose answer reached us after ours ('told' when it
+   * released). Resolves 'timeout' when the budget ends.
    */
-  private async waitForDelete(blocker: Blocker, budget: WaitBudget, deadline: number, onLocalRelease?: () => void): Promise<boolean> {
-    if (budget.signal.aborted || Date.now() >= deadline) return false;
-    const id = successorId(blocker.key, blocker.createRevision);
-    let released = false;
-    if (onLocalRelease) this.localSuccessors.set(id, () => {
-      released = true;
-      onLocalRelease();
-    });
+  private async watchForDelete(blocker: Blocker, budget: WaitBudget, deadline: number, listenHere: boolean): Promise<LocalWait<'released'>['outcome']> {
+    if (budget.signal.aborted || Date.now() >= deadline) return 'timeout';
+    const id = lineId(blocker.key, blocker.createRevision);
+    let told = false;
+    let wakeOnNews: () => void = () => undefined;
+    const stopListening = listenHere
+      ? this.line.listen(id, (news) => {
+          told = news !== undefined;
+          wakeOnNews();
+        })
+      : () => undefined;
     let watcher: Awaited<ReturnType<ReturnType<EtcdLockClient['watch']>['create']>>;
     try {
       watcher = await this.client.watch().key(blocker.key).create();
     } catch (error) {
-      if (onLocalRelease) this.localSuccessors.delete(id);
+      stopListening();
       throw error;
     }
     try {
-      if (released) return true;
+      if (told) return 'told';
       let gone: () => void = () => undefined;
       const goneBeforeWatch = new Promise<void>((resolve) => (gone = resolve));
       void this.client
@@ -316,20 +354,18 @@ export class EtcdLockStrategy implements LockStrategy {
           (response) => (response.kvs.length === 0 || String(response.kvs[0].create_revision) !== blocker.createRevision) && gone(),
           () => gone(), // cannot tell: look again
         );
-      return await waitForWake(budget, deadline, (wake) => {
+      const woken = await waitForWake(budget, deadline, (wake) => {
         watcher.on('delete', wake);
         watcher.on('put', wake);
         // A broken watch is not a deletion, but a reason to look again (the caller re-reads who is ahead).
         watcher.on('error', wake);
         void goneBeforeWatch.then(wake);
-        if (onLocalRelease) this.localSuccessors.set(id, () => {
-          released = true;
-          onLocalRelease();
-          wake();
-        });
+        wakeOnNews = wake;
       });
+      if (told) return 'told';
+      return woken ? 'look-again' : 'timeout';
     } finally {
-      if (onLocalRelease) this.localSuccessors.delete(id);
+      stopListening();
       // Not awaited: the cancel round trip is not on the hand-over's path.
       watcher.cancel().catch(() => undefined);
     }
@@ -350,20 +386,25 @@ export class EtcdLockStrategy implements LockStrategy {
     } catch (error) {
       this.pool.discard(entry);
       throw error;
+    } finally {
+      // Once our key is gone (or its lease on the way out), a writer waiting here for us looks again.
+      this.line.leave(lineId(grant.etcdKey, grant.createRevision));
     }
     this.pool.recycle(entry);
   }
 
-  private forget(owner: string): null {
-    const entry = this.leases.get(owner);
-    this.leases.delete(owner);
-    this.lostListeners.delete(owner);
+  /** Our lease or key is gone: nothing to delete; a writer waiting here behind us looks again. */
+  private forget(grant: EtcdLeaseGrant): null {
+    const entry = this.leases.get(grant.owner);
+    this.leases.delete(grant.owner);
+    this.lostListeners.delete(grant.owner);
     if (entry) this.pool.discard(entry);
+    this.line.leave(lineId(grant.etcdKey, grant.createRevision));
     return null;
   }
 }
 
 /** Names a contender key at one create revision (a reused lease brings the same name back later). */
-function successorId(key: string, createRevision: string): string {
+function lineId(key: string, createRevision: string): string {
   return `${createRevision}@${key}`;
 }

@@ -4,12 +4,13 @@ import { leaseEnd } from '../../locking/lease-end';
 import type { LeaseGrant, LockRequest, WaitBudget } from '../../locking/lock-lease';
 import { assertDuration, assertKnownKeys, describe } from '../../locking/lock-options';
 import type { LeaseLostListener, LockStrategy, LockStrategyCapabilities } from '../../locking/lock-strategy.interface';
-import { ZK_DELETED_EVENT, ZK_ERRORS, zkErrorCode } from './zookeeper-client.type';
+import { ZK_DELETED_EVENT, ZK_ERRORS, zkErrorCode, type ZooKeeperLockClient } from './zookeeper-client.type';
 import { blockerOf, createContender, waitForDeletion } from './zookeeper-lock.recipe';
 import { ZooKeeperOrphans } from './zookeeper-orphans';
 import { zkContenderPrefix, zkLockPath } from './zookeeper-paths';
 import { ZooKeeperSession, type ZooKeeperConnectionOptions } from './zookeeper-session';
 import { strategyName } from '../strategy-name';
+import { LocalLine } from '../local-line';
 
 /** Options of the ZooKeeper strategy. */
 export interface ZooKeeperLockStrategyOptions extends ZooKeeperConnectionOptions {
@@ -36,6 +37,12 @@ interface HeldNode {
 const OPTION_KEYS = ['connect', 'sessionTimeout', 'digestAuth', 'name', 'basePath', 'connectTimeout'];
 
 /**
+ * How long a writer waits behind a writer of this process before it lists the children again: the bound
+ * on noticing a node deleted behind both their backs that the one ahead did not report.
+ */
+const LOCAL_RECHECK_MS = 500;
+
+/**
  * The ZooKeeper lock of seeds 000/002 and Curator's InterProcessMutex: each attempt creates an ephemeral
  * sequential node under the lock's node; the lowest holds; each waiter watches only its predecessor (no
  * herd effect, FIFO by construction; between two writers of this process the release tells the next one
@@ -57,10 +64,12 @@ export class ZooKeeperLockStrategy implements LockStrategy {
   /** Nodes we meant to delete, or may have created, when the connection was lost: deleted again later. */
   private readonly orphans: ZooKeeperOrphans;
   /**
-   * Writers of this process waiting for the node of a writer of this process, by that node's path; told
-   * of the release with its delete (resolves true once the server applied it).
+   * Writers of this process in the lines of ZooKeeper, by node path. A release tells the writer right
+   * behind with its delete (resolves true once the server applied it).
    */
-  private readonly localSuccessors = new Map<string, (deletion: Promise<boolean>) => void>();
+  private readonly line = new LocalLine<Promise<boolean>>();
+  /** Protection prefixes of our writers whose create is on its way (see `waitFor`). */
+  private readonly writersCreating = new Set<string>();
 
   constructor(options: ZooKeeperLockStrategyOptions) {
     const raw: unknown = options;
@@ -111,7 +120,7 @@ export class ZooKeeperLockStrategy implements LockStrategy {
     if (!node) return false;
     this.forget(lease.owner);
     const deletion = this.deleteNode(node.path);
-    if (lease.mode === 'exclusive') this.localSuccessors.get(node.path)?.(deletion);
+    if (lease.mode === 'exclusive') this.line.release(node.path, deletion);
     return deletion;
   }
 
@@ -144,13 +153,17 @@ export class ZooKeeperLockStrategy implements LockStrategy {
     // The lock node is created on demand: createContender makes it (and the base) when it is missing.
     const prefix = zkContenderPrefix(randomUUID(), request.mode);
     let path: string;
+    if (request.mode === 'exclusive') this.writersCreating.add(prefix);
     try {
       path = await createContender(client, { base: this.basePath, lockPath, prefix }, request.owner, this.orphans);
     } catch (error) {
       // Our last create may have happened server-side: whatever carries our prefix must go.
       this.orphans.adopt(lockPath, prefix);
       throw error;
+    } finally {
+      this.writersCreating.delete(prefix);
     }
+    if (request.mode === 'exclusive') this.line.enter(path);
     const name = path.slice(lockPath.length + 1);
     // Our czxid (the fencing token) is read, and our node watched, in the same flight as the first look
     // at who is ahead: one round trip less on every acquisition. The watch tells the holder at once if an
@@ -170,31 +183,16 @@ export class ZooKeeperLockStrategy implements LockStrategy {
           await this.deleteNode(path);
           return null;
         }
-        // A writer of this process holding the node just ahead of ours tells us of its release. Once the
-        // server applied that delete, nobody is ahead of us (sequential nodes are never created ahead of
-        // existing ones), and our session, which carries our node too, was alive: we hold without
-        // listing the children again. (The watch event for that delete may reach us first.)
-        let releasedHere: () => void = () => undefined;
-        const handedOver = new Promise<void>((resolve) => (releasedHere = resolve));
-        let localDeletion: Promise<boolean> | undefined;
-        if (request.mode === 'exclusive') {
-          this.localSuccessors.set(blocker, (deletion) => {
-            localDeletion = deletion;
-            releasedHere();
-          });
-        }
-        let deleted: boolean;
-        try {
-          deleted = await waitForDeletion(client, blocker, budget, deadline, handedOver);
-        } finally {
-          if (request.mode === 'exclusive') this.localSuccessors.delete(blocker);
-        }
-        if (!deleted) {
+        const waited = await this.waitFor(client, blocker, request.mode, budget, deadline);
+        if (waited === 'timeout') {
           await this.deleteNode(path);
           return null;
         }
-        const handedOverHere = localDeletion ? await localDeletion.catch(() => false) : false;
-        if (handedOverHere && !ownDeleted) break;
+        // The writer of this process holding the node just ahead of ours released. Once the server
+        // applied that delete, nobody is ahead of us (sequential nodes are never created ahead of
+        // existing ones), and our session, which carries our node too, was alive: we hold without
+        // listing the children again.
+        if (typeof waited === 'object' && (await waited.deletion.catch(() => false)) && !ownDeleted) break;
       }
       const stat = await ownStat;
       if (!stat) throw new Error(`our node ${path} is gone (session expired?)`);
@@ -202,6 +200,36 @@ export class ZooKeeperLockStrategy implements LockStrategy {
     } catch (error) {
       await this.deleteNode(path).catch(() => false);
       throw error;
+    }
+  }
+
+  /**
+   * Waits until the blocker is gone, or may be: behind a writer of this process, here (it tells us of
+   * its release with the delete, or to look again); behind any other, with a watch on its node (a
+   * release of ours whose news reaches us first is taken too). Resolves with the release's delete when
+   * told, 'look-again' when the children must be listed again.
+   */
+  private async waitFor(client: ZooKeeperLockClient, blocker: string, mode: LockRequest['mode'], budget: WaitBudget, deadline: number): Promise<{ deletion: Promise<boolean> } | 'look-again' | 'timeout'> {
+    if (mode !== 'exclusive') return (await waitForDeletion(client, blocker, budget, deadline)) ? 'look-again' : 'timeout';
+    // A writer of ours whose create landed before ours but whose answer is still on its way is ours too:
+    // it joins the line under that path once its answer is in.
+    const name = blocker.slice(blocker.lastIndexOf('/') + 1);
+    if (this.line.has(blocker) || [...this.writersCreating].some((prefix) => name.startsWith(prefix))) {
+      const waited = await this.line.waitBehind(blocker, budget, deadline, LOCAL_RECHECK_MS);
+      return waited.outcome === 'told' ? { deletion: waited.news } : waited.outcome;
+    }
+    let told: { deletion: Promise<boolean> } | undefined;
+    let releasedHere: () => void = () => undefined;
+    const handedOver = new Promise<void>((resolve) => (releasedHere = resolve));
+    const stopListening = this.line.listen(blocker, (news) => {
+      if (news) told = { deletion: news };
+      releasedHere();
+    });
+    try {
+      if (!(await waitForDeletion(client, blocker, budget, deadline, handedOver))) return 'timeout';
+      return told ?? 'look-again';
+    } finally {
+      stopListening();
     }
   }
 
@@ -213,6 +241,7 @@ export class ZooKeeperLockStrategy implements LockStrategy {
       stopWatchingSession: this.session.onExpired(() => {
         const listeners = [...node.listeners];
         this.forget(request.owner);
+        this.line.leave(path);
         for (const listener of listeners) listener('session-ended');
       }),
     };
@@ -228,6 +257,7 @@ export class ZooKeeperLockStrategy implements LockStrategy {
     if (node?.path !== path) return;
     const listeners = [...node.listeners];
     this.forget(owner);
+    this.line.leave(path);
     for (const listener of listeners) listener('removed');
   }
 
@@ -257,8 +287,8 @@ export class ZooKeeperLockStrategy implements LockStrategy {
    * connection, the node is handed to the orphan sweeper and deleted again later (the error still surfaces).
    */
   private async deleteNode(path: string): Promise<boolean> {
-    const client = await this.session.client();
     try {
+      const client = await this.session.client();
       await client.delete_(path, -1);
       return true;
     } catch (error) {
@@ -266,6 +296,9 @@ export class ZooKeeperLockStrategy implements LockStrategy {
       const parent = path.lastIndexOf('/');
       this.orphans.adopt(path.slice(0, parent), path.slice(parent + 1));
       throw error;
+    } finally {
+      // Off the line (or handed to the orphan sweeper): a writer waiting here behind it looks again.
+      this.line.leave(path);
     }
   }
 }
