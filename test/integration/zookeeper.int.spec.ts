@@ -106,12 +106,17 @@ describe('ZooKeeper strategy: hand-over within a process', () => {
     const strategy = new ZooKeeperLockStrategy({ connect: connect(), basePath: BASE });
     here = new LockManager(strategy);
     elsewhere = new LockManager(new ZooKeeperLockStrategy({ connect: connect(), basePath: BASE }));
-    // The strategy's own client, with its children listings and watches counted.
+    // The strategy's own client, with its children listings (with or without stat) and watches counted.
     const client = await (strategy as unknown as { session: ZooKeeperSession }).session.client();
     const list = client.get_children.bind(client);
     client.get_children = (path: string, watch: boolean) => {
       listings += 1;
       return list(path, watch);
+    };
+    const listWithStat = client.get_children2.bind(client);
+    client.get_children2 = (path: string, watch: boolean) => {
+      listings += 1;
+      return listWithStat(path, watch);
     };
     const watchNode = client.w_exists.bind(client);
     client.w_exists = (path: string, watcher: Parameters<ZooKeeperLockClient['w_exists']>[1]) => {
@@ -141,5 +146,45 @@ describe('ZooKeeper strategy: hand-over within a process', () => {
       const client = await (here.strategy as unknown as { session: ZooKeeperSession }).session.client();
       await client.delete_((holder.grant as ZooKeeperLeaseGrant).znode, -1);
     });
+  });
+});
+
+/**
+ * An acquisition whose first look (sent with the create) shows the lock free and nobody come or gone
+ * since takes its fencing token off the lock node's stat instead of reading its own node: the token
+ * must still be exactly its node's creation zxid, free or after a wait, and grow across holders.
+ */
+describe('ZooKeeper strategy: fencing token read with the first look', () => {
+  let manager: LockManager;
+  let client: ZooKeeperLockClient;
+
+  beforeAll(async () => {
+    const strategy = new ZooKeeperLockStrategy({ connect: process.env.LOCK_TEST_ZOOKEEPER as string, basePath: BASE });
+    manager = new LockManager(strategy);
+    client = await (strategy as unknown as { session: ZooKeeperSession }).session.client();
+  });
+
+  afterAll(async () => {
+    await manager.close();
+  });
+
+  it("is the node's czxid, for a free lock and for one taken after a wait", async () => {
+    const locks = new LockService(manager);
+    const czxidOf = async (lock: { grant: unknown }): Promise<number> => Number((await client.exists((lock.grant as ZooKeeperLeaseGrant).znode, false)).czxid);
+    const tokens: number[] = [];
+    for (let i = 0; i < 5; i += 1) {
+      const free = await locks.acquire(`token-read:${run}`);
+      expect(free.fencingToken).toBe(await czxidOf(free));
+      tokens.push(free.fencingToken as number);
+      const waiting = locks.acquire(`token-read:${run}`, { waitTimeout: 5_000 });
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      await free.release();
+      const next = await waiting;
+      expect(next.fencingToken).toBe(await czxidOf(next));
+      tokens.push(next.fencingToken as number);
+      await next.release();
+    }
+    expect(tokens).toEqual([...tokens].sort((a, b) => a - b));
+    expect(new Set(tokens).size).toBe(tokens.length);
   });
 });

@@ -84,12 +84,51 @@ async function findProtected(client: ZooKeeperLockClient, lockPath: string, pref
  * (no herd effect), in arrival order.
  */
 export async function blockerOf(client: ZooKeeperLockClient, lockPath: string, ownName: string, mode: 'exclusive' | 'shared'): Promise<string | undefined> {
-  const children = (await client.get_children(lockPath, false)).sort((a, b) => zkSequence(a) - zkSequence(b));
-  const index = children.indexOf(ownName);
-  if (index < 0) throw new Error(`our node ${ownName} is gone (session expired?)`);
-  const ahead = children.slice(0, index);
+  const blocker = blockerAmong(await client.get_children(lockPath, false), lockPath, ownName, mode);
+  if (blocker === 'absent') throw new Error(`our node ${ownName} is gone (session expired?)`);
+  return blocker;
+}
+
+/** `blockerOf` over a listing already made; 'absent' when our node is not in it. */
+export function blockerAmong(children: readonly string[], lockPath: string, ownName: string, mode: 'exclusive' | 'shared'): string | undefined | 'absent' {
+  const sorted = [...children].sort((a, b) => zkSequence(a) - zkSequence(b));
+  const index = sorted.indexOf(ownName);
+  if (index < 0) return 'absent';
+  const ahead = sorted.slice(0, index);
   const blocker = mode === 'exclusive' ? ahead[ahead.length - 1] : [...ahead].reverse().find(isZkWriter);
   return blocker === undefined ? undefined : `${lockPath}/${blocker}`;
+}
+
+/** A children listing with the lock node's stat, as `get_children2` answers. */
+export interface ChildrenWithStat {
+  readonly children: readonly string[];
+  readonly stat: { readonly cversion: number; readonly pzxid: number };
+}
+
+/**
+ * Lists the lock node's children with its stat, sent right behind our create on the same session (the
+ * server answers a session's requests in order, so the listing includes our node): the first look at who
+ * is ahead costs no round trip of its own. Undefined when it failed (the caller lists again).
+ */
+export function listRightAfterCreate(client: ZooKeeperLockClient, lockPath: string): Promise<ChildrenWithStat | undefined> {
+  return client.get_children2(lockPath, false).then(
+    (answer) => {
+      const [children, stat] = answer as [string[], { cversion: number; pzxid: number }];
+      return { children, stat };
+    },
+    () => undefined,
+  );
+}
+
+/**
+ * Our node's creation zxid (the fencing token) read off the lock node's stat, when our create was the
+ * last change to its children: a sequential node is numbered with the parent's cversion, which every
+ * child created or deleted raises by one, and the parent's pzxid is the zxid of that last change. So
+ * cversion = our sequence + 1 means nobody came or went since our create, and pzxid is its zxid.
+ * Undefined otherwise (the caller reads our node's stat).
+ */
+export function czxidFromParent(listing: ChildrenWithStat, ownName: string): number | undefined {
+  return listing.stat.cversion === zkSequence(ownName) + 1 ? Number(listing.stat.pzxid) : undefined;
 }
 
 /**

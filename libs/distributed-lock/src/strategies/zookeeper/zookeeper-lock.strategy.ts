@@ -5,7 +5,7 @@ import type { LeaseGrant, LockRequest, WaitBudget } from '../../locking/lock-lea
 import { assertDuration, assertKnownKeys, describe } from '../../locking/lock-options';
 import type { LeaseLostListener, LockStrategy, LockStrategyCapabilities } from '../../locking/lock-strategy.interface';
 import { ZK_DELETED_EVENT, ZK_ERRORS, zkErrorCode, type ZooKeeperLockClient } from './zookeeper-client.type';
-import { blockerOf, createContender, waitForDeletion } from './zookeeper-lock.recipe';
+import { blockerAmong, blockerOf, createContender, czxidFromParent, listRightAfterCreate, waitForDeletion } from './zookeeper-lock.recipe';
 import { ZooKeeperOrphans } from './zookeeper-orphans';
 import { zkContenderPrefix, zkLockPath } from './zookeeper-paths';
 import { ZooKeeperSession, type ZooKeeperConnectionOptions } from './zookeeper-session';
@@ -152,10 +152,13 @@ export class ZooKeeperLockStrategy implements LockStrategy {
     const sentAt = Date.now();
     // The lock node is created on demand: createContender makes it (and the base) when it is missing.
     const prefix = zkContenderPrefix(randomUUID(), request.mode);
-    let path: string;
     if (request.mode === 'exclusive') this.writersCreating.add(prefix);
+    const creating = createContender(client, { base: this.basePath, lockPath, prefix }, request.owner, this.orphans);
+    // Sent right behind the create, which createContender sent before its first await.
+    const firstLook = listRightAfterCreate(client, lockPath);
+    let path: string;
     try {
-      path = await createContender(client, { base: this.basePath, lockPath, prefix }, request.owner, this.orphans);
+      path = await creating;
     } catch (error) {
       // Our last create may have happened server-side: whatever carries our prefix must go.
       this.orphans.adopt(lockPath, prefix);
@@ -165,9 +168,9 @@ export class ZooKeeperLockStrategy implements LockStrategy {
     }
     if (request.mode === 'exclusive') this.line.enter(path);
     const name = path.slice(lockPath.length + 1);
-    // Our czxid (the fencing token) is read, and our node watched, in the same flight as the first look
-    // at who is ahead: one round trip less on every acquisition. The watch tells the holder at once if an
-    // operator or a bug deletes its node, instead of at the next extension.
+    // Our node is watched: the watch tells the holder at once if an operator or a bug deletes its node,
+    // instead of at the next extension. Its answer carries our czxid (the fencing token), needed only
+    // when the first look cannot tell it.
     let ownDeleted = false;
     const ownStat = client.w_exists(path, (type: number) => {
       if (type !== ZK_DELETED_EVENT) return;
@@ -176,8 +179,14 @@ export class ZooKeeperLockStrategy implements LockStrategy {
     });
     ownStat.catch(() => undefined); // awaited below; a failure surfaces there
     try {
-      for (;;) {
-        const blocker = await blockerOf(client, lockPath, name, request.mode);
+      // The first look was made with the create: free, and nobody came or went since our create? Then
+      // we hold, and the lock node's stat tells our czxid: one round trip for the whole acquisition.
+      const look = await firstLook;
+      const firstBlocker = look ? blockerAmong(look.children, lockPath, name, request.mode) : 'absent';
+      const czxid = look && firstBlocker === undefined ? czxidFromParent(look, name) : undefined;
+      if (czxid !== undefined) return this.hold(request, path, czxid, sentAt);
+      for (let round = 0; ; round += 1) {
+        const blocker = round === 0 && firstBlocker !== 'absent' ? firstBlocker : await blockerOf(client, lockPath, name, request.mode);
         if (!blocker) break;
         if (!budget) {
           await this.deleteNode(path);
