@@ -9,10 +9,12 @@ import { dirname, join, resolve } from 'node:path';
 import { startTopology, stopTopology, type TopologyName } from '../scripts/services';
 import type { Backend, BenchSubject } from './bench-subject';
 import { contend, type ContendResult } from './contend';
+import { uncontendedInTurns } from './interleaved';
 import { runMultiProcess } from './multi-process';
 import { fairness, handoffFigures, quantile, round, wallClockMs } from './stats';
 import { BENCH_SUBJECTS } from './subjects';
-import { OPTIMISTIC_SUBJECTS, type OptimisticBenchSubject } from './optimistic-subjects';
+import { OPTIMISTIC_SUBJECTS } from './optimistic-subjects';
+import { runOptimistic, uncontendedUpdatesInTurns } from './optimistic-run';
 import { markdown, type BenchRow } from './report';
 
 interface BenchCase {
@@ -54,57 +56,6 @@ async function runInProcess(subject: BenchSubject, benchCase: BenchCase, duratio
     return { result, elapsed: wallClockMs() - started };
   } finally {
     await lock.close();
-  }
-}
-
-/**
- * Optimistic concurrency has no lock to take: `workers` increment one counter row with a version check,
- * re-reading on conflict. cs/s = successful increments per second; `failures` counts the conflicts that
- * were retried; `violations` = increments lost (counter value ≠ successful increments).
- */
-async function runOptimistic(subject: OptimisticBenchSubject, workers: number, durationMs: number): Promise<BenchRow> {
-  const updater = await subject.create();
-  try {
-    let done = 0;
-    let conflicts = 0;
-    const latencies: number[] = [];
-    const started = wallClockMs();
-    const endAt = started + durationMs;
-    await Promise.all(
-      Array.from({ length: workers }, async () => {
-        while (wallClockMs() < endAt) {
-          const t0 = wallClockMs();
-          conflicts += await updater.increment();
-          latencies.push(wallClockMs() - t0);
-          done += 1;
-        }
-      }),
-    );
-    const elapsed = wallClockMs() - started;
-    const lost = done - (await updater.value());
-    return {
-      id: subject.subject,
-      subject: subject.subject,
-      floor: subject.floor,
-      ours: subject.ours,
-      backend: 'mysql',
-      case: workers > 1 ? 'contended' : 'uncontended',
-      workers,
-      processes: 1,
-      csPerSec: Math.round((done / elapsed) * 1000),
-      waitP50Ms: round(quantile(latencies, 0.5), 2),
-      waitP99Ms: round(quantile(latencies, 0.99), 2),
-      worstWorkerWaitP99Ms: round(quantile(latencies, 0.99), 2),
-      handoffP50Ms: 0,
-      fairness: 1,
-      reacquireShare: 0,
-      failures: conflicts,
-      violations: Math.abs(lost),
-      durationMs: Math.round(elapsed),
-      settings: subject.settings,
-    };
-  } finally {
-    await updater.close();
   }
 }
 
@@ -151,12 +102,21 @@ async function main(): Promise<void> {
   const running = await Promise.all(topologies.map((t) => startTopology(t)));
   const rows: BenchRow[] = [];
   try {
+    // First, on each backend, the uncontended case of all its subjects in turns (see uncontendedInTurns):
+    // it also warms every server up before any contended case.
+    const uncontended = new Map<BenchSubject, { result: ContendResult; elapsed: number }>();
+    for (const backend of new Set(subjects.map((subject) => subject.backend))) {
+      const measured = await uncontendedInTurns(subjects.filter((subject) => subject.backend === backend), durationMs);
+      for (const [subject, figures] of measured) uncontended.set(subject, figures);
+    }
     for (const subject of subjects) {
       for (const benchCase of CASES) {
         if (benchCase.processes > 1 && !subject.crossProcess) continue;
         // --quick keeps the cases the targets are set on (1, 8 and 32 workers, 4 processes).
         if (quick && benchCase.workers === 2) continue;
-        const { result, elapsed } = benchCase.processes > 1 ? await runMultiProcess(subject, benchCase.workers, benchCase.processes, durationMs) : await runInProcess(subject, benchCase, durationMs);
+        const measured = benchCase.name === 'uncontended' ? uncontended.get(subject) : undefined;
+        const { result, elapsed } =
+          measured ?? (benchCase.processes > 1 ? await runMultiProcess(subject, benchCase.workers, benchCase.processes, durationMs) : await runInProcess(subject, benchCase, durationMs));
         const row = summarise(subject, benchCase, result, elapsed);
         rows.push(row);
         process.stdout.write(
@@ -164,9 +124,10 @@ async function main(): Promise<void> {
         );
       }
     }
+    const optimisticAlone = optimistic.length > 0 ? await uncontendedUpdatesInTurns(optimistic, durationMs) : new Map<unknown, BenchRow>();
     for (const subject of optimistic) {
       for (const workers of quick ? [1, 8, 32] : [1, 2, 8, 32]) {
-        const row = await runOptimistic(subject, workers, durationMs);
+        const row = (workers === 1 ? optimisticAlone.get(subject) : undefined) ?? (await runOptimistic(subject, workers, durationMs));
         rows.push(row);
         process.stdout.write(`${row.subject.padEnd(46)} ${`${row.case} ${row.workers}w/1p`.padEnd(20)} ${String(row.csPerSec).padStart(7)} upd/s  p99 ${String(row.waitP99Ms).padStart(8)} ms  conflicts ${row.failures}  lost ${row.violations}\n`);
       }
