@@ -54,7 +54,7 @@ interface BenchChild {
 }
 
 function startChild(args: string[], timeoutMs: number): BenchChild {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(__dirname, 'worker.ts'), ...args], { cwd: ROOT, env: process.env, stdio: ['pipe', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['-r', '@swc-node/register', join(__dirname, 'worker.ts'), ...args], { cwd: ROOT, env: process.env, stdio: ['pipe', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
   let markReady: () => void = () => undefined;
