@@ -141,7 +141,8 @@ if free and queued and queued ~= owner then
   free = grantable(mode)
 end
 if free and (not queued or queued == owner) then
-  if waiter then
+  -- Our place in line, if we had one, was at its head (queued): an empty queue holds nothing of ours.
+  if waiter and queued == owner then
     redis.call('ZREM', KEYS[2], owner)
     redis.call('HDEL', KEYS[3], owner)
   end
