@@ -32,4 +32,11 @@ export interface WaitBudget {
   readonly signal: AbortSignal;
   /** Remaining time in ms (> 0). */
   readonly timeoutMs: number;
+  /**
+   * Optional, cheaper views of `signal` for hot paths: an `AbortSignal` (with its listeners) costs about
+   * a microsecond and a half to make and watch, once per waiting acquisition. Given by the lock service;
+   * use them through `budgetAborted` / `onBudgetAbort`, which fall back to `signal`.
+   */
+  readonly aborted?: boolean;
+  onAbort?(listener: () => void): () => void;
 }

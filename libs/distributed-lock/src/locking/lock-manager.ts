@@ -8,7 +8,7 @@ import { HeldLock } from './held-lock';
 import { findHeldInChain } from './lock-context';
 import { LockEvents } from './lock-events';
 import { LockHandle } from './lock-handle';
-import type { LeaseGrant, LockRequest } from './lock-lease';
+import type { LeaseGrant, LockRequest, WaitBudget } from './lock-lease';
 import { assertDuration, LOCK_DEFAULTS, type ResolvedAcquireOptions } from './lock-options';
 import type { LockStrategy } from './lock-strategy.interface';
 import { createOwnerId } from './owner-id';
@@ -200,17 +200,37 @@ export class LockManager {
   private async queueAcquire(request: LockRequest, deadline: number, signal: AbortSignal | undefined): Promise<LeaseGrant | null> {
     const acquire = this.strategy.acquire;
     if (!acquire) return null;
-    // Aborted only if we give up on the strategy (a hang past the bound), so that it leaves the queue.
-    // Signals are costly to create: made on first use, which a lock that is free at once never reaches.
+    // Given up when the caller's signal aborts, or when we give up on the strategy (a hang past the
+    // bound), so that it leaves the queue. Signals are costly to create: `signal` is made on first use,
+    // and `aborted` / `onAbort` (which strategies' hot paths use) need none.
     let leave: AbortController | undefined;
     let combined: AbortSignal | undefined;
+    let givenUp = signal?.aborted ?? false;
+    const abortListeners = new Set<() => void>();
+    const giveUp = (): void => {
+      if (givenUp) return;
+      givenUp = true;
+      leave?.abort();
+      for (const listener of [...abortListeners]) listener();
+    };
+    signal?.addEventListener('abort', giveUp, { once: true });
     const timeoutMs = Math.max(1, deadline - Date.now());
-    const budget = {
+    const budget: WaitBudget = {
       timeoutMs,
       get signal(): AbortSignal {
-        leave ??= new AbortController();
+        if (!leave) {
+          leave = new AbortController();
+          if (givenUp) leave.abort();
+        }
         combined ??= signal ? AbortSignal.any([signal, leave.signal]) : leave.signal;
         return combined;
+      },
+      get aborted(): boolean {
+        return givenUp;
+      },
+      onAbort(listener: () => void): () => void {
+        abortListeners.add(listener);
+        return () => abortListeners.delete(listener);
       },
     };
     try {
@@ -224,9 +244,11 @@ export class LockManager {
         onLateResult: (grant) => this.releaseOrphan(grant),
       });
     } catch (error) {
-      leave?.abort();
+      giveUp();
       if (signal?.aborted) return null;
       throw error;
+    } finally {
+      signal?.removeEventListener('abort', giveUp);
     }
   }
 

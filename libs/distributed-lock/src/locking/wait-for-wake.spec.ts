@@ -1,4 +1,4 @@
-import { waitForWake } from './wait-for-wake';
+import { budgetAborted, onBudgetAbort, waitForWake } from './wait-for-wake';
 
 const budget = (signal: AbortSignal = new AbortController().signal) => ({ signal, timeoutMs: 1_000 });
 
@@ -22,5 +22,45 @@ describe('waitForWake', () => {
     const aborted = new AbortController();
     aborted.abort();
     expect(await waitForWake(budget(aborted.signal), Date.now() + 1_000, () => undefined)).toBe(false);
+  });
+});
+
+describe('budget abort helpers', () => {
+  it("use the budget's cheap views when it has them, without making its signal", async () => {
+    const listeners = new Set<() => void>();
+    let aborted = false;
+    const budget = {
+      timeoutMs: 1_000,
+      get signal(): AbortSignal {
+        throw new Error('the signal was made');
+      },
+      get aborted(): boolean {
+        return aborted;
+      },
+      onAbort(listener: () => void): () => void {
+        listeners.add(listener);
+        return () => listeners.delete(listener);
+      },
+    };
+    expect(budgetAborted(budget)).toBe(false);
+    const waiting = waitForWake(budget, Date.now() + 5_000, () => undefined);
+    expect(listeners.size).toBe(1);
+    aborted = true;
+    for (const listener of [...listeners]) listener();
+    expect(await waiting).toBe(false);
+    expect(listeners.size).toBe(0);
+    expect(budgetAborted(budget)).toBe(true);
+  });
+
+  it("fall back to the budget's signal", () => {
+    const controller = new AbortController();
+    const budget = { signal: controller.signal, timeoutMs: 1_000 };
+    let heard = 0;
+    const stop = onBudgetAbort(budget, () => (heard += 1));
+    expect(budgetAborted(budget)).toBe(false);
+    controller.abort();
+    expect(budgetAborted(budget)).toBe(true);
+    expect(heard).toBe(1);
+    stop();
   });
 });

@@ -1,5 +1,18 @@
 import type { WaitBudget } from './lock-lease';
 
+/** True once the caller gave up (without making the budget's signal when the budget offers `aborted`). */
+export function budgetAborted(budget: WaitBudget): boolean {
+  return budget.aborted ?? budget.signal.aborted;
+}
+
+/** Calls `listener` once if the caller gives up; returns the way to stop listening. */
+export function onBudgetAbort(budget: WaitBudget, listener: () => void): () => void {
+  if (budget.onAbort) return budget.onAbort(listener);
+  const signal = budget.signal;
+  signal.addEventListener('abort', listener, { once: true });
+  return () => signal.removeEventListener('abort', listener);
+}
+
 /**
  * Waits until `arm`'s callback fires (a release notification, a watch event), the deadline passes, or the
  * budget's signal aborts. Resolves true only for a wake-up. Strategies use it for every notified wait,
@@ -7,18 +20,18 @@ import type { WaitBudget } from './lock-lease';
  */
 export function waitForWake(budget: WaitBudget, deadline: number, arm: (wake: () => void) => (() => void) | void): Promise<boolean> {
   return new Promise((resolve) => {
-    if (budget.signal.aborted || Date.now() >= deadline) return resolve(false);
+    if (budgetAborted(budget) || Date.now() >= deadline) return resolve(false);
     // A holder, not a const: the wake-up may fire while `arm` is still running.
     const armed: { disarm?: (() => void) | void } = {};
     const done = (woken: boolean): void => {
       clearTimeout(timer);
-      budget.signal.removeEventListener('abort', onAbort);
+      stopWatchingAbort();
       armed.disarm?.();
       resolve(woken);
     };
     const onAbort = (): void => done(false);
     const timer = setTimeout(() => done(false), Math.max(0, deadline - Date.now()));
-    budget.signal.addEventListener('abort', onAbort, { once: true });
+    const stopWatchingAbort = onBudgetAbort(budget, onAbort);
     armed.disarm = arm(() => done(true));
   });
 }

@@ -1,5 +1,5 @@
 import type { WaitBudget } from '../locking/lock-lease';
-import { waitForWake } from '../locking/wait-for-wake';
+import { budgetAborted, waitForWake } from '../locking/wait-for-wake';
 
 /** How a wait behind a contender of this process ended. */
 export type LocalWait<News> = { readonly outcome: 'told'; readonly news: News } | { readonly outcome: 'look-again' | 'timeout' };
@@ -72,7 +72,7 @@ export class LocalLine<News> {
       }),
     );
     if (woken && heard && heard.news !== undefined) return { outcome: 'told', news: heard.news };
-    if (woken || (!budget.signal.aborted && Date.now() < deadline)) return { outcome: 'look-again' };
+    if (woken || (!budgetAborted(budget) && Date.now() < deadline)) return { outcome: 'look-again' };
     return { outcome: 'timeout' };
   }
 

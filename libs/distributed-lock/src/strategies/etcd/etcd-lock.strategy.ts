@@ -3,7 +3,7 @@ import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error
 import { leaseEnd } from '../../locking/lease-end';
 import type { LeaseGrant, LockRequest, WaitBudget } from '../../locking/lock-lease';
 import { assertKnownKeys } from '../../locking/lock-options';
-import { waitForWake } from '../../locking/wait-for-wake';
+import { budgetAborted, waitForWake } from '../../locking/wait-for-wake';
 import type { LeaseLostListener, LockStrategy, LockStrategyCapabilities } from '../../locking/lock-strategy.interface';
 import { loadPeerDependency } from '../load-peer-dependency';
 import { LocalLine, type LocalWait } from '../local-line';
@@ -326,7 +326,7 @@ export class EtcdLockStrategy implements LockStrategy {
    * released). Resolves 'timeout' when the budget ends.
    */
   private async watchForDelete(blocker: Blocker, budget: WaitBudget, deadline: number, listenHere: boolean): Promise<LocalWait<'released'>['outcome']> {
-    if (budget.signal.aborted || Date.now() >= deadline) return 'timeout';
+    if (budgetAborted(budget) || Date.now() >= deadline) return 'timeout';
     const id = lineId(blocker.key, blocker.createRevision);
     let told = false;
     let wakeOnNews: () => void = () => undefined;

@@ -10,7 +10,7 @@ import { redisLockKeys, type RedisLockKeys } from './redis-keys';
 import { ACQUIRE_SCRIPT, EXTEND_SCRIPT, LEAVE_QUEUE_SCRIPT, RELEASE_SCRIPT } from './redis-lock.scripts';
 import { RedisScript } from './redis-script';
 import { leaseEnd } from '../../locking/lease-end';
-import { waitForWake } from '../../locking/wait-for-wake';
+import { budgetAborted, waitForWake } from '../../locking/wait-for-wake';
 import { closeRedisClient } from './close-redis-client';
 import { strategyName } from '../strategy-name';
 
@@ -122,7 +122,7 @@ export class RedisLockStrategy implements LockStrategy {
       }
     });
     try {
-      while (!budget.signal.aborted) {
+      while (!budgetAborted(budget)) {
         const seen = state.releases;
         const sentAt = Date.now();
         // Fair: join (or stay in) the queue; the first check after subscribing also closes the gap
@@ -141,7 +141,7 @@ export class RedisLockStrategy implements LockStrategy {
         const late = state.handedOver as { token: number; at: number } | undefined;
         if (late) return this.grantOf(request, late.token, late.at);
       }
-      return await this.leaveQueue(keys, request, budget.signal.aborted);
+      return await this.leaveQueue(keys, request, budgetAborted(budget));
     } finally {
       stopListening();
     }

@@ -2,7 +2,7 @@ import type { RedisOptions } from 'ioredis';
 import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
 import { LockBackendUnavailableError } from '../../errors/lock-backend-unavailable.error';
 import { abortableDelay } from '../../locking/abortable-delay';
-import { waitForWake } from '../../locking/wait-for-wake';
+import { budgetAborted, onBudgetAbort, waitForWake } from '../../locking/wait-for-wake';
 import type { LeaseGrant, LockRequest, WaitBudget } from '../../locking/lock-lease';
 import { assertDuration, assertKnownKeys, describe } from '../../locking/lock-options';
 import type { LockStrategy, LockStrategyCapabilities } from '../../locking/lock-strategy.interface';
@@ -172,25 +172,32 @@ export class RedlockStrategy implements LockStrategy {
     this.localReleaseWatchers.set(request.key, released);
     const stops: Array<() => void> = [];
     let finished = false;
+    let subscribed = false;
     // Subscribe on every master without waiting: a master that is down must not hold up the others.
-    for (const listener of this.listeners) {
-      listener.listen(keys.channel, (message) => {
-        if (message === 'r') released();
-      }).then(
-        (stop) => (finished ? stop() : stops.push(stop)),
-        () => undefined,
-      );
-    }
+    // Only once we ask the masters: while a holder of this process has the key, its release or hand-over
+    // reaches us here, and a line of local contenders passing the key along subscribes nowhere.
+    const subscribe = (): void => {
+      subscribed = true;
+      for (const listener of this.listeners) {
+        listener.listen(keys.channel, (message) => {
+          if (message === 'r') released();
+        }).then(
+          (stop) => (finished ? stop() : stops.push(stop)),
+          () => undefined,
+        );
+      }
+    };
     try {
       let splitRounds = 0;
       let split = false;
       // While a majority is unreachable, keep trying until the budget ends, then report the outage itself.
       let unavailable: LockBackendUnavailableError | undefined;
-      while (!budget.signal.aborted) {
+      while (!budgetAborted(budget)) {
         const seen = releases;
         if (handed) return handed;
         // Held by another contender here: the masters would say no; its release hands over or wakes us.
         if (!this.cohorts.heldHere(request.key)) {
+          if (!subscribed) subscribe();
           try {
             const outcome = await this.attempt(request);
             if (outcome.grant) return outcome.grant;
@@ -222,7 +229,7 @@ export class RedlockStrategy implements LockStrategy {
       stopAwaitingHandover();
       const late = await this.keepLateHandover(handed, budget);
       if (late) return late;
-      if (unavailable && !budget.signal.aborted) throw unavailable;
+      if (unavailable && !budgetAborted(budget)) throw unavailable;
       return null;
     } finally {
       stopAwaitingHandover();
@@ -239,7 +246,7 @@ export class RedlockStrategy implements LockStrategy {
    */
   private async keepLateHandover(handed: LeaseGrant | undefined, budget: WaitBudget): Promise<LeaseGrant | null> {
     if (!handed) return null;
-    if (!budget.signal.aborted) return handed;
+    if (!budgetAborted(budget)) return handed;
     await this.release(handed);
     return null;
   }
@@ -326,7 +333,7 @@ export class RedlockStrategy implements LockStrategy {
     return new Promise((resolve) => {
       const entry = (): void => {
         clearTimeout(timer);
-        budget.signal.removeEventListener('abort', giveUp);
+        stopWatchingAbort();
         resolve(passOn);
       };
       const giveUp = (): void => {
@@ -334,11 +341,11 @@ export class RedlockStrategy implements LockStrategy {
         if (index > 0) line.splice(index, 1);
         else if (index === 0) return; // already our turn: entry() has run or will
         clearTimeout(timer);
-        budget.signal.removeEventListener('abort', giveUp);
+        stopWatchingAbort();
         resolve(null);
       };
       const timer = setTimeout(giveUp, Math.max(0, deadline - Date.now()));
-      budget.signal.addEventListener('abort', giveUp, { once: true });
+      const stopWatchingAbort = onBudgetAbort(budget, giveUp);
       onLeave(giveUp);
       line.push(entry);
       if (line.length === 1) entry();

@@ -1,5 +1,5 @@
 import type { WaitBudget } from '../../locking/lock-lease';
-import { waitForWake } from '../../locking/wait-for-wake';
+import { budgetAborted, waitForWake } from '../../locking/wait-for-wake';
 import { ZK_ERRORS, zkErrorCode, type ZooKeeperLockClient } from './zookeeper-client.type';
 import type { ZooKeeperOrphans } from './zookeeper-orphans';
 import { isZkWriter, zkSequence } from './zookeeper-paths';
@@ -136,7 +136,7 @@ export function czxidFromParent(listing: ChildrenWithStat, ownName: string): num
  * ends or is aborted.
  */
 export async function waitForDeletion(client: ZooKeeperLockClient, path: string, budget: WaitBudget, deadline: number, alsoDone?: Promise<void>): Promise<boolean> {
-  if (budget.signal.aborted || Date.now() >= deadline) return false;
+  if (budgetAborted(budget) || Date.now() >= deadline) return false;
   let fired: () => void = () => undefined;
   const deleted = new Promise<void>((resolve) => (fired = resolve));
   try {
