@@ -111,6 +111,25 @@ describe('Redlock: local hand-over', () => {
     expect(ids.size).toBeGreaterThanOrEqual(3);
   });
 
+  it("wakes the head of a local line on the masters' release, also after a holder of its process", async () => {
+    // Re-checks every 30 s: a contender that missed the masters' notification would time out (5 s).
+    // No local hand-over: the holder here gives the key back to the masters, where another process waits.
+    const here = serviceOf({ connections: urls(), recheckInterval: 30_000, localHandover: false });
+    const elsewhere = serviceOf({ connections: urls(), recheckInterval: 30_000 });
+    const key = `line-wake:${run}`;
+    for (let round = 0; round < 3; round += 1) {
+      const holder = await here.acquire(key);
+      const takeAndGive = async (service: LockService): Promise<void> => (await service.acquire(key, { waitTimeout: 5_000 })).release().then(() => undefined);
+      const remote = takeAndGive(elsewhere);
+      await sleep(20);
+      // The head of this process's line waits while a holder of this process has the key.
+      const local = takeAndGive(here);
+      await sleep(50);
+      await holder.release();
+      await Promise.all([remote, local]);
+    }
+  });
+
   it('never hands on a lock whose extension the masters refused', async () => {
     const locks = serviceOf();
     const key = `lost:${run}`;

@@ -9,6 +9,7 @@ export { currentLock } from './locking/lock-context';
 export { LockEvents, type LockEventMap, type LockEventBase } from './locking/lock-events';
 export { LOCK_DEFAULTS, type AcquireOptions, type LockDefaults, type RetryOptions } from './locking/lock-options';
 export type { LockMode, LockRequest, LeaseGrant, WaitBudget } from './locking/lock-lease';
+export { budgetAborted, onBudgetAbort } from './locking/wait-for-wake';
 export type { LockStrategy, LockStrategyCapabilities, LeaseLostListener, ReleaseOutcome } from './locking/lock-strategy.interface';
 export { compileKeyTemplate, toKeyResolver, type LockKeySource, type KeyResolver } from './locking/key-template';
 export { validateLockKey } from './locking/lock-key';

@@ -69,6 +69,8 @@ export class RedlockStrategy implements LockStrategy {
   private readonly cohorts: RedlockCohorts;
   /** Per key, the one contender of this process asking the masters (the head of the local queue). */
   private readonly localReleaseWatchers = new Map<string, () => void>();
+  /** The masters' subscriptions of each key's local line (see listenForLine). */
+  private readonly lineSubscriptions = new Map<string, { stops: Array<() => void>; over: boolean }>();
   private readonly scripts = {
     acquire: new RedisScript(REDLOCK_ACQUIRE_SCRIPT),
     release: new RedisScript(REDLOCK_RELEASE_SCRIPT),
@@ -160,33 +162,16 @@ export class RedlockStrategy implements LockStrategy {
       stopAwaitingHandover();
       return this.keepLateHandover(handed, budget);
     }
-    const keys = redisLockKeys(this.namespace, request.key);
     // Counts release notifications, so that one arriving during an attempt is not lost.
     let releases = 0;
     const released = (): void => {
       releases += 1;
       wake?.();
     };
-    // A holder of this process that gives the key back to the masters tells us at once, sparing us the
-    // wait for the masters' notification.
+    // The masters' release notifications reach the head of the local line through the line's
+    // subscription (see listenForLine); a holder of this process that gives the key back to the masters
+    // may tell us directly, sparing us the wait for the notification.
     this.localReleaseWatchers.set(request.key, released);
-    const stops: Array<() => void> = [];
-    let finished = false;
-    let subscribed = false;
-    // Subscribe on every master without waiting: a master that is down must not hold up the others.
-    // Only once we ask the masters: while a holder of this process has the key, its release or hand-over
-    // reaches us here, and a line of local contenders passing the key along subscribes nowhere.
-    const subscribe = (): void => {
-      subscribed = true;
-      for (const listener of this.listeners) {
-        listener.listen(keys.channel, (message) => {
-          if (message === 'r') released();
-        }).then(
-          (stop) => (finished ? stop() : stops.push(stop)),
-          () => undefined,
-        );
-      }
-    };
     try {
       let splitRounds = 0;
       let split = false;
@@ -197,7 +182,6 @@ export class RedlockStrategy implements LockStrategy {
         if (handed) return handed;
         // Held by another contender here: the masters would say no; its release hands over or wakes us.
         if (!this.cohorts.heldHere(request.key)) {
-          if (!subscribed) subscribe();
           try {
             const outcome = await this.attempt(request);
             if (outcome.grant) return outcome.grant;
@@ -234,8 +218,6 @@ export class RedlockStrategy implements LockStrategy {
     } finally {
       stopAwaitingHandover();
       if (this.localReleaseWatchers.get(request.key) === released) this.localReleaseWatchers.delete(request.key);
-      finished = true;
-      for (const stop of stops) stop();
       turn();
     }
   }
@@ -323,12 +305,16 @@ export class RedlockStrategy implements LockStrategy {
     if (!queue) {
       queue = [];
       this.localQueues.set(key, queue);
+      this.listenForLine(key);
     }
     const line = queue;
     const passOn = (): void => {
       line.shift();
       if (line.length > 0) line[0]();
-      else this.localQueues.delete(key);
+      else {
+        this.localQueues.delete(key);
+        this.stopListeningForLine(key);
+      }
     };
     return new Promise((resolve) => {
       const entry = (): void => {
@@ -350,6 +336,36 @@ export class RedlockStrategy implements LockStrategy {
       line.push(entry);
       if (line.length === 1) entry();
     });
+  }
+
+  /**
+   * While contenders of this process line up for a key, one subscription per master to the key's channel
+   * serves them all: each release there wakes whoever is at the head of the line. Subscribing per
+   * contender cost five listens and five leaves per critical section when the key is passed along
+   * locally. Made without waiting: a master that is down must not hold up the others.
+   */
+  private listenForLine(key: string): void {
+    const { channel } = redisLockKeys(this.namespace, key);
+    const subscription = { stops: [] as Array<() => void>, over: false };
+    this.lineSubscriptions.set(key, subscription);
+    for (const listener of this.listeners) {
+      listener
+        .listen(channel, (message) => {
+          if (message === 'r') this.localReleaseWatchers.get(key)?.();
+        })
+        .then(
+          (stop) => (subscription.over ? stop() : subscription.stops.push(stop)),
+          () => undefined,
+        );
+    }
+  }
+
+  private stopListeningForLine(key: string): void {
+    const subscription = this.lineSubscriptions.get(key);
+    if (!subscription) return;
+    this.lineSubscriptions.delete(key);
+    subscription.over = true;
+    for (const stop of subscription.stops) stop();
   }
 
   private assertNodeTimeoutFits(ttlMs: number): void {
