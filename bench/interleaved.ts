@@ -4,7 +4,7 @@ import { contend, type ContendResult } from './contend';
 import { quantile, wallClockMs } from './stats';
 
 /** How many turns each subject gets in an interleaved case. */
-const SLICES = 8;
+export const TURNS = 8;
 
 /**
  * The uncontended case of several subjects, measured in turns (A B C A B C …) rather than one after the
@@ -23,8 +23,8 @@ export async function uncontendedInTurns(subjects: readonly BenchSubject[], dura
       // Warm-up: connections, script cache, JIT.
       await contend(lock, key, 1, wallClockMs() + Math.min(500, durationMs / 5), { workerPrefix: 'warm', waitMs: 30_000 });
     }
-    const sliceMs = Math.max(50, Math.round(durationMs / SLICES));
-    for (let turn = 0; turn < SLICES; turn += 1) {
+    const sliceMs = Math.max(50, Math.round(durationMs / TURNS));
+    for (let turn = 0; turn < TURNS; turn += 1) {
       for (const entry of open) {
         const started = wallClockMs();
         entry.parts.push(await contend(entry.lock, entry.key, 1, started + sliceMs, { workerPrefix: 'w', waitMs: 30_000 }));

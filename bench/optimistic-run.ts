@@ -1,3 +1,4 @@
+import { TURNS } from './interleaved';
 import type { BenchUpdater, OptimisticBenchSubject } from './optimistic-subjects';
 import type { BenchRow } from './report';
 import { quantile, round, wallClockMs } from './stats';
@@ -25,9 +26,6 @@ export async function runOptimistic(subject: OptimisticBenchSubject, workers: nu
   }
 }
 
-/** How many turns each subject gets (see uncontendedUpdatesInTurns). */
-const SLICES = 8;
-
 /**
  * The one-worker case of every optimistic subject in turns (A B A B …), for the reason given in
  * `uncontendedInTurns`: one worker's figure is latency, which drifts within a minute on this machine.
@@ -40,8 +38,8 @@ export async function uncontendedUpdatesInTurns(subjects: readonly OptimisticBen
       const warmUp = await increment(updater, 1, Math.min(500, durationMs / 5));
       open.push({ subject, updater, figures: { done: 0, conflicts: 0, latencies: [], elapsed: 0 }, warmUpDone: warmUp.done });
     }
-    const sliceMs = Math.max(50, Math.round(durationMs / SLICES));
-    for (let turn = 0; turn < SLICES; turn += 1) {
+    const sliceMs = Math.max(50, Math.round(durationMs / TURNS));
+    for (let turn = 0; turn < TURNS; turn += 1) {
       for (const entry of open) {
         const part = await increment(entry.updater, 1, sliceMs);
         entry.figures.done += part.done;
