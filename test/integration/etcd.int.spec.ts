@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { LockManager, LockService } from '@app/distributed-lock';
 import { EtcdLockStrategy, type EtcdLeaseGrant } from '@app/distributed-lock/strategies/etcd';
 import { Etcd3 } from 'etcd3';
-import { expectLocalHandOverWithoutReads, expectWaiterBehindAQuitterToWaitForTheHolder, expectWaiterServedWhenHolderEntryVanishes, expectWritersInTokenOrder } from '../support/local-handover';
+import { expectLocalHandOverWithoutLooks, expectWaiterBehindAQuitterToWaitForTheHolder, expectWaiterServedWhenHolderEntryVanishes, expectWritersInTokenOrder } from '../support/local-handover';
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 const run = randomUUID().slice(0, 8);
@@ -123,7 +123,7 @@ describe('etcd strategy: hand-over within a process', () => {
   });
 
   it('serves the next writer of the same process without the read, and one behind another process with it', async () => {
-    await expectLocalHandOverWithoutReads(new LockService(here), new LockService(elsewhere), `local-handover:${run}`, { reset: () => (serverLooks = 0), count: () => serverLooks, onEntering: 0 });
+    await expectLocalHandOverWithoutLooks(new LockService(here), new LockService(elsewhere), `local-handover:${run}`, { reset: () => (serverLooks = 0), count: () => serverLooks, onEntering: 0 });
   });
 
   it('keeps writers of two processes one at a time, in order of their fencing tokens', async () => {

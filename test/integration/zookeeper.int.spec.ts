@@ -6,7 +6,7 @@ import { createContender, ensureLockNode } from '@app/distributed-lock/strategie
 import { ZooKeeperOrphans } from '@app/distributed-lock/strategies/zookeeper/zookeeper-orphans';
 import { zkContenderPrefix, zkLockPath } from '@app/distributed-lock/strategies/zookeeper/zookeeper-paths';
 import { ZooKeeperSession } from '@app/distributed-lock/strategies/zookeeper/zookeeper-session';
-import { expectLocalHandOverWithoutReads, expectWaiterBehindAQuitterToWaitForTheHolder, expectWaiterServedWhenHolderEntryVanishes, expectWritersInTokenOrder } from '../support/local-handover';
+import { expectLocalHandOverWithoutLooks, expectWaiterBehindAQuitterToWaitForTheHolder, expectWaiterServedWhenHolderEntryVanishes, expectWritersInTokenOrder } from '../support/local-handover';
 
 const BASE = '/dlock-int';
 const run = randomUUID().slice(0, 8);
@@ -130,7 +130,7 @@ describe('ZooKeeper strategy: hand-over within a process', () => {
   });
 
   it('serves the next writer of the same process without listing, and one behind another process with it', async () => {
-    await expectLocalHandOverWithoutReads(new LockService(here), new LockService(elsewhere), `local-handover:${run}`, { reset: () => (listings = 0), count: () => listings, onEntering: 2 });
+    await expectLocalHandOverWithoutLooks(new LockService(here), new LockService(elsewhere), `local-handover:${run}`, { reset: () => (listings = 0), count: () => listings, onEntering: 2 });
   });
 
   it('keeps writers of two processes one at a time, in order of their fencing tokens', async () => {

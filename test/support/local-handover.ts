@@ -8,13 +8,13 @@ const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
  * holder in the process, which tells it directly; its token is higher), at least one more behind a
  * holder of `elsewhere` (another process: the waiter must watch and look).
  */
-export async function expectLocalHandOverWithoutReads(
+export async function expectLocalHandOverWithoutLooks(
   here: LockService,
   elsewhere: LockService,
   key: string,
   reads: { reset(): void; count(): number; onEntering: number },
 ): Promise<void> {
-  const figures = await readsOnHandOver(here, elsewhere, key, reads);
+  const figures = await looksOnHandOver(here, elsewhere, key, reads);
   expect(figures.local).toBe(reads.onEntering);
   expect(figures.nextToken).toBeGreaterThan(figures.holderToken);
   expect(figures.remote).toBeGreaterThan(reads.onEntering);
@@ -70,7 +70,7 @@ export async function expectWritersInTokenOrder(here: LockService, elsewhere: Lo
   expect(new Set(tokens).size).toBe(80);
 }
 
-async function readsOnHandOver(
+async function looksOnHandOver(
   here: LockService,
   elsewhere: LockService,
   key: string,

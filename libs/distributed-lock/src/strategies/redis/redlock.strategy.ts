@@ -342,7 +342,9 @@ export class RedlockStrategy implements LockStrategy {
    * While contenders of this process line up for a key, one subscription per master to the key's channel
    * serves them all: each release there wakes whoever is at the head of the line. Subscribing per
    * contender cost five listens and five leaves per critical section when the key is passed along
-   * locally. Made without waiting: a master that is down must not hold up the others.
+   * locally. Made without waiting: a master that is down must not hold up the others. A master whose
+   * subscription fails is not asked again while this line lasts; the head still hears the other masters,
+   * and its re-check (`recheckInterval`) bounds what a missed notification costs.
    */
   private listenForLine(key: string): void {
     const { channel } = redisLockKeys(this.namespace, key);
