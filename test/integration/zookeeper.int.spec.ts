@@ -150,9 +150,10 @@ describe('ZooKeeper strategy: hand-over within a process', () => {
 });
 
 /**
- * An acquisition whose first look (sent with the create) shows the lock free and nobody come or gone
- * since takes its fencing token off the lock node's stat instead of reading its own node: the token
- * must still be exactly its node's creation zxid, free or after a wait, and grow across holders.
+ * An acquisition whose first look (sent with the create) lists its node alone takes its fencing token off
+ * the lock node's stat (pzxid) instead of reading its own node: with nobody come or gone that is exactly
+ * its node's creation zxid; otherwise a zxid above it and below the next holder's. Either way the tokens
+ * grow strictly from holder to holder.
  */
 describe('ZooKeeper strategy: fencing token read with the first look', () => {
   let manager: LockManager;
@@ -168,9 +169,10 @@ describe('ZooKeeper strategy: fencing token read with the first look', () => {
     await manager.close();
   });
 
-  it("is the node's czxid, for a free lock and for one taken after a wait", async () => {
+  const czxidOf = async (lock: { grant: unknown }): Promise<number> => Number((await client.exists((lock.grant as ZooKeeperLeaseGrant).znode, false)).czxid);
+
+  it("is the node's czxid, for a free lock (also after earlier holders came and went) and after a wait", async () => {
     const locks = new LockService(manager);
-    const czxidOf = async (lock: { grant: unknown }): Promise<number> => Number((await client.exists((lock.grant as ZooKeeperLeaseGrant).znode, false)).czxid);
     const tokens: number[] = [];
     for (let i = 0; i < 5; i += 1) {
       const free = await locks.acquire(`token-read:${run}`);
@@ -186,5 +188,57 @@ describe('ZooKeeper strategy: fencing token read with the first look', () => {
     }
     expect(tokens).toEqual([...tokens].sort((a, b) => a - b));
     expect(new Set(tokens).size).toBe(tokens.length);
+  });
+
+  it('holds a free lock without waiting for the read of its own node', async () => {
+    const locks = new LockService(manager);
+    const key = `token-no-read:${run}`;
+    await (await locks.acquire(key)).release(); // the lock node exists and has had a child come and go
+    const realWatch = client.w_exists.bind(client);
+    let answerWatch: () => void = () => undefined;
+    const watchAnswered = new Promise<void>((resolve) => (answerWatch = resolve));
+    // The watch on our own node is set for real; only its answer is held back until the lock is ours.
+    client.w_exists = (async (...args: Parameters<typeof realWatch>) => {
+      const stat = await realWatch(...args);
+      await watchAnswered;
+      return stat;
+    }) as typeof client.w_exists;
+    try {
+      const lock = await locks.acquire(key, { waitTimeout: 5_000 });
+      answerWatch();
+      expect(lock.fencingToken).toBe(await czxidOf(lock));
+      await lock.release();
+    } finally {
+      client.w_exists = realWatch;
+      answerWatch();
+    }
+  });
+
+  it('stays between our czxid and the next holder\'s when someone comes and goes before our first look', async () => {
+    const locks = new LockService(manager);
+    const key = `token-came-went:${run}`;
+    const lockPath = zkLockPath(BASE, key);
+    await (await locks.acquire(key)).release();
+    const realList = client.get_children2.bind(client);
+    // Between our create and our first look, a contender creates its node and deletes it again.
+    client.get_children2 = (async (path: string, watch: boolean) => {
+      if (path === lockPath) {
+        const visitor = await client.create(`${lockPath}/${zkContenderPrefix(randomUUID(), 'exclusive')}`, 'visitor', 3);
+        await client.delete_(visitor, -1);
+      }
+      return realList(path, watch);
+    }) as typeof client.get_children2;
+    let first;
+    try {
+      first = await locks.acquire(key, { waitTimeout: 5_000 });
+    } finally {
+      client.get_children2 = realList;
+    }
+    const firstCzxid = await czxidOf(first);
+    expect(first.fencingToken).toBeGreaterThan(firstCzxid);
+    await first.release();
+    const next = await locks.acquire(key, { waitTimeout: 5_000 });
+    expect(next.fencingToken).toBeGreaterThan(first.fencingToken as number);
+    await next.release();
   });
 });

@@ -1,4 +1,4 @@
-import { blockerAmong, czxidFromParent } from './zookeeper-lock.recipe';
+import { blockerAmong, tokenFromFirstLook } from './zookeeper-lock.recipe';
 
 const LOCK = '/dlock/k';
 const writer = (id: string, sequence: number): string => `_c_${id}-write-${String(sequence).padStart(10, '0')}`;
@@ -22,11 +22,16 @@ describe('ZooKeeper recipe over a listing already made', () => {
   });
 });
 
-describe('czxidFromParent', () => {
-  it("reads our czxid off the lock node's pzxid only when our create was the last change to its children", () => {
-    // Our node got sequence 41 (the lock node's cversion before our create); our create made it 42.
-    expect(czxidFromParent({ children: [writer('a', 41)], stat: { cversion: 42, pzxid: 9_001 } }, writer('a', 41))).toBe(9_001);
-    // Someone came or went after our create: pzxid is their change, not ours.
-    expect(czxidFromParent({ children: [writer('a', 41)], stat: { cversion: 43, pzxid: 9_002 } }, writer('a', 41))).toBeUndefined();
+describe('tokenFromFirstLook', () => {
+  it("takes the lock node's pzxid when the first look lists our node alone, whatever its sequence", () => {
+    // Sequence numbers count creates only: after many create/delete pairs ours is far below the cversion.
+    expect(tokenFromFirstLook({ children: [writer('a', 41)], stat: { pzxid: 9_001 } }, writer('a', 41))).toBe(9_001);
+    expect(tokenFromFirstLook({ children: [reader('a', 7)], stat: { pzxid: '9002' } }, reader('a', 7))).toBe(9_002);
+  });
+
+  it('tells nothing when anyone else is listed, ahead or behind, or when our node is missing', () => {
+    expect(tokenFromFirstLook({ children: [writer('a', 41), writer('b', 42)], stat: { pzxid: 9_003 } }, writer('a', 41))).toBeUndefined();
+    expect(tokenFromFirstLook({ children: [reader('b', 40), reader('a', 41)], stat: { pzxid: 9_003 } }, reader('a', 41))).toBeUndefined();
+    expect(tokenFromFirstLook({ children: [writer('b', 40)], stat: { pzxid: 9_003 } }, writer('a', 41))).toBeUndefined();
   });
 });

@@ -102,7 +102,7 @@ export function blockerAmong(children: readonly string[], lockPath: string, ownN
 /** A children listing with the lock node's stat, as `get_children2` answers. */
 export interface ChildrenWithStat {
   readonly children: readonly string[];
-  readonly stat: { readonly cversion: number; readonly pzxid: number };
+  readonly stat: { readonly pzxid: number | string };
 }
 
 /**
@@ -113,7 +113,7 @@ export interface ChildrenWithStat {
 export function listRightAfterCreate(client: ZooKeeperLockClient, lockPath: string): Promise<ChildrenWithStat | undefined> {
   return client.get_children2(lockPath, false).then(
     (answer) => {
-      const [children, stat] = answer as [string[], { cversion: number; pzxid: number }];
+      const [children, stat] = answer as [string[], { pzxid: number | string }];
       return { children, stat };
     },
     () => undefined,
@@ -121,14 +121,16 @@ export function listRightAfterCreate(client: ZooKeeperLockClient, lockPath: stri
 }
 
 /**
- * Our node's creation zxid (the fencing token) read off the lock node's stat, when our create was the
- * last change to its children: a sequential node is numbered with the parent's cversion, which every
- * child created or deleted raises by one, and the parent's pzxid is the zxid of that last change. So
- * cversion = our sequence + 1 means nobody came or went since our create, and pzxid is its zxid.
- * Undefined otherwise (the caller reads our node's stat).
+ * The fencing token read off a first look that shows our node alone: the lock node's pzxid, the zxid of
+ * the last change to its children. That is our create, or a later create-and-delete of someone who came
+ * and went before the look (one still there would be listed). So it is at least our czxid and at most
+ * the zxid the look saw, and every later holder's node is created after that look (it is not in it):
+ * tokens stay unique and strictly increasing from holder to holder, and no read of our own node is
+ * needed. (The sequence suffix cannot tell whether anyone came or went: ZooKeeper numbers creates only,
+ * while cversion counts deletes too.) Undefined when others are listed: the caller reads our czxid.
  */
-export function czxidFromParent(listing: ChildrenWithStat, ownName: string): number | undefined {
-  return listing.stat.cversion === zkSequence(ownName) + 1 ? Number(listing.stat.pzxid) : undefined;
+export function tokenFromFirstLook(listing: ChildrenWithStat, ownName: string): number | undefined {
+  return listing.children.length === 1 && listing.children[0] === ownName ? Number(listing.stat.pzxid) : undefined;
 }
 
 /**

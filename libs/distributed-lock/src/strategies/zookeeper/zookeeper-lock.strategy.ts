@@ -5,7 +5,7 @@ import type { LeaseGrant, LockRequest, WaitBudget } from '../../locking/lock-lea
 import { assertDuration, assertKnownKeys, describe } from '../../locking/lock-options';
 import type { LeaseLostListener, LockStrategy, LockStrategyCapabilities } from '../../locking/lock-strategy.interface';
 import { ZK_DELETED_EVENT, ZK_ERRORS, zkErrorCode, type ZooKeeperLockClient } from './zookeeper-client.type';
-import { blockerAmong, blockerOf, createContender, czxidFromParent, listRightAfterCreate, waitForDeletion } from './zookeeper-lock.recipe';
+import { blockerAmong, blockerOf, createContender, listRightAfterCreate, tokenFromFirstLook, waitForDeletion } from './zookeeper-lock.recipe';
 import { ZooKeeperOrphans } from './zookeeper-orphans';
 import { zkContenderPrefix, zkLockPath } from './zookeeper-paths';
 import { ZooKeeperSession, type ZooKeeperConnectionOptions } from './zookeeper-session';
@@ -48,8 +48,9 @@ const LOCAL_RECHECK_MS = 500;
  * herd effect, FIFO by construction; between two writers of this process the release tells the next one
  * directly, sparing it a children listing). Nodes are "protected" (found again after a lost create), lock nodes
  * are container nodes (removed by the server once empty), readers of a read-write lock wait only for
- * writers ahead of them. The fencing token is our node's creation zxid: strictly increasing, also when
- * the lock node is deleted and created again.
+ * writers ahead of them. The fencing token is a zxid: our node's creation zxid, or when our first look
+ * shows our node alone, the lock node's pzxid (see tokenFromFirstLook); strictly increasing from holder
+ * to holder, also when the lock node is deleted and created again.
  *
  * Sessions: a lost connection is "unknown" (the session and our nodes may still live; the client
  * reconnects). An expired session loses every lock held on it: their signals abort. A holder's lease is
@@ -170,7 +171,7 @@ export class ZooKeeperLockStrategy implements LockStrategy {
     const name = path.slice(lockPath.length + 1);
     // Our node is watched: the watch tells the holder at once if an operator or a bug deletes its node,
     // instead of at the next extension. Its answer carries our czxid (the fencing token), needed only
-    // when the first look cannot tell it.
+    // when the first look cannot tell a token.
     let ownDeleted = false;
     const ownStat = client.w_exists(path, (type: number) => {
       if (type !== ZK_DELETED_EVENT) return;
@@ -179,12 +180,12 @@ export class ZooKeeperLockStrategy implements LockStrategy {
     });
     ownStat.catch(() => undefined); // awaited below; a failure surfaces there
     try {
-      // The first look was made with the create: free, and nobody came or went since our create? Then
-      // we hold, and the lock node's stat tells our czxid: one round trip for the whole acquisition.
+      // The first look was made with the create. Our node alone in it: we hold, and the lock node's
+      // stat gives the token (see tokenFromFirstLook): one round trip for the whole acquisition.
       const look = await firstLook;
       const firstBlocker = look ? blockerAmong(look.children, lockPath, name, request.mode) : 'absent';
-      const czxid = look && firstBlocker === undefined ? czxidFromParent(look, name) : undefined;
-      if (czxid !== undefined) return this.hold(request, path, czxid, sentAt);
+      const token = look && firstBlocker === undefined ? tokenFromFirstLook(look, name) : undefined;
+      if (token !== undefined) return this.hold(request, path, token, sentAt);
       for (let round = 0; ; round += 1) {
         const blocker = round === 0 && firstBlocker !== 'absent' ? firstBlocker : await blockerOf(client, lockPath, name, request.mode);
         if (!blocker) break;
@@ -242,7 +243,7 @@ export class ZooKeeperLockStrategy implements LockStrategy {
     }
   }
 
-  private hold(request: LockRequest, path: string, czxid: number, sentAt: number): ZooKeeperLeaseGrant {
+  private hold(request: LockRequest, path: string, token: number, sentAt: number): ZooKeeperLeaseGrant {
     const node: HeldNode = {
       path,
       timer: undefined,
@@ -257,7 +258,7 @@ export class ZooKeeperLockStrategy implements LockStrategy {
     this.held.set(request.owner, node);
     const expiresAt = leaseEnd(sentAt, request.ttlMs);
     this.armLease(request.owner, node, expiresAt);
-    return { key: request.key, owner: request.owner, mode: request.mode, fencingToken: czxid, expiresAt, znode: path };
+    return { key: request.key, owner: request.owner, mode: request.mode, fencingToken: token, expiresAt, znode: path };
   }
 
   /** Our node vanished while we held it (not by our own release, which forgets the node first). */
