@@ -1,6 +1,9 @@
 import { InMemoryLockStrategy, LockManager, LockService, type LockStrategy } from '@app/distributed-lock';
 import { RedisLockStrategy, RedlockStrategy } from '@app/distributed-lock/strategies/redis';
-import { PessimisticLockStrategy, RowLockStrategy } from '@app/distributed-lock/strategies/database';
+import { fenceTableDdl, leaseTableDdl, PessimisticLockStrategy, RowLockStrategy, rowTableDdl } from '@app/distributed-lock/strategies/database';
+import { pessimisticStatements } from '@app/distributed-lock/strategies/database/pessimistic-lock.sql';
+import { rowLockStatements } from '@app/distributed-lock/strategies/database/row-lock.sql';
+import { SQL_DIALECTS, type SqlDialect } from '@app/distributed-lock/strategies/database/sql-dialect';
 import { EtcdLockStrategy } from '@app/distributed-lock/strategies/etcd';
 import { ZooKeeperLockStrategy } from '@app/distributed-lock/strategies/zookeeper';
 import { randomUUID } from 'node:crypto';
@@ -8,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Etcd3 } from 'etcd3';
 import { Redis } from 'ioredis';
-import { createPool } from 'mysql2/promise';
+import { createPool, type Pool, type ResultSetHeader, type RowDataPacket } from 'mysql2/promise';
 import ZooKeeper from 'zookeeper';
 import type { BenchLock, BenchSubject } from './bench-subject';
 import { connectZooKeeper, env, redisUrls } from './bench-env';
@@ -78,35 +81,78 @@ export function sqlitePath(): string {
 
 const yieldLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
+/** The MySQL-family dialect of the server behind `pool`, as the DB strategies work it out. */
+async function mysqlDialect(pool: Pool): Promise<SqlDialect> {
+  const [rows] = await pool.query<RowDataPacket[]>('SELECT VERSION() AS v');
+  return { ...SQL_DIALECTS.mysql, mariadb: /mariadb/i.test(String(rows[0]?.v)) };
+}
+
 /**
- * Raw SQL floors on MariaDB through mysql2 (no TypeORM, no validation, no lease): the lock table as
- * INSERT + DELETE, and the row lock as BEGIN + SELECT … FOR UPDATE + COMMIT. Waiting: bare retries.
+ * The row strategy's floor: the very statements it issues (take over the key's row, or insert it; free
+ * it on release), sent through a raw mysql2 pool: no TypeORM, no validation, no watchdog. Waiting: bare
+ * retries.
  */
-function rawMysqlFloor(kind: 'insert-delete' | 'for-update'): () => Promise<BenchLock> {
+function rawRowFloor(): () => Promise<BenchLock> {
   return async () => {
     const pool = createPool({ uri: env('LOCK_TEST_MYSQL_URL'), connectionLimit: 40 });
-    await pool.query('CREATE TABLE IF NOT EXISTS bench_floor_locks (lock_key VARCHAR(255) PRIMARY KEY, owner VARCHAR(64) NOT NULL) ENGINE=InnoDB');
+    const dialect = await mysqlDialect(pool);
+    await pool.query(leaseTableDdl(dialect, 'bench_floor_leases'));
+    const sql = rowLockStatements(dialect, dialect.quote('bench_floor_leases'));
+    const ttlMs = 30_000;
     return {
       async acquire(key, waitMs) {
         const owner = randomUUID();
         const deadline = Date.now() + waitMs;
-        if (kind === 'insert-delete') {
-          for (;;) {
-            try {
-              await pool.query('INSERT INTO bench_floor_locks (lock_key, owner) VALUES (?, ?)', [key, owner]);
-              return async () => {
-                await pool.query('DELETE FROM bench_floor_locks WHERE lock_key = ? AND owner = ?', [key, owner]);
-              };
-            } catch (error) {
-              if ((error as { errno?: number }).errno !== 1062 || Date.now() > deadline) throw error;
-              await yieldLoop();
-            }
+        for (;;) {
+          const [taken] = await pool.query<ResultSetHeader>(sql.takeOver, [owner, owner, ttlMs, owner, key, owner]);
+          if (taken.affectedRows === 1) break;
+          try {
+            await pool.query(sql.insert, [key, owner, ttlMs]);
+            break;
+          } catch (error) {
+            if ((error as { errno?: number }).errno !== 1062 || Date.now() > deadline) throw error;
+            await yieldLoop();
           }
         }
-        await pool.query('INSERT IGNORE INTO bench_floor_locks (lock_key, owner) VALUES (?, ?)', [key, 'row']);
+        return async () => {
+          await pool.query(sql.releaseLast, [key, owner]);
+        };
+      },
+      close: () => pool.end(),
+    };
+  };
+}
+
+/**
+ * The pessimistic strategy's floor: its statements through a raw mysql2 pool. The key's row once per key;
+ * per section, on one connection: START TRANSACTION, the row's FOR UPDATE (waiting on the server), the
+ * next fencing token in autocommit on another connection, COMMIT.
+ */
+function rawPessimisticFloor(): () => Promise<BenchLock> {
+  return async () => {
+    const pool = createPool({ uri: env('LOCK_TEST_MYSQL_URL'), connectionLimit: 40 });
+    const dialect = await mysqlDialect(pool);
+    await pool.query(rowTableDdl(dialect, 'bench_floor_rows'));
+    await pool.query(fenceTableDdl(dialect, 'bench_floor_fences'));
+    const sql = pessimisticStatements(dialect, 'bench_floor_rows', 'bench_floor_fences');
+    const knownRows = new Set<string>();
+    return {
+      async acquire(key, waitMs) {
+        if (!knownRows.has(key)) {
+          const [rows] = await pool.query<RowDataPacket[]>(sql.rowExists, [key]);
+          if (rows.length === 0) await pool.query(sql.insertRow, [key]);
+          knownRows.add(key);
+        }
         const connection = await pool.getConnection();
-        await connection.query('BEGIN');
-        await connection.query('SELECT owner FROM bench_floor_locks WHERE lock_key = ? FOR UPDATE', [key]);
+        try {
+          await connection.query('START TRANSACTION');
+          await connection.query(sql.lockRow(Math.max(1, Math.ceil(waitMs / 1000))), [key]);
+          await pool.query(sql.nextToken, [key, randomUUID(), connection.threadId]);
+        } catch (error) {
+          await connection.query('ROLLBACK').catch(() => undefined);
+          connection.release();
+          throw error;
+        }
         return async () => {
           await connection.query('COMMIT');
           connection.release();
@@ -165,6 +211,9 @@ function rawZooKeeperFloor(): () => Promise<BenchLock> {
   };
 }
 
+const ROW_FLOOR = 'floor:mysql row strategy SQL (UPDATE take-over + UPDATE free)';
+const PESSIMISTIC_FLOOR = 'floor:mysql pessimistic strategy SQL (FOR UPDATE + token upsert + COMMIT)';
+
 /** Every subject the benchmark knows, in report order. */
 export const BENCH_SUBJECTS: readonly BenchSubject[] = [
   {
@@ -218,7 +267,7 @@ export const BENCH_SUBJECTS: readonly BenchSubject[] = [
   {
     id: 'row-mysql',
     subject: 'row-mysql',
-    floor: 'floor:mysql INSERT + DELETE',
+    floor: ROW_FLOOR,
     ours: true,
     backend: 'mysql',
     settings: 'RowLockStrategy on MariaDB 10.11, polling with backoff, watchdog lease 30 s',
@@ -228,7 +277,7 @@ export const BENCH_SUBJECTS: readonly BenchSubject[] = [
   {
     id: 'pessimistic',
     subject: 'pessimistic',
-    floor: 'floor:mysql SELECT FOR UPDATE + COMMIT',
+    floor: PESSIMISTIC_FLOOR,
     ours: true,
     backend: 'mysql',
     settings: 'PessimisticLockStrategy (SELECT … FOR UPDATE) on MariaDB 10.11, 36 connection slots',
@@ -274,22 +323,22 @@ export const BENCH_SUBJECTS: readonly BenchSubject[] = [
     create: rawRedisFloor(redisUrls),
   },
   {
-    id: 'floor:mysql INSERT + DELETE',
-    subject: 'floor:mysql INSERT + DELETE',
+    id: ROW_FLOOR,
+    subject: ROW_FLOOR,
     ours: false,
     backend: 'mysql',
-    settings: 'raw mysql2 pool, retry on duplicate key after setImmediate',
+    settings: 'raw mysql2 pool, the row strategy\'s statements, retry after setImmediate',
     crossProcess: true,
-    create: rawMysqlFloor('insert-delete'),
+    create: rawRowFloor(),
   },
   {
-    id: 'floor:mysql SELECT FOR UPDATE + COMMIT',
-    subject: 'floor:mysql SELECT FOR UPDATE + COMMIT',
+    id: PESSIMISTIC_FLOOR,
+    subject: PESSIMISTIC_FLOOR,
     ours: false,
     backend: 'mysql',
-    settings: 'raw mysql2 pool, BEGIN + SELECT … FOR UPDATE (blocking) + COMMIT',
+    settings: 'raw mysql2 pool, the pessimistic strategy\'s statements (the FOR UPDATE waits on the server)',
     crossProcess: true,
-    create: rawMysqlFloor('for-update'),
+    create: rawPessimisticFloor(),
   },
   {
     id: 'floor:etcd txn put + delete',

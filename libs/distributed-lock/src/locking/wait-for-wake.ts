@@ -13,6 +13,20 @@ export function onBudgetAbort(budget: WaitBudget, listener: () => void): () => v
   return () => signal.removeEventListener('abort', listener);
 }
 
+/** The same budget with less time left; its signal is still made only if someone reads it. */
+export function budgetWithin(budget: WaitBudget, timeoutMs: number): WaitBudget {
+  return {
+    timeoutMs,
+    get signal(): AbortSignal {
+      return budget.signal;
+    },
+    get aborted(): boolean {
+      return budgetAborted(budget);
+    },
+    onAbort: (listener) => onBudgetAbort(budget, listener),
+  };
+}
+
 /**
  * Waits until `arm`'s callback fires (a release notification, a watch event), the deadline passes, or the
  * budget's signal aborts. Resolves true only for a wake-up. Strategies use it for every notified wait,

@@ -9,7 +9,9 @@ import type { LeaseLostListener, LockStrategy, LockStrategyCapabilities, Release
 import type { LockDataSource } from './database-client.type';
 import { ensureInitialized, resolveDataSource } from './database-connection';
 import { fenceTableDdl, LOCK_TABLES, MAX_SQL_KEY_LENGTH, rowTableDdl, SQL_IDENTIFIER } from './lock-table.sql';
+import { pessimisticStatements, type PessimisticStatements } from './pessimistic-lock.sql';
 import { dialectOf, withServerFeatures, type SqlDialect } from './sql-dialect';
+import { budgetWithin, onBudgetAbort } from '../../locking/wait-for-wake';
 import { strategyName } from '../strategy-name';
 
 /** Options of the pessimistic (`SELECT … FOR UPDATE`) strategy. */
@@ -78,7 +80,7 @@ export class PessimisticLockStrategy implements LockStrategy {
   /** Acquisitions that have a slot and are getting their connection and row lock. */
   private pending = 0;
   private readonly slotQueue: Array<() => void> = [];
-  private ready: Promise<SqlDialect> | undefined;
+  private ready: Promise<{ dialect: SqlDialect; sql: PessimisticStatements }> | undefined;
   /** Keys whose lock row we have seen: their acquisitions skip the existence check. */
   private readonly knownRows = new Set<string>();
 
@@ -162,7 +164,7 @@ export class PessimisticLockStrategy implements LockStrategy {
         { key: request.key },
       );
     }
-    const remaining = budget ? { signal: budget.signal, timeoutMs: Math.max(1, deadline - Date.now()) } : undefined;
+    const remaining = budget && budgetWithin(budget, Math.max(1, deadline - Date.now()));
     return this.lockRowInSlot(request, remaining);
   }
 
@@ -179,7 +181,7 @@ export class PessimisticLockStrategy implements LockStrategy {
     return new Promise((resolve) => {
       const entry = (): void => {
         clearTimeout(timer);
-        budget.signal.removeEventListener('abort', giveUp);
+        stopWatchingAbort();
         this.pending += 1;
         resolve(true);
       };
@@ -187,10 +189,11 @@ export class PessimisticLockStrategy implements LockStrategy {
         const index = this.slotQueue.indexOf(entry);
         if (index >= 0) this.slotQueue.splice(index, 1);
         clearTimeout(timer);
+        stopWatchingAbort();
         resolve(false);
       };
       const timer = setTimeout(giveUp, Math.max(0, deadline - Date.now()));
-      budget.signal.addEventListener('abort', giveUp, { once: true });
+      const stopWatchingAbort = onBudgetAbort(budget, giveUp);
       this.slotQueue.push(entry);
     });
   }
@@ -204,19 +207,19 @@ export class PessimisticLockStrategy implements LockStrategy {
 
   private async lockRowInSlot(request: LockRequest, budget: WaitBudget | undefined): Promise<PessimisticLeaseGrant | null> {
     try {
-      const dialect = await this.prepare();
+      const { dialect, sql } = await this.prepare();
       const deadline = Date.now() + (budget?.timeoutMs ?? 0);
       try {
-        if (!this.knownRows.has(request.key)) await this.ensureRow(dialect, request.key);
-        return await this.lockExistingRow(dialect, request, budget);
+        if (!this.knownRows.has(request.key)) await this.ensureRow(sql, request.key);
+        return await this.lockExistingRow(dialect, sql, request, budget);
       } catch (error) {
         if (!(error instanceof MissingLockRow)) throw error;
         // A row we had seen was deleted behind our back (e.g. by a clean-up job): make it again, once,
         // and wait only for what is left of the caller's budget.
         this.knownRows.delete(request.key);
-        await this.ensureRow(dialect, request.key);
-        const rest = budget && { signal: budget.signal, timeoutMs: Math.max(1, deadline - Date.now()) };
-        return await this.lockExistingRow(dialect, request, rest);
+        await this.ensureRow(sql, request.key);
+        const rest = budget && budgetWithin(budget, Math.max(1, deadline - Date.now()));
+        return await this.lockExistingRow(dialect, sql, request, rest);
       }
     } finally {
       this.pending -= 1;
@@ -230,51 +233,39 @@ export class PessimisticLockStrategy implements LockStrategy {
    * existing row would queue behind the holder's lock. Keys whose row we have seen skip this (one round
    * trip less per acquisition); a row deleted since is noticed by FOR UPDATE finding nothing.
    */
-  private async ensureRow(dialect: SqlDialect, key: string): Promise<void> {
-    const t = dialect.quote(this.table);
-    const exists = (await this.dataSource.query(`SELECT 1 AS present FROM ${t} WHERE lock_key = ?`, [key])) as unknown[];
-    if (exists.length === 0) await this.dataSource.query(dialect.insertIfMissing(t, '(lock_key) VALUES (?)'), [key]);
+  private async ensureRow(sql: PessimisticStatements, key: string): Promise<void> {
+    const exists = (await this.dataSource.query(sql.rowExists, [key])) as unknown[];
+    if (exists.length === 0) await this.dataSource.query(sql.insertRow, [key]);
     // Bounded memory: forgetting every key costs one extra read per key, never correctness.
     if (this.knownRows.size >= KNOWN_ROWS_LIMIT) this.knownRows.clear();
     this.knownRows.add(key);
   }
 
-  private async lockExistingRow(dialect: SqlDialect, request: LockRequest, budget: WaitBudget | undefined): Promise<PessimisticLeaseGrant | null> {
-    const t = dialect.quote(this.table);
+  private async lockExistingRow(dialect: SqlDialect, sql: PessimisticStatements, request: LockRequest, budget: WaitBudget | undefined): Promise<PessimisticLeaseGrant | null> {
     const runner = this.dataSource.createQueryRunner();
     await runner.connect();
     const sentAt = Date.now();
     let killTimer: NodeJS.Timeout | undefined;
-    let onAbort: (() => void) | undefined;
+    let stopWatchingAbort: (() => void) | undefined;
     try {
       await runner.startTransaction();
-      let waitClause = ' NOWAIT';
-      let hint = '';
+      let waitSeconds: number | undefined;
       if (budget) {
-        const seconds = Math.max(1, Math.ceil(budget.timeoutMs / 1000));
-        waitClause = dialect.mariadb ? ` WAIT ${seconds}` : '';
-        hint = dialect.mariadb ? '' : `/*+ SET_VAR(innodb_lock_wait_timeout=${seconds}) */ `;
+        waitSeconds = Math.max(1, Math.ceil(budget.timeoutMs / 1000));
         // The server counts whole seconds: stop the wait at the exact end of the budget, or on abort.
         const threadId = (runner as unknown as { databaseConnection?: { threadId?: number } }).databaseConnection?.threadId;
         const stop = (): void => {
           if (Number.isInteger(threadId)) this.dataSource.query(`KILL QUERY ${Number(threadId)}`).catch(() => undefined);
         };
         killTimer = setTimeout(stop, budget.timeoutMs);
-        onAbort = stop;
-        budget.signal.addEventListener('abort', onAbort, { once: true });
+        stopWatchingAbort = onBudgetAbort(budget, stop);
       }
-      const rows = (await runner.query(`SELECT ${hint}lock_key FROM ${t} WHERE lock_key = ? FOR UPDATE${waitClause}`, [request.key])) as unknown[];
+      const rows = (await runner.query(sql.lockRow(waitSeconds), [request.key])) as unknown[];
       if (rows.length !== 1) throw new MissingLockRow(request.key);
       // We hold the row lock, so nobody else runs this for the key: the token grows by one per holder,
       // in autocommit, so that rolling the section back never hands the same token out twice.
       const threadId = (runner as unknown as { databaseConnection?: { threadId?: number } }).databaseConnection?.threadId ?? null;
-      const fenced = (await this.dataSource.query(
-        `INSERT INTO ${dialect.quote(this.fenceTable)} (lock_key, fencing_token, locked_by, locked_by_connection, locked_at)
-         VALUES (?, ${dialect.tokenExpression(dialect.nowUs)}, ?, ?, NOW(3))
-         ON DUPLICATE KEY UPDATE fencing_token = ${dialect.tokenExpression('fencing_token + 1')}, locked_by = VALUES(locked_by),
-           locked_by_connection = VALUES(locked_by_connection), locked_at = VALUES(locked_at)`,
-        [request.key, request.owner, threadId],
-      )) as { insertId?: number | string };
+      const fenced = (await this.dataSource.query(sql.nextToken, [request.key, request.owner, threadId])) as { insertId?: number | string };
       const token = Number(fenced.insertId);
       const row: HeldRow = { runner, timer: undefined, listeners: new Set() };
       this.held.set(request.owner, row);
@@ -287,7 +278,7 @@ export class PessimisticLockStrategy implements LockStrategy {
       throw error;
     } finally {
       clearTimeout(killTimer);
-      if (onAbort) budget?.signal.removeEventListener('abort', onAbort);
+      stopWatchingAbort?.();
     }
   }
 
@@ -328,7 +319,7 @@ export class PessimisticLockStrategy implements LockStrategy {
     return true;
   }
 
-  private prepare(): Promise<SqlDialect> {
+  private prepare(): Promise<{ dialect: SqlDialect; sql: PessimisticStatements }> {
     this.ready ??= (async () => {
       await ensureInitialized(this.dataSource);
       const dialect = await withServerFeatures(this.dataSource, dialectOf(this.dataSource, this.name));
@@ -336,7 +327,7 @@ export class PessimisticLockStrategy implements LockStrategy {
         await this.dataSource.query(rowTableDdl(dialect, this.table));
         await this.dataSource.query(fenceTableDdl(dialect, this.fenceTable));
       }
-      return dialect;
+      return { dialect, sql: pessimisticStatements(dialect, this.table, this.fenceTable) };
     })().catch((error: unknown) => {
       this.ready = undefined;
       throw error;

@@ -8,6 +8,7 @@ import { leaseEnd } from '../../locking/lease-end';
 import type { LockDataSource } from './database-client.type';
 import { ensureInitialized, resolveDataSource } from './database-connection';
 import { leaseTableDdl, LOCK_TABLES, MAX_SQL_KEY_LENGTH, SQL_IDENTIFIER } from './lock-table.sql';
+import { rowLockStatements, type RowLockStatements } from './row-lock.sql';
 import { dialectOf, withServerFeatures, type SqlDialect } from './sql-dialect';
 import { strategyName } from '../strategy-name';
 
@@ -27,14 +28,6 @@ export interface RowLockStrategyOptions {
 
 const OPTION_KEYS = ['dataSource', 'connection', 'name', 'table', 'ensureTable'];
 
-interface Statements {
-  insert: string;
-  takeOver: string;
-  releaseLast: string;
-  releaseOne: string;
-  extend: string;
-}
-
 /**
  * Locks as rows of a table with a unique key (seed 000's lock table, with its four problems fixed):
  * a lease on the database server's clock (a crashed holder's row is taken over once expired), an owner
@@ -52,7 +45,7 @@ export class RowLockStrategy implements LockStrategy {
   private readonly ownsDataSource: boolean;
   private readonly table: string;
   private readonly ensureTable: boolean;
-  private ready: Promise<{ dialect: SqlDialect; sql: Statements }> | undefined;
+  private ready: Promise<{ dialect: SqlDialect; sql: RowLockStatements }> | undefined;
 
   constructor(options: RowLockStrategyOptions) {
     const raw: unknown = options;
@@ -132,12 +125,12 @@ export class RowLockStrategy implements LockStrategy {
     }
   }
 
-  private prepare(): Promise<{ dialect: SqlDialect; sql: Statements }> {
+  private prepare(): Promise<{ dialect: SqlDialect; sql: RowLockStatements }> {
     this.ready ??= (async () => {
       await ensureInitialized(this.dataSource);
       const dialect = await withServerFeatures(this.dataSource, dialectOf(this.dataSource, this.name));
       if (this.ensureTable) await this.dataSource.query(leaseTableDdl(dialect, this.table));
-      return { dialect, sql: statements(dialect, dialect.quote(this.table)) };
+      return { dialect, sql: rowLockStatements(dialect, dialect.quote(this.table)) };
     })().catch((error: unknown) => {
       this.ready = undefined;
       throw error;
@@ -148,22 +141,4 @@ export class RowLockStrategy implements LockStrategy {
   private grantOf(request: LockRequest, token: number, sentAt: number): LeaseGrant {
     return { key: request.key, owner: request.owner, mode: request.mode, fencingToken: token, expiresAt: leaseEnd(sentAt, request.ttlMs) };
   }
-}
-
-function statements(d: SqlDialect, t: string): Statements {
-  const live = `expires_at > ${d.nowMs}`;
-  return {
-    insert: `INSERT INTO ${t} (lock_key, owner, hold_count, fencing_token, expires_at) VALUES (?, ?, 1, ${d.tokenExpression(d.nowUs)}, ${d.nowMs} + ?)${d.tokenReturning}`,
-    // Assignments read the old owner and expiry first (MySQL applies SET left to right). A free or expired
-    // row is taken over with the next token; our own live row is re-entered with the same token.
-    takeOver: `UPDATE ${t} SET
-      hold_count = CASE WHEN owner = ? AND ${live} THEN hold_count + 1 ELSE 1 END,
-      fencing_token = ${d.tokenExpression(`CASE WHEN owner = ? AND ${live} THEN fencing_token ELSE fencing_token + 1 END`)},
-      expires_at = ${d.nowMs} + ?,
-      owner = ?
-      WHERE lock_key = ? AND (expires_at <= ${d.nowMs} OR owner = ?)${d.tokenReturning}`,
-    releaseLast: `UPDATE ${t} SET owner = '', hold_count = 0, expires_at = 0 WHERE lock_key = ? AND owner = ? AND hold_count <= 1`,
-    releaseOne: `UPDATE ${t} SET hold_count = hold_count - 1 WHERE lock_key = ? AND owner = ? AND hold_count > 1`,
-    extend: `UPDATE ${t} SET expires_at = ${d.nowMs} + ? WHERE lock_key = ? AND owner = ? AND ${live}`,
-  };
 }

@@ -69,6 +69,9 @@ const SQLITE: SqlDialect = {
   quote: (identifier) => `"${identifier}"`,
 };
 
+/** The dialects by name, before the server's features are known (see `withServerFeatures`). */
+export const SQL_DIALECTS: Readonly<Record<SqlDialect['name'], SqlDialect>> = Object.freeze({ mysql: MYSQL, sqlite: SQLITE });
+
 /** The dialect of a data source; MySQL and MariaDB (mysql2) and SQLite (better-sqlite3) are supported. */
 export function dialectOf(dataSource: LockDataSource, strategy: string): SqlDialect {
   const type = dataSource.options.type;

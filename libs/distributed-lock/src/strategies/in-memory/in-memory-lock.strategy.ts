@@ -1,6 +1,7 @@
 import type { LeaseGrant, LockMode, LockRequest, WaitBudget } from '../../locking/lock-lease';
 import type { LeaseLostListener, LockStrategy, LockStrategyCapabilities } from '../../locking/lock-strategy.interface';
 import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
+import { budgetAborted, onBudgetAbort } from '../../locking/wait-for-wake';
 
 /** Options of the in-memory strategy. */
 export interface InMemoryLockStrategyOptions {
@@ -66,7 +67,7 @@ export class InMemoryLockStrategy implements LockStrategy {
     return new Promise<LeaseGrant | null>((resolve) => {
       const leave = (): void => {
         clearTimeout(timer);
-        budget.signal.removeEventListener('abort', leave);
+        stopWatchingAbort();
         const index = state.queue.indexOf(waiter);
         if (index >= 0) {
           state.queue.splice(index, 1);
@@ -79,16 +80,16 @@ export class InMemoryLockStrategy implements LockStrategy {
         request,
         grant: (lease) => {
           clearTimeout(timer);
-          budget.signal.removeEventListener('abort', leave);
+          stopWatchingAbort();
           resolve(lease);
         },
         cancel: leave,
       };
       // Not unref'd: the caller awaits this wait, and nothing else may keep the process alive.
       const timer = setTimeout(leave, budget.timeoutMs);
-      budget.signal.addEventListener('abort', leave, { once: true });
+      const stopWatchingAbort = onBudgetAbort(budget, leave);
       state.queue.push(waiter);
-      if (budget.signal.aborted) leave();
+      if (budgetAborted(budget)) leave();
     });
   }
 

@@ -1,0 +1,34 @@
+import type { SqlDialect } from './sql-dialect';
+
+/** The statements of the row (lock table) strategy; the benchmark's floor issues the same ones. */
+export interface RowLockStatements {
+  /** A key never seen: its row, with the first token. Parameters: key, owner, ttlMs. */
+  readonly insert: string;
+  /** Take over a free or expired row, or re-enter our own. Parameters: owner, owner, ttlMs, owner, key, owner. */
+  readonly takeOver: string;
+  /** Free our row when this is our last hold. Parameters: key, owner. */
+  readonly releaseLast: string;
+  /** Drop one of several holds. Parameters: key, owner. */
+  readonly releaseOne: string;
+  /** Push our live row's expiry. Parameters: ttlMs, key, owner. */
+  readonly extend: string;
+}
+
+/** The statements for dialect `d` over the quoted table `t`. */
+export function rowLockStatements(d: SqlDialect, t: string): RowLockStatements {
+  const live = `expires_at > ${d.nowMs}`;
+  return {
+    insert: `INSERT INTO ${t} (lock_key, owner, hold_count, fencing_token, expires_at) VALUES (?, ?, 1, ${d.tokenExpression(d.nowUs)}, ${d.nowMs} + ?)${d.tokenReturning}`,
+    // Assignments read the old owner and expiry first (MySQL applies SET left to right). A free or expired
+    // row is taken over with the next token; our own live row is re-entered with the same token.
+    takeOver: `UPDATE ${t} SET
+      hold_count = CASE WHEN owner = ? AND ${live} THEN hold_count + 1 ELSE 1 END,
+      fencing_token = ${d.tokenExpression(`CASE WHEN owner = ? AND ${live} THEN fencing_token ELSE fencing_token + 1 END`)},
+      expires_at = ${d.nowMs} + ?,
+      owner = ?
+      WHERE lock_key = ? AND (expires_at <= ${d.nowMs} OR owner = ?)${d.tokenReturning}`,
+    releaseLast: `UPDATE ${t} SET owner = '', hold_count = 0, expires_at = 0 WHERE lock_key = ? AND owner = ? AND hold_count <= 1`,
+    releaseOne: `UPDATE ${t} SET hold_count = hold_count - 1 WHERE lock_key = ? AND owner = ? AND hold_count > 1`,
+    extend: `UPDATE ${t} SET expires_at = ${d.nowMs} + ? WHERE lock_key = ? AND owner = ? AND ${live}`,
+  };
+}
