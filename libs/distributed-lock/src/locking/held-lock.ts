@@ -108,7 +108,7 @@ export class HeldLock {
         timeoutMs: operationTimeout,
         run: () => strategy.release(this.lease, outcome),
       });
-      events.emit('released', { ...this.describe(), heldMs: Date.now() - this.acquiredAt, wasHeld });
+      if (events.listenerCount('released') > 0) events.emit('released', { ...this.describe(), heldMs: Date.now() - this.acquiredAt, wasHeld });
       return wasHeld;
     } finally {
       this.deps.onFinished(this);

@@ -3,12 +3,13 @@ import { LockAcquireAbortedError } from '../errors/lock-acquire-aborted.error';
 import { LockAcquireTimeoutError } from '../errors/lock-acquire-timeout.error';
 import { LockBackendUnavailableError } from '../errors/lock-backend-unavailable.error';
 import { abortableDelay } from './abortable-delay';
+import { CallerBudget } from './caller-budget';
 import { runBounded } from './bounded-operation';
 import { HeldLock } from './held-lock';
 import { findHeldInChain } from './lock-context';
 import { LockEvents } from './lock-events';
 import { LockHandle } from './lock-handle';
-import type { LeaseGrant, LockRequest, WaitBudget } from './lock-lease';
+import type { LeaseGrant, LockRequest } from './lock-lease';
 import { assertDuration, LOCK_DEFAULTS, type ResolvedAcquireOptions } from './lock-options';
 import type { LockStrategy } from './lock-strategy.interface';
 import { createOwnerId } from './owner-id';
@@ -79,7 +80,8 @@ export class LockManager {
       options.autoExtend,
     );
     this.held.add(heldLock);
-    this.events.emit('acquired', {
+    // Payloads are built only for listeners: most applications listen to none on the hot path.
+    if (this.events.listenerCount('acquired') > 0) this.events.emit('acquired', {
       strategy: this.strategy.name,
       key,
       owner: grant.owner,
@@ -200,51 +202,21 @@ export class LockManager {
   private async queueAcquire(request: LockRequest, deadline: number, signal: AbortSignal | undefined): Promise<LeaseGrant | null> {
     const acquire = this.strategy.acquire;
     if (!acquire) return null;
-    // Given up when the caller's signal aborts, or when we give up on the strategy (a hang past the
-    // bound), so that it leaves the queue. Signals are costly to create: `signal` is made on first use,
-    // and `aborted` / `onAbort` (which strategies' hot paths use) need none.
-    let leave: AbortController | undefined;
-    let combined: AbortSignal | undefined;
-    let givenUp = signal?.aborted ?? false;
-    const abortListeners = new Set<() => void>();
-    const giveUp = (): void => {
-      if (givenUp) return;
-      givenUp = true;
-      leave?.abort();
-      for (const listener of [...abortListeners]) listener();
-    };
+    const budget = new CallerBudget(Math.max(1, deadline - Date.now()), signal);
+    const giveUp = (): void => budget.giveUp();
     signal?.addEventListener('abort', giveUp, { once: true });
-    const timeoutMs = Math.max(1, deadline - Date.now());
-    const budget: WaitBudget = {
-      timeoutMs,
-      get signal(): AbortSignal {
-        if (!leave) {
-          leave = new AbortController();
-          if (givenUp) leave.abort();
-        }
-        combined ??= signal ? AbortSignal.any([signal, leave.signal]) : leave.signal;
-        return combined;
-      },
-      get aborted(): boolean {
-        return givenUp;
-      },
-      onAbort(listener: () => void): () => void {
-        abortListeners.add(listener);
-        return () => abortListeners.delete(listener);
-      },
-    };
     try {
       return await runBounded({
         strategy: this.strategy.name,
         operation: 'acquire',
         key: request.key,
         // The strategy bounds its own wait; the extra operation timeout only catches a backend that hangs.
-        timeoutMs: timeoutMs + this.operationTimeout,
+        timeoutMs: budget.timeoutMs + this.operationTimeout,
         run: () => acquire.call(this.strategy, request, budget),
         onLateResult: (grant) => this.releaseOrphan(grant),
       });
     } catch (error) {
-      giveUp();
+      budget.giveUp();
       if (signal?.aborted) return null;
       throw error;
     } finally {

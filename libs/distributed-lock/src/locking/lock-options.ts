@@ -146,7 +146,8 @@ function validateRetryOptions(input: unknown, path: string): RetryOptions {
 /** Applies per-call options over module defaults over `LOCK_DEFAULTS`. Inputs must already be validated. */
 export function resolveAcquireOptions(call: AcquireOptions, defaults: LockDefaults): ResolvedAcquireOptions {
   const explicitTtl = call.ttl ?? defaults.ttl;
-  const retry = { ...LOCK_DEFAULTS.retry, ...defaults.retry, ...call.retry };
+  // Most acquisitions set no retry options: the frozen defaults then serve as they are (no copy per call).
+  const retry = call.retry === undefined && defaults.retry === undefined ? LOCK_DEFAULTS.retry : { ...LOCK_DEFAULTS.retry, ...defaults.retry, ...call.retry };
   if (retry.maxDelay < retry.initialDelay) {
     throw new InvalidLockOptionsError('retry.maxDelay', `must be at least retry.initialDelay (${retry.initialDelay} ms), got ${retry.maxDelay}.`);
   }

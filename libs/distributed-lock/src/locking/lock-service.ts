@@ -66,8 +66,14 @@ export class LockService {
   acquire(key: string, options?: AcquireOptions): Promise<LockHandle>;
   acquire(keys: readonly string[], options?: AcquireOptions): Promise<MultiLockHandle>;
   async acquire(keyOrKeys: string | readonly string[], options?: AcquireOptions): Promise<Lock> {
-    const lock = await this.takeOrThrow(keyOrKeys, options);
-    return typeof keyOrKeys === 'string' ? lock.locks[0] : lock;
+    if (typeof keyOrKeys === 'string') {
+      // One key (the common case): no sorting, de-duplication or multi-key handle to build.
+      const key = validateLockKey(this.keyPrefix + validateLockKey(keyOrKeys));
+      const handle = await this.manager.acquire(key, resolveAcquireOptions(validateAcquireOptions(options), this.defaults), false);
+      if (!handle) throw new InvalidLockOptionsError('waitTimeout', 'no lock was granted');
+      return handle;
+    }
+    return this.takeOrThrow(keyOrKeys, options);
   }
 
   /** Take the lock only if it is free right now (no waiting). Resolves `null` when it is held. */
