@@ -9,6 +9,7 @@ import type { LeaseLostListener, LockStrategy, LockStrategyCapabilities, Release
 import type { LockDataSource } from './database-client.type';
 import { ensureInitialized, resolveDataSource } from './database-connection';
 import { fenceTableDdl, LOCK_TABLES, MAX_SQL_KEY_LENGTH, rowTableDdl, SQL_IDENTIFIER } from './lock-table.sql';
+import { mysqlConnectionOf, mysqlPoolOf, queryDirect } from './mysql-direct';
 import { pessimisticStatements, type PessimisticStatements } from './pessimistic-lock.sql';
 import { dialectOf, withServerFeatures, type SqlDialect } from './sql-dialect';
 import { budgetWithin, onBudgetAbort } from '../../locking/wait-for-wake';
@@ -260,12 +261,16 @@ export class PessimisticLockStrategy implements LockStrategy {
         killTimer = setTimeout(stop, budget.timeoutMs);
         stopWatchingAbort = onBudgetAbort(budget, stop);
       }
-      const rows = (await runner.query(sql.lockRow(waitSeconds), [request.key])) as unknown[];
+      // Straight to the runner's own connection (inside the transaction TypeORM started), see mysqlPoolOf.
+      const connection = mysqlConnectionOf(runner);
+      const rows = connection ? (await queryDirect(connection, sql.lockRow(waitSeconds), [request.key])).records : ((await runner.query(sql.lockRow(waitSeconds), [request.key])) as unknown[]);
       if (rows.length !== 1) throw new MissingLockRow(request.key);
       // We hold the row lock, so nobody else runs this for the key: the token grows by one per holder,
       // in autocommit, so that rolling the section back never hands the same token out twice.
       const threadId = (runner as unknown as { databaseConnection?: { threadId?: number } }).databaseConnection?.threadId ?? null;
-      const fenced = (await this.dataSource.query(sql.nextToken, [request.key, request.owner, threadId])) as { insertId?: number | string };
+      const pool = mysqlPoolOf(this.dataSource);
+      const tokenParameters = [request.key, request.owner, threadId];
+      const fenced = (pool ? (await queryDirect(pool, sql.nextToken, tokenParameters)).raw : await this.dataSource.query(sql.nextToken, tokenParameters)) as { insertId?: number | string };
       const token = Number(fenced.insertId);
       const row: HeldRow = { runner, timer: undefined, listeners: new Set() };
       this.held.set(request.owner, row);

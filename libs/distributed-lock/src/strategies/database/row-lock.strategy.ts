@@ -8,6 +8,7 @@ import { leaseEnd } from '../../locking/lease-end';
 import type { LockDataSource } from './database-client.type';
 import { ensureInitialized, resolveDataSource } from './database-connection';
 import { leaseTableDdl, LOCK_TABLES, MAX_SQL_KEY_LENGTH, SQL_IDENTIFIER } from './lock-table.sql';
+import { mysqlPoolOf, queryDirect } from './mysql-direct';
 import { rowLockStatements, type RowLockStatements } from './row-lock.sql';
 import { dialectOf, withServerFeatures, type SqlDialect } from './sql-dialect';
 import { strategyName } from '../strategy-name';
@@ -117,6 +118,8 @@ export class RowLockStrategy implements LockStrategy {
   }
 
   private async run(query: string, parameters: unknown[]): Promise<{ records: unknown[]; affected?: number }> {
+    const pool = mysqlPoolOf(this.dataSource);
+    if (pool) return queryDirect(pool, query, parameters);
     const runner: QueryRunner = this.dataSource.createQueryRunner();
     try {
       return await runner.query(query, parameters, true);

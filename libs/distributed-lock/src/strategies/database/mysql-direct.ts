@@ -1,0 +1,46 @@
+import type { LockDataSource } from './database-client.type';
+
+/** The callback `query` of a mysql2 pool or connection. */
+export interface MysqlQueryable {
+  query(sql: string, values: readonly unknown[], callback: (error: Error | null, result: unknown) => void): unknown;
+}
+
+/** A statement's result in the shape TypeORM's query runner gives with `useStructuredResult`. */
+export interface DirectResult {
+  readonly raw: unknown;
+  readonly records: unknown[];
+  readonly affected?: number;
+}
+
+function isQueryable(value: unknown): value is MysqlQueryable {
+  return typeof (value as MysqlQueryable | undefined)?.query === 'function';
+}
+
+/**
+ * The data source's single mysql2 pool, or undefined (SQLite, a replication cluster, a data source that
+ * is not TypeORM's own). The strategies send their few, fixed statements straight to it: TypeORM's query
+ * runner adds per statement a module lookup, a captured stack, subscriber broadcasts and result copies,
+ * about 65 µs measured, which was most of the lock's cost over the raw SQL. Those statements therefore
+ * do not show in TypeORM's query log.
+ */
+export function mysqlPoolOf(dataSource: LockDataSource): MysqlQueryable | undefined {
+  const pool = (dataSource as { driver?: { pool?: unknown } }).driver?.pool;
+  return dataSource.options.type !== 'better-sqlite3' && isQueryable(pool) ? pool : undefined;
+}
+
+/** The mysql2 connection under a connected TypeORM query runner, if it is one. */
+export function mysqlConnectionOf(runner: unknown): MysqlQueryable | undefined {
+  const connection = (runner as { databaseConnection?: unknown }).databaseConnection;
+  return isQueryable(connection) ? connection : undefined;
+}
+
+/** Runs one statement on a mysql2 pool or connection. */
+export function queryDirect(target: MysqlQueryable, sql: string, values: readonly unknown[]): Promise<DirectResult> {
+  return new Promise((resolve, reject) => {
+    target.query(sql, values, (error, result) => {
+      if (error) return reject(error);
+      const affected = (result as { affectedRows?: unknown } | null)?.affectedRows;
+      resolve({ raw: result, records: Array.isArray(result) ? result : [], affected: typeof affected === 'number' ? affected : undefined });
+    });
+  });
+}
