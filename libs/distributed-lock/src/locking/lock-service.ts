@@ -70,7 +70,7 @@ export class LockService {
       // One key (the common case): no sorting, de-duplication or multi-key handle to build.
       const key = validateLockKey(this.keyPrefix + validateLockKey(keyOrKeys));
       const handle = await this.manager.acquire(key, resolveAcquireOptions(validateAcquireOptions(options), this.defaults), false);
-      if (!handle) throw new InvalidLockOptionsError('waitTimeout', 'no lock was granted');
+      if (!handle) throw noLockGranted();
       return handle;
     }
     return this.takeOrThrow(keyOrKeys, options);
@@ -121,8 +121,7 @@ export class LockService {
 
   private async takeOrThrow(keyOrKeys: string | readonly string[], options: AcquireOptions | undefined): Promise<MultiLockHandle> {
     const lock = await this.take(keyOrKeys, options, false);
-    // take() only resolves null when asked to (tryAcquire); a timeout here has already thrown.
-    if (!lock) throw new InvalidLockOptionsError('waitTimeout', 'no lock was granted');
+    if (!lock) throw noLockGranted();
     return lock;
   }
 
@@ -166,4 +165,9 @@ export class LockService {
       this.manager.events.emit('backgroundError', { strategy: this.strategyName, key: lock.keys.join(','), operation: 'release', error });
     }
   }
+}
+
+/** Only a null-on-timeout acquisition (tryAcquire) resolves without a lock; any other has already thrown. */
+function noLockGranted(): InvalidLockOptionsError {
+  return new InvalidLockOptionsError('waitTimeout', 'no lock was granted');
 }

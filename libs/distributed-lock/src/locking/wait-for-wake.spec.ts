@@ -1,4 +1,5 @@
-import { budgetAborted, onBudgetAbort, waitForWake } from './wait-for-wake';
+import { CallerBudget } from './caller-budget';
+import { budgetAborted, budgetWithin, onBudgetAbort, waitForWake } from './wait-for-wake';
 
 const budget = (signal: AbortSignal = new AbortController().signal) => ({ signal, timeoutMs: 1_000 });
 
@@ -62,5 +63,20 @@ describe('budget abort helpers', () => {
     expect(budgetAborted(budget)).toBe(true);
     expect(heard).toBe(1);
     stop();
+  });
+});
+
+describe('budgetWithin', () => {
+  it("has less time but the whole budget's give-up, without making its signal", () => {
+    const whole = new CallerBudget(1_000, undefined);
+    const part = budgetWithin(whole, 250);
+    const heard: string[] = [];
+    onBudgetAbort(part, () => heard.push('part'));
+    expect(part.timeoutMs).toBe(250);
+    expect(budgetAborted(part)).toBe(false);
+    whole.giveUp();
+    expect(budgetAborted(part)).toBe(true);
+    expect(heard).toEqual(['part']);
+    expect(part.signal.aborted).toBe(true);
   });
 });

@@ -15,16 +15,27 @@ export function onBudgetAbort(budget: WaitBudget, listener: () => void): () => v
 
 /** The same budget with less time left; its signal is still made only if someone reads it. */
 export function budgetWithin(budget: WaitBudget, timeoutMs: number): WaitBudget {
-  return {
-    timeoutMs,
-    get signal(): AbortSignal {
-      return budget.signal;
-    },
-    get aborted(): boolean {
-      return budgetAborted(budget);
-    },
-    onAbort: (listener) => onBudgetAbort(budget, listener),
-  };
+  return new NarrowedBudget(budget, timeoutMs);
+}
+
+// A class, not an object literal with getters: one is made per acquisition (see CallerBudget).
+class NarrowedBudget implements WaitBudget {
+  constructor(
+    private readonly whole: WaitBudget,
+    readonly timeoutMs: number,
+  ) {}
+
+  get signal(): AbortSignal {
+    return this.whole.signal;
+  }
+
+  get aborted(): boolean {
+    return budgetAborted(this.whole);
+  }
+
+  onAbort(listener: () => void): () => void {
+    return onBudgetAbort(this.whole, listener);
+  }
 }
 
 /**
