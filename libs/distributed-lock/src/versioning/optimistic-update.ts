@@ -1,7 +1,11 @@
 import type { EntityManager, EntityTarget, ObjectLiteral } from 'typeorm';
+import type { ColumnMetadata } from 'typeorm/metadata/ColumnMetadata';
+import type { EntityMetadata } from 'typeorm/metadata/EntityMetadata';
 import type { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity';
 import { InvalidLockOptionsError } from '../errors/invalid-lock-options.error';
 import { VersionConflictError } from '../errors/version-conflict.error';
+import { describe } from '../locking/lock-options';
+import { runVersionedUpdateDirect } from './versioned-update.sql';
 
 /** One optimistic update of one row. */
 export interface OptimisticUpdateOptions<T extends ObjectLiteral> {
@@ -29,6 +33,7 @@ export interface OptimisticUpdateOptions<T extends ObjectLiteral> {
  * Pair it with `@OptimisticVersion` (or `runWithOptimisticRetry`) to re-read and retry on conflict.
  */
 export async function optimisticUpdate<T extends ObjectLiteral>(options: OptimisticUpdateOptions<T>): Promise<void> {
+  assertUpdateInput(options);
   const metadata = options.manager.connection.getMetadata(options.entity);
   const column = options.versionProperty
     ? metadata.findColumnWithPropertyPath(options.versionProperty)
@@ -39,6 +44,31 @@ export async function optimisticUpdate<T extends ObjectLiteral>(options: Optimis
       `${metadata.name} has no @VersionColumn or @UpdateDateColumn${options.versionProperty ? ` and no property "${options.versionProperty}"` : ''}; add one or name the property.`,
     );
   }
+  const direct = runVersionedUpdateDirect(options.manager, metadata, column, options.id, options.expectedVersion, options.set as ObjectLiteral);
+  const affected = direct ? await direct : await updateThroughQueryBuilder(options, metadata, column);
+  if (affected === 1) return;
+  const current = (await options.manager.findOne(options.entity, { where: metadata.getEntityIdMap(normaliseId(metadata.primaryColumns.map((c) => c.propertyName), options.id)) as never })) as Record<string, unknown> | null;
+  throw new VersionConflictError(metadata.name, options.id, options.expectedVersion, current ? current[column.propertyName] : undefined);
+}
+
+/** Checked before anything reaches the database: each mistake named with what to give instead. */
+function assertUpdateInput(options: OptimisticUpdateOptions<ObjectLiteral>): void {
+  const raw: unknown = options;
+  if (typeof raw !== 'object' || raw === null) throw new InvalidLockOptionsError('optimisticUpdate', `expected an options object, got ${describe(raw)}.`);
+  if (typeof options.manager?.createQueryBuilder !== 'function') {
+    throw new InvalidLockOptionsError('manager', 'expected a TypeORM EntityManager, e.g. dataSource.manager or a transaction\'s manager.');
+  }
+  if (options.id === undefined || options.id === null) throw new InvalidLockOptionsError('id', 'expected the primary key of the row to update.');
+  const version = options.expectedVersion;
+  const validVersion = typeof version === 'number' ? Number.isFinite(version) : version instanceof Date && !Number.isNaN(version.getTime());
+  if (!validVersion) throw new InvalidLockOptionsError('expectedVersion', `expected the version read with the row (a number, or a Date), got ${describe(version)}.`);
+  if (typeof options.set !== 'object' || options.set === null || Array.isArray(options.set)) {
+    throw new InvalidLockOptionsError('set', `expected an object of the columns to change, got ${describe(options.set)}.`);
+  }
+}
+
+/** Any data source, any change: the query builder writes the statement. Resolves the rows changed. */
+async function updateThroughQueryBuilder<T extends ObjectLiteral>(options: OptimisticUpdateOptions<T>, metadata: EntityMetadata, column: ColumnMetadata): Promise<number | undefined> {
   const set: Record<string, unknown> = { ...(options.set as Record<string, unknown>) };
   // TypeORM's update builder bumps @VersionColumn (+1) and @UpdateDateColumn (now) by itself; any other
   // version property is bumped here.
@@ -52,9 +82,7 @@ export async function optimisticUpdate<T extends ObjectLiteral>(options: Optimis
     .whereInIds(options.id)
     .andWhere(`${column.databaseName} = :expectedVersion`, { expectedVersion: options.expectedVersion })
     .execute();
-  if (result.affected === 1) return;
-  const current = (await options.manager.findOne(options.entity, { where: metadata.getEntityIdMap(normaliseId(metadata.primaryColumns.map((c) => c.propertyName), options.id)) as never })) as Record<string, unknown> | null;
-  throw new VersionConflictError(metadata.name, options.id, options.expectedVersion, current ? current[column.propertyName] : undefined);
+  return result.affected;
 }
 
 function normaliseId(primary: string[], id: unknown): ObjectLiteral {
