@@ -16,6 +16,7 @@ import ZooKeeper from 'zookeeper';
 import type { BenchLock, BenchSubject } from './bench-subject';
 import { connectZooKeeper, env, redisUrls } from './bench-env';
 import { PEER_SUBJECTS } from './peers';
+import { callbackConnection, callbackPool, rawQuery } from './raw-mysql';
 
 
 /** Our lock service over a strategy, used the way an application would: acquire, then release. */
@@ -89,7 +90,7 @@ async function mysqlDialect(pool: Pool): Promise<SqlDialect> {
 
 /**
  * The row strategy's floor: the very statements it issues (take over the key's row, or insert it; free
- * it on release), sent through a raw mysql2 pool: no TypeORM, no validation, no watchdog. Waiting: bare
+ * it on release), sent through a raw mysql2 pool's callback API: no TypeORM, no validation, no watchdog. Waiting: bare
  * retries.
  */
 function rawRowFloor(): () => Promise<BenchLock> {
@@ -98,16 +99,17 @@ function rawRowFloor(): () => Promise<BenchLock> {
     const dialect = await mysqlDialect(pool);
     await pool.query(leaseTableDdl(dialect, 'bench_floor_leases'));
     const sql = rowLockStatements(dialect, dialect.quote('bench_floor_leases'));
+    const raw = callbackPool(pool);
     const ttlMs = 30_000;
     return {
       async acquire(key, waitMs) {
         const owner = randomUUID();
         const deadline = Date.now() + waitMs;
         for (;;) {
-          const [taken] = await pool.query<ResultSetHeader>(sql.takeOver, [owner, owner, ttlMs, owner, key, owner]);
+          const taken = await rawQuery<ResultSetHeader>(raw, sql.takeOver, [owner, owner, ttlMs, owner, key, owner]);
           if (taken.affectedRows === 1) break;
           try {
-            await pool.query(sql.insert, [key, owner, ttlMs]);
+            await rawQuery(raw, sql.insert, [key, owner, ttlMs]);
             break;
           } catch (error) {
             if ((error as { errno?: number }).errno !== 1062 || Date.now() > deadline) throw error;
@@ -115,7 +117,7 @@ function rawRowFloor(): () => Promise<BenchLock> {
           }
         }
         return async () => {
-          await pool.query(sql.releaseLast, [key, owner]);
+          await rawQuery(raw, sql.releaseLast, [key, owner]);
         };
       },
       close: () => pool.end(),
@@ -124,7 +126,7 @@ function rawRowFloor(): () => Promise<BenchLock> {
 }
 
 /**
- * The pessimistic strategy's floor: its statements through a raw mysql2 pool. The key's row once per key;
+ * The pessimistic strategy's floor: its statements through a raw mysql2 pool's callback API. The key's row once per key;
  * per section, on one connection: START TRANSACTION, the row's FOR UPDATE (waiting on the server), the
  * next fencing token in autocommit on another connection, COMMIT.
  */
@@ -135,6 +137,7 @@ function rawPessimisticFloor(): () => Promise<BenchLock> {
     await pool.query(rowTableDdl(dialect, 'bench_floor_rows'));
     await pool.query(fenceTableDdl(dialect, 'bench_floor_fences'));
     const sql = pessimisticStatements(dialect, 'bench_floor_rows', 'bench_floor_fences');
+    const raw = callbackPool(pool);
     const knownRows = new Set<string>();
     return {
       async acquire(key, waitMs) {
@@ -144,17 +147,18 @@ function rawPessimisticFloor(): () => Promise<BenchLock> {
           knownRows.add(key);
         }
         const connection = await pool.getConnection();
+        const held = callbackConnection(connection);
         try {
-          await connection.query('START TRANSACTION');
-          await connection.query(sql.lockRow(Math.max(1, Math.ceil(waitMs / 1000))), [key]);
-          await pool.query(sql.nextToken, [key, randomUUID(), connection.threadId]);
+          await rawQuery(held, 'START TRANSACTION');
+          await rawQuery(held, sql.lockRow(Math.max(1, Math.ceil(waitMs / 1000))), [key]);
+          await rawQuery(raw, sql.nextToken, [key, randomUUID(), connection.threadId]);
         } catch (error) {
-          await connection.query('ROLLBACK').catch(() => undefined);
+          await rawQuery(held, 'ROLLBACK').catch(() => undefined);
           connection.release();
           throw error;
         }
         return async () => {
-          await connection.query('COMMIT');
+          await rawQuery(held, 'COMMIT');
           connection.release();
         };
       },
