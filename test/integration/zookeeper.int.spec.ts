@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
+import util from 'node:util';
 import { LockManager, LockService } from '@app/distributed-lock';
 import { ZooKeeperLockStrategy, type ZooKeeperLeaseGrant } from '@app/distributed-lock/strategies/zookeeper';
-import type { ZooKeeperLockClient } from '@app/distributed-lock/strategies/zookeeper/zookeeper-client.type';
+import { zkErrorCode, type ZooKeeperLockClient } from '@app/distributed-lock/strategies/zookeeper/zookeeper-client.type';
 import { createContender, ensureLockNode } from '@app/distributed-lock/strategies/zookeeper/zookeeper-lock.recipe';
 import { ZooKeeperOrphans } from '@app/distributed-lock/strategies/zookeeper/zookeeper-orphans';
 import { zkContenderPrefix, zkLockPath } from '@app/distributed-lock/strategies/zookeeper/zookeeper-paths';
@@ -242,3 +243,96 @@ describe('ZooKeeper strategy: fencing token read with the first look', () => {
     await next.release();
   });
 });
+
+describe('ZooKeeper strategy: calls straight to the native binding', () => {
+  let session: ZooKeeperSession;
+  let manager: LockManager;
+
+  beforeAll(() => {
+    session = new ZooKeeperSession({ connect: process.env.LOCK_TEST_ZOOKEEPER as string }, 'zookeeper-native-test', 10_000);
+    manager = new LockManager(new ZooKeeperLockStrategy({ connect: process.env.LOCK_TEST_ZOOKEEPER as string, basePath: BASE }));
+  });
+
+  afterAll(async () => {
+    await Promise.all([manager.close(), session.close()]);
+  });
+
+  it('takes and frees a lock without the package building a log line per call', async () => {
+    const locks = new LockService(manager);
+    await (await locks.acquire(`native:${run}`)).release(); // session open, lock node made
+    const inspect = jest.spyOn(util, 'inspect');
+    try {
+      const lock = await locks.acquire(`native:${run}`);
+      expect(lock.fencingToken).toBeGreaterThan(0);
+      expect(await lock.release()).toBe(true);
+      expect(inspect).not.toHaveBeenCalled();
+    } finally {
+      inspect.mockRestore();
+    }
+  });
+
+  it('watches the node of a lock that was free only once it is held past a short delay', async () => {
+    const strategy = new ZooKeeperLockStrategy({ connect: process.env.LOCK_TEST_ZOOKEEPER as string, basePath: BASE, name: 'zookeeper-late-watch' });
+    const here = new LockManager(strategy);
+    try {
+      const locks = new LockService(here);
+      await (await locks.acquire(`late-watch:${run}`)).release();
+      const client = await (strategy as unknown as { session: ZooKeeperSession }).session.client();
+      let watches = 0;
+      const watchNode = client.w_exists.bind(client);
+      client.w_exists = (path: string, watcher: Parameters<ZooKeeperLockClient['w_exists']>[1]) => {
+        watches += 1;
+        return watchNode(path, watcher);
+      };
+      await (await locks.acquire(`late-watch:${run}`)).release();
+      expect(watches).toBe(0); // create, the listing sent with it, delete: nothing else
+      const held = await locks.acquire(`late-watch:${run}`);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect(watches).toBe(1);
+      expect(await held.release()).toBe(true);
+    } finally {
+      await here.close();
+    }
+  });
+
+  it('reports a node deleted behind the holder\'s back before its watch was set', async () => {
+    const locks = new LockService(manager);
+    const lock = await locks.acquire(`late-watch-deleted:${run}`);
+    const client = await session.client();
+    await client.delete_(await nodeOf(client, `late-watch-deleted:${run}`), -1); // within the 50 ms before the watch
+    const reason = await new Promise<unknown>((resolve, reject) => {
+      if (lock.signal.aborted) return resolve(lock.signal.reason);
+      const timer = setTimeout(() => reject(new Error('not told within 5 s')), 5_000);
+      lock.signal.addEventListener('abort', () => {
+        clearTimeout(timer);
+        resolve(lock.signal.reason);
+      });
+    });
+    expect(reason).toMatchObject({ name: 'LockLostError' });
+    expect(lock.isHeld).toBe(false);
+  });
+
+  it('answers and fails like the package: results as it gives them, errors carrying ZooKeeper\'s code', async () => {
+    const client = await session.client();
+    await ensureLockNode(client, BASE, `${BASE}/native-${run}`);
+    const created = await client.create(`${BASE}/native-${run}/n-`, 'owner', 3);
+    expect(created).toMatch(new RegExp(`^${BASE}/native-${run}/n-\\d{10}$`));
+    const [children, stat] = (await client.get_children2(`${BASE}/native-${run}`, false)) as unknown as [string[], { pzxid: unknown }];
+    expect(children).toEqual([created.split('/').pop()]);
+    expect(stat.pzxid).toBeDefined();
+    expect(await client.get_children(`${BASE}/native-${run}`, false)).toEqual(children);
+    expect(await client.exists(created, false)).toMatchObject({ ephemeralOwner: expect.anything() });
+    await client.delete_(created, -1);
+    const missing = await client.exists(created, false).catch((error: unknown) => error);
+    expect(zkErrorCode(missing)).toBe(-101);
+    const duplicate = await client.create(`${BASE}/native-${run}`, '', 0).catch((error: unknown) => error);
+    expect(zkErrorCode(duplicate)).toBe(-110);
+  });
+});
+
+/** The path of the only contender node of `key`'s lock. */
+async function nodeOf(client: ZooKeeperLockClient, key: string): Promise<string> {
+  const lockPath = zkLockPath(BASE, key);
+  const [name] = await client.get_children(lockPath, false);
+  return `${lockPath}/${name}`;
+}

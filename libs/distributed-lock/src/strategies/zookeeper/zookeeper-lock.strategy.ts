@@ -30,6 +30,8 @@ export interface ZooKeeperLeaseGrant extends LeaseGrant {
 interface HeldNode {
   readonly path: string;
   timer: NodeJS.Timeout | undefined;
+  /** Arms the watch on our node, for a lock that was free (see OWN_WATCH_DELAY_MS). */
+  watchTimer?: NodeJS.Timeout;
   readonly listeners: Set<LeaseLostListener>;
   readonly stopWatchingSession: () => void;
 }
@@ -41,6 +43,16 @@ const OPTION_KEYS = ['connect', 'sessionTimeout', 'digestAuth', 'name', 'basePat
  * on noticing a node deleted behind both their backs that the one ahead did not report.
  */
 const LOCAL_RECHECK_MS = 500;
+
+/**
+ * A lock that was free is held without a watch on our node for this long, then the watch is set. The
+ * watch costs one more call to the server (with this client about as much as a create: its own packet,
+ * its own answer through the client's threads), and most critical sections end sooner: an uncontended
+ * lock costs a create, the listing sent with it, and a delete. A node deleted behind the holder's back
+ * within this time is still reported: when the watch is set (it finds the node gone), or at the release,
+ * which finds nothing to delete.
+ */
+const OWN_WATCH_DELAY_MS = 50;
 
 /**
  * The ZooKeeper lock of seeds 000/002 and Curator's InterProcessMutex: each attempt creates an ephemeral
@@ -169,23 +181,27 @@ export class ZooKeeperLockStrategy implements LockStrategy {
     }
     if (request.mode === 'exclusive') this.line.enter(path);
     const name = path.slice(lockPath.length + 1);
-    // Our node is watched: the watch tells the holder at once if an operator or a bug deletes its node,
-    // instead of at the next extension. Its answer carries our czxid (the fencing token), needed only
-    // when the first look cannot tell a token.
-    let ownDeleted = false;
-    const ownStat = client.w_exists(path, (type: number) => {
-      if (type !== ZK_DELETED_EVENT) return;
-      ownDeleted = true;
-      this.nodeDeleted(request.owner, path);
-    });
-    ownStat.catch(() => undefined); // awaited below; a failure surfaces there
     try {
       // The first look was made with the create. Our node alone in it: we hold, and the lock node's
       // stat gives the token (see tokenFromFirstLook): one round trip for the whole acquisition.
       const look = await firstLook;
       const firstBlocker = look ? blockerAmong(look.children, lockPath, name, request.mode) : 'absent';
       const token = look && firstBlocker === undefined ? tokenFromFirstLook(look, name) : undefined;
-      if (token !== undefined) return this.hold(request, path, token, sentAt);
+      if (token !== undefined) {
+        const { node, grant } = this.hold(request, path, token, sentAt);
+        node.watchTimer = setTimeout(() => this.watchOwnNode(client, request.owner, path), OWN_WATCH_DELAY_MS);
+        node.watchTimer.unref?.();
+        return grant;
+      }
+      // Our node is watched: the watch tells the holder at once if an operator or a bug deletes its node,
+      // instead of at the next extension. Its answer carries our czxid (the fencing token).
+      let ownDeleted = false;
+      const ownStat = client.w_exists(path, (type: number) => {
+        if (type !== ZK_DELETED_EVENT) return;
+        ownDeleted = true;
+        this.nodeDeleted(request.owner, path);
+      });
+      ownStat.catch(() => undefined); // awaited below; a failure surfaces there
       for (let round = 0; ; round += 1) {
         const blocker = round === 0 && firstBlocker !== 'absent' ? firstBlocker : await blockerOf(client, lockPath, name, request.mode);
         if (!blocker) break;
@@ -206,7 +222,7 @@ export class ZooKeeperLockStrategy implements LockStrategy {
       }
       const stat = await ownStat;
       if (!stat) throw new Error(`our node ${path} is gone (session expired?)`);
-      return this.hold(request, path, Number(stat.czxid), sentAt);
+      return this.hold(request, path, Number(stat.czxid), sentAt).grant;
     } catch (error) {
       await this.deleteNode(path).catch(() => false);
       throw error;
@@ -243,7 +259,20 @@ export class ZooKeeperLockStrategy implements LockStrategy {
     }
   }
 
-  private hold(request: LockRequest, path: string, token: number, sentAt: number): ZooKeeperLeaseGrant {
+  /** The watch on our node of a lock that was free, set late (see OWN_WATCH_DELAY_MS) unless released by then. */
+  private watchOwnNode(client: ZooKeeperLockClient, owner: string, path: string): void {
+    if (this.held.get(owner)?.path !== path) return;
+    client
+      .w_exists(path, (type: number) => {
+        if (type === ZK_DELETED_EVENT) this.nodeDeleted(owner, path);
+      })
+      .catch((error: unknown) => {
+        // Gone already: deleted behind our back. Other failures are the session's, which reports them.
+        if (zkErrorCode(error) === ZK_ERRORS.NO_NODE) this.nodeDeleted(owner, path);
+      });
+  }
+
+  private hold(request: LockRequest, path: string, token: number, sentAt: number): { node: HeldNode; grant: ZooKeeperLeaseGrant } {
     const node: HeldNode = {
       path,
       timer: undefined,
@@ -258,7 +287,7 @@ export class ZooKeeperLockStrategy implements LockStrategy {
     this.held.set(request.owner, node);
     const expiresAt = leaseEnd(sentAt, request.ttlMs);
     this.armLease(request.owner, node, expiresAt);
-    return { key: request.key, owner: request.owner, mode: request.mode, fencingToken: token, expiresAt, znode: path };
+    return { node, grant: { key: request.key, owner: request.owner, mode: request.mode, fencingToken: token, expiresAt, znode: path } };
   }
 
   /** Our node vanished while we held it (not by our own release, which forgets the node first). */
@@ -289,6 +318,7 @@ export class ZooKeeperLockStrategy implements LockStrategy {
     if (!node) return;
     this.held.delete(owner);
     clearTimeout(node.timer);
+    clearTimeout(node.watchTimer);
     node.stopWatchingSession();
   }
 

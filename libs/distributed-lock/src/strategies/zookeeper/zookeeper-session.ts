@@ -1,6 +1,7 @@
 import { LockBackendUnavailableError } from '../../errors/lock-backend-unavailable.error';
 import { loadPeerDependency } from '../load-peer-dependency';
 import type { ZooKeeperLockClient } from './zookeeper-client.type';
+import { withNativeCalls } from './zookeeper-native-calls';
 
 /** How to open a ZooKeeper session. */
 export interface ZooKeeperConnectionOptions {
@@ -99,6 +100,6 @@ export class ZooKeeperSession {
         ),
       );
     }
-    return client;
+    return withNativeCalls(client);
   }
 }
