@@ -1,4 +1,4 @@
-import { redisLockKeys } from './redis-keys';
+import { RedisLockKeyNames, redisLockKeys } from './redis-keys';
 
 describe('redisLockKeys', () => {
   it('puts every key of a lock in one hash slot', () => {
@@ -9,5 +9,23 @@ describe('redisLockKeys', () => {
   it('encodes braces so a user key cannot change the hash tag, and stays one-to-one', () => {
     expect(redisLockKeys('dlock:', 'a}b{c').keys[0]).toBe('dlock:{a%7Db%7Bc}:lock');
     expect(redisLockKeys('dlock:', 'a%7Db').keys[0]).not.toBe(redisLockKeys('dlock:', 'a}b').keys[0]);
+  });
+});
+
+describe('RedisLockKeyNames', () => {
+  it('gives the same names as redisLockKeys, built once per key', () => {
+    const names = new RedisLockKeyNames('ns:');
+    const first = names.of('order:{1}');
+    expect(first).toEqual(redisLockKeys('ns:', 'order:{1}'));
+    expect(names.of('order:{1}')).toBe(first);
+  });
+
+  it('stays bounded: past its limit it starts over', () => {
+    const names = new RedisLockKeyNames('ns:', 2);
+    const a = names.of('a');
+    names.of('b');
+    names.of('c'); // clears, then holds c
+    expect(names.of('a')).not.toBe(a);
+    expect(names.of('a')).toEqual(a);
   });
 });

@@ -6,7 +6,7 @@ import type { LockStrategy, LockStrategyCapabilities } from '../../locking/lock-
 import { RedisChannelListener } from './redis-channel-listener';
 import type { IoRedisClient, RedisLockClient } from './redis-client.type';
 import { resolveRedisClient } from './redis-connection';
-import { redisLockKeys, type RedisLockKeys } from './redis-keys';
+import { RedisLockKeyNames, type RedisLockKeys } from './redis-keys';
 import { ACQUIRE_SCRIPT, EXTEND_SCRIPT, LEAVE_QUEUE_SCRIPT, RELEASE_SCRIPT } from './redis-lock.scripts';
 import { RedisScript } from './redis-script';
 import { leaseEnd } from '../../locking/lease-end';
@@ -54,7 +54,7 @@ export class RedisLockStrategy implements LockStrategy {
   readonly capabilities: LockStrategyCapabilities;
   private readonly client: RedisLockClient;
   private readonly ownsClient: boolean;
-  private readonly namespace: string;
+  private readonly keyNames: RedisLockKeyNames;
   private readonly fair: boolean;
   private readonly recheckMs: number;
   private readonly listener: RedisChannelListener;
@@ -75,7 +75,7 @@ export class RedisLockStrategy implements LockStrategy {
       throw new InvalidLockOptionsError('fair', `expected true or false, got ${describe(options.fair)}.`);
     }
     this.name = strategyName(options.name, 'redis');
-    this.namespace = options.namespace ?? 'dlock:';
+    this.keyNames = new RedisLockKeyNames(options.namespace ?? 'dlock:');
     this.fair = options.fair ?? true;
     this.recheckMs = assertDuration(options.recheckInterval ?? 500, 'recheckInterval', 10);
     const resolved = resolveRedisClient(options.client, options.connection, this.name, 'RedisLockStrategy options');
@@ -86,14 +86,14 @@ export class RedisLockStrategy implements LockStrategy {
   }
 
   async tryAcquire(request: LockRequest): Promise<LeaseGrant | null> {
-    const keys = redisLockKeys(this.namespace, request.key);
+    const keys = this.keyNames.of(request.key);
     const sentAt = Date.now();
     const [held, token] = await this.runAcquire(keys, request, false);
     return held ? this.grantOf(request, token, sentAt) : null;
   }
 
   async acquire(request: LockRequest, budget: WaitBudget): Promise<LeaseGrant | null> {
-    const keys = redisLockKeys(this.namespace, request.key);
+    const keys = this.keyNames.of(request.key);
     const deadline = Date.now() + budget.timeoutMs;
     // Fast path: a free lock (and, in fair mode, an empty queue) needs no subscription. Skipped when the
     // key's channel is already subscribed (others here wait on it: the lock is likely busy), since the
@@ -148,14 +148,14 @@ export class RedisLockStrategy implements LockStrategy {
   }
 
   async extend(lease: LeaseGrant, ttlMs: number): Promise<LeaseGrant | null> {
-    const keys = redisLockKeys(this.namespace, lease.key);
+    const keys = this.keyNames.of(lease.key);
     const sentAt = Date.now();
     const extended = await this.scripts.extend.run(this.client, keys.keys, [lease.owner, keys.channel, ttlMs]);
     return extended === 1 ? { ...lease, expiresAt: leaseEnd(sentAt, ttlMs) } : null;
   }
 
   async release(lease: LeaseGrant): Promise<boolean> {
-    const keys = redisLockKeys(this.namespace, lease.key);
+    const keys = this.keyNames.of(lease.key);
     return (await this.scripts.release.run(this.client, keys.keys, [lease.owner, keys.channel])) === 1;
   }
 

@@ -11,7 +11,7 @@ import { closeRedisClient } from './close-redis-client';
 import { RedisChannelListener } from './redis-channel-listener';
 import type { IoRedisClient, RedisLockClient } from './redis-client.type';
 import { resolveRedisClient, type OwnedRedisClient } from './redis-connection';
-import { redisLockKeys, type RedisLockKeys } from './redis-keys';
+import { RedisLockKeyNames, type RedisLockKeys } from './redis-keys';
 import { REDLOCK_ACQUIRE_SCRIPT, REDLOCK_EXTEND_SCRIPT, REDLOCK_RELEASE_SCRIPT } from './redis-lock.scripts';
 import { RedisScript } from './redis-script';
 import { RedlockCohorts, type HandoverLimits } from './redlock-cohorts';
@@ -59,7 +59,7 @@ export class RedlockStrategy implements LockStrategy {
   readonly capabilities: LockStrategyCapabilities = Object.freeze({ fencing: false, fifo: false, sharedLocks: false, crossProcess: true });
   private readonly nodes: readonly OwnedRedisClient[];
   private readonly listeners: readonly RedisChannelListener[];
-  private readonly namespace: string;
+  private readonly keyNames: RedisLockKeyNames;
   private readonly quorum: number;
   private readonly nodeTimeoutMs: number;
   private readonly recheckMs: number;
@@ -94,7 +94,7 @@ export class RedlockStrategy implements LockStrategy {
         : resolveRedisClient(undefined, entry as string | RedisOptions, this.name, `connections[${i}]`),
     );
     this.listeners = this.nodes.map((node) => new RedisChannelListener(() => node.client.duplicate()));
-    this.namespace = options.namespace ?? 'dlock:redlock:';
+    this.keyNames = new RedisLockKeyNames(options.namespace ?? 'dlock:redlock:');
     this.quorum = Math.floor(this.nodes.length / 2) + 1;
     this.nodeTimeoutMs = assertDuration(options.nodeTimeout ?? 100, 'nodeTimeout', 1);
     this.recheckMs = assertDuration(options.recheckInterval ?? 500, 'recheckInterval', 10);
@@ -108,7 +108,7 @@ export class RedlockStrategy implements LockStrategy {
   /** One round on every master. `split`: some granted but not a majority (contenders split the vote). */
   private async attempt(request: LockRequest): Promise<{ grant: LeaseGrant | null; split: boolean }> {
     this.assertNodeTimeoutFits(request.ttlMs);
-    const keys = redisLockKeys(this.namespace, request.key);
+    const keys = this.keyNames.of(request.key);
     const redisOwner = this.cohorts.newRedisOwner();
     const started = Date.now();
     const outcomes = await this.onEveryNode(
@@ -236,7 +236,7 @@ export class RedlockStrategy implements LockStrategy {
   async extend(lease: LeaseGrant, ttlMs: number): Promise<LeaseGrant | null> {
     const redisOwner = this.cohorts.redisOwnerOf(lease);
     if (!redisOwner) return null; // released, or taken over here after its lease was lost
-    const keys = redisLockKeys(this.namespace, lease.key);
+    const keys = this.keyNames.of(lease.key);
     const started = Date.now();
     const outcomes = await this.onEveryNode((client) => this.scripts.extend.run(client, [keys.keys[0]], [redisOwner, keys.channel, ttlMs]).then((reply) => reply === 1));
     const extended = outcomes.filter((o) => o.held).length;
@@ -256,7 +256,7 @@ export class RedlockStrategy implements LockStrategy {
     const redisOwner = this.cohorts.redisOwnerOf(lease);
     if (!redisOwner) return false;
     if (this.cohorts.passOn(lease)) return true;
-    const keys = redisLockKeys(this.namespace, lease.key);
+    const keys = this.keyNames.of(lease.key);
     // Our own subscriber is counted only where the server confirmed it; one still being made may or may
     // not be among those who heard, so it counts as someone else (the cautious side: no early start).
     const subscribedHere = this.listeners.map((listener) => listener.isConfirmed(keys.channel));
@@ -347,7 +347,7 @@ export class RedlockStrategy implements LockStrategy {
    * and its re-check (`recheckInterval`) bounds what a missed notification costs.
    */
   private listenForLine(key: string): void {
-    const { channel } = redisLockKeys(this.namespace, key);
+    const { channel } = this.keyNames.of(key);
     const subscription = { stops: [] as Array<() => void>, over: false };
     this.lineSubscriptions.set(key, subscription);
     for (const listener of this.listeners) {
