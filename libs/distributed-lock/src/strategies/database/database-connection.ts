@@ -32,8 +32,9 @@ export function resolveDataSource(dataSource: LockDataSource | undefined, connec
 
 /**
  * Defaults for a pool the strategy opens for itself. On MySQL/MariaDB, `trace: false`: mysql2 otherwise
- * captures a stack trace on every statement for the "long stack traces" of its errors, about 20 µs per
- * statement here (CPU profile of the pessimistic strategy: most of its cost over the same SQL raw). The
+ * captures a stack trace on every statement for the "long stack traces" of its errors, about 10 µs per
+ * statement here (CPU profile of the pessimistic strategy, whose transaction runs two statements through
+ * TypeORM; a raw SELECT: 92 µs through the promise API that captures it, 83 µs without). The
  * lock's statements are few and fixed, and their errors reach callers wrapped in this library's typed
  * errors, so those traces tell nobody anything. An explicit `trace` is kept.
  */
