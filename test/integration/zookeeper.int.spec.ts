@@ -312,6 +312,39 @@ describe('ZooKeeper strategy: calls straight to the native binding', () => {
     expect(lock.isHeld).toBe(false);
   });
 
+  it('sets that watch again when the connection dropped under it, and a later deletion is still reported', async () => {
+    const strategy = new ZooKeeperLockStrategy({ connect: process.env.LOCK_TEST_ZOOKEEPER as string, basePath: BASE, name: 'zookeeper-watch-retry' });
+    const here = new LockManager(strategy);
+    try {
+      const locks = new LockService(here);
+      await (await locks.acquire(`watch-retry:${run}`)).release();
+      const client = await (strategy as unknown as { session: ZooKeeperSession }).session.client();
+      let tries = 0;
+      const watchNode = client.w_exists.bind(client);
+      client.w_exists = (path: string, watcher: Parameters<ZooKeeperLockClient['w_exists']>[1]) => {
+        tries += 1;
+        return tries === 1 ? Promise.reject(connectionLoss()) : watchNode(path, watcher);
+      };
+      const lock = await locks.acquire(`watch-retry:${run}`);
+      await new Promise((resolve) => setTimeout(resolve, 600)); // 50 ms, a lost try, 250 ms, the watch
+      expect(tries).toBe(2);
+      expect(lock.isHeld).toBe(true);
+      const other = await session.client();
+      await other.delete_(await nodeOf(other, `watch-retry:${run}`), -1);
+      await new Promise<void>((resolve, reject) => {
+        if (lock.signal.aborted) return resolve(); // the watch's event may come in before the delete's answer
+        const timer = setTimeout(() => reject(new Error('not told within 5 s')), 5_000);
+        lock.signal.addEventListener('abort', () => {
+          clearTimeout(timer);
+          resolve();
+        });
+      });
+      expect(lock.signal.reason).toMatchObject({ name: 'LockLostError' });
+    } finally {
+      await here.close();
+    }
+  });
+
   it('answers and fails like the package: results as it gives them, errors carrying ZooKeeper\'s code', async () => {
     const client = await session.client();
     await ensureLockNode(client, BASE, `${BASE}/native-${run}`);

@@ -54,6 +54,9 @@ const LOCAL_RECHECK_MS = 500;
  */
 const OWN_WATCH_DELAY_MS = 50;
 
+/** Between tries to set that watch when the connection dropped (the pace of the delete retries). */
+const OWN_WATCH_RETRY_MS = 250;
+
 /**
  * The ZooKeeper lock of seeds 000/002 and Curator's InterProcessMutex: each attempt creates an ephemeral
  * sequential node under the lock's node; the lowest holds; each waiter watches only its predecessor (no
@@ -267,8 +270,14 @@ export class ZooKeeperLockStrategy implements LockStrategy {
         if (type === ZK_DELETED_EVENT) this.nodeDeleted(owner, path);
       })
       .catch((error: unknown) => {
-        // Gone already: deleted behind our back. Other failures are the session's, which reports them.
-        if (zkErrorCode(error) === ZK_ERRORS.NO_NODE) this.nodeDeleted(owner, path);
+        // Gone already: deleted behind our back.
+        if (zkErrorCode(error) === ZK_ERRORS.NO_NODE) return this.nodeDeleted(owner, path);
+        // Otherwise the connection dropped: the session, and our node, may well live on (an expiry is
+        // reported by the session). The watch is tried again for as long as we hold the lock.
+        const node = this.held.get(owner);
+        if (node?.path !== path) return;
+        node.watchTimer = setTimeout(() => this.watchOwnNode(client, owner, path), OWN_WATCH_RETRY_MS);
+        node.watchTimer.unref?.();
       });
   }
 
