@@ -272,23 +272,13 @@ describe('ZooKeeper strategy: calls straight to the native binding', () => {
   });
 
   it('watches the node of a lock that was free only once it is held past a short delay', async () => {
-    const strategy = new ZooKeeperLockStrategy({ connect: process.env.LOCK_TEST_ZOOKEEPER as string, basePath: BASE, name: 'zookeeper-late-watch' });
-    const here = new LockManager(strategy);
+    const { here, locks, watches } = await withCountedWatches(`late-watch:${run}`, () => undefined);
     try {
-      const locks = new LockService(here);
       await (await locks.acquire(`late-watch:${run}`)).release();
-      const client = await (strategy as unknown as { session: ZooKeeperSession }).session.client();
-      let watches = 0;
-      const watchNode = client.w_exists.bind(client);
-      client.w_exists = (path: string, watcher: Parameters<ZooKeeperLockClient['w_exists']>[1]) => {
-        watches += 1;
-        return watchNode(path, watcher);
-      };
-      await (await locks.acquire(`late-watch:${run}`)).release();
-      expect(watches).toBe(0); // create, the listing sent with it, delete: nothing else
+      expect(watches()).toBe(0); // create, the listing sent with it, delete: nothing else
       const held = await locks.acquire(`late-watch:${run}`);
       await new Promise((resolve) => setTimeout(resolve, 200));
-      expect(watches).toBe(1);
+      expect(watches()).toBe(1);
       expect(await held.release()).toBe(true);
     } finally {
       await here.close();
@@ -313,21 +303,12 @@ describe('ZooKeeper strategy: calls straight to the native binding', () => {
   });
 
   it('sets that watch again when the connection dropped under it, and a later deletion is still reported', async () => {
-    const strategy = new ZooKeeperLockStrategy({ connect: process.env.LOCK_TEST_ZOOKEEPER as string, basePath: BASE, name: 'zookeeper-watch-retry' });
-    const here = new LockManager(strategy);
+    // The first try to set the watch is lost with the connection.
+    const { here, locks, watches } = await withCountedWatches(`watch-retry:${run}`, (tries) => (tries === 1 ? connectionLoss() : undefined));
     try {
-      const locks = new LockService(here);
-      await (await locks.acquire(`watch-retry:${run}`)).release();
-      const client = await (strategy as unknown as { session: ZooKeeperSession }).session.client();
-      let tries = 0;
-      const watchNode = client.w_exists.bind(client);
-      client.w_exists = (path: string, watcher: Parameters<ZooKeeperLockClient['w_exists']>[1]) => {
-        tries += 1;
-        return tries === 1 ? Promise.reject(connectionLoss()) : watchNode(path, watcher);
-      };
       const lock = await locks.acquire(`watch-retry:${run}`);
       await new Promise((resolve) => setTimeout(resolve, 600)); // 50 ms, a lost try, 250 ms, the watch
-      expect(tries).toBe(2);
+      expect(watches()).toBe(2);
       expect(lock.isHeld).toBe(true);
       const other = await session.client();
       await other.delete_(await nodeOf(other, `watch-retry:${run}`), -1);
@@ -368,4 +349,25 @@ async function nodeOf(client: ZooKeeperLockClient, key: string): Promise<string>
   const lockPath = zkLockPath(BASE, key);
   const [name] = await client.get_children(lockPath, false);
   return `${lockPath}/${name}`;
+}
+
+/**
+ * A ZooKeeper strategy whose watches on nodes are counted, each try failing with the error `failure`
+ * gives for it (undefined: it goes through). `key` has been taken and freed once (session open, lock
+ * node made) before counting starts.
+ */
+async function withCountedWatches(key: string, failure: (tries: number) => Error | undefined): Promise<{ here: LockManager; locks: LockService; watches: () => number }> {
+  const strategy = new ZooKeeperLockStrategy({ connect: process.env.LOCK_TEST_ZOOKEEPER as string, basePath: BASE, name: `zookeeper-${key}` });
+  const here = new LockManager(strategy);
+  const locks = new LockService(here);
+  await (await locks.acquire(key)).release();
+  const client = await (strategy as unknown as { session: ZooKeeperSession }).session.client();
+  let tries = 0;
+  const watchNode = client.w_exists.bind(client);
+  client.w_exists = (path: string, watcher: Parameters<ZooKeeperLockClient['w_exists']>[1]) => {
+    tries += 1;
+    const error = failure(tries);
+    return error ? Promise.reject(error) : watchNode(path, watcher);
+  };
+  return { here, locks, watches: () => tries };
 }
