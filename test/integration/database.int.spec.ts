@@ -2,7 +2,7 @@ import 'reflect-metadata';
 import { randomUUID } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DataSource, EventSubscriber, type DataSourceOptions, type EntitySubscriberInterface, type UpdateEvent } from 'typeorm';
+import { DataSource, EventSubscriber, QueryFailedError, type DataSourceOptions, type EntitySubscriberInterface, type UpdateEvent } from 'typeorm';
 import {
   LockBackendUnavailableError,
   LockManager,
@@ -132,6 +132,19 @@ describe('optimisticUpdate straight to the mysql2 pool (MariaDB)', () => {
     // Both set it to CURRENT_TIMESTAMP (whole seconds, as TypeORM writes it).
     expect(updatedA).toBeInstanceOf(Date);
     expect(Math.abs(updatedA.getTime() - updatedB.getTime())).toBeLessThan(60_000);
+  });
+
+  it('fails with TypeORM\'s QueryFailedError, as through the query builder', async () => {
+    const id = `fails-${randomUUID().slice(0, 8)}`;
+    await direct.getRepository(PricedItem).insert(fresh(id));
+    const tooLong = { name: 'x'.repeat(100) }; // the column is VARCHAR(64), the server in strict mode
+    const viaDirect = await optimisticUpdate({ manager: direct.manager, entity: PricedItem, id, expectedVersion: 1, set: tooLong }).catch((e: unknown) => e);
+    const viaBuilder = await optimisticUpdate({ manager: throughTypeOrm.manager, entity: PricedItem, id, expectedVersion: 1, set: tooLong }).catch((e: unknown) => e);
+    expect(viaDirect).toBeInstanceOf(QueryFailedError);
+    expect(viaBuilder).toBeInstanceOf(QueryFailedError);
+    const code = (error: unknown): unknown => ((error as QueryFailedError).driverError as Error & { code?: string }).code;
+    expect(code(viaDirect)).toBe(code(viaBuilder));
+    expect(code(viaDirect)).toBe('ER_DATA_TOO_LONG');
   });
 
   it('checks and bumps another version property, the @VersionColumn too, like the query builder', async () => {

@@ -2,6 +2,7 @@ import type { EntityManager, ObjectLiteral } from 'typeorm';
 import type { ColumnMetadata } from 'typeorm/metadata/ColumnMetadata';
 import type { EntityMetadata } from 'typeorm/metadata/EntityMetadata';
 import { mysqlConnectionOf, mysqlPoolOf, queryDirect, type MysqlQueryable } from '../strategies/database/mysql-direct';
+import { loadPeerDependency } from '../strategies/load-peer-dependency';
 
 /** The version-checked UPDATE of one entity for one shape of change (which columns it sets), built once. */
 interface VersionedUpdatePlan {
@@ -54,7 +55,14 @@ export function runVersionedUpdateDirect(
   const driver = dataSource.driver;
   const values: unknown[] = plan.columns.map((column, i) => driver.preparePersistentValue(set[plan.properties[i]], column));
   values.push(id, expectedVersion);
-  return queryDirect(target, plan.sql, values).then((result) => result.affected);
+  return queryDirect(target, plan.sql, values).then(
+    (result) => result.affected,
+    (error: unknown) => {
+      // The error the query builder would have thrown: callers that catch TypeORM's errors keep working.
+      const { QueryFailedError } = loadPeerDependency<typeof import('typeorm')>('typeorm', 'optimisticUpdate');
+      throw new QueryFailedError(plan.sql, values, error as Error);
+    },
+  );
 }
 
 /** The transaction's own connection when the manager belongs to one, else the data source's pool. */
