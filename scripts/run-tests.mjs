@@ -20,6 +20,8 @@ try {
   summary = JSON.parse(readFileSync(resultFile, 'utf8'));
 } catch {
   summary.numFailedTests = 1; // Jest died before writing results: count it as a failure.
+  // Say how, so that a rare death can be told apart from a failure the next time it happens.
+  console.error(`\nJest ended without writing its results: exit status ${jest.status}, signal ${jest.signal ?? 'none'}${jest.error ? `, ${jest.error.message}` : ''}`);
 }
 rmSync(dir, { recursive: true, force: true });
 
