@@ -44,3 +44,35 @@ export function queryDirect(target: MysqlQueryable, sql: string, values: readonl
     });
   });
 }
+
+/** A TypeORM query runner, as far as these helpers use it. */
+interface StatementRunner {
+  query(sql: string, values: unknown[], structured: true): Promise<DirectResult>;
+}
+
+/**
+ * One statement of a strategy on the data source: straight to its mysql2 pool when it has one (see
+ * `mysqlPoolOf`), otherwise through a TypeORM query runner taken for it (SQLite, replication).
+ */
+export async function queryOnDataSource(dataSource: LockDataSource, sql: string, values: unknown[]): Promise<DirectResult> {
+  const pool = mysqlPoolOf(dataSource);
+  if (pool) return queryDirect(pool, sql, values);
+  const runner = dataSource.createQueryRunner();
+  try {
+    return await (runner as unknown as StatementRunner).query(sql, values, true);
+  } finally {
+    await runner.release();
+  }
+}
+
+/** One statement on a connected query runner's own connection (inside its transaction): direct when it is mysql2's. */
+export function queryOnRunner(runner: unknown, sql: string, values: unknown[]): Promise<DirectResult> {
+  const connection = mysqlConnectionOf(runner);
+  return connection ? queryDirect(connection, sql, values) : (runner as StatementRunner).query(sql, values, true);
+}
+
+/** The server's id for the connection under a connected query runner (for KILL QUERY and the audit column), if known. */
+export function connectionIdOf(runner: unknown): number | undefined {
+  const id = (runner as { databaseConnection?: { threadId?: unknown } }).databaseConnection?.threadId;
+  return Number.isInteger(id) ? (id as number) : undefined;
+}

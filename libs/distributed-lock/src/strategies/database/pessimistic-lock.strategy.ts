@@ -9,7 +9,7 @@ import type { LeaseLostListener, LockStrategy, LockStrategyCapabilities, Release
 import type { LockDataSource } from './database-client.type';
 import { ensureInitialized, resolveDataSource } from './database-connection';
 import { fenceTableDdl, LOCK_TABLES, MAX_SQL_KEY_LENGTH, rowTableDdl, SQL_IDENTIFIER } from './lock-table.sql';
-import { mysqlConnectionOf, mysqlPoolOf, queryDirect } from './mysql-direct';
+import { connectionIdOf, queryOnDataSource, queryOnRunner } from './mysql-direct';
 import { pessimisticStatements, type PessimisticStatements } from './pessimistic-lock.sql';
 import { dialectOf, withServerFeatures, type SqlDialect } from './sql-dialect';
 import { budgetWithin, onBudgetAbort } from '../../locking/wait-for-wake';
@@ -245,6 +245,7 @@ export class PessimisticLockStrategy implements LockStrategy {
   private async lockExistingRow(dialect: SqlDialect, sql: PessimisticStatements, request: LockRequest, budget: WaitBudget | undefined): Promise<PessimisticLeaseGrant | null> {
     const runner = this.dataSource.createQueryRunner();
     await runner.connect();
+    const connectionId = connectionIdOf(runner);
     const sentAt = Date.now();
     let killTimer: NodeJS.Timeout | undefined;
     let stopWatchingAbort: (() => void) | undefined;
@@ -254,23 +255,18 @@ export class PessimisticLockStrategy implements LockStrategy {
       if (budget) {
         waitSeconds = Math.max(1, Math.ceil(budget.timeoutMs / 1000));
         // The server counts whole seconds: stop the wait at the exact end of the budget, or on abort.
-        const threadId = (runner as unknown as { databaseConnection?: { threadId?: number } }).databaseConnection?.threadId;
         const stop = (): void => {
-          if (Number.isInteger(threadId)) this.dataSource.query(`KILL QUERY ${Number(threadId)}`).catch(() => undefined);
+          if (connectionId !== undefined) this.dataSource.query(`KILL QUERY ${connectionId}`).catch(() => undefined);
         };
         killTimer = setTimeout(stop, budget.timeoutMs);
         stopWatchingAbort = onBudgetAbort(budget, stop);
       }
-      // Straight to the runner's own connection (inside the transaction TypeORM started), see mysqlPoolOf.
-      const connection = mysqlConnectionOf(runner);
-      const rows = connection ? (await queryDirect(connection, sql.lockRow(waitSeconds), [request.key])).records : ((await runner.query(sql.lockRow(waitSeconds), [request.key])) as unknown[]);
+      // On the runner's own connection, inside the transaction TypeORM started (see mysqlPoolOf).
+      const rows = (await queryOnRunner(runner, sql.lockRow(waitSeconds), [request.key])).records;
       if (rows.length !== 1) throw new MissingLockRow(request.key);
       // We hold the row lock, so nobody else runs this for the key: the token grows by one per holder,
       // in autocommit, so that rolling the section back never hands the same token out twice.
-      const threadId = (runner as unknown as { databaseConnection?: { threadId?: number } }).databaseConnection?.threadId ?? null;
-      const pool = mysqlPoolOf(this.dataSource);
-      const tokenParameters = [request.key, request.owner, threadId];
-      const fenced = (pool ? (await queryDirect(pool, sql.nextToken, tokenParameters)).raw : await this.dataSource.query(sql.nextToken, tokenParameters)) as { insertId?: number | string };
+      const fenced = (await queryOnDataSource(this.dataSource, sql.nextToken, [request.key, request.owner, connectionId ?? null])).raw as { insertId?: number | string };
       const token = Number(fenced.insertId);
       const row: HeldRow = { runner, timer: undefined, listeners: new Set() };
       this.held.set(request.owner, row);

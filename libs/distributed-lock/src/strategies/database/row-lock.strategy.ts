@@ -1,4 +1,4 @@
-import type { DataSourceOptions, QueryRunner } from 'typeorm';
+import type { DataSourceOptions } from 'typeorm';
 import { InvalidLockKeyError } from '../../errors/invalid-lock-key.error';
 import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
 import type { LeaseGrant, LockRequest } from '../../locking/lock-lease';
@@ -8,7 +8,7 @@ import { leaseEnd } from '../../locking/lease-end';
 import type { LockDataSource } from './database-client.type';
 import { ensureInitialized, resolveDataSource } from './database-connection';
 import { leaseTableDdl, LOCK_TABLES, MAX_SQL_KEY_LENGTH, SQL_IDENTIFIER } from './lock-table.sql';
-import { mysqlPoolOf, queryDirect } from './mysql-direct';
+import { queryOnDataSource, type DirectResult } from './mysql-direct';
 import { rowLockStatements, type RowLockStatements } from './row-lock.sql';
 import { dialectOf, withServerFeatures, type SqlDialect } from './sql-dialect';
 import { strategyName } from '../strategy-name';
@@ -117,15 +117,8 @@ export class RowLockStrategy implements LockStrategy {
     return result.affected ?? 0;
   }
 
-  private async run(query: string, parameters: unknown[]): Promise<{ records: unknown[]; affected?: number }> {
-    const pool = mysqlPoolOf(this.dataSource);
-    if (pool) return queryDirect(pool, query, parameters);
-    const runner: QueryRunner = this.dataSource.createQueryRunner();
-    try {
-      return await runner.query(query, parameters, true);
-    } finally {
-      await runner.release();
-    }
+  private run(query: string, parameters: unknown[]): Promise<DirectResult> {
+    return queryOnDataSource(this.dataSource, query, parameters);
   }
 
   private prepare(): Promise<{ dialect: SqlDialect; sql: RowLockStatements }> {
