@@ -18,6 +18,14 @@ export interface BenchSubject {
   readonly settings: string;
   /** For our subjects: the floor subject that measures the same server operations (ratios are taken to it). */
   readonly floor?: string;
+  /**
+   * For our subjects whose floor (as issue 9 sets it) does less on the server than the strategy: a floor
+   * that sends the strategy's own server operations raw. Ours against it is what the library's code adds;
+   * it against `floor`, what the strategy's protocol costs on the server.
+   */
+  readonly protocolFloor?: string;
+  /** Measured in the uncontended case only (a floor that exists to split the uncontended gap). */
+  readonly uncontendedOnly?: boolean;
   /** False for in-process locks, which cannot run the multi-process case. */
   readonly crossProcess: boolean;
   create(): Promise<BenchLock>;

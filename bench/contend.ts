@@ -10,6 +10,8 @@ export interface ContendResult {
   /** Per worker: the p99 of its own waits. A barging lock serves its re-acquiring worker fast and the
    * others late; the worst of these shows the late ones, which the pooled p99 hides. */
   readonly workerWaitP99: number[];
+  /** Per worker: its waits (kept in process, so that turns of one case can be joined; not sent by child processes). */
+  readonly workerWaits?: number[][];
   readonly perWorker: number[];
   readonly failures: number;
   readonly violations: number;
@@ -31,6 +33,7 @@ export async function contend(
   const waits: number[] = [];
   const perWorker = new Array<number>(workers).fill(0);
   const workerWaitP99 = new Array<number>(workers).fill(0);
+  const workerWaits: number[][] = Array.from({ length: workers }, () => []);
   let inside = 0;
   let failures = 0;
   let violations = 0;
@@ -76,7 +79,8 @@ export async function contend(
       }
       for (const wait of own) waits.push(wait); // not push(...own): a long run overflows the argument stack
       workerWaitP99[w] = own.length > 0 ? quantile(own, 0.99) : 0;
+      workerWaits[w] = own;
     }),
   );
-  return { sections, waits, workerWaitP99, perWorker, failures, violations };
+  return { sections, waits, workerWaitP99, workerWaits, perWorker, failures, violations };
 }

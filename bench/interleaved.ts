@@ -3,17 +3,32 @@ import type { BenchLock, BenchSubject } from './bench-subject';
 import { contend, type ContendResult } from './contend';
 import { quantile, wallClockMs } from './stats';
 
-/** How many turns each subject gets in an interleaved case. */
+/** How many turns each subject gets in the uncontended case. */
 export const TURNS = 8;
 
 /**
- * The uncontended case of several subjects, measured in turns (A B C A B C …) rather than one after the
- * other. One worker's figure is pure latency, and on a shared 2-core machine it drifts by ±30 % within a
- * minute (a freshly started server warming up, the disk's flush times): measured one after the other,
- * whoever comes first on a fresh server loses. In turns, every subject gets the same share of each moment,
- * and their ratios hold. Each subject keeps one lock client for all its turns and is warmed up first.
+ * How many turns each subject gets in a contended case: fewer and longer slices, since every slice
+ * starts its workers afresh (a barging peer's losers first sleep out a retry delay).
  */
-export async function uncontendedInTurns(subjects: readonly BenchSubject[], durationMs: number): Promise<Map<BenchSubject, { result: ContendResult; elapsed: number }>> {
+export const CONTENDED_TURNS = 4;
+
+/** Measured figures of one subject in one case. */
+export interface Measured {
+  readonly result: ContendResult;
+  readonly elapsed: number;
+}
+
+/**
+ * One in-process case (1 worker: uncontended; more: one key contended) of several subjects, measured in
+ * turns (A B C A B C …) rather than one after the other. On a shared 2-core machine a subject's figures
+ * drift by ±30 % within a minute (a freshly started server warming up, the disk's flush times), and
+ * measured minutes apart, two subjects of one server were compared at different moments: in one full
+ * run the ZooKeeper textbook recipe at 8 workers went from 938 to 1,161 cs/s against the previous run
+ * while ours went from 1,139 to 1,066. In turns, every subject gets the same share of each moment, and
+ * their ratios hold. Each subject keeps one lock client for all its turns and is warmed up first.
+ */
+export async function caseInTurns(subjects: readonly BenchSubject[], workers: number, durationMs: number): Promise<Map<BenchSubject, Measured>> {
+  const turns = workers === 1 ? TURNS : CONTENDED_TURNS;
   const open: Array<{ subject: BenchSubject; lock: BenchLock; key: string; parts: ContendResult[]; elapsed: number }> = [];
   try {
     for (const subject of subjects) {
@@ -21,30 +36,38 @@ export async function uncontendedInTurns(subjects: readonly BenchSubject[], dura
       const key = `bench:${randomUUID()}`;
       open.push({ subject, lock, key, parts: [], elapsed: 0 });
       // Warm-up: connections, script cache, JIT.
-      await contend(lock, key, 1, wallClockMs() + Math.min(500, durationMs / 5), { workerPrefix: 'warm', waitMs: 30_000 });
+      await contend(lock, key, workers, wallClockMs() + Math.min(500, durationMs / 5), { workerPrefix: 'warm', waitMs: 30_000 });
     }
-    const sliceMs = Math.max(50, Math.round(durationMs / TURNS));
-    for (let turn = 0; turn < TURNS; turn += 1) {
+    const sliceMs = Math.max(50, Math.round(durationMs / turns));
+    for (let turn = 0; turn < turns; turn += 1) {
       for (const entry of open) {
         const started = wallClockMs();
-        entry.parts.push(await contend(entry.lock, entry.key, 1, started + sliceMs, { workerPrefix: 'w', waitMs: 30_000 }));
+        entry.parts.push(await contend(entry.lock, entry.key, workers, started + sliceMs, { workerPrefix: 'w', waitMs: 30_000 }));
         entry.elapsed += wallClockMs() - started;
       }
     }
-    return new Map(open.map((entry) => [entry.subject, { result: joinParts(entry.parts), elapsed: entry.elapsed }]));
+    return new Map(open.map((entry) => [entry.subject, { result: joinParts(entry.parts, workers), elapsed: entry.elapsed }]));
   } finally {
     for (const entry of open) await entry.lock.close();
   }
 }
 
-/** One worker's turns as one result. */
-function joinParts(parts: readonly ContendResult[]): ContendResult {
-  const waits = parts.flatMap((part) => part.waits);
+/**
+ * One subject's turns as one result. Worker i of every turn is worker i of the whole (its counts and
+ * waits add up); each turn's sections carry the turn's number, so that no hand-over is counted from one
+ * turn's last section to the next turn's first (other subjects ran in between).
+ */
+function joinParts(parts: readonly ContendResult[], workers: number): ContendResult {
+  const waitsOf = (w: number): number[] => parts.flatMap((part) => part.workerWaits?.[w] ?? []);
   return {
-    sections: parts.flatMap((part) => part.sections),
-    waits,
-    workerWaitP99: [waits.length > 0 ? quantile(waits, 0.99) : 0],
-    perWorker: [parts.reduce((sum, part) => sum + (part.perWorker[0] ?? 0), 0)],
+    sections: parts.flatMap((part, turn) => part.sections.map((section) => ({ ...section, run: turn }))),
+    waits: parts.flatMap((part) => part.waits),
+    workerWaits: Array.from({ length: workers }, (_, w) => waitsOf(w)),
+    workerWaitP99: Array.from({ length: workers }, (_, w) => {
+      const waits = waitsOf(w);
+      return waits.length > 0 ? quantile(waits, 0.99) : 0;
+    }),
+    perWorker: Array.from({ length: workers }, (_, w) => parts.reduce((sum, part) => sum + (part.perWorker[w] ?? 0), 0)),
     failures: parts.reduce((sum, part) => sum + part.failures, 0),
     violations: parts.reduce((sum, part) => sum + part.violations, 0),
   };

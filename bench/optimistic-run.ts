@@ -28,7 +28,7 @@ export async function runOptimistic(subject: OptimisticBenchSubject, workers: nu
 
 /**
  * The one-worker case of every optimistic subject in turns (A B A B …), for the reason given in
- * `uncontendedInTurns`: one worker's figure is latency, which drifts within a minute on this machine.
+ * `caseInTurns`: one worker's figure is latency, which drifts within a minute on this machine.
  */
 export async function uncontendedUpdatesInTurns(subjects: readonly OptimisticBenchSubject[], durationMs: number): Promise<Map<OptimisticBenchSubject, BenchRow>> {
   const open: Array<{ subject: OptimisticBenchSubject; updater: BenchUpdater; figures: Increments; warmUpDone: number }> = [];

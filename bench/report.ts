@@ -8,6 +8,8 @@ export interface BenchRow {
   subject: string;
   /** The floor this row is compared with (ours only). */
   floor?: string;
+  /** The floor of the strategy's own server operations, when `floor` does less (see BenchSubject.protocolFloor). */
+  protocolFloor?: string;
   ours: boolean;
   backend: Backend;
   case: 'uncontended' | 'contended';
@@ -30,8 +32,9 @@ export interface BenchRow {
 const sameCase = (a: BenchRow, b: BenchRow): boolean => a.backend === b.backend && a.case === b.case && a.workers === b.workers && a.processes === b.processes;
 const isPeer = (row: BenchRow): boolean => !row.ours && !row.subject.startsWith('floor:');
 
-export function floorOf(rows: readonly BenchRow[], row: BenchRow): BenchRow | undefined {
-  return row.floor === undefined ? undefined : rows.find((r) => r.id === row.floor && r.case === row.case && r.workers === row.workers && r.processes === row.processes);
+export function floorOf(rows: readonly BenchRow[], row: BenchRow, which: 'floor' | 'protocolFloor' = 'floor'): BenchRow | undefined {
+  const id = row[which];
+  return id === undefined ? undefined : rows.find((r) => r.id === id && r.case === row.case && r.workers === row.workers && r.processes === row.processes);
 }
 
 /** The peer with the most critical sections per second in the same case, if any ran. */
@@ -106,12 +109,53 @@ export function targetChecks(rows: readonly BenchRow[]): TargetCheck[] {
   return checks;
 }
 
+/** An uncontended gap to the floor split in two: the strategy's server operations, and the library's code around them. */
+export interface GapSplit {
+  readonly subject: string;
+  readonly floor: BenchRow;
+  readonly protocolFloor: BenchRow;
+  /** The strategy's own operations sent raw, against the floor: what the protocol costs on the server. */
+  readonly protocolVsFloor: number;
+  /** Ours against its own operations sent raw: what the library's code adds. */
+  readonly oursVsProtocol: number;
+}
+
+export function gapSplits(rows: readonly BenchRow[]): GapSplit[] {
+  const splits: GapSplit[] = [];
+  for (const row of rows.filter((r) => r.ours && r.case === 'uncontended')) {
+    const floor = floorOf(rows, row);
+    const protocolFloor = floorOf(rows, row, 'protocolFloor');
+    if (!floor || !protocolFloor || floor.csPerSec <= 0 || protocolFloor.csPerSec <= 0) continue;
+    splits.push({
+      subject: row.subject,
+      floor,
+      protocolFloor,
+      protocolVsFloor: round(protocolFloor.csPerSec / floor.csPerSec, 2),
+      oursVsProtocol: round(row.csPerSec / protocolFloor.csPerSec, 2),
+    });
+  }
+  return splits;
+}
+
 export function markdown(rows: readonly BenchRow[], meta: Record<string, string>): string {
   const lines = ['# Benchmark results', '', ...Object.entries(meta).map(([k, v]) => `- ${k}: ${v}`), ''];
   const checks = targetChecks(rows);
   if (checks.length > 0) {
     lines.push('## Targets', '', '| target | measured | met |', '|---|---|---|');
     for (const check of checks) lines.push(`| ${check.target} | ${check.measured} | ${check.met ? 'yes' : '**no**'} |`);
+    lines.push('');
+  }
+  const splits = gapSplits(rows);
+  if (splits.length > 0) {
+    lines.push(
+      '## Where an uncontended gap to the floor lies',
+      '',
+      'The strategy\'s own server operations, sent raw in the same turns: against the floor, what its protocol costs on the server; ours against them, what the library\'s code adds.',
+      '',
+      '| subject | own operations raw | × floor | ours × own operations raw |',
+      '|---|---|---|---|',
+    );
+    for (const split of splits) lines.push(`| ${split.subject} | ${split.protocolFloor.subject} | ${split.protocolVsFloor} | ${split.oursVsProtocol} |`);
     lines.push('');
   }
   lines.push(

@@ -4,16 +4,15 @@
 // duration, and each child process is killed if it overruns. It runs under @swc-node/register, not tsx:
 // tsx compiles with esbuild's keepNames, which wraps every closure our TypeScript creates in a naming call
 // (about 12 % of the CPU at 32 Redlock workers) that compiled JavaScript, as users run it, does not make.
-import { randomUUID } from 'node:crypto';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { startTopology, stopTopology, type TopologyName } from '../scripts/services';
 import type { Backend, BenchSubject } from './bench-subject';
-import { contend, type ContendResult } from './contend';
-import { uncontendedInTurns } from './interleaved';
+import type { ContendResult } from './contend';
+import { caseInTurns, type Measured } from './interleaved';
 import { runMultiProcess } from './multi-process';
-import { fairness, handoffFigures, quantile, round, wallClockMs } from './stats';
+import { fairness, handoffFigures, quantile, round } from './stats';
 import { BENCH_SUBJECTS } from './subjects';
 import { OPTIMISTIC_SUBJECTS } from './optimistic-subjects';
 import { runOptimistic, uncontendedUpdatesInTurns } from './optimistic-run';
@@ -47,19 +46,7 @@ function parseArgs(argv: string[]): { quick: boolean; only: string[] | undefined
   };
 }
 
-async function runInProcess(subject: BenchSubject, benchCase: BenchCase, durationMs: number): Promise<{ result: ContendResult; elapsed: number }> {
-  const lock = await subject.create();
-  const key = `bench:${randomUUID()}`;
-  try {
-    // Warm-up: connections, script cache, JIT.
-    await contend(lock, key, benchCase.workers, wallClockMs() + Math.min(500, durationMs / 5), { workerPrefix: 'warm', waitMs: 30_000 });
-    const started = wallClockMs();
-    const result = await contend(lock, key, benchCase.workers, started + durationMs, { workerPrefix: 'w', waitMs: 30_000 });
-    return { result, elapsed: wallClockMs() - started };
-  } finally {
-    await lock.close();
-  }
-}
+const caseKey = (subject: BenchSubject, benchCase: BenchCase): string => `${subject.id}|${benchCase.workers}|${benchCase.processes}`;
 
 function summarise(subject: BenchSubject, benchCase: BenchCase, result: ContendResult, elapsed: number): BenchRow {
   const { handoffP50Ms, reacquireShare } = handoffFigures(result.sections);
@@ -67,6 +54,7 @@ function summarise(subject: BenchSubject, benchCase: BenchCase, result: ContendR
     id: subject.id,
     subject: subject.subject,
     floor: subject.floor,
+    protocolFloor: subject.protocolFloor,
     ours: subject.ours,
     backend: subject.backend,
     case: benchCase.name,
@@ -104,21 +92,25 @@ async function main(): Promise<void> {
   const running = await Promise.all(topologies.map((t) => startTopology(t)));
   const rows: BenchRow[] = [];
   try {
-    // First, on each backend, the uncontended case of all its subjects in turns (see uncontendedInTurns):
-    // it also warms every server up before any contended case.
-    const uncontended = new Map<BenchSubject, { result: ContendResult; elapsed: number }>();
+    // First, on each backend, every in-process case of all its subjects in turns (see caseInTurns); the
+    // uncontended turns also warm every server up before its contended cases.
+    const inTurns = new Map<string, Measured>();
+    const inProcessCases = CASES.filter((benchCase) => benchCase.processes === 1 && !(quick && benchCase.workers === 2));
     for (const backend of new Set(subjects.map((subject) => subject.backend))) {
-      const measured = await uncontendedInTurns(subjects.filter((subject) => subject.backend === backend), durationMs);
-      for (const [subject, figures] of measured) uncontended.set(subject, figures);
+      for (const benchCase of inProcessCases) {
+        const taking = subjects.filter((subject) => subject.backend === backend && (benchCase.name === 'uncontended' || !subject.uncontendedOnly));
+        const measured = await caseInTurns(taking, benchCase.workers, durationMs);
+        for (const [subject, figures] of measured) inTurns.set(caseKey(subject, benchCase), figures);
+      }
     }
     for (const subject of subjects) {
       for (const benchCase of CASES) {
         if (benchCase.processes > 1 && !subject.crossProcess) continue;
+        if (subject.uncontendedOnly && benchCase.name !== 'uncontended') continue;
         // --quick keeps the cases the targets are set on (1, 8 and 32 workers, 4 processes).
         if (quick && benchCase.workers === 2) continue;
-        const measured = benchCase.name === 'uncontended' ? uncontended.get(subject) : undefined;
-        const { result, elapsed } =
-          measured ?? (benchCase.processes > 1 ? await runMultiProcess(subject, benchCase.workers, benchCase.processes, durationMs) : await runInProcess(subject, benchCase, durationMs));
+        const measured = inTurns.get(caseKey(subject, benchCase)) ?? (await runMultiProcess(subject, benchCase.workers, benchCase.processes, durationMs));
+        const { result, elapsed } = measured;
         const row = summarise(subject, benchCase, result, elapsed);
         rows.push(row);
         process.stdout.write(

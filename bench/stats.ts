@@ -10,6 +10,8 @@ export interface Section {
   readonly worker: string;
   readonly acquiredAt: number;
   readonly releasedAt: number;
+  /** Which run (turn) of the case recorded it, when a case is measured in several: no hand-over across runs. */
+  readonly run?: number;
 }
 
 /** Hand-over figures from the ordered list of sections on one key. */
@@ -18,10 +20,11 @@ export function handoffFigures(sections: readonly Section[]): { handoffP50Ms: nu
   const gaps: number[] = [];
   let same = 0;
   for (let i = 1; i < ordered.length; i += 1) {
+    if (ordered[i].run !== ordered[i - 1].run) continue;
     gaps.push(Math.max(0, ordered[i].acquiredAt - ordered[i - 1].releasedAt));
     if (ordered[i].worker === ordered[i - 1].worker) same += 1;
   }
-  return { handoffP50Ms: round(quantile(gaps, 0.5), 3), reacquireShare: ordered.length > 1 ? round(same / (ordered.length - 1), 3) : 0 };
+  return { handoffP50Ms: round(quantile(gaps, 0.5), 3), reacquireShare: gaps.length > 0 ? round(same / gaps.length, 3) : 0 };
 }
 
 /** max/min of sections per worker (1 = perfectly even; Infinity when a worker starved). */

@@ -1,5 +1,7 @@
 import { InMemoryLockStrategy, LockManager, LockService, type LockStrategy } from '@app/distributed-lock';
 import { RedisLockStrategy, RedlockStrategy } from '@app/distributed-lock/strategies/redis';
+import { redisLockKeys, type RedisLockKeys } from '@app/distributed-lock/strategies/redis/redis-keys';
+import { ACQUIRE_SCRIPT, RELEASE_SCRIPT } from '@app/distributed-lock/strategies/redis/redis-lock.scripts';
 import { fenceTableDdl, leaseTableDdl, PessimisticLockStrategy, RowLockStrategy, rowTableDdl } from '@app/distributed-lock/strategies/database';
 import { pessimisticStatements } from '@app/distributed-lock/strategies/database/pessimistic-lock.sql';
 import { rowLockStatements } from '@app/distributed-lock/strategies/database/row-lock.sql';
@@ -66,6 +68,43 @@ function rawRedisFloor(urls: () => string[]): () => Promise<BenchLock> {
       },
       close: async () => {
         await Promise.all(clients.map((client) => client.quit()));
+      },
+    };
+  };
+}
+
+/**
+ * The Redis strategy's own server operations, raw: its acquire script (a plain try) and its release
+ * script by EVALSHA through ioredis, with the arguments the strategy sends; a busy lock is retried after
+ * yielding. Nothing of the library runs: no key-name cache, no validation, no watchdog, no lock service.
+ * Against `floor:redis SET NX PX + EVAL` it shows what the FIFO queue, the fencing counter and re-entrancy
+ * cost the server; the strategy against it, what the library's code adds.
+ */
+function rawRedisScriptsFloor(): () => Promise<BenchLock> {
+  return async () => {
+    const client = new Redis(env('LOCK_TEST_REDIS_URL'));
+    const [acquireSha, releaseSha] = (await Promise.all([ACQUIRE_SCRIPT, RELEASE_SCRIPT].map((script) => client.script('LOAD', script)))) as string[];
+    const names = new Map<string, RedisLockKeys>();
+    return {
+      async acquire(key, waitMs) {
+        let lock = names.get(key);
+        if (!lock) names.set(key, (lock = redisLockKeys('bench-raw:', key)));
+        const { keys, channel } = lock;
+        const owner = randomUUID();
+        const deadline = Date.now() + waitMs;
+        for (;;) {
+          const [held] = (await client.evalsha(acquireSha, keys.length, ...keys, owner, channel, 30_000, '1', '0', 1_500, 'x')) as [number, unknown];
+          if (held === 1) {
+            return async () => {
+              await client.evalsha(releaseSha, keys.length, ...keys, owner, channel);
+            };
+          }
+          if (Date.now() > deadline) throw new Error('timeout');
+          await yieldLoop();
+        }
+      },
+      close: async () => {
+        await client.quit();
       },
     };
   };
@@ -190,7 +229,7 @@ function rawEtcdFloor(): () => Promise<BenchLock> {
   };
 }
 
-/** The ZooKeeper floor: create an ephemeral sequential node and delete it; contenders retry on a fixed ephemeral node. */
+/** The ZooKeeper floor: create a fixed ephemeral node and delete it; contenders retry its create. */
 function rawZooKeeperFloor(): () => Promise<BenchLock> {
   return async () => {
     const client = await connectZooKeeper('/bench-floor');
@@ -215,8 +254,52 @@ function rawZooKeeperFloor(): () => Promise<BenchLock> {
   };
 }
 
+/**
+ * The ZooKeeper strategy's own server operations for a free lock, raw: a protected ephemeral sequential
+ * node created under the lock's node with the children listing sent right behind it (as the strategy
+ * does), then its delete; not the lowest: delete and retry after yielding. Through the package's promise
+ * API like `floor:zookeeper create + delete` (the strategy calls the package's native binding directly, a
+ * little cheaper per call). Against that floor it shows what the listing, the call the sequential recipe
+ * adds, costs.
+ */
+function rawZooKeeperRecipeFloor(): () => Promise<BenchLock> {
+  return async () => {
+    const base = '/bench-floor-recipe';
+    const client = await connectZooKeeper(base);
+    const lockNodes = new Set<string>();
+    const sequenceOf = (name: string): string => name.slice(-10);
+    return {
+      async acquire(key, waitMs) {
+        const lockPath = `${base}/${encodeURIComponent(key)}`;
+        if (!lockNodes.has(lockPath)) {
+          await client.create(lockPath, '', ZooKeeper.constants.ZOO_PERSISTENT).catch(() => undefined);
+          lockNodes.add(lockPath);
+        }
+        const deadline = Date.now() + waitMs;
+        for (;;) {
+          const creating = client.create(`${lockPath}/${randomUUID()}-`, '', ZooKeeper.constants.ZOO_EPHEMERAL | ZooKeeper.constants.ZOO_SEQUENCE);
+          const listing = client.get_children(lockPath, false);
+          const [path, children] = await Promise.all([creating, listing]);
+          const ours = sequenceOf(path);
+          if (children.every((child) => sequenceOf(child) >= ours)) {
+            return async () => {
+              await client.delete_(path, -1);
+            };
+          }
+          await client.delete_(path, -1);
+          if (Date.now() > deadline) throw new Error('timeout');
+          await yieldLoop();
+        }
+      },
+      close: async () => client.close(),
+    };
+  };
+}
+
 const ROW_FLOOR = 'floor:mysql row strategy SQL (UPDATE take-over + UPDATE free)';
 const PESSIMISTIC_FLOOR = 'floor:mysql pessimistic strategy SQL (FOR UPDATE + token upsert + COMMIT)';
+const ZOOKEEPER_RECIPE_FLOOR = 'floor:zookeeper sequential create + listing + delete';
+const REDIS_SCRIPTS_FLOOR = 'floor:redis the strategy\'s scripts (EVALSHA acquire + release)';
 
 /** Every subject the benchmark knows, in report order. */
 export const BENCH_SUBJECTS: readonly BenchSubject[] = [
@@ -233,6 +316,7 @@ export const BENCH_SUBJECTS: readonly BenchSubject[] = [
     id: 'redis',
     subject: 'redis',
     floor: 'floor:redis SET NX PX + EVAL',
+    protocolFloor: REDIS_SCRIPTS_FLOOR,
     ours: true,
     backend: 'redis',
     settings: 'RedisLockStrategy fair (FIFO hand-over), watchdog lease 30 s',
@@ -243,6 +327,7 @@ export const BENCH_SUBJECTS: readonly BenchSubject[] = [
     id: 'redis-barging',
     subject: 'redis-barging',
     floor: 'floor:redis SET NX PX + EVAL',
+    protocolFloor: REDIS_SCRIPTS_FLOOR,
     ours: true,
     backend: 'redis',
     settings: 'RedisLockStrategy fair: false (woken by pub/sub, race), watchdog lease 30 s',
@@ -302,6 +387,7 @@ export const BENCH_SUBJECTS: readonly BenchSubject[] = [
     id: 'zookeeper',
     subject: 'zookeeper',
     floor: 'floor:zookeeper create + delete',
+    protocolFloor: ZOOKEEPER_RECIPE_FLOOR,
     ours: true,
     backend: 'zookeeper',
     settings: 'ZooKeeperLockStrategy, protected ephemeral sequential nodes, predecessor watch, ZooKeeper 3.8',
@@ -316,6 +402,16 @@ export const BENCH_SUBJECTS: readonly BenchSubject[] = [
     settings: 'raw ioredis, retry after setImmediate',
     crossProcess: true,
     create: rawRedisFloor(() => [env('LOCK_TEST_REDIS_URL')]),
+  },
+  {
+    id: REDIS_SCRIPTS_FLOOR,
+    subject: REDIS_SCRIPTS_FLOOR,
+    ours: false,
+    backend: 'redis',
+    settings: 'raw ioredis EVALSHA of the Redis strategy\'s acquire (plain try) and release scripts, retry after setImmediate; uncontended only',
+    crossProcess: true,
+    uncontendedOnly: true,
+    create: rawRedisScriptsFloor(),
   },
   {
     id: 'floor:redis5 SET NX PX + EVAL on 5 masters',
@@ -361,6 +457,16 @@ export const BENCH_SUBJECTS: readonly BenchSubject[] = [
     settings: 'raw zookeeper client, ephemeral node create + delete, retry after setImmediate',
     crossProcess: true,
     create: rawZooKeeperFloor(),
+  },
+  {
+    id: ZOOKEEPER_RECIPE_FLOOR,
+    subject: ZOOKEEPER_RECIPE_FLOOR,
+    ours: false,
+    backend: 'zookeeper',
+    settings: 'raw zookeeper client, ephemeral sequential create with the children listing sent behind it, delete; retry after setImmediate; uncontended only',
+    crossProcess: true,
+    uncontendedOnly: true,
+    create: rawZooKeeperRecipeFloor(),
   },
   ...PEER_SUBJECTS,
 ];
