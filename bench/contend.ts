@@ -5,6 +5,12 @@ import { quantile, wallClockMs, type Section } from './stats';
 /** What one process's workers measured. */
 export interface ContendResult {
   readonly sections: Section[];
+  /**
+   * Sections acquired before the end of the window: the throughput's count. Acquisitions still running
+   * at the end finish after it (a barging peer's loser may sleep out a retry delay first); counting them
+   * against a longer time would charge that tail to the subject once per run or turn.
+   */
+  readonly inWindow: number;
   /** Every acquire's wait, failed ones included (a give-up after two seconds is a two-second wait). */
   readonly waits: number[];
   /** Per worker: the p99 of its own waits. A barging lock serves its re-acquiring worker fast and the
@@ -27,8 +33,11 @@ export async function contend(
   key: string,
   workers: number,
   endAt: number,
-  options: { workerPrefix: string; markerFile?: string; waitMs: number },
+  options: { workerPrefix: string; markerFile?: string; waitMs: number; measureFrom?: number },
 ): Promise<ContendResult> {
+  // Before `measureFrom` the workers run but are not measured (the start's scramble settles); overlaps
+  // are counted all the time.
+  const from = options.measureFrom ?? Number.NEGATIVE_INFINITY;
   const sections: Section[] = [];
   const waits: number[] = [];
   const perWorker = new Array<number>(workers).fill(0);
@@ -37,6 +46,7 @@ export async function contend(
   let inside = 0;
   let failures = 0;
   let violations = 0;
+  let inWindow = 0;
   await Promise.all(
     Array.from({ length: workers }, async (_, w) => {
       const worker = `${options.workerPrefix}${w}`;
@@ -47,12 +57,17 @@ export async function contend(
         try {
           release = await lock.acquire(key, Math.max(1, Math.min(options.waitMs, endAt - started + 2_000)));
         } catch {
-          failures += 1;
-          own.push(wallClockMs() - started);
+          const gaveUpAt = wallClockMs();
+          if (gaveUpAt >= from) {
+            failures += 1;
+            own.push(gaveUpAt - started);
+          }
           continue;
         }
         const acquiredAt = wallClockMs();
-        own.push(acquiredAt - started);
+        const measured = acquiredAt >= from;
+        if (measured) own.push(acquiredAt - started);
+        if (measured && acquiredAt < endAt) inWindow += 1;
         inside += 1;
         if (inside > 1) violations += 1;
         let fd: number | undefined;
@@ -74,6 +89,7 @@ export async function contend(
         } catch {
           failures += 1;
         }
+        if (!measured) continue;
         sections.push({ worker, acquiredAt, releasedAt });
         perWorker[w] += 1;
       }
@@ -82,5 +98,5 @@ export async function contend(
       workerWaits[w] = own;
     }),
   );
-  return { sections, waits, workerWaitP99, workerWaits, perWorker, failures, violations };
+  return { sections, inWindow, waits, workerWaitP99, workerWaits, perWorker, failures, violations };
 }

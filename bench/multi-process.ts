@@ -32,6 +32,7 @@ export async function runMultiProcess(subject: BenchSubject, workers: number, pr
     const results = await Promise.all(children.map((child) => child.done));
     const merged: ContendResult = {
       sections: results.flatMap((r) => r.sections),
+      inWindow: results.reduce((sum, r) => sum + r.inWindow, 0),
       waits: results.flatMap((r) => r.waits),
       workerWaitP99: results.flatMap((r) => r.workerWaitP99),
       perWorker: results.flatMap((r) => r.perWorker),

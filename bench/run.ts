@@ -60,7 +60,7 @@ function summarise(subject: BenchSubject, benchCase: BenchCase, result: ContendR
     case: benchCase.name,
     workers: benchCase.workers,
     processes: benchCase.processes,
-    csPerSec: Math.round((result.sections.length / elapsed) * 1000),
+    csPerSec: Math.round((result.inWindow / elapsed) * 1000),
     waitP50Ms: round(quantile(result.waits, 0.5), 2),
     waitP99Ms: round(quantile(result.waits, 0.99), 2),
     worstWorkerWaitP99Ms: round(Math.max(0, ...result.workerWaitP99), 2),
