@@ -1,0 +1,43 @@
+import type { BenchSubject } from './bench-subject';
+import { contend } from './contend';
+import { caseInTurns, CONTENDED_TURNS } from './interleaved';
+import { localMutex } from './local-mutex.fixture';
+import { wallClockMs } from './stats';
+
+const subject = (id: string): BenchSubject => ({ id, subject: id, ours: false, backend: 'memory', settings: '', crossProcess: false, create: async () => localMutex(2) });
+
+describe('contend', () => {
+  it('measures only from measureFrom, and counts for throughput only sections acquired before the end', async () => {
+    const start = wallClockMs();
+    const from = start + 30;
+    const endAt = from + 60;
+    const result = await contend(localMutex(2), 'k', 3, endAt, { workerPrefix: 'w', waitMs: 1_000, measureFrom: from });
+    expect(result.sections.length).toBeGreaterThan(0);
+    expect(result.sections.every((section) => section.acquiredAt >= from)).toBe(true);
+    expect(result.inWindow).toBe(result.sections.filter((section) => section.acquiredAt < endAt).length);
+    // The workers still waiting at the end acquire after it: recorded, not counted for throughput.
+    expect(result.inWindow).toBeLessThan(result.sections.length);
+    expect(result.perWorker.reduce((a, b) => a + b, 0)).toBe(result.sections.length);
+    expect(result.waits).toHaveLength(result.sections.length);
+    expect(result.violations).toBe(0);
+  });
+});
+
+describe('caseInTurns', () => {
+  it('joins the turns of a contended case worker by worker, over the windows only', async () => {
+    const [a, b] = [subject('a'), subject('b')];
+    const measured = await caseInTurns([a, b], 2, 400);
+    for (const s of [a, b]) {
+      const { result, elapsed } = measured.get(s) as NonNullable<ReturnType<typeof measured.get>>;
+      // 4 windows of 100 ms; the 40 ms before each are not measured.
+      expect(elapsed).toBe(CONTENDED_TURNS * 100);
+      expect(result.perWorker).toHaveLength(2);
+      expect(result.workerWaitP99).toHaveLength(2);
+      expect(result.perWorker.reduce((x, y) => x + y, 0)).toBe(result.sections.length);
+      expect(new Set(result.sections.map((section) => section.run))).toEqual(new Set([0, 1, 2, 3]));
+      expect(result.inWindow).toBeGreaterThan(0);
+      expect(result.inWindow).toBeLessThanOrEqual(result.sections.length);
+      expect(result.violations).toBe(0);
+    }
+  });
+});
