@@ -129,8 +129,10 @@ describe('optimisticUpdate straight to the mysql2 pool (MariaDB)', () => {
     const { id: _b, updatedAt: updatedB, ...valuesB } = rowB;
     expect(valuesA).toEqual(valuesB);
     expect(valuesA).toMatchObject({ ...set, version: 2, revision: 0 });
-    // Both set it to CURRENT_TIMESTAMP (whole seconds, as TypeORM writes it).
+    // Both set it to CURRENT_TIMESTAMP: whole seconds, as TypeORM's update builder writes it (the column
+    // keeps milliseconds, which the insert's default filled in).
     expect(updatedA).toBeInstanceOf(Date);
+    expect([updatedA.getMilliseconds(), updatedB.getMilliseconds()]).toEqual([0, 0]);
     expect(Math.abs(updatedA.getTime() - updatedB.getTime())).toBeLessThan(60_000);
   });
 
