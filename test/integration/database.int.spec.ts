@@ -11,6 +11,7 @@ import {
   VersionConflictError,
 } from '@app/distributed-lock';
 import { LOCK_TABLES, lockTransaction, optimisticUpdate, PessimisticLockStrategy, RowLockStrategy } from '@app/distributed-lock/strategies/database';
+import { MysqlQueryRunner } from 'typeorm/driver/mysql/MysqlQueryRunner';
 import { StockRow as Stock } from '../support/stock-row.entity';
 import { PricedItem } from '../support/priced-item.entity';
 
@@ -254,6 +255,56 @@ describe('pessimistic strategy (MariaDB)', () => {
     expect(await dataSource.query(`SELECT lock_key FROM ${LOCK_TABLES.rows} WHERE lock_key = ?`, [key])).toHaveLength(1);
   });
 
+  it('starts and commits its transaction straight, as TypeORM would: a save through the lock joins it, a nested transaction takes a savepoint', async () => {
+    const sku = `pess-tx-${randomUUID().slice(0, 8)}`;
+    const typeOrmStarts = jest.spyOn(MysqlQueryRunner.prototype, 'startTransaction');
+    try {
+      await locks.withLock(`stock:${sku}`, async (lock) => {
+        const inLock = lockTransaction(lock).getRepository(Stock);
+        // save() opens a transaction of its own unless the runner says one is active: that START
+        // TRANSACTION would commit the lock's transaction and drop its row lock, unseen.
+        await inLock.save(Object.assign(new Stock(), { sku, quantity: 5 }));
+        await lockTransaction(lock)
+          .transaction(async (nested) => {
+            await nested.getRepository(Stock).update({ sku }, { quantity: 1 });
+            throw new Error('nested step failed');
+          })
+          .catch(() => undefined);
+        expect((await inLock.findOneByOrFail({ sku })).quantity).toBe(5); // only the savepoint rolled back
+        expect(await dataSource.getRepository(Stock).findOneBy({ sku })).toBeNull(); // nothing committed yet
+      });
+      expect((await dataSource.getRepository(Stock).findOneByOrFail({ sku })).quantity).toBe(5);
+      // TypeORM's own startTransaction ran once: for the nested transaction, not for the lock's.
+      expect(typeOrmStarts).toHaveBeenCalledTimes(1);
+    } finally {
+      typeOrmStarts.mockRestore();
+    }
+  });
+
+  it('leaves its transaction to TypeORM when subscribers listen: they hear it start and commit', async () => {
+    const heard: string[] = [];
+    @EventSubscriber()
+    class TransactionListener implements EntitySubscriberInterface {
+      beforeTransactionStart(): void {
+        heard.push('start');
+      }
+      afterTransactionCommit(): void {
+        heard.push('commit');
+      }
+    }
+    const withSubscriber = await new DataSource({ ...mysql(), synchronize: false, subscribers: [TransactionListener] }).initialize();
+    const subscribed = new LockManager(new PessimisticLockStrategy({ dataSource: withSubscriber, name: 'pessimistic-subscribed' }));
+    try {
+      const lock = await new LockService(subscribed).acquire(`pess:${run}:subscribed`);
+      expect(heard).toEqual(['start']);
+      await lock.release();
+      expect(heard).toEqual(['start', 'commit']);
+    } finally {
+      await subscribed.close();
+      await withSubscriber.destroy();
+    }
+  });
+
   it('never pins more connections than allowed: the next waits for a slot, then fails saying what to change', async () => {
     const held = await Promise.all([0, 1, 2, 3].map((i) => locks.acquire(`pess:${run}:pool:${i}`)));
     expect(await locks.tryAcquire(`pess:${run}:pool:4`)).toBeNull();
@@ -270,8 +321,9 @@ describe('pessimistic strategy (MariaDB)', () => {
 
 /**
  * On MySQL/MariaDB the strategies send their own statements straight to the data source's mysql2 pool
- * (TypeORM's query runner cost about 65 µs per statement); TypeORM still runs the pessimistic lock's
- * transaction, so writes through the lock's EntityManager commit with the release.
+ * (TypeORM's query runner cost about 65 µs per statement). With query logging on, the pessimistic lock's
+ * START TRANSACTION and COMMIT go through TypeORM and show in the log; writes through the lock's
+ * EntityManager commit with the release either way.
  */
 describe('database strategies: statements straight to the mysql2 pool (MariaDB)', () => {
   let dataSource: DataSource;
@@ -304,7 +356,7 @@ describe('database strategies: statements straight to the mysql2 pool (MariaDB)'
     }
   });
 
-  it('pessimistic strategy: only the transaction goes through TypeORM, and a write through the lock commits with the release', async () => {
+  it('pessimistic strategy: with query logging on, only the transaction goes through TypeORM, and a write through the lock commits with the release', async () => {
     const manager = new LockManager(new PessimisticLockStrategy({ dataSource, name: 'pessimistic-direct' }));
     try {
       const locks = new LockService(manager);

@@ -10,6 +10,7 @@ import type { LockDataSource } from './database-client.type';
 import { ensureInitialized, resolveDataSource } from './database-connection';
 import { fenceTableDdl, LOCK_TABLES, MAX_SQL_KEY_LENGTH, rowTableDdl, SQL_IDENTIFIER } from './lock-table.sql';
 import { connectionIdOf, queryOnDataSource, queryOnRunner } from './mysql-direct';
+import { beginLockTransaction, commitLockTransaction } from './runner-transaction';
 import { pessimisticStatements, type PessimisticStatements } from './pessimistic-lock.sql';
 import { dialectOf, withServerFeatures, type SqlDialect } from './sql-dialect';
 import { budgetWithin, onBudgetAbort } from '../../locking/wait-for-wake';
@@ -250,7 +251,7 @@ export class PessimisticLockStrategy implements LockStrategy {
     let killTimer: NodeJS.Timeout | undefined;
     let stopWatchingAbort: (() => void) | undefined;
     try {
-      await runner.startTransaction();
+      await beginLockTransaction(runner);
       let waitSeconds: number | undefined;
       if (budget) {
         waitSeconds = Math.max(1, Math.ceil(budget.timeoutMs / 1000));
@@ -308,7 +309,7 @@ export class PessimisticLockStrategy implements LockStrategy {
   private async endTransaction(row: HeldRow, outcome: ReleaseOutcome): Promise<boolean> {
     if (outcome === 'completed') {
       try {
-        await row.runner.commitTransaction();
+        await commitLockTransaction(row.runner);
       } catch (error) {
         await rollbackAndRelease(row.runner);
         throw error;

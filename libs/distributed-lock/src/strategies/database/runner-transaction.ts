@@ -1,0 +1,65 @@
+import type { QueryRunner } from 'typeorm';
+import { loadPeerDependency } from '../load-peer-dependency';
+import { mysqlConnectionOf, queryDirect, type MysqlQueryable } from './mysql-direct';
+
+/** TypeORM's transaction bookkeeping on a query runner (`transactionDepth` is protected in its types). */
+interface TransactionBookkeeping {
+  isTransactionActive: boolean;
+  isReleased: boolean;
+  transactionDepth?: unknown;
+}
+
+/**
+ * The runner's mysql2 connection when its transaction statements may skip TypeORM, else undefined.
+ * Only where nothing of TypeORM's is skipped: no subscribers (they hear transaction starts and commits),
+ * no query logging (START TRANSACTION and COMMIT stay in the log), no data-source isolation level
+ * (TypeORM sets it before starting), and a runner that keeps its depth as the number it is today; a
+ * TypeORM that changes that takes its own path again.
+ */
+function directConnectionOf(runner: QueryRunner): MysqlQueryable | undefined {
+  const options = runner.connection.options as { logging?: unknown; maxQueryExecutionTime?: unknown; isolationLevel?: unknown };
+  if (runner.connection.subscribers.length > 0 || options.logging || options.maxQueryExecutionTime || options.isolationLevel) return undefined;
+  if (typeof (runner as unknown as TransactionBookkeeping).transactionDepth !== 'number') return undefined;
+  return mysqlConnectionOf(runner);
+}
+
+/** A failed statement as TypeORM's own path reports it: callers that catch its errors keep working. */
+function asTypeOrmError(sql: string, error: unknown): Error {
+  const { QueryFailedError } = loadPeerDependency<typeof import('typeorm')>('typeorm', 'PessimisticLockStrategy');
+  return new QueryFailedError(sql, [], error as Error);
+}
+
+/**
+ * Starts the lock's transaction on a connected runner, leaving it exactly as TypeORM's
+ * `startTransaction()` does: active, depth 1, so writes through the runner's EntityManager run inside it
+ * and a nested `manager.transaction()` takes a savepoint.
+ *
+ * Why not always `startTransaction()`: it and `commitTransaction()` send their statement through the
+ * runner's `query()` (mysql2's promise wrapper, which looks its module up and captures a stack on every
+ * call, then broadcasts and result copies). Measured in one process, locks taken and freed in turns
+ * (medians of 7 rounds of 1,500): 459 µs per lock through TypeORM's methods, 411 µs sent straight,
+ * 378 µs for the same SQL on a raw mysql2 pool; that is 0.82× the raw SQL before, 0.92× after.
+ */
+export async function beginLockTransaction(runner: QueryRunner): Promise<void> {
+  const state = runner as unknown as TransactionBookkeeping;
+  const connection = directConnectionOf(runner);
+  if (!connection || state.isTransactionActive || state.transactionDepth !== 0) return runner.startTransaction();
+  await queryDirect(connection, 'START TRANSACTION', []).catch((error: unknown) => {
+    throw asTypeOrmError('START TRANSACTION', error);
+  });
+  state.isTransactionActive = true;
+  state.transactionDepth = 1;
+}
+
+/** Commits the lock's transaction, leaving the runner as TypeORM's `commitTransaction()` does; see `beginLockTransaction`. */
+export async function commitLockTransaction(runner: QueryRunner): Promise<void> {
+  const state = runner as unknown as TransactionBookkeeping;
+  const connection = directConnectionOf(runner);
+  // A savepoint the caller left open (depth above 1) is TypeORM's to unwind, as it always was.
+  if (!connection || state.isReleased || !state.isTransactionActive || state.transactionDepth !== 1) return runner.commitTransaction();
+  await queryDirect(connection, 'COMMIT', []).catch((error: unknown) => {
+    throw asTypeOrmError('COMMIT', error);
+  });
+  state.isTransactionActive = false;
+  state.transactionDepth = 0;
+}
