@@ -10,7 +10,7 @@ import { dirname, join, resolve } from 'node:path';
 import { startTopology, stopTopology, type TopologyName } from '../scripts/services';
 import type { Backend, BenchSubject } from './bench-subject';
 import type { ContendResult } from './contend';
-import { caseInTurns, type Measured } from './interleaved';
+import { caseInTurns } from './interleaved';
 import { runMultiProcess } from './multi-process';
 import { fairness, handoffFigures, quantile, round } from './stats';
 import { BENCH_SUBJECTS } from './subjects';
@@ -74,6 +74,12 @@ function summarise(subject: BenchSubject, benchCase: BenchCase, result: ContendR
   };
 }
 
+/** The multi-process case of one subject, summarised. */
+async function runMultiProcessRow(subject: BenchSubject, benchCase: BenchCase, durationMs: number): Promise<BenchRow> {
+  const { result, elapsed } = await runMultiProcess(subject, benchCase.workers, benchCase.processes, durationMs);
+  return summarise(subject, benchCase, result, elapsed);
+}
+
 function versionOf(pkg: string): string {
   try {
     return (JSON.parse(readFileSync(join(ROOT, 'node_modules', pkg, 'package.json'), 'utf8')) as { version: string }).version;
@@ -93,14 +99,17 @@ async function main(): Promise<void> {
   const rows: BenchRow[] = [];
   try {
     // First, on each backend, every in-process case of all its subjects in turns (see caseInTurns); the
-    // uncontended turns also warm every server up before its contended cases.
-    const inTurns = new Map<string, Measured>();
+    // uncontended turns also warm every server up before its contended cases. Each case is summarised
+    // at once and its sections dropped: kept to the end, the fast backends' millions of section records
+    // grew the heap past 2 GB before the later backends ran, whose subjects then paid for its
+    // collection in proportion to what they allocate (the library's more than a raw floor's).
+    const inTurns = new Map<string, BenchRow>();
     const inProcessCases = CASES.filter((benchCase) => benchCase.processes === 1 && !(quick && benchCase.workers === 2));
     for (const backend of new Set(subjects.map((subject) => subject.backend))) {
       for (const benchCase of inProcessCases) {
         const taking = subjects.filter((subject) => subject.backend === backend && (benchCase.name === 'uncontended' || !subject.uncontendedOnly));
         const measured = await caseInTurns(taking, benchCase.workers, durationMs);
-        for (const [subject, figures] of measured) inTurns.set(caseKey(subject, benchCase), figures);
+        for (const [subject, { result, elapsed }] of measured) inTurns.set(caseKey(subject, benchCase), summarise(subject, benchCase, result, elapsed));
       }
     }
     for (const subject of subjects) {
@@ -109,9 +118,7 @@ async function main(): Promise<void> {
         if (subject.uncontendedOnly && benchCase.name !== 'uncontended') continue;
         // --quick keeps the cases the targets are set on (1, 8 and 32 workers, 4 processes).
         if (quick && benchCase.workers === 2) continue;
-        const measured = inTurns.get(caseKey(subject, benchCase)) ?? (await runMultiProcess(subject, benchCase.workers, benchCase.processes, durationMs));
-        const { result, elapsed } = measured;
-        const row = summarise(subject, benchCase, result, elapsed);
+        const row = inTurns.get(caseKey(subject, benchCase)) ?? (await runMultiProcessRow(subject, benchCase, durationMs));
         rows.push(row);
         process.stdout.write(
           `${row.id.padEnd(46)} ${`${row.case} ${row.workers}w/${row.processes}p`.padEnd(20)} ${String(row.csPerSec).padStart(7)} cs/s  p99 ${String(row.waitP99Ms).padStart(8)} ms  fair ${row.fairness}  reacq ${row.reacquireShare}  fail ${row.failures}  viol ${row.violations}\n`,
