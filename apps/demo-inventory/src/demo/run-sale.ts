@@ -20,6 +20,11 @@ export interface SaleHooks {
   readonly onProgress?: (done: number) => void;
   /** Server addresses for the shop processes and the check (e.g. a fault test's own servers). */
   readonly env?: NodeJS.ProcessEnv;
+  /**
+   * Awaited after the shops stop and before the books are read: a fault test passes the restart it
+   * started, since a sale can end while the database is still coming back.
+   */
+  readonly beforeCheck?: () => Promise<void>;
 }
 
 /**
@@ -58,6 +63,7 @@ export async function runSale(run: SaleRun, settings: SaleSettings, hooks: SaleH
     } finally {
       await stopInstances(instances);
     }
+    await hooks.beforeCheck?.();
     const product = await data.getRepository(Product).findOneByOrFail({ sku });
     const orders = await data.getRepository(Order).countBy({ sku });
     const deducted = settings.stock - product.stock;
