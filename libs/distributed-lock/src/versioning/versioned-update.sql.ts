@@ -1,7 +1,7 @@
 import type { EntityManager, ObjectLiteral } from 'typeorm';
 import type { ColumnMetadata } from 'typeorm/metadata/ColumnMetadata';
 import type { EntityMetadata } from 'typeorm/metadata/EntityMetadata';
-import { mysqlConnectionOf, mysqlPoolOf, queryDirect, type MysqlQueryable } from '../strategies/database/mysql-direct';
+import { mysqlConnectionOf, mysqlPoolOf, queryDirect, typeOrmObserves, type MysqlQueryable } from '../strategies/database/mysql-direct';
 import { loadPeerDependency } from '../strategies/load-peer-dependency';
 
 /** The version-checked UPDATE of one entity for one shape of change (which columns it sets), built once. */
@@ -40,7 +40,7 @@ export function runVersionedUpdateDirect(
 ): Promise<number | undefined> | undefined {
   if (typeof expectedVersion !== 'number' || (typeof id !== 'string' && typeof id !== 'number')) return undefined;
   const dataSource = manager.connection;
-  if (dataSource.subscribers.length > 0 || dataSource.options.logging || dataSource.options.maxQueryExecutionTime) return undefined;
+  if (typeOrmObserves(dataSource)) return undefined;
   const target = targetOf(manager);
   if (!target) return undefined;
   const properties: string[] = [];

@@ -1,3 +1,4 @@
+import type { DataSource } from 'typeorm';
 import type { LockDataSource } from './database-client.type';
 
 /** The callback `query` of a mysql2 pool or connection. */
@@ -26,6 +27,15 @@ function isQueryable(value: unknown): value is MysqlQueryable {
 export function mysqlPoolOf(dataSource: LockDataSource): MysqlQueryable | undefined {
   const pool = (dataSource as { driver?: { pool?: unknown } }).driver?.pool;
   return dataSource.options.type !== 'better-sqlite3' && isQueryable(pool) ? pool : undefined;
+}
+
+/**
+ * True when something of TypeORM's would miss a statement sent straight to mysql2: entity subscribers
+ * (they hear query-builder writes and transaction events), query logging, or a slow-query threshold.
+ * The direct paths step aside then.
+ */
+export function typeOrmObserves(dataSource: Pick<DataSource, 'subscribers' | 'options'>): boolean {
+  return dataSource.subscribers.length > 0 || Boolean(dataSource.options.logging) || Boolean(dataSource.options.maxQueryExecutionTime);
 }
 
 /** The mysql2 connection under a connected TypeORM query runner, if it is one. */

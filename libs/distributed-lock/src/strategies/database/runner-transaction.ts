@@ -1,6 +1,6 @@
 import type { QueryRunner } from 'typeorm';
 import { loadPeerDependency } from '../load-peer-dependency';
-import { mysqlConnectionOf, queryDirect, type MysqlQueryable } from './mysql-direct';
+import { mysqlConnectionOf, queryDirect, typeOrmObserves, type MysqlQueryable } from './mysql-direct';
 
 /** TypeORM's transaction bookkeeping on a query runner (`transactionDepth` is protected in its types). */
 interface TransactionBookkeeping {
@@ -11,15 +11,13 @@ interface TransactionBookkeeping {
 
 /**
  * The runner's mysql2 connection when its transaction statements may skip TypeORM, else undefined.
- * Only where nothing of TypeORM's is skipped: no subscribers (they hear transaction starts and commits),
- * no query logging (START TRANSACTION and COMMIT stay in the log), no data-source isolation level
- * (TypeORM sets it before starting), and a runner that keeps its depth as the number it is today; a
- * TypeORM that changes that takes its own path again.
+ * Only where nothing of TypeORM's is skipped: nothing observes its statements (subscribers hear
+ * transaction starts and commits, a query log lists START TRANSACTION and COMMIT) and no data-source
+ * isolation level (TypeORM sets it before starting). The callers also require the depth TypeORM keeps
+ * today (0 before, 1 inside): a TypeORM that keeps it otherwise takes its own path again.
  */
 function directConnectionOf(runner: QueryRunner): MysqlQueryable | undefined {
-  const options = runner.connection.options as { logging?: unknown; maxQueryExecutionTime?: unknown; isolationLevel?: unknown };
-  if (runner.connection.subscribers.length > 0 || options.logging || options.maxQueryExecutionTime || options.isolationLevel) return undefined;
-  if (typeof (runner as unknown as TransactionBookkeeping).transactionDepth !== 'number') return undefined;
+  if (typeOrmObserves(runner.connection) || runner.connection.options.isolationLevel) return undefined;
   return mysqlConnectionOf(runner);
 }
 
