@@ -101,8 +101,8 @@ async function main(): Promise<void> {
     // First, on each backend, every in-process case of all its subjects in turns (see caseInTurns); the
     // uncontended turns also warm every server up before its contended cases. Each case is summarised
     // at once and its sections dropped: kept to the end, the fast backends' millions of section records
-    // grew the heap past 2 GB before the later backends ran, whose subjects then paid for its
-    // collection in proportion to what they allocate (the library's more than a raw floor's).
+    // had the process at 2.2 GB resident while the later backends ran, and collecting a heap that size
+    // can cost a subject in proportion to what it allocates (the library's more than a raw floor's).
     const inTurns = new Map<string, BenchRow>();
     const inProcessCases = CASES.filter((benchCase) => benchCase.processes === 1 && !(quick && benchCase.workers === 2));
     for (const backend of new Set(subjects.map((subject) => subject.backend))) {
