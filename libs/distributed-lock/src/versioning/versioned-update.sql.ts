@@ -1,8 +1,7 @@
 import type { EntityManager, ObjectLiteral } from 'typeorm';
 import type { ColumnMetadata } from 'typeorm/metadata/ColumnMetadata';
 import type { EntityMetadata } from 'typeorm/metadata/EntityMetadata';
-import { mysqlConnectionOf, mysqlPoolOf, queryDirect, typeOrmObserves, type MysqlQueryable } from '../strategies/database/mysql-direct';
-import { loadPeerDependency } from '../strategies/load-peer-dependency';
+import { mysqlConnectionOf, mysqlPoolOf, queryDirect, typeOrmObserves, typeOrmQueryError, type MysqlQueryable } from '../strategies/database/mysql-direct';
 
 /** The version-checked UPDATE of one entity for one shape of change (which columns it sets), built once. */
 interface VersionedUpdatePlan {
@@ -58,9 +57,8 @@ export function runVersionedUpdateDirect(
   return queryDirect(target, plan.sql, values).then(
     (result) => result.affected,
     (error: unknown) => {
-      // The error the query builder would have thrown: callers that catch TypeORM's errors keep working.
-      const { QueryFailedError } = loadPeerDependency<typeof import('typeorm')>('typeorm', 'optimisticUpdate');
-      throw new QueryFailedError(plan.sql, values, error as Error);
+      // The error the query builder would have thrown.
+      throw typeOrmQueryError(plan.sql, values, error, 'optimisticUpdate');
     },
   );
 }

@@ -1,4 +1,5 @@
 import type { DataSource } from 'typeorm';
+import { loadPeerDependency } from '../load-peer-dependency';
 import type { LockDataSource } from './database-client.type';
 
 /** The callback `query` of a mysql2 pool or connection. */
@@ -36,6 +37,15 @@ export function mysqlPoolOf(dataSource: LockDataSource): MysqlQueryable | undefi
  */
 export function typeOrmObserves(dataSource: Pick<DataSource, 'subscribers' | 'options'>): boolean {
   return dataSource.subscribers.length > 0 || Boolean(dataSource.options.logging) || Boolean(dataSource.options.maxQueryExecutionTime);
+}
+
+/**
+ * A statement sent straight that failed, as TypeORM's own path reports it (`QueryFailedError`): callers
+ * that catch TypeORM's errors keep working. `user` names the API in the message if typeorm is missing.
+ */
+export function typeOrmQueryError(sql: string, values: readonly unknown[], error: unknown, user: string): Error {
+  const { QueryFailedError } = loadPeerDependency<typeof import('typeorm')>('typeorm', user);
+  return new QueryFailedError(sql, [...values], error as Error);
 }
 
 /** The mysql2 connection under a connected TypeORM query runner, if it is one. */

@@ -1,6 +1,5 @@
 import type { QueryRunner } from 'typeorm';
-import { loadPeerDependency } from '../load-peer-dependency';
-import { mysqlConnectionOf, queryDirect, typeOrmObserves, type MysqlQueryable } from './mysql-direct';
+import { mysqlConnectionOf, queryDirect, typeOrmObserves, typeOrmQueryError, type MysqlQueryable } from './mysql-direct';
 
 /** TypeORM's transaction bookkeeping on a query runner (`transactionDepth` is protected in its types). */
 interface TransactionBookkeeping {
@@ -21,12 +20,6 @@ function directConnectionOf(runner: QueryRunner): MysqlQueryable | undefined {
   return mysqlConnectionOf(runner);
 }
 
-/** A failed statement as TypeORM's own path reports it: callers that catch its errors keep working. */
-function asTypeOrmError(sql: string, error: unknown): Error {
-  const { QueryFailedError } = loadPeerDependency<typeof import('typeorm')>('typeorm', 'PessimisticLockStrategy');
-  return new QueryFailedError(sql, [], error as Error);
-}
-
 /**
  * Starts the lock's transaction on a connected runner, leaving it exactly as TypeORM's
  * `startTransaction()` does: active, depth 1, so writes through the runner's EntityManager run inside it
@@ -43,7 +36,7 @@ export async function beginLockTransaction(runner: QueryRunner): Promise<void> {
   const connection = directConnectionOf(runner);
   if (!connection || state.isTransactionActive || state.transactionDepth !== 0) return runner.startTransaction();
   await queryDirect(connection, 'START TRANSACTION', []).catch((error: unknown) => {
-    throw asTypeOrmError('START TRANSACTION', error);
+    throw typeOrmQueryError('START TRANSACTION', [], error, 'PessimisticLockStrategy');
   });
   state.isTransactionActive = true;
   state.transactionDepth = 1;
@@ -56,7 +49,7 @@ export async function commitLockTransaction(runner: QueryRunner): Promise<void> 
   // A savepoint the caller left open (depth above 1) is TypeORM's to unwind, as it always was.
   if (!connection || state.isReleased || !state.isTransactionActive || state.transactionDepth !== 1) return runner.commitTransaction();
   await queryDirect(connection, 'COMMIT', []).catch((error: unknown) => {
-    throw asTypeOrmError('COMMIT', error);
+    throw typeOrmQueryError('COMMIT', [], error, 'PessimisticLockStrategy');
   });
   state.isTransactionActive = false;
   state.transactionDepth = 0;
