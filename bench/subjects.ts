@@ -255,6 +255,46 @@ function rawZooKeeperFloor(): () => Promise<BenchLock> {
 }
 
 /**
+ * The etcd strategy's own server operations for a free lock, raw: the put-if-absent transaction of a
+ * contender key under the lock's prefix, bound to a lease (granted once, before the measured sections,
+ * as the strategy's pooled leases are) and reading the newest key before it in the same transaction;
+ * then the key's delete. A key ahead: delete and retry after yielding. Against `floor:etcd txn put +
+ * delete` it shows what the lease and the read cost the server; ours against it, what the library adds.
+ */
+function rawEtcdRecipeFloor(): () => Promise<BenchLock> {
+  return async () => {
+    const client = new Etcd3({ hosts: env('LOCK_TEST_ETCD').split(',') });
+    // Long enough for any case of the run; revoked (with its keys) on close.
+    const lease = client.lease(600, { autoKeepAlive: false });
+    const leaseId = await lease.grant();
+    return {
+      async acquire(key, waitMs) {
+        const prefix = `bench-floor-recipe/${encodeURIComponent(key)}/`;
+        const own = `${prefix}w-${leaseId}`;
+        const deadline = Date.now() + waitMs;
+        for (;;) {
+          const newest = client.getAll().prefix(prefix).sort('Create', 'Descend').limit(1);
+          const txn = await client.if(own, 'Create', '==', 0).then(newest, client.put(own).value('x').lease(leaseId)).commit();
+          if (!txn.succeeded) throw new Error(`${own} already exists`);
+          if ((txn.responses[0]?.response_range?.kvs ?? []).length === 0) {
+            return async () => {
+              await client.delete().key(own).exec();
+            };
+          }
+          await client.delete().key(own).exec();
+          if (Date.now() > deadline) throw new Error('timeout');
+          await yieldLoop();
+        }
+      },
+      close: async () => {
+        await lease.revoke().catch(() => undefined);
+        client.close();
+      },
+    };
+  };
+}
+
+/**
  * The ZooKeeper strategy's own server operations for a free lock, raw: a protected ephemeral sequential
  * node created under the lock's node with the children listing sent right behind it (as the strategy
  * does), then its delete; not the lowest: delete and retry after yielding. Through the package's promise
@@ -300,6 +340,7 @@ const ROW_FLOOR = 'floor:mysql row strategy SQL (UPDATE take-over + UPDATE free)
 const PESSIMISTIC_FLOOR = 'floor:mysql pessimistic strategy SQL (FOR UPDATE + token upsert + COMMIT)';
 const ZOOKEEPER_RECIPE_FLOOR = 'floor:zookeeper sequential create + listing + delete';
 const REDIS_SCRIPTS_FLOOR = 'floor:redis the strategy\'s scripts (EVALSHA acquire + release)';
+const ETCD_RECIPE_FLOOR = 'floor:etcd the strategy\'s txn (put with lease + read of the key ahead) + delete';
 
 /** Every subject the benchmark knows, in report order. */
 export const BENCH_SUBJECTS: readonly BenchSubject[] = [
@@ -377,6 +418,7 @@ export const BENCH_SUBJECTS: readonly BenchSubject[] = [
     id: 'etcd',
     subject: 'etcd',
     floor: 'floor:etcd txn put + delete',
+    protocolFloor: ETCD_RECIPE_FLOOR,
     ours: true,
     backend: 'etcd',
     settings: 'EtcdLockStrategy, lease per lock, predecessor watch, etcd 3.4',
@@ -448,6 +490,16 @@ export const BENCH_SUBJECTS: readonly BenchSubject[] = [
     settings: 'raw etcd3 client, put-if-absent transaction + delete, retry after setImmediate',
     crossProcess: true,
     create: rawEtcdFloor(),
+  },
+  {
+    id: ETCD_RECIPE_FLOOR,
+    subject: ETCD_RECIPE_FLOOR,
+    ours: false,
+    backend: 'etcd',
+    settings: 'raw etcd3 client, put-if-absent transaction of a lease-bound key that also reads the newest key of the lock\'s prefix, delete; retry after setImmediate; uncontended only',
+    crossProcess: true,
+    uncontendedOnly: true,
+    create: rawEtcdRecipeFloor(),
   },
   {
     id: 'floor:zookeeper create + delete',
