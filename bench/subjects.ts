@@ -7,6 +7,7 @@ import { pessimisticStatements } from '@app/distributed-lock/strategies/database
 import { rowLockStatements } from '@app/distributed-lock/strategies/database/row-lock.sql';
 import { SQL_DIALECTS, type SqlDialect } from '@app/distributed-lock/strategies/database/sql-dialect';
 import { EtcdLockStrategy } from '@app/distributed-lock/strategies/etcd';
+import { etcdContenderKey, etcdLockPrefix } from '@app/distributed-lock/strategies/etcd/etcd-keys';
 import { ZooKeeperLockStrategy } from '@app/distributed-lock/strategies/zookeeper';
 import { randomUUID } from 'node:crypto';
 import { tmpdir } from 'node:os';
@@ -269,8 +270,8 @@ function rawEtcdRecipeFloor(): () => Promise<BenchLock> {
     const leaseId = await lease.grant();
     return {
       async acquire(key, waitMs) {
-        const prefix = `bench-floor-recipe/${encodeURIComponent(key)}/`;
-        const own = `${prefix}w-${leaseId}`;
+        const prefix = etcdLockPrefix('bench-floor-recipe/', key);
+        const own = etcdContenderKey(prefix, 'exclusive', leaseId);
         const deadline = Date.now() + waitMs;
         for (;;) {
           const newest = client.getAll().prefix(prefix).sort('Create', 'Descend').limit(1);
@@ -421,7 +422,7 @@ export const BENCH_SUBJECTS: readonly BenchSubject[] = [
     protocolFloor: ETCD_RECIPE_FLOOR,
     ours: true,
     backend: 'etcd',
-    settings: 'EtcdLockStrategy, lease per lock, predecessor watch, etcd 3.4',
+    settings: 'EtcdLockStrategy, a lease per held lock (pooled, reused by the next), predecessor watch, etcd 3.4',
     crossProcess: true,
     create: ours(() => new EtcdLockStrategy({ connection: { hosts: env('LOCK_TEST_ETCD').split(',') } })),
   },
