@@ -5,6 +5,8 @@ describe('services tool', () => {
     expect(TOPOLOGY_NAMES.map(envVarOf)).toEqual([
       'LOCK_TEST_REDIS_URL',
       'LOCK_TEST_FAULT_REDIS_URL',
+      'LOCK_TEST_FAULT_REDIS_RESTART_URL',
+      'LOCK_TEST_FAULT_REDIS_SENTINEL',
       'LOCK_TEST_REDIS_URLS',
       'LOCK_TEST_FAULT_REDIS_URLS',
       'LOCK_TEST_MYSQL_URL',
@@ -21,5 +23,7 @@ describe('services tool', () => {
   it('maps topologies to the Debian packages that provide them', () => {
     expect(packagesFor(['redis', 'redis5', 'etcd3']).sort()).toEqual(['etcd-client', 'etcd-server', 'redis-server']);
     expect(packagesFor(['mariadb', 'zookeeper3'])).toEqual(['mariadb-server', 'zookeeper']);
+    // A member of another kind brings its own package: the Sentinel beside its Redis servers.
+    expect(packagesFor(['redis-sentinel'])).toEqual(['redis-server', 'redis-sentinel']);
   });
 });

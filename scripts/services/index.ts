@@ -8,6 +8,7 @@ export {
   startTopology,
   stopAll,
   stopTopology,
+  topologiesGivenByEnvironment,
   TOPOLOGY_NAMES,
   type RunningTopology,
   type TopologyName,

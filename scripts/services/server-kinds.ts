@@ -34,6 +34,60 @@ export function redisArgs(port: number, dir: string): string[] {
   return ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, '--daemonize', 'no', '--logfile', ''];
 }
 
+/** A Redis that serves replicas: their first sync starts at once, not after 5 s of waiting for more of them. */
+export function redisMasterArgs(port: number, dir: string): string[] {
+  return [...redisArgs(port, dir), '--repl-diskless-sync-delay', '0'];
+}
+
+/** A replica of the Redis on 127.0.0.1:`masterPort`; a master once promoted, so it starts like one. */
+export function redisReplicaArgs(port: number, dir: string, masterPort: number): string[] {
+  return [...redisMasterArgs(port, dir), '--replicaof', '127.0.0.1', String(masterPort)];
+}
+
+/** What one Sentinel watches, and how quickly it gives up on a master (ms). */
+export interface SentinelWatch {
+  readonly masterName: string;
+  readonly masterPort: number;
+  readonly replicaPorts: readonly number[];
+  readonly downAfterMs: number;
+  readonly failoverTimeoutMs: number;
+}
+
+/** A Sentinel's command line: its config file, which it rewrites (it must stay in the instance dir). */
+export function redisSentinelArgs(dir: string): string[] {
+  return [join(dir, 'sentinel.conf')];
+}
+
+/** Redis Sentinel (Debian's redis-sentinel); its member carries [port]. Facts in services.md, "More servers". */
+export function redisSentinelKind(watch: SentinelWatch): ServerKind {
+  const name = watch.masterName;
+  return {
+    packageName: 'redis-sentinel',
+    startTimeoutMs: 10_000,
+    prepare(record) {
+      const lines = [
+        `port ${record.ports[0]}`,
+        'bind 127.0.0.1',
+        'daemonize no',
+        'logfile ""',
+        `dir ${record.dir}`,
+        `sentinel monitor ${name} 127.0.0.1 ${watch.masterPort} 1`,
+        `sentinel down-after-milliseconds ${name} ${watch.downAfterMs}`,
+        `sentinel failover-timeout ${name} ${watch.failoverTimeoutMs}`,
+        // Known from the start: otherwise a Sentinel that asked the master before the replica connected
+        // learns of it only at its next INFO, 10 s later, and a failover before then has no candidate.
+        ...watch.replicaPorts.map((port) => `sentinel known-replica ${name} 127.0.0.1 ${port}`),
+      ];
+      writeFileSync(join(record.dir, 'sentinel.conf'), `${lines.join('\n')}\n`);
+    },
+    async ready(record) {
+      // A two-element array (host, port) once it monitors the master; a null array or an error before.
+      const answer = await probe(record.ports[0], `SENTINEL get-master-addr-by-name ${name}\r\n`, 1_000, /^(-|\*-1\r\n|\*2\r\n(\$\d+\r\n[^\r]*\r\n){2})/);
+      return answer?.startsWith('*2\r\n') ?? false;
+    },
+  };
+}
+
 export const MARIADB_PASSWORD = 'testpw';
 export const MARIADB_DATABASE = 'locktest';
 

@@ -11,6 +11,10 @@ import {
   mariadbKind,
   redisArgs,
   redisKind,
+  redisMasterArgs,
+  redisReplicaArgs,
+  redisSentinelArgs,
+  redisSentinelKind,
   zookeeperArgs,
   zookeeperKind,
   type ServerKind,
@@ -18,14 +22,21 @@ import {
 import { instancesRoot, listRecords, readRecord, removeRecord, type ServerRecord } from './service-state';
 
 /** The server set-ups the tests, the demo and the benchmarks use. */
-export const TOPOLOGY_NAMES = ['redis', 'redis-faults', 'redis5', 'redis5-faults', 'mariadb', 'mariadb-faults', 'zookeeper', 'zookeeper3', 'zookeeper3-faults', 'etcd', 'etcd3', 'etcd3-faults'] as const;
+export const TOPOLOGY_NAMES = ['redis', 'redis-faults', 'redis-restart', 'redis-sentinel', 'redis5', 'redis5-faults', 'mariadb', 'mariadb-faults', 'zookeeper', 'zookeeper3', 'zookeeper3-faults', 'etcd', 'etcd3', 'etcd3-faults'] as const;
 export type TopologyName = (typeof TOPOLOGY_NAMES)[number];
+
+interface MemberPlan {
+  readonly name: string;
+  readonly ports: readonly number[];
+  /** A server of another kind than the topology's (a Sentinel beside its Redis servers), with its own command line. */
+  readonly own?: { kind: ServerKind; command: string; args(member: { dir: string; ports: readonly number[] }): string[] };
+}
 
 interface TopologyPlan {
   readonly kind: ServerKind;
   /** Environment variable through which clients find it; a user who sets it brings their own server. */
   readonly envVar: string;
-  readonly members: ReadonlyArray<{ name: string; ports: readonly number[] }>;
+  readonly members: readonly MemberPlan[];
   readonly command: string;
   args(member: { name: string; dir: string; ports: readonly number[] }): string[];
   envValue(): string;
@@ -35,6 +46,8 @@ interface TopologyPlan {
 const REDIS5_PORTS = [16380, 16381, 16382, 16383, 16384];
 // Separate masters for fault tests, which kill and restart them while other suites use redis5.
 const REDIS5_FAULT_PORTS = [16390, 16391, 16392, 16393, 16394];
+// A master, its replica and one Sentinel, for failover tests (SIGKILL of the master, promotion of the replica).
+const SENTINEL = { masterPort: 16500, replicaPort: 16501, sentinelPort: 16600, masterName: 'lock-test' };
 const ZK3 = [
   [12182, 12888, 13888],
   [12183, 12889, 13889],
@@ -75,6 +88,42 @@ const PLANS: Record<TopologyName, TopologyPlan> = {
     command: 'redis-server',
     args: (member) => redisArgs(member.ports[0], member.dir),
     envValue: () => 'redis://127.0.0.1:16399',
+  },
+  // A server of its own for restarts that load a snapshot (a test SAVEs, then restarts it): redis-faults is
+  // restarted and stopped by the demo's fault test, which may run in another worker at the same time.
+  'redis-restart': {
+    kind: redisKind,
+    envVar: 'LOCK_TEST_FAULT_REDIS_RESTART_URL',
+    members: [{ name: 'redis-restart', ports: [16398] }],
+    command: 'redis-server',
+    args: (member) => redisArgs(member.ports[0], member.dir),
+    envValue: () => 'redis://127.0.0.1:16398',
+  },
+  // Failover: Sentinel promotes the replica 1 s after the master stops answering (services.md: 2.4 s in all).
+  // The variable names the Sentinel and the master's name; ask it for the master's address.
+  'redis-sentinel': {
+    kind: redisKind,
+    envVar: 'LOCK_TEST_FAULT_REDIS_SENTINEL',
+    members: [
+      { name: 'redis-sentinel-master', ports: [SENTINEL.masterPort] },
+      {
+        name: 'redis-sentinel-replica',
+        ports: [SENTINEL.replicaPort],
+        own: { kind: redisKind, command: 'redis-server', args: (member) => redisReplicaArgs(member.ports[0], member.dir, SENTINEL.masterPort) },
+      },
+      {
+        name: 'redis-sentinel-monitor',
+        ports: [SENTINEL.sentinelPort],
+        own: {
+          kind: redisSentinelKind({ masterName: SENTINEL.masterName, masterPort: SENTINEL.masterPort, replicaPorts: [SENTINEL.replicaPort], downAfterMs: 1_000, failoverTimeoutMs: 5_000 }),
+          command: 'redis-sentinel',
+          args: (member) => redisSentinelArgs(member.dir),
+        },
+      },
+    ],
+    command: 'redis-server',
+    args: (member) => redisMasterArgs(member.ports[0], member.dir),
+    envValue: () => `redis+sentinel://127.0.0.1:${SENTINEL.sentinelPort}/${SENTINEL.masterName}`,
   },
   redis5: {
     kind: redisKind,
@@ -164,9 +213,16 @@ export function envVarOf(name: TopologyName): string {
   return PLANS[name].envVar;
 }
 
+/** The kind of one member: the topology's, unless the member has its own. */
+function kindOf(topology: TopologyName, memberName: string): ServerKind {
+  const plan = PLANS[topology];
+  return plan.members.find((member) => member.name === memberName)?.own?.kind ?? plan.kind;
+}
+
 /** Debian packages a set of topologies needs. */
 export function packagesFor(names: readonly TopologyName[]): string[] {
-  const packages = new Set(names.map((name) => PLANS[name].kind.packageName));
+  const kinds = names.flatMap((name) => [PLANS[name].kind, ...PLANS[name].members.flatMap((member) => (member.own ? [member.own.kind] : []))]);
+  const packages = new Set(kinds.map((kind) => kind.packageName));
   if (packages.has('etcd-server')) packages.add('etcd-client');
   return [...packages];
 }
@@ -208,8 +264,8 @@ export async function startTopology(name: TopologyName): Promise<RunningTopology
     records.push({
       name: member.name,
       topology: name,
-      command: plan.command,
-      args: plan.args({ ...member, dir }),
+      command: member.own?.command ?? plan.command,
+      args: member.own ? member.own.args({ ...member, dir }) : plan.args({ ...member, dir }),
       cwd: dir,
       logFile: join(dir, 'server.log'),
       ports: member.ports,
@@ -218,10 +274,10 @@ export async function startTopology(name: TopologyName): Promise<RunningTopology
     });
   }
   try {
-    for (const record of records) plan.kind.prepare?.(record, records);
+    for (const record of records) kindOf(name, record.name).prepare?.(record, records);
     for (const record of records) launch(record);
-    await Promise.all(records.map((record) => waitServing(plan.kind, record)));
-    for (const record of records) plan.kind.initialise?.(record);
+    await Promise.all(records.map((record) => waitServing(kindOf(name, record.name), record)));
+    for (const record of records) kindOf(name, record.name).initialise?.(record);
   } catch (error) {
     await stopTopology(name);
     throw error;
@@ -255,15 +311,23 @@ export async function stopTopology(name: TopologyName): Promise<void> {
   }
 }
 
-/** Stops everything started by any run on this machine. */
-export async function stopAll(): Promise<void> {
-  for (const name of TOPOLOGY_NAMES) await stopTopology(name);
+/**
+ * Stops everything started by any run on this machine, except the topologies named in `keep` (servers a
+ * user brought up with `npm run services -- up` and pointed the tests at through their variables).
+ */
+export async function stopAll(keep: readonly TopologyName[] = []): Promise<void> {
+  for (const name of TOPOLOGY_NAMES) if (!keep.includes(name)) await stopTopology(name);
 }
 
-/** Synchronous last resort for exit handlers (which cannot await): SIGKILL every recorded server. */
-export function killAllNow(): void {
+/** The topologies whose environment variable is set (the user's own servers), e.g. to keep at teardown. */
+export function topologiesGivenByEnvironment(): TopologyName[] {
+  return TOPOLOGY_NAMES.filter((name) => Boolean(process.env[PLANS[name].envVar]));
+}
+
+/** Synchronous last resort for exit handlers (which cannot await): SIGKILL every recorded server but `keep`'s. */
+export function killAllNow(keep: readonly TopologyName[] = []): void {
   for (const record of listRecords()) {
-    if (isOurs(record)) {
+    if (isOurs(record) && !keep.includes(record.topology as TopologyName)) {
       try {
         process.kill(record.pid, 'SIGKILL');
       } catch {
@@ -296,14 +360,13 @@ export const faults = {
     const started = Date.now();
     await stopProcess(record);
     launch(record);
-    await waitServing(PLANS[record.topology as TopologyName].kind, record);
+    await waitServing(kindOf(record.topology as TopologyName, record.name), record);
     return Date.now() - started;
   },
   /** Member name of the current leader (ZooKeeper ensemble, etcd cluster), or undefined during an election. */
   async leader(topology: TopologyName): Promise<string | undefined> {
-    const kind = PLANS[topology].kind;
     for (const record of listRecords().filter((r) => r.topology === topology && isOurs(r))) {
-      if (await kind.isLeader?.(record)) return record.name;
+      if (await kindOf(topology, record.name).isLeader?.(record)) return record.name;
     }
     return undefined;
   },

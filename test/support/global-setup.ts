@@ -1,4 +1,4 @@
-import { ensureDebianPackages, killAllNow, packagesFor, startTopology, type TopologyName } from '../../scripts/services';
+import { ensureDebianPackages, killAllNow, packagesFor, startTopology, topologiesGivenByEnvironment, type TopologyName } from '../../scripts/services';
 
 /** The topologies every run needs; ensembles and clusters are started by the suites that use them. */
 export const BASE_TOPOLOGIES: readonly TopologyName[] = ['redis', 'redis5', 'mariadb', 'zookeeper', 'etcd'];
@@ -13,14 +13,17 @@ export default async function globalSetup(globalConfig: { selectProjects?: strin
   const projects = globalConfig.selectProjects;
   if (process.env.LOCK_TEST_SERVICES === 'none' || (projects && projects.every((name) => name === 'unit'))) return;
   // Interrupted runs must not leave servers behind: kill synchronously, since exit handlers cannot await.
+  // Servers the user brought up (their variables are set) outlive the run: the teardown keeps them.
+  const keep = topologiesGivenByEnvironment();
+  process.env.LOCK_TEST_KEEP_TOPOLOGIES = keep.join(',');
   for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
     process.once(signal, () => {
-      killAllNow();
+      killAllNow(keep);
       process.exit(130);
     });
   }
-  process.once('exit', killAllNow);
-  ensureDebianPackages(packagesFor([...BASE_TOPOLOGIES, 'zookeeper3', 'etcd3']), (line) => process.stdout.write(`${line}\n`));
+  process.once('exit', () => killAllNow(keep));
+  ensureDebianPackages(packagesFor([...BASE_TOPOLOGIES, 'zookeeper3', 'etcd3', 'redis-sentinel']), (line) => process.stdout.write(`${line}\n`));
   const started = Date.now();
   const running = await Promise.all(BASE_TOPOLOGIES.map((name) => startTopology(name)));
   const parts = running.map((t) => `${t.name} ${t.managed ? `${t.startupMs} ms` : `(yours: ${t.envVar})`}`);

@@ -18,16 +18,39 @@ export interface HolderProcess {
   waitForLine(pattern: RegExp, timeoutMs: number): Promise<string>;
 }
 
+/** A holder process that may still be waiting for its lock (see `spawnHolder`). */
+export interface WaitingHolderProcess {
+  readonly child: ChildProcess;
+  readonly lines: string[];
+  readonly exited: Promise<string>;
+}
+
+/**
+ * Starts `holder.worker.ts` without waiting for it to hold the lock: while someone else holds `key`, it
+ * waits in line, the shape of an application instance that dies (SIGKILL) while queued.
+ */
+export function spawnHolder(subject: string, key: string, ttlMs: number): WaitingHolderProcess {
+  const child = spawn(process.execPath, ['--import', 'tsx', join(__dirname, 'holder.worker.ts'), subject, key, String(ttlMs)], {
+    cwd: ROOT,
+    env: process.env,
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  const lines: string[] = [];
+  child.stdout?.on('data', (chunk: Buffer) => lines.push(...chunk.toString().split('\n').filter(Boolean)));
+  const exited = new Promise<string>((done) => child.on('exit', (code, signal) => done(String(signal ?? code))));
+  return { child, lines, exited };
+}
+
 /**
  * Starts `holder.worker.ts`, which acquires `key` with the named contract subject and then holds it,
  * extending through the watchdog, until killed (or for 60 s at most). Resolves once it holds the lock.
  */
-export function startHolder(subject: string, key: string, ttlMs: number, options: { env?: NodeJS.ProcessEnv; fencedResource?: string } = {}): Promise<HolderProcess> {
+export function startHolder(subject: string, key: string, ttlMs: number, options: { env?: NodeJS.ProcessEnv; fencedResource?: string; historyFile?: string } = {}): Promise<HolderProcess> {
   return new Promise((resolvePromise, reject) => {
     const args = [join(__dirname, 'holder.worker.ts'), subject, key, String(ttlMs), ...(options.fencedResource ? [options.fencedResource] : [])];
     const child = spawn(process.execPath, ['--import', 'tsx', ...args], {
       cwd: ROOT,
-      env: { ...process.env, ...options.env },
+      env: { ...process.env, ...options.env, ...(options.historyFile ? { LOCK_HISTORY_FILE: options.historyFile } : {}) },
       stdio: ['pipe', 'pipe', 'pipe'],
     });
     const send = (line: string): void => {
