@@ -3,6 +3,7 @@ export { LockAcquireTimeoutError } from './lock-acquire-timeout.error';
 export { LockAcquireAbortedError } from './lock-acquire-aborted.error';
 export { LockLostError, type LockLostReason } from './lock-lost.error';
 export { LockNotHeldError } from './lock-not-held.error';
+export { LockCommitFailedError } from './lock-commit-failed.error';
 export { LockBackendUnavailableError } from './lock-backend-unavailable.error';
 export { InvalidLockOptionsError } from './invalid-lock-options.error';
 export { InvalidLockKeyError } from './invalid-lock-key.error';

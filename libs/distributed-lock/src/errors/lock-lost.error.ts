@@ -1,6 +1,6 @@
 import { DistributedLockError } from './distributed-lock.error';
 
-/** Why a held lock stopped being ours. */
+/** Why a held lock stopped being ours, which also says how the loss was found. */
 export type LockLostReason =
   /** The lease ran out before it was extended. */
   | 'expired'
@@ -8,14 +8,26 @@ export type LockLostReason =
   | 'extension-refused'
   /** The backend could not be reached long enough for the lease to run out. */
   | 'backend-unreachable'
-  /** The backend session or lease that carried the lock ended (ZooKeeper session, etcd lease). */
+  /** The backend session or lease that carried the lock ended (ZooKeeper session, etcd lease, database connection). */
   | 'session-ended'
   /** The backend reported the lock's key removed. */
-  | 'removed';
+  | 'removed'
+  /** The release found the lock no longer held: deleted, expired or taken over while the section ran. */
+  | 'not-held-at-release';
+
+const HOW_FOUND: Record<LockLostReason, string> = {
+  expired: 'its lease ran out before it was extended',
+  'extension-refused': 'an extension found it deleted or taken over',
+  'backend-unreachable': 'the backend could not be reached until its lease ran out',
+  'session-ended': 'the backend session, lease or connection that carried it ended',
+  removed: 'the backend reported its key removed',
+  'not-held-at-release': 'the release found it no longer held (deleted, expired or taken over while the section ran)',
+};
 
 /**
  * The lock is no longer held by this owner. Delivered as the `reason` of the handle's `signal`, through
- * the `lost` event, and thrown by `withLock` / `@Locked` when the section ends after the loss.
+ * the `lost` event, and thrown by `withLock` / `@Locked` when the section ends after the loss (also when
+ * only the release found out).
  */
 export class LockLostError extends DistributedLockError {
   constructor(
@@ -25,8 +37,8 @@ export class LockLostError extends DistributedLockError {
     options?: { cause?: unknown },
   ) {
     super(
-      `Lock "${key}" (strategy "${strategy}") was lost (${reason}). Work done since may overlap with another holder: ` +
-        'check `signal.aborted` before writing, and guard writes with the fencing token.',
+      `Lock "${key}" (strategy "${strategy}") was lost: ${HOW_FOUND[reason]} (${reason}). Work done since may overlap with ` +
+        'another holder: check `signal.aborted` before writing, and guard writes with the fencing token.',
       options,
     );
   }

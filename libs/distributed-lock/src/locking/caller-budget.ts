@@ -11,12 +11,56 @@ export class CallerBudget implements WaitBudget {
   private listeners: Set<() => void> | undefined;
   private leave: AbortController | undefined;
   private combined: AbortSignal | undefined;
+  private done: (() => void) | undefined;
+  /** Resolves once the wait is over (see `finish`): close() waits for it before closing the strategy. */
+  readonly settled: Promise<void>;
 
   constructor(
     readonly timeoutMs: number,
     private readonly callerSignal: AbortSignal | undefined,
   ) {
     this.givenUp = callerSignal?.aborted ?? false;
+    this.settled = new Promise((resolve) => (this.done = resolve));
+  }
+
+  private answered = false;
+  private answerListener: (() => void) | undefined;
+
+  /** True once the strategy heard from the server (see `serverAnswered`). */
+  get hasAnswer(): boolean {
+    return this.answered;
+  }
+
+  /** The strategy heard from the server (see `WaitBudget.serverAnswered`). */
+  serverAnswered(): void {
+    if (this.answered) return;
+    this.answered = true;
+    this.answerListener?.();
+    this.answerListener = undefined;
+  }
+
+  /**
+   * Calls `onSilence` after `ms` unless the server answered before; returns the way to stop the timer.
+   * Made only for strategies that signal answers (see `LockStrategy.signalsServerAnswer`).
+   */
+  watchForSilence(ms: number, onSilence: () => void): () => void {
+    if (this.answered) return () => undefined;
+    const timer = setTimeout(() => {
+      if (!this.answered) onSilence();
+    }, ms);
+    this.answerListener = () => clearTimeout(timer);
+    return () => clearTimeout(timer);
+  }
+
+  /** True when the caller's own signal aborted (not the manager giving up). */
+  get callerAborted(): boolean {
+    return this.callerSignal?.aborted ?? false;
+  }
+
+  /** The wait is over, whatever its outcome (the strategy left any queue it joined). */
+  finish(): void {
+    this.done?.();
+    this.done = undefined;
   }
 
   get signal(): AbortSignal {

@@ -1,3 +1,4 @@
+import { LockCommitFailedError } from '../errors/lock-commit-failed.error';
 import { LockLostError, type LockLostReason } from '../errors/lock-lost.error';
 import { LockNotHeldError } from '../errors/lock-not-held.error';
 import { runBounded } from './bounded-operation';
@@ -5,7 +6,7 @@ import type { LockEvents } from './lock-events';
 import type { LeaseGrant } from './lock-lease';
 import type { LockStrategy, ReleaseOutcome } from './lock-strategy.interface';
 import { LeaseWatchdog } from './lease-watchdog';
-import { LOCK_DEFAULTS } from './lock-options';
+import { assertDuration, LOCK_DEFAULTS, MIN_TTL_MS } from './lock-options';
 
 /** What a held lock needs from the manager that granted it. */
 export interface HeldLockDeps {
@@ -28,6 +29,8 @@ export class HeldLock {
   private lostError: LockLostError | undefined;
   private readonly watchdog: LeaseWatchdog;
   private readonly unsubscribeLost: (() => void) | undefined;
+  /** The release on its way (or the clean-up after a loss), for close(). */
+  private releasing: Promise<unknown> | undefined;
   readonly acquiredAt = Date.now();
 
   constructor(
@@ -46,6 +49,7 @@ export class HeldLock {
           deps.events.emit('backgroundError', { strategy: strategyName, key: lease.key, operation: 'extend', error }),
       },
       autoExtend ? Math.max(1, Math.floor(ttl * LOCK_DEFAULTS.extendFraction)) : undefined,
+      ttl,
     );
     this.watchdog.start();
     this.unsubscribeLost = deps.strategy.onLeaseLost?.(lease, (reason) => this.markLost(reason));
@@ -94,31 +98,68 @@ export class HeldLock {
     return this.releaseNow(outcome);
   }
 
-  /** Release on the backend now, whatever the hold count (shutdown). */
+  /**
+   * Release on the backend now, whatever the hold count (shutdown). A release that finds the lock no
+   * longer held records the loss (`lostReason`, the `lost` event): the section it ended was not alone.
+   */
   async releaseNow(outcome: ReleaseOutcome = 'completed'): Promise<boolean> {
     if (this.state !== 'held') return false;
     this.state = 'released';
     this.stopLiveness();
+    const releasing = this.releaseOnBackend(outcome);
+    this.releasing = releasing;
+    return releasing;
+  }
+
+  /** Resolves once a release (or the clean-up after a loss) that is on its way has ended, however it ended. */
+  settled(): Promise<void> {
+    return Promise.resolve(this.releasing).then(
+      () => undefined,
+      () => undefined,
+    );
+  }
+
+  private async releaseOnBackend(outcome: ReleaseOutcome): Promise<boolean> {
     const { strategy, operationTimeout, events } = this.deps;
     try {
-      const wasHeld = await runBounded({
-        strategy: strategy.name,
-        operation: 'release',
-        key: this.lease.key,
-        timeoutMs: operationTimeout,
-        run: () => strategy.release(this.lease, outcome),
-      });
+      let wasHeld: boolean;
+      try {
+        wasHeld = await runBounded({
+          strategy: strategy.name,
+          operation: 'release',
+          key: this.lease.key,
+          timeoutMs: operationTimeout,
+          run: () => strategy.release(this.lease, outcome),
+        });
+      } catch (error) {
+        // Where the release is the COMMIT of the section's writes, a failure the strategy could not
+        // qualify (a timeout, a dropped connection) leaves their fate unknown, and the caller must hear so.
+        if (strategy.capabilities.transactional && outcome === 'completed' && !(error instanceof LockCommitFailedError)) {
+          throw new LockCommitFailedError(this.lease.key, strategy.name, 'unknown', { cause: error });
+        }
+        throw error;
+      }
       if (events.listenerCount('released') > 0) events.emit('released', { ...this.describe(), heldMs: Date.now() - this.acquiredAt, wasHeld });
+      if (!wasHeld && outcome !== 'lost') {
+        this.lostError = new LockLostError(this.lease.key, strategy.name, 'not-held-at-release');
+        this.controller?.abort(this.lostError);
+        events.emit('lost', { ...this.describe(), reason: 'not-held-at-release', heldMs: Date.now() - this.acquiredAt });
+      }
       return wasHeld;
     } finally {
       this.deps.onFinished(this);
     }
   }
 
-  /** Push the lease's end to now + `ttlMs`. Throws `LockNotHeldError` when it is no longer ours. */
-  async extend(ttlMs: number = this.ttl): Promise<void> {
+  /**
+   * Push the lease's end to now + `ttlMs` (default: the lease the lock was taken with). Throws
+   * `InvalidLockOptionsError` for a ttl that is not a duration of 10 ms to about 24.8 days (checked before
+   * the server is asked), and `LockNotHeldError` when the lock is no longer ours.
+   */
+  async extend(ttlMs?: number): Promise<void> {
+    const ttl = ttlMs === undefined ? this.ttl : assertDuration(ttlMs, 'ttl', MIN_TTL_MS);
     if (this.state !== 'held') throw new LockNotHeldError(this.lease.key, this.deps.strategy.name, { cause: this.lostError });
-    const renewed = await this.renew(ttlMs);
+    const renewed = await this.renew(ttl);
     if (!renewed) {
       this.markLost('extension-refused');
       throw new LockNotHeldError(this.lease.key, this.deps.strategy.name);
@@ -135,18 +176,18 @@ export class HeldLock {
     this.lostError = new LockLostError(this.lease.key, strategy.name, reason, { cause });
     this.controller?.abort(this.lostError);
     events.emit('lost', { ...this.describe(), reason, heldMs: Date.now() - this.acquiredAt });
-    this.deps.onFinished(this);
-    {
-      // The backend may still hold the key (our clock ran ahead, or the lock is a transaction that must
-      // be rolled back now); an owner-checked release is harmless where it is already gone.
-      runBounded({
-        strategy: strategy.name,
-        operation: 'release',
-        key: this.lease.key,
-        timeoutMs: this.deps.operationTimeout,
-        run: () => strategy.release(this.lease, 'lost'),
-      }).catch((error: unknown) => events.emit('backgroundError', { strategy: strategy.name, key: this.lease.key, operation: 'release', error }));
-    }
+    // The backend may still hold the key (our clock ran ahead, or the lock is a transaction that must be
+    // rolled back now); an owner-checked release is harmless where it is already gone. The manager keeps
+    // the lock until it is done, so that close() waits for it.
+    this.releasing = runBounded({
+      strategy: strategy.name,
+      operation: 'release',
+      key: this.lease.key,
+      timeoutMs: this.deps.operationTimeout,
+      run: () => strategy.release(this.lease, 'lost'),
+    })
+      .catch((error: unknown) => events.emit('backgroundError', { strategy: strategy.name, key: this.lease.key, operation: 'release', error }))
+      .finally(() => this.deps.onFinished(this));
   }
 
   private async renew(ttlMs: number): Promise<boolean> {

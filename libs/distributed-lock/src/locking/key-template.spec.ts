@@ -11,7 +11,7 @@ describe('key templates', () => {
   });
 
   it('rejects malformed templates when compiled', () => {
-    for (const template of ['stock:{x}', 'stock:{0', 'stock:0}', 'stock:{}', 'stock:{0..a}', 'stock:{-1}']) {
+    for (const template of ['stock:{x}', 'stock:{0', 'stock:0}', 'stock:{}', 'stock:{0..a}', 'stock:{-1}', '', '  ', 'a\nb', 'a\nb:{0}', 'x'.repeat(513), `${'x'.repeat(513)}{0}`, 'half:\uDC00']) {
       expect(() => compileKeyTemplate(template)).toThrow(InvalidLockKeyError);
     }
   });

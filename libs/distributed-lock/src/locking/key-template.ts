@@ -1,4 +1,5 @@
 import { InvalidLockKeyError } from '../errors/invalid-lock-key.error';
+import { validateLockKey } from './lock-key';
 
 /** Resolves a lock key (or several) from a method's arguments. */
 export type KeyResolver<A extends readonly unknown[]> = (args: A) => string | readonly string[];
@@ -42,6 +43,11 @@ export function compileKeyTemplate<A extends readonly unknown[]>(template: strin
   if (segments.some((segment) => segment.literal !== undefined && /[{}]/.test(segment.literal))) {
     throw new InvalidLockKeyError(template, `${where}: unbalanced "{" or "}"`);
   }
+  // What is fixed in the template must already be a valid key part (no newline, no lone surrogate, not
+  // too long), and a template without placeholders a valid key: such mistakes fail at bootstrap, not on
+  // the first call.
+  const literal = segments.map((segment) => segment.literal ?? '').join('');
+  validateLockKey(literal, `${where} "${template.length > 40 ? `${template.slice(0, 40)}…` : template}"`, segments.some((segment) => segment.argument !== undefined));
   return (args) =>
     segments
       .map((segment) => (segment.literal !== undefined ? segment.literal : resolveSegment(template, where, segment, args)))

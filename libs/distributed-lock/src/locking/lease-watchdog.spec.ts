@@ -19,6 +19,7 @@ describe('LeaseWatchdog', () => {
         onRenewFailed: () => undefined,
       },
       30,
+      90,
     );
     dog.start();
     await sleep(250);
@@ -32,6 +33,7 @@ describe('LeaseWatchdog', () => {
     const dog = new LeaseWatchdog(
       { expiresAt: () => Date.now() + 1000, renew: async () => false, onGone: (reason) => gone.push(reason), onRenewFailed: () => undefined },
       10,
+      1000,
     );
     dog.start();
     await sleep(60);
@@ -52,6 +54,7 @@ describe('LeaseWatchdog', () => {
         onRenewFailed: (error) => failures.push(error),
       },
       40,
+      120,
     );
     dog.start();
     await sleep(400);
@@ -59,14 +62,81 @@ describe('LeaseWatchdog', () => {
     expect(gone).toEqual(['backend-unreachable']);
   });
 
-  it('without renewal, fires "expired" at the end of the lease', async () => {
+  it('without renewal, fires "expired" at the end of the lease, and not before', async () => {
     const gone: string[] = [];
+    const expiresAt = Date.now() + 50;
+    let renewals = 0;
     const dog = new LeaseWatchdog(
-      { expiresAt: () => Date.now() + 50, renew: async () => true, onGone: (reason) => gone.push(reason), onRenewFailed: () => undefined },
+      {
+        expiresAt: () => expiresAt,
+        renew: async () => {
+          renewals += 1;
+          return true;
+        },
+        onGone: (reason) => gone.push(reason),
+        onRenewFailed: () => undefined,
+      },
       undefined,
+      55,
+    );
+    dog.start();
+    await sleep(30);
+    expect(gone).toEqual([]);
+    await sleep(120);
+    expect(gone).toEqual(['expired']);
+    expect(renewals).toBe(0);
+  });
+
+  it('renews a grant that has little of its lease left before half of it has passed, not at the interval', async () => {
+    // A waiter whose backend lease partly ran while it waited: 100 ms left of a 3 s lease renewed every 1 s.
+    let expiresAt = Date.now() + 100;
+    const renewedAt: number[] = [];
+    const started = Date.now();
+    const dog = new LeaseWatchdog(
+      {
+        expiresAt: () => expiresAt,
+        renew: async () => {
+          renewedAt.push(Date.now() - started);
+          expiresAt = Date.now() + 3_000;
+          return true;
+        },
+        onGone: () => undefined,
+        onRenewFailed: () => undefined,
+      },
+      1_000,
+      3_000,
     );
     dog.start();
     await sleep(150);
+    dog.stop();
+    expect(renewedAt.length).toBe(1);
+    expect(renewedAt[0]).toBeLessThan(100);
+  });
+
+  it('tops up once a grant that is much shorter than the lease asked for, also without auto-extension', async () => {
+    let expiresAt = Date.now() + 100; // e.g. a hand-over that only reserved the lock for a short claim
+    let renewals = 0;
+    const gone: string[] = [];
+    const dog = new LeaseWatchdog(
+      {
+        expiresAt: () => expiresAt,
+        renew: async () => {
+          renewals += 1;
+          expiresAt = Date.now() + 150;
+          return true;
+        },
+        onGone: (reason) => gone.push(reason),
+        onRenewFailed: () => undefined,
+      },
+      undefined,
+      150,
+    );
+    dog.start();
+    await sleep(80);
+    expect(renewals).toBe(1);
+    expect(gone).toEqual([]);
+    await sleep(250);
+    expect(renewals).toBe(1);
     expect(gone).toEqual(['expired']);
   });
 });

@@ -11,34 +11,59 @@ export interface WatchdogTarget {
 }
 
 /**
+ * A grant with less than this share of the lease it was asked for left is topped up right away, also
+ * without auto-extension: a hand-over that only reserves the lock for a short claim (Redis fair mode),
+ * or a backend lease that partly ran while its holder waited in line, still lasts the lease the caller asked for.
+ */
+const TOP_UP_BELOW = 0.9;
+
+/**
  * Keeps a lease alive (Redisson calls this the watchdog): renews at `intervalMs`, retries sooner after a
  * failed renewal, and declares the lease gone once its end passes without a renewal. Without renewal
  * (`intervalMs` undefined) it only fires `onGone('expired')` at the lease's end, so a holder that
- * outlives an explicit TTL is told. Timers are unref'd: they never keep a process alive.
+ * outlives an explicit TTL is told. Either way, the first renewal comes before half of what is left of
+ * the grant has passed, however the grant was obtained. Timers are unref'd: they never keep a process alive.
  */
 export class LeaseWatchdog {
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
+  /** One renewal is due although the lock does not auto-extend (see TOP_UP_BELOW). */
+  private topUpDue = false;
 
   constructor(
     private readonly target: WatchdogTarget,
     private readonly intervalMs: number | undefined,
+    /** The lease the caller asked for, in ms. */
+    private readonly leaseMs: number,
   ) {}
 
   start(): void {
-    this.schedule(this.intervalMs ?? this.untilExpiry());
+    this.topUpDue = this.intervalMs === undefined && this.untilExpiry() < this.leaseMs * TOP_UP_BELOW;
+    this.schedule(this.nextDelay());
   }
 
   /** Re-arm after a manual extension. */
   reset(): void {
     if (this.stopped) return;
-    this.schedule(this.intervalMs ?? this.untilExpiry());
+    this.topUpDue = false;
+    this.schedule(this.nextDelay());
   }
 
   stop(): void {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
+  }
+
+  private get renewing(): boolean {
+    return this.intervalMs !== undefined || this.topUpDue;
+  }
+
+  /** The next renewal: at the interval, but never later than half of what is left; or the lease's end. */
+  private nextDelay(): number {
+    const left = this.untilExpiry();
+    if (!this.renewing) return left;
+    return Math.min(this.intervalMs ?? left, Math.floor(left / 2));
   }
 
   private untilExpiry(): number {
@@ -54,9 +79,17 @@ export class LeaseWatchdog {
 
   private async tick(): Promise<void> {
     if (this.stopped) return;
-    if (this.intervalMs === undefined || this.untilExpiry() <= 0) {
+    const left = this.untilExpiry();
+    if (!this.renewing) {
+      // Timers may fire a little early: only a lease whose end has passed is gone.
+      if (left > 0) return this.schedule(left);
       this.stop();
-      this.target.onGone(this.intervalMs === undefined ? 'expired' : 'backend-unreachable');
+      this.target.onGone('expired');
+      return;
+    }
+    if (left <= 0) {
+      this.stop();
+      this.target.onGone('backend-unreachable');
       return;
     }
     let renewed: boolean;
@@ -65,13 +98,13 @@ export class LeaseWatchdog {
     } catch (error) {
       if (this.stopped) return;
       this.target.onRenewFailed(error);
-      const left = this.untilExpiry();
-      if (left <= 0) {
+      const stillLeft = this.untilExpiry();
+      if (stillLeft <= 0) {
         this.stop();
         this.target.onGone('backend-unreachable');
       } else {
         // Retry well before the end so that one slow answer does not cost the lease.
-        this.schedule(Math.min(this.intervalMs, Math.max(10, left / 3)));
+        this.schedule(Math.min(this.intervalMs ?? stillLeft, Math.max(10, stillLeft / 3)));
       }
       return;
     }
@@ -81,6 +114,7 @@ export class LeaseWatchdog {
       this.target.onGone('extension-refused');
       return;
     }
-    this.schedule(this.intervalMs);
+    this.topUpDue = false;
+    this.schedule(this.nextDelay());
   }
 }

@@ -15,7 +15,10 @@ export interface Lock extends AsyncDisposable {
   readonly isHeld: boolean;
   /** Release (owner-checked). Safe to call twice. Resolves false when the lock was no longer ours. */
   release(): Promise<boolean>;
-  /** Extend the lease to now + `ttl` ms (default: the lease the lock was taken with). */
+  /**
+   * Extend the lease to now + `ttl` ms (default: the lease the lock was taken with; 10 ms to about 24.8
+   * days, fractions rounded up). A bad `ttl` throws `InvalidLockOptionsError` before the server is asked.
+   */
   extend(ttl?: number): Promise<void>;
   /** Throws the `LockLostError` if the lock was lost; call it before writing what the lock protects. */
   throwIfLost(): void;

@@ -16,8 +16,22 @@ export function validateLockKey(key: unknown, what = 'Lock key', allowEmpty = fa
   if (key.length > LOCK_DEFAULTS.maxKeyLength) {
     throw new InvalidLockKeyError(key, `${what} is ${key.length} characters; it must be at most ${LOCK_DEFAULTS.maxKeyLength}: hash long identifiers`);
   }
+  if (!isWellFormed(key)) {
+    throw new InvalidLockKeyError(
+      key,
+      `${what} contains a lone UTF-16 surrogate (half of an emoji or other astral character, e.g. from cutting a string in the middle); ` +
+        'servers store it as U+FFFD or refuse it, so it could not name one lock everywhere: pass whole characters',
+    );
+  }
   if (CONTROL_CHARACTERS.test(key)) {
     throw new InvalidLockKeyError(key, `${what} contains control characters (newline, tab, NUL…); use printable characters only`);
   }
   return key;
+}
+
+// A surrogate not paired with its other half (String.prototype.isWellFormed, without needing ES2024 types).
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+function isWellFormed(key: string): boolean {
+  return !LONE_SURROGATE.test(key);
 }

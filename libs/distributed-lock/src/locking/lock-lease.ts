@@ -39,4 +39,11 @@ export interface WaitBudget {
    */
   readonly aborted?: boolean;
   onAbort?(listener: () => void): () => void;
+  /**
+   * Optional: a strategy that declares `signalsServerAnswer` calls it once the server has answered the
+   * wait's first request (or the wait is legitimately behind a holder of this process). Until then the
+   * lock service bounds the wait by `operationTimeout`, so a server that accepts connections but never
+   * answers fails after that bound, not after the whole `waitTimeout`.
+   */
+  serverAnswered?(): void;
 }

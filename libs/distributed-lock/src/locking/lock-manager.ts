@@ -2,7 +2,6 @@ import { InvalidLockOptionsError } from '../errors/invalid-lock-options.error';
 import { LockAcquireAbortedError } from '../errors/lock-acquire-aborted.error';
 import { LockAcquireTimeoutError } from '../errors/lock-acquire-timeout.error';
 import { LockBackendUnavailableError } from '../errors/lock-backend-unavailable.error';
-import { abortableDelay } from './abortable-delay';
 import { CallerBudget } from './caller-budget';
 import { runBounded } from './bounded-operation';
 import { HeldLock } from './held-lock';
@@ -14,6 +13,7 @@ import { assertDuration, LOCK_DEFAULTS, type ResolvedAcquireOptions } from './lo
 import type { LockStrategy } from './lock-strategy.interface';
 import { createOwnerId } from './owner-id';
 import { retryDelay } from './retry-policy';
+import { waitForWake } from './wait-for-wake';
 
 /** Options of a lock manager (one per strategy). */
 export interface LockManagerOptions {
@@ -32,8 +32,15 @@ export class LockManager {
   /** Identifies this manager's entries in the async call chain. */
   readonly id = Symbol('LockManager');
   private readonly held = new Set<HeldLock>();
+  /** Acquisitions waiting now, so that close() can end them. */
+  private readonly waiting = new Set<CallerBudget>();
+  /** Releases of grants nobody took (late answers), so that close() waits for them. */
+  private readonly orphans = new Set<Promise<void>>();
+  /** Strategy waits the caller no longer awaits (past its deadline), still leaving the backend's queue. */
+  private readonly leaving = new Set<Promise<unknown>>();
   private readonly operationTimeout: number;
   private closed = false;
+  private closing: Promise<void> = Promise.resolve();
 
   constructor(
     readonly strategy: LockStrategy,
@@ -59,15 +66,28 @@ export class LockManager {
     const started = Date.now();
     const reentered = this.tryReenter(key, options);
     if (reentered) return reentered;
-    if (this.closed) throw new LockBackendUnavailableError(this.strategy.name, 'acquire (the lock service is closed)', 0, { key });
+    if (this.closed) throw this.closedError(key, 0);
     if (options.mode === 'shared' && !this.strategy.capabilities.sharedLocks) {
       throw new InvalidLockOptionsError('mode', `strategy "${this.strategy.name}" does not support shared (read) locks; use mode "exclusive".`);
     }
     this.strategy.validateKey?.(key);
     const request: LockRequest = { key, owner: createOwnerId(), ttlMs: options.ttl, mode: options.mode };
     const until = deadline ?? started + options.waitTimeout;
-    const grant = await this.waitForGrant(request, options, until, started);
+    const budget = new CallerBudget(Math.max(1, until - Date.now()), options.signal);
+    this.waiting.add(budget);
+    let grant: LeaseGrant | null;
+    try {
+      grant = await this.waitForGrant(request, options, budget, until, started);
+    } finally {
+      this.waiting.delete(budget);
+    }
     const waitedMs = Date.now() - started;
+    if (this.closed) {
+      // close() ended the wait, or came while the grant was on its way: the caller gets no lock, and
+      // whatever the backend granted goes back now rather than at its lease's end.
+      if (grant) this.releaseOrphan(grant);
+      throw this.closedError(key, waitedMs);
+    }
     if (!grant) {
       this.events.emit('timeout', { strategy: this.strategy.name, key, waitedMs });
       if (nullOnTimeout) return null;
@@ -93,18 +113,34 @@ export class LockManager {
     return new LockHandle(heldLock, false);
   }
 
-  /** Release every held lock (hold counts ignored), then close the strategy. Idempotent. */
+  /**
+   * Ends every wait at once (the waiters reject with `LockBackendUnavailableError`, leaving the backend's
+   * queue), lets releases already on their way finish, releases every held lock (hold counts ignored),
+   * then closes the strategy. Idempotent.
+   */
   async close(): Promise<void> {
-    if (this.closed) return;
+    if (this.closed) return this.closing;
     this.closed = true;
+    this.closing = this.shutDown();
+    return this.closing;
+  }
+
+  private async shutDown(): Promise<void> {
     const failures: unknown[] = [];
+    const waiting = [...this.waiting];
+    for (const budget of waiting) budget.giveUp();
+    // Waiters leave the backend's queue before the strategy closes its connections (bounded: each
+    // strategy call is), so that nobody is handed a lock by a waiter that is gone.
+    await Promise.all(waiting.map((budget) => budget.settled));
     await Promise.all(
       [...this.held].map((lock) =>
-        lock.releaseNow().catch((error: unknown) => {
+        (lock.isHeld ? lock.releaseNow() : lock.settled()).catch((error: unknown) => {
           failures.push(error);
         }),
       ),
     );
+    await Promise.all([...this.leaving]);
+    await Promise.all([...this.orphans]);
     try {
       await runBounded({ strategy: this.strategy.name, operation: 'close', timeoutMs: this.operationTimeout, run: () => this.strategy.close() });
     } catch (error) {
@@ -113,6 +149,10 @@ export class LockManager {
     if (failures.length > 0) {
       throw new LockBackendUnavailableError(this.strategy.name, `close (${failures.length} failure(s))`, 0, { cause: failures[0] });
     }
+  }
+
+  private closedError(key: string, waitedMs: number): LockBackendUnavailableError {
+    return new LockBackendUnavailableError(this.strategy.name, 'acquire (the lock service is closed)', waitedMs, { key });
   }
 
   private tryReenter(key: string, options: ResolvedAcquireOptions): LockHandle | null {
@@ -141,32 +181,37 @@ export class LockManager {
     return new LockHandle(heldLock, true);
   }
 
-  private async waitForGrant(request: LockRequest, options: ResolvedAcquireOptions, deadline: number, started: number): Promise<LeaseGrant | null> {
+  private async waitForGrant(request: LockRequest, options: ResolvedAcquireOptions, budget: CallerBudget, deadline: number, started: number): Promise<LeaseGrant | null> {
     const { signal } = options;
     const abortedError = (): LockAcquireAbortedError =>
       new LockAcquireAbortedError(request.key, this.strategy.name, Date.now() - started, { cause: signal?.reason });
     if (signal?.aborted) throw abortedError();
-
-    if (this.strategy.acquire && deadline > Date.now()) {
-      const grant = await this.queueAcquire(request, deadline, signal);
-      if (!grant && signal?.aborted) throw abortedError();
-      return grant;
-    }
-
-    for (let attempt = 0; ; attempt += 1) {
-      const grant = await this.boundedTryAcquire(request);
-      if (grant) return grant;
-      const remaining = deadline - Date.now();
-      if (remaining <= 0) return null;
-      if (signal?.aborted) throw abortedError();
-      if (this.strategy.waitForRelease) {
-        // Woken by the backend's notification; the bound caps what a lost notification can cost.
-        const timeoutMs = Math.min(remaining, options.retry.maxDelay);
-        await this.boundedWait(request.key, timeoutMs, signal);
-      } else {
-        await abortableDelay(Math.min(remaining, retryDelay(attempt, options.retry)), signal);
+    const giveUp = (): void => budget.giveUp();
+    signal?.addEventListener('abort', giveUp, { once: true });
+    try {
+      if (this.strategy.acquire && deadline > Date.now()) {
+        const grant = await this.queueAcquire(request, budget);
+        if (!grant && signal?.aborted) throw abortedError();
+        return grant;
       }
-      if (signal?.aborted) throw abortedError();
+      for (let attempt = 0; ; attempt += 1) {
+        const grant = await this.boundedTryAcquire(request);
+        if (grant) return grant;
+        const remaining = deadline - Date.now();
+        if (remaining <= 0 || this.closed) return null;
+        if (signal?.aborted) throw abortedError();
+        if (this.strategy.waitForRelease) {
+          // Woken by the backend's notification; the bound caps what a lost notification can cost.
+          await this.boundedWait(request.key, Math.min(remaining, options.retry.maxDelay), budget);
+        } else {
+          await waitForWake(budget, Date.now() + Math.min(remaining, retryDelay(attempt, options.retry)), () => undefined);
+        }
+        if (signal?.aborted) throw abortedError();
+        if (this.closed) return null;
+      }
+    } finally {
+      signal?.removeEventListener('abort', giveUp);
+      budget.finish();
     }
   }
 
@@ -181,11 +226,11 @@ export class LockManager {
     });
   }
 
-  private async boundedWait(key: string, timeoutMs: number, signal: AbortSignal | undefined): Promise<void> {
+  private async boundedWait(key: string, timeoutMs: number, budget: CallerBudget): Promise<void> {
     const waitForRelease = this.strategy.waitForRelease;
     if (!waitForRelease) return;
     const stop = new AbortController();
-    const combined = signal ? AbortSignal.any([signal, stop.signal]) : stop.signal;
+    const combined = AbortSignal.any([budget.signal, stop.signal]);
     try {
       await runBounded({
         strategy: this.strategy.name,
@@ -199,40 +244,94 @@ export class LockManager {
     }
   }
 
-  private async queueAcquire(request: LockRequest, deadline: number, signal: AbortSignal | undefined): Promise<LeaseGrant | null> {
+  /**
+   * The strategy's own queue. The caller's wait ends at its deadline whatever the strategy is still doing
+   * (a burst of waiters can keep it busy entering and leaving the queue long past it): a grant that comes
+   * later is released, and the strategy's clean-up goes on in the background (close() waits for it).
+   */
+  private async queueAcquire(request: LockRequest, budget: CallerBudget): Promise<LeaseGrant | null> {
     const acquire = this.strategy.acquire;
     if (!acquire) return null;
-    const budget = new CallerBudget(Math.max(1, deadline - Date.now()), signal);
-    const giveUp = (): void => budget.giveUp();
-    signal?.addEventListener('abort', giveUp, { once: true });
+    let abandoned = false;
+    const started = Date.now();
+    const waiting = runBounded({
+      strategy: this.strategy.name,
+      operation: 'acquire',
+      key: request.key,
+      // The strategy bounds its own wait; the extra operation timeout only catches a backend that hangs.
+      timeoutMs: budget.timeoutMs + this.operationTimeout,
+      run: () => acquire.call(this.strategy, request, budget),
+      onLateResult: (grant) => this.releaseOrphan(grant),
+    }).then(
+      (grant) => {
+        // Given up (deadline, silence) before the grant came: nobody will use it.
+        if (!abandoned) return grant;
+        this.releaseOrphan(grant);
+        return null;
+      },
+      (error: unknown) => {
+        if (!abandoned) throw error;
+        this.events.emit('backgroundError', { strategy: this.strategy.name, key: request.key, operation: 'acquire', error });
+        return null;
+      },
+    );
+    this.leaving.add(waiting);
+    const forget = (): void => void this.leaving.delete(waiting);
+    waiting.then(forget, forget);
+    const giveUp = (): void => {
+      abandoned = true;
+      budget.giveUp();
+    };
+    let stopSilenceWatch = (): void => undefined;
+    // A server that accepted the connection but does not answer fails after one operation timeout.
+    const silence = this.strategy.signalsServerAnswer
+      ? new Promise<never>((_, reject) => {
+          stopSilenceWatch = budget.watchForSilence(this.operationTimeout, () => {
+            giveUp();
+            reject(new LockBackendUnavailableError(this.strategy.name, 'acquire (the server did not answer)', Date.now() - started, { key: request.key }));
+          });
+        })
+      : undefined;
+    let deadlineTimer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<null>((resolve, reject) => {
+      deadlineTimer = setTimeout(() => {
+        giveUp();
+        // A wait that never heard from the server did not time out behind a holder: the server is the problem.
+        if (this.strategy.signalsServerAnswer && !budget.hasAnswer) {
+          reject(new LockBackendUnavailableError(this.strategy.name, 'acquire (the server did not answer within the wait)', Date.now() - started, { key: request.key }));
+        } else {
+          resolve(null);
+        }
+      }, budget.timeoutMs);
+    });
     try {
-      return await runBounded({
-        strategy: this.strategy.name,
-        operation: 'acquire',
-        key: request.key,
-        // The strategy bounds its own wait; the extra operation timeout only catches a backend that hangs.
-        timeoutMs: budget.timeoutMs + this.operationTimeout,
-        run: () => acquire.call(this.strategy, request, budget),
-        onLateResult: (grant) => this.releaseOrphan(grant),
-      });
+      return await Promise.race(silence ? [waiting, deadline, silence] : [waiting, deadline]);
     } catch (error) {
       budget.giveUp();
-      if (signal?.aborted) return null;
+      if (!abandoned && (budget.callerAborted || this.closed)) return null;
       throw error;
     } finally {
-      signal?.removeEventListener('abort', giveUp);
+      clearTimeout(deadlineTimer);
+      stopSilenceWatch();
     }
   }
 
   /** A grant that arrived after the caller gave up: give it back so it does not block others until expiry. */
   private releaseOrphan(grant: LeaseGrant | null): void {
     if (!grant) return;
-    runBounded({
+    const releasing = runBounded({
       strategy: this.strategy.name,
       operation: 'release',
       key: grant.key,
       timeoutMs: this.operationTimeout,
       run: () => this.strategy.release(grant),
-    }).catch((error: unknown) => this.events.emit('backgroundError', { strategy: this.strategy.name, key: grant.key, operation: 'release', error }));
+    })
+      .catch((error: unknown) => {
+        this.events.emit('backgroundError', { strategy: this.strategy.name, key: grant.key, operation: 'release', error });
+      })
+      .then(() => {
+        this.orphans.delete(releasing);
+      });
+    this.orphans.add(releasing);
   }
 }

@@ -80,16 +80,24 @@ export function assertKnownKeys(value: unknown, allowed: readonly string[], path
   }
 }
 
-/** Validates a duration in ms: a finite number in [min, MAX_DURATION_MS]. */
+/**
+ * Validates a duration in ms: a finite number in [min, MAX_DURATION_MS], returned as whole milliseconds.
+ * A fraction is rounded up on purpose (`10_000 / 3` is a natural thing to write): servers only take whole
+ * milliseconds (Redis `PEXPIRE 1000.5` is an error), and rounding up never shortens a lease or a wait.
+ */
 export function assertDuration(value: unknown, path: string, min: number): number {
   if (typeof value !== 'number' || !Number.isFinite(value)) {
     throw new InvalidLockOptionsError(path, `expected a finite number of milliseconds, got ${describe(value)}.`);
   }
-  if (value < min || value > MAX_DURATION_MS) {
+  const whole = Math.ceil(value);
+  if (whole < min || whole > MAX_DURATION_MS) {
     throw new InvalidLockOptionsError(path, `must be between ${min} and ${MAX_DURATION_MS} ms, got ${value}.`);
   }
-  return value;
+  return whole;
 }
+
+/** The shortest lease a lock may have, in ms: shorter ones expire before a round trip comes back. */
+export const MIN_TTL_MS = 10;
 
 function assertBoolean(value: unknown, path: string): boolean {
   if (typeof value !== 'boolean') throw new InvalidLockOptionsError(path, `expected true or false, got ${describe(value)}.`);
@@ -113,7 +121,7 @@ export function validateAcquireOptions(input: unknown, path = 'options'): Acquir
   if (input === undefined) return {};
   assertKnownKeys(input, ACQUIRE_KEYS, path);
   const out: { -readonly [K in keyof AcquireOptions]: AcquireOptions[K] } = {};
-  if (input.ttl !== undefined) out.ttl = assertDuration(input.ttl, `${path}.ttl`, 10);
+  if (input.ttl !== undefined) out.ttl = assertDuration(input.ttl, `${path}.ttl`, MIN_TTL_MS);
   if (input.autoExtend !== undefined) out.autoExtend = assertBoolean(input.autoExtend, `${path}.autoExtend`);
   if (input.waitTimeout !== undefined) out.waitTimeout = assertDuration(input.waitTimeout, `${path}.waitTimeout`, 0);
   if (input.reentrant !== undefined) out.reentrant = assertBoolean(input.reentrant, `${path}.reentrant`);

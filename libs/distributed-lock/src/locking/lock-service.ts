@@ -1,4 +1,5 @@
 import { InvalidLockOptionsError } from '../errors/invalid-lock-options.error';
+import { LockCommitFailedError } from '../errors/lock-commit-failed.error';
 import { currentLock, runWithHeldLocks } from './lock-context';
 import type { LockEvents } from './lock-events';
 import { LockHandle, MultiLockHandle, type Lock } from './lock-handle';
@@ -88,8 +89,10 @@ export class LockService {
 
   /**
    * Run `fn` while holding the lock, and release it afterwards, on success and on failure. Nested calls on
-   * the same key inside `fn` re-enter. If the lock is lost while `fn` runs, `fn`'s result is discarded and
-   * the `LockLostError` is thrown, since its work may have overlapped with another holder.
+   * the same key inside `fn` re-enter. If the lock was lost while `fn` ran (noticed during the section, or
+   * only by the release, which found it no longer held), `fn`'s result is discarded and the
+   * `LockLostError` is thrown, since its work may have overlapped with another holder. Where the release
+   * commits the section's writes (`PessimisticLockStrategy`), a failed commit throws `LockCommitFailedError`.
    */
   async withLock<T>(key: string | readonly string[], fn: (lock: Lock) => T | Promise<T>, options?: AcquireOptions): Promise<T> {
     if (typeof fn !== 'function') throw new InvalidLockOptionsError('fn', 'withLock needs a function to run under the lock.');
@@ -102,13 +105,9 @@ export class LockService {
       await this.releaseQuietly(lock, 'failed');
       throw error;
     }
-    let lost: unknown;
-    try {
-      lock.throwIfLost();
-    } catch (error) {
-      lost = error;
-    }
-    await this.releaseQuietly(lock, lost === undefined ? 'completed' : 'lost');
+    const lostDuring = lossOf(lock);
+    await this.releaseQuietly(lock, lostDuring === undefined ? 'completed' : 'lost');
+    const lost = lostDuring ?? lossOf(lock);
     if (lost !== undefined) throw lost;
     return result;
   }
@@ -157,13 +156,28 @@ export class LockService {
     return [...new Set(full)].sort();
   }
 
+  /**
+   * Releases after a section. A failure to release is reported as a background error (the lease frees the
+   * key by itself), except a failed commit of the section's writes, which the caller must hear about.
+   */
   private async releaseQuietly(lock: MultiLockHandle, outcome: ReleaseOutcome = 'failed'): Promise<void> {
     try {
       await lock.releaseWith(outcome);
     } catch (error) {
+      if (error instanceof LockCommitFailedError && outcome === 'completed') throw error;
       // The original outcome matters more; the lease frees the key by itself. Reported, not swallowed.
       this.manager.events.emit('backgroundError', { strategy: this.strategyName, key: lock.keys.join(','), operation: 'release', error });
     }
+  }
+}
+
+/** The loss of any of the lock's keys, once known (during the section or at its release). */
+function lossOf(lock: MultiLockHandle): unknown {
+  try {
+    lock.throwIfLost();
+    return undefined;
+  } catch (error) {
+    return error;
   }
 }
 

@@ -10,6 +10,12 @@ export interface LockStrategyCapabilities {
   readonly sharedLocks: boolean;
   /** Exclusion holds between separate processes (false only for in-process strategies). */
   readonly crossProcess: boolean;
+  /**
+   * The lock is a transaction and its release with outcome "completed" is the COMMIT of the writes made
+   * under it (`PessimisticLockStrategy`). A release that fails then rejects the section with
+   * `LockCommitFailedError`. Default false.
+   */
+  readonly transactional?: boolean;
 }
 
 /** How a critical section ended; see `LockStrategy.release`. */
@@ -29,6 +35,13 @@ export interface LockStrategy {
   /** A short name for messages and events, e.g. "redis". */
   readonly name: string;
   readonly capabilities: LockStrategyCapabilities;
+
+  /**
+   * Optional: true when `acquire` calls `budget.serverAnswered()` once the server answered (see
+   * `WaitBudget.serverAnswered`); the lock service then fails a wait on a silent server after
+   * `operationTimeout` instead of after the whole wait. Default false.
+   */
+  readonly signalsServerAnswer?: boolean;
 
   /** Take the lock if it is free, without waiting. Resolves `null` when it is held by another owner. */
   tryAcquire(request: LockRequest): Promise<LeaseGrant | null>;

@@ -36,6 +36,10 @@ class NarrowedBudget implements WaitBudget {
   onAbort(listener: () => void): () => void {
     return onBudgetAbort(this.whole, listener);
   }
+
+  serverAnswered(): void {
+    this.whole.serverAnswered?.();
+  }
 }
 
 /**

@@ -205,6 +205,36 @@ describe('DistributedLockModule', () => {
     );
   });
 
+  it.each([
+    ['an empty key', ''],
+    ['a key with a newline', 'stock\nlevel'],
+    ['a 600-character key', 'x'.repeat(600)],
+    ['a template with a newline in its fixed part', 'stock\n:{0}'],
+    ['a key with a lone surrogate', 'stock:\uD800'],
+  ])('fails at bootstrap, naming Class#method, on a @Locked key that can never be valid: %s', async (_what, key) => {
+    @Injectable()
+    class NeverValid {
+      @Locked(key)
+      async run(): Promise<void> {}
+    }
+    const error = await boot([DistributedLockModule.forRoot({ strategies: { default: new InMemoryLockStrategy() } })], [NeverValid]).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(InvalidLockKeyError);
+    expect((error as Error).message).toContain('NeverValid#run');
+  });
+
+  it('fails at bootstrap when a fixed @Locked key is too long with the module prefix', async () => {
+    @Injectable()
+    class TooLongWithPrefix {
+      @Locked('k'.repeat(500))
+      async run(): Promise<void> {}
+    }
+    const error = await boot([DistributedLockModule.forRoot({ strategies: { default: new InMemoryLockStrategy() }, keyPrefix: 'p'.repeat(20) })], [TooLongWithPrefix]).catch(
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(InvalidLockKeyError);
+    expect((error as Error).message).toContain('TooLongWithPrefix#run');
+  });
+
   it('refuses @Locked on a controller with a message that says where to put it', async () => {
     @Controller()
     class LockedController {

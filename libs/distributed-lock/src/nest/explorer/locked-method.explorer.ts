@@ -4,6 +4,7 @@ import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper';
 import type { Module } from '@nestjs/core/injector/module';
 import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
 import { toKeyResolver } from '../../locking/key-template';
+import { validateLockKey } from '../../locking/lock-key';
 import { validateAcquireOptions } from '../../locking/lock-options';
 import { runWithOptimisticRetry, validateOptimisticRetryOptions } from '../../versioning/optimistic-retry';
 import type { DistributedLockFeatureOptions } from '../distributed-lock-options.interface';
@@ -78,6 +79,10 @@ export class LockedMethodExplorer implements OnModuleInit {
     const options = validateAcquireOptions(acquireOptions, `${where} @Locked options`);
     const service = this.registry.service({ ...feature, strategy: strategy ?? feature?.strategy }, where);
     const resolveKeys = toKeyResolver(metadata.key, `${where} @Locked key`);
+    // A fixed key must also fit with the prefix the service puts before it.
+    for (const fixed of typeof metadata.key === 'function' ? [] : [metadata.key].flat()) {
+      if (!fixed.includes('{')) validateLockKey(service.prefix + fixed, `${where} @Locked key with its prefix "${service.prefix}"`);
+    }
     return function lockedMethod(this: unknown, ...args: unknown[]): Promise<unknown> {
       // Resolving may throw InvalidLockKeyError; the rejection reaches the caller like any other.
       return Promise.resolve()

@@ -183,7 +183,10 @@ export class InMemoryLockStrategy implements LockStrategy {
   private armExpiry(key: string, state: KeyState, holder: Holder): void {
     clearTimeout(holder.timer);
     holder.timer = setTimeout(() => {
-      if (state.holders.get(holder.owner) !== holder || holder.expiresAt > Date.now()) return;
+      if (state.holders.get(holder.owner) !== holder) return;
+      // Timers can fire a millisecond before the wall clock reaches the end: wait out the rest, or the
+      // waiters queued behind this lease would wait for their whole timeout.
+      if (holder.expiresAt > Date.now()) return this.armExpiry(key, state, holder);
       this.removeHolder(state, holder);
       for (const listener of holder.lostListeners) listener('expired');
       this.drain(key, state);
