@@ -2,6 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { LockManager, LockService, type LockHandle } from '@app/distributed-lock';
 import { RedisLockStrategy } from '@app/distributed-lock/strategies/redis';
 import { Redis } from 'ioredis';
+import { redisLockKeys } from '@app/distributed-lock/strategies/redis/redis-keys';
+import { spawnHolder } from '../support/holder-process';
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 const run = randomUUID().slice(0, 8);
@@ -89,4 +91,105 @@ describe('Redis strategy with the application\'s own client', () => {
     expect(await client.ping()).toBe('PONG');
     await client.quit();
   });
+});
+
+/** Fair mode hands a released lock to the first waiter in line: that waiter must be alive to use it. */
+describe('Redis fair hand-over reaches a live waiter', () => {
+  const url = (): string => process.env.LOCK_TEST_REDIS_URL as string;
+  let admin: Redis;
+  const managers: LockManager[] = [];
+  const serviceOf = (): { manager: LockManager; locks: LockService } => {
+    const manager = new LockManager(new RedisLockStrategy({ connection: url() }));
+    managers.push(manager);
+    return { manager, locks: new LockService(manager) };
+  };
+  const queued = (key: string): Promise<number> => admin.zcard(redisLockKeys('dlock:', key).keys[1]);
+  const waitForQueue = async (key: string, length: number): Promise<void> => {
+    for (let waited = 0; (await queued(key)) < length; waited += 20) {
+      if (waited > 20_000) throw new Error(`the queue of ${key} never reached ${length}`);
+      await sleep(20);
+    }
+  };
+
+  beforeAll(() => {
+    admin = new Redis(url());
+  });
+
+  afterAll(async () => {
+    await Promise.all(managers.map((manager) => manager.close()));
+    admin.disconnect();
+  });
+
+  it('passes over a waiter killed in line: the next live waiter gets the lock within the claim, not a lease later', async () => {
+    const key = `fair-dead:${run}`;
+    const { locks: holderSide } = serviceOf();
+    const { locks: liveSide } = serviceOf();
+    const holder = await holderSide.acquire(key);
+    // Another application instance queues for the key with a 30 s lease, then dies in line.
+    const dead = spawnHolder('redis (fair)', key, 30_000);
+    try {
+      await waitForQueue(key, 1);
+      dead.child.kill('SIGKILL');
+      await dead.exited;
+      const live = liveSide.acquire(key, { waitTimeout: 8_000 });
+      await waitForQueue(key, 2);
+      // Released while the dead waiter still counts as alive (it refreshed its place < 1.5 s ago): the
+      // hand-over goes to it, and only reserves the lock for the claim.
+      await holder.release();
+      const lock = await live;
+      expect(lock.isHeld).toBe(true);
+      await lock.release();
+    } finally {
+      dead.child.kill('SIGKILL');
+    }
+  }, 40_000);
+
+  it('leaves the line when its lock service closes, so a release goes straight to the next live waiter', async () => {
+    const key = `fair-closed:${run}`;
+    const { locks: holderSide } = serviceOf();
+    const { manager: closing, locks: closingSide } = serviceOf();
+    const { locks: liveSide } = serviceOf();
+    const holder = await holderSide.acquire(key);
+    const gone = closingSide.acquire(key, { waitTimeout: 10_000 }).catch((error: unknown) => error);
+    await waitForQueue(key, 1);
+    const live = liveSide.acquire(key, { waitTimeout: 10_000 });
+    await waitForQueue(key, 2);
+    await closing.close();
+    await gone;
+    expect(await queued(key)).toBe(1);
+    await holder.release();
+    // No claim to wait out: the closed waiter was no longer in line.
+    const started = Date.now();
+    const lock = await live;
+    expect(Date.now() - started).toBeLessThan(1_000);
+    await lock.release();
+  });
+
+  it('refuses, in its scripts, a lease that is not whole milliseconds before writing anything', async () => {
+    // The lock service rounds durations; a strategy called directly must still never leave a key without expiry.
+    const key = `fractional:${run}`;
+    const strategy = new RedisLockStrategy({ connection: url() });
+    try {
+      await expect(strategy.tryAcquire({ key, owner: 'raw', ttlMs: 1000.5, mode: 'exclusive' })).rejects.toThrow(/whole milliseconds/);
+      for (const name of redisLockKeys('dlock:', key).keys) expect(await admin.exists(name)).toBe(0);
+    } finally {
+      await strategy.close();
+    }
+  });
+
+  it('turns a hand-over into the full lease: a waiter with an explicit ttl keeps the lock past the claim', async () => {
+    const key = `fair-claim:${run}`;
+    const { locks: holderSide } = serviceOf();
+    const { locks: waiterSide } = serviceOf();
+    const holder = await holderSide.acquire(key);
+    const waiting = waiterSide.acquire(key, { ttl: 4_000, autoExtend: false, waitTimeout: 10_000 });
+    await waitForQueue(key, 1);
+    await holder.release();
+    const lock = await waiting;
+    await sleep(2_500); // past the 1.5 s claim
+    expect(lock.signal.aborted).toBe(false);
+    expect(await admin.pttl(redisLockKeys('dlock:', key).keys[0])).toBeGreaterThan(500);
+    expect(await holderSide.tryAcquire(key)).toBeNull();
+    expect(await lock.release()).toBe(true);
+  }, 20_000);
 });

@@ -157,6 +157,27 @@ describe('Redlock: local hand-over', () => {
     await tried?.release();
   });
 
+  it('takes the lock, or leaves nothing behind, when this process stalls past the node timeout during a round', async () => {
+    // The newcomer's case of issue 22: a call followed by CPU work. The masters all say yes, but the
+    // answers are read only after the 100 ms node timer has fired.
+    const locks = serviceOf({ connections: urls(), nodeTimeout: 100 });
+    const other = serviceOf();
+    for (let i = 0; i < 4; i += 1) {
+      const key = `stall:${run}:${i}`;
+      const attempt = locks.tryAcquire(key).catch((error: unknown) => error);
+      const until = Date.now() + 150;
+      while (Date.now() < until) {
+        // a synchronous stall of the event loop
+      }
+      const outcome = await attempt;
+      if (outcome && typeof outcome === 'object' && 'release' in outcome) await (outcome as LockHandle).release();
+      // Whatever the round decided, nobody is locked out for the lease's 30 s.
+      const next = await other.acquire(key, { waitTimeout: 2_000 });
+      await next.release();
+      expect(await storedIds(key)).toEqual(masters.map(() => null));
+    }
+  });
+
   it('validates its options', () => {
     expect(() => new RedlockStrategy({ connections: urls(), localHandover: { passes: -1 } })).toThrow(InvalidLockOptionsError);
     expect(() => new RedlockStrategy({ connections: urls(), localHandover: { passes: 1.5 } })).toThrow(/localHandover\.passes/);

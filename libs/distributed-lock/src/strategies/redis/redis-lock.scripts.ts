@@ -5,7 +5,7 @@
 // Keys of one lock:  KEYS[1] lock    HASH  o = writer, c = its hold count, t = its fencing token;
 //                                           r:<owner> = a reader's fencing token
 //                    KEYS[2] queue   ZSET  waiting owners, scored by arrival number (FIFO)
-//                    KEYS[3] waiters HASH  owner -> "<ttlMs>:<aliveUntilMs>:<x|s>", plus "#seq", the arrival counter
+//                    KEYS[3] waiters HASH  owner -> "<ttlMs>:<aliveUntilMs>:<x|s>:<claimMs>", plus "#seq", the arrival counter
 //                    KEYS[4] fence   STRING the last fencing token
 //                    KEYS[5] readers ZSET  reader owners, scored by the server time their lease ends
 // ARGV[1] is always the owner id; ARGV[2] the channel on which releases and hand-overs are announced.
@@ -17,18 +17,29 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
--- Strictly increasing per key, also across a data loss: a counter that INCR finds missing (1) restarts
--- from the server's clock in microseconds, above any value the lost counter can have reached (one grant
--- per microsecond). The week-long expiry set then is kept by INCR, so the hot path is one command.
+-- Strictly increasing per key, also across a data loss or a failover: the larger of the counter plus one
+-- and the server's clock in microseconds. A counter that comes back stale (an RDB snapshot, an AOF synced
+-- every second, a replica that lagged) would hand out tokens again; the clock is past every token issued
+-- before (one grant takes far more than a microsecond), as long as the new server's clock is not behind
+-- the old one's by more than the outage. The week-long expiry keeps idle counters from piling up.
 -- Tokens travel as decimal strings: Lua 5.1 would print a 16-digit number as "1.79e+15" and lose digits.
 local function next_token()
   local token = redis.call('INCR', KEYS[4])
-  if token == 1 then
-    local t = redis.call('TIME')
-    redis.call('SET', KEYS[4], string.format('%.0f', tonumber(t[1]) * 1000000 + tonumber(t[2])), 'PX', 604800000)
-    token = redis.call('INCR', KEYS[4])
+  local t = redis.call('TIME')
+  local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  if token < now_us then
+    token = now_us
+    redis.call('SET', KEYS[4], string.format('%.0f', token), 'PX', 604800000)
   end
   return string.format('%d', token)
+end
+
+-- Durations reach the server as whole milliseconds (the lock service rounds them); anything else is
+-- refused here before the first write, since a script's earlier writes stay when a later command fails
+-- (PEXPIRE "1000.5" would leave a lock with no expiry at all).
+local function whole_ms(value)
+  local n = tonumber(value)
+  return n ~= nil and n >= 1 and n == math.floor(n) and n < 4294967296
 end
 
 -- Keys holding readers live at least as long as the longest reader lease.
@@ -84,19 +95,25 @@ local function hand_over(channel, no_writer)
     now = now or now_ms()
     local meta = redis.call('HGET', KEYS[3], head)
     local alive = false
-    local ttl, mode
+    local ttl, mode, claim
     if meta then
       local a = string.find(meta, ':', 1, true)
       local b = string.find(meta, ':', a + 1, true)
+      local c = b and string.find(meta, ':', b + 1, true)
       ttl = tonumber(string.sub(meta, 1, a - 1))
-      alive = tonumber(string.sub(meta, a + 1, (b or 0) - 1)) >= now
-      mode = b and string.sub(meta, b + 1) or 'x'
+      alive = tonumber(string.sub(meta, a + 1, b - 1)) >= now
+      -- A waiter queued by an earlier version of this script has no claim: it gets its whole lease.
+      mode = string.sub(meta, b + 1, (c or 0) - 1)
+      claim = c and tonumber(string.sub(meta, c + 1)) or ttl
     end
     if alive and not grantable(mode, writer) then return granted end
     redis.call('ZREM', KEYS[2], head)
     redis.call('HDEL', KEYS[3], head)
     if alive then
-      local token = grant(head, ttl, mode)
+      -- Handed over for a short claim only: a waiter that died since its last refresh (killed, or its
+      -- client closed) leaves the lock free again after it, instead of after a whole lease. A live
+      -- waiter turns the claim into its lease with an extension as soon as it hears of the hand-over.
+      local token = grant(head, math.min(ttl, claim), mode)
       redis.call('PUBLISH', channel, 'g ' .. head .. ' ' .. token)
       granted = true
       if mode ~= 's' then return true end
@@ -120,6 +137,8 @@ end
 export const ACQUIRE_SCRIPT = `${PRELUDE}
 local owner, channel, ttl = ARGV[1], ARGV[2], tonumber(ARGV[3])
 local fair, waiter, alive, mode = ARGV[4] == '1', ARGV[5] == '1', tonumber(ARGV[6]), ARGV[7]
+if not whole_ms(ttl) or not whole_ms(alive) then return redis.error_reply('ERR ttl and alive must be whole milliseconds') end
+if mode ~= 'x' and mode ~= 's' then return redis.error_reply('ERR mode must be x or s') end
 -- Nothing held, nobody in line and no reader entries (not even stale ones): the lock is free, at the cost
 -- of one command instead of three (holder, queue head, readers), the common case of an uncontended lock.
 if redis.call('EXISTS', KEYS[1], KEYS[2], KEYS[5]) == 0 then return {1, grant(owner, ttl, mode)} end
@@ -155,7 +174,7 @@ if waiter then
   if not redis.call('ZSCORE', KEYS[2], owner) then
     redis.call('ZADD', KEYS[2], redis.call('HINCRBY', KEYS[3], '#seq', 1), owner)
   end
-  redis.call('HSET', KEYS[3], owner, ttl .. ':' .. (now_ms() + alive) .. ':' .. mode)
+  redis.call('HSET', KEYS[3], owner, string.format('%d:%d:%s:%d', ttl, now_ms() + alive, mode, alive))
   redis.call('PEXPIRE', KEYS[2], alive * 4 + ttl)
   redis.call('PEXPIRE', KEYS[3], alive * 4 + ttl)
 end
@@ -189,6 +208,7 @@ return 1
 /** Extend. ARGV: owner, channel (unused), ttlMs. Returns 1 when extended, 0 when the lock is not this owner's. */
 export const EXTEND_SCRIPT = `${PRELUDE}
 local owner, ttl = ARGV[1], tonumber(ARGV[3])
+if not whole_ms(ttl) then return redis.error_reply('ERR ttl must be whole milliseconds') end
 if redis.call('HGET', KEYS[1], 'o') == owner then
   redis.call('PEXPIRE', KEYS[1], ttl)
   return 1

@@ -33,7 +33,8 @@ export interface RedisLockStrategyOptions {
   /**
    * How often a waiter re-checks by itself and refreshes its place in the queue, in ms: the most a lost
    * notification can cost. A waiter that stops refreshing (its process died) leaves the queue after three
-   * intervals. Default 500.
+   * intervals, and a lock handed to a waiter is reserved for it for three intervals until it claims it
+   * (a live waiter claims it at once): a waiter that died in line costs others at most that. Default 500.
    */
   readonly recheckInterval?: number;
 }
@@ -52,11 +53,17 @@ const OPTION_KEYS = ['client', 'connection', 'name', 'namespace', 'fair', 'reche
 export class RedisLockStrategy implements LockStrategy {
   readonly name: string;
   readonly capabilities: LockStrategyCapabilities;
+  readonly signalsServerAnswer = true;
   private readonly client: RedisLockClient;
   private readonly ownsClient: boolean;
   private readonly keyNames: RedisLockKeyNames;
   private readonly fair: boolean;
   private readonly recheckMs: number;
+  /**
+   * How long a queued waiter stays in line without refreshing its place (three re-checks), and how long a
+   * lock handed to it is reserved before it claims it: a dead waiter costs this much, not a whole lease.
+   */
+  private readonly claimMs: number;
   private readonly listener: RedisChannelListener;
   private readonly scripts = {
     acquire: new RedisScript(ACQUIRE_SCRIPT),
@@ -78,6 +85,7 @@ export class RedisLockStrategy implements LockStrategy {
     this.keyNames = new RedisLockKeyNames(options.namespace ?? 'dlock:');
     this.fair = options.fair ?? true;
     this.recheckMs = assertDuration(options.recheckInterval ?? 500, 'recheckInterval', 10);
+    this.claimMs = this.recheckMs * 3;
     const resolved = resolveRedisClient(options.client, options.connection, this.name, 'RedisLockStrategy options');
     this.client = resolved.client;
     this.ownsClient = resolved.owned;
@@ -101,12 +109,14 @@ export class RedisLockStrategy implements LockStrategy {
     if (!this.listener.isSubscribed(keys.channel)) {
       const firstTry = Date.now();
       const [free, firstToken] = await this.runAcquire(keys, request, false);
+      budget.serverAnswered?.();
       if (free) return this.grantOf(request, firstToken, firstTry);
     }
 
     let wake: (() => void) | undefined;
-    // Counts wake-ups, so that one arriving while a check is in flight is not lost.
-    const state: { releases: number; handedOver?: { token: number; at: number } } = { releases: 0 };
+    // Counts wake-ups, so that one arriving while a check is in flight is not lost. `queuedSince`: when
+    // the last check that left us waiting was sent; a hand-over came after that check ran on the server.
+    const state: { releases: number; queuedSince: number; handedOver?: { token: number } } = { releases: 0, queuedSince: Date.now() };
     // Every waiter of the key hears every hand-over ("g <owner> <token>"): a prefix test, not a split,
     // keeps that cheap with many waiters.
     const grantedToUs = `g ${request.owner} `;
@@ -117,7 +127,7 @@ export class RedisLockStrategy implements LockStrategy {
         return;
       }
       if (message.startsWith(grantedToUs)) {
-        state.handedOver = { token: Number(message.slice(grantedToUs.length)), at: Date.now() };
+        state.handedOver = { token: Number(message.slice(grantedToUs.length)) };
         wake?.();
       }
     });
@@ -128,9 +138,11 @@ export class RedisLockStrategy implements LockStrategy {
         // Fair: join (or stay in) the queue; the first check after subscribing also closes the gap
         // between the fast path and the subscription.
         const [held, token] = await this.runAcquire(keys, request, this.fair);
+        budget.serverAnswered?.();
         if (held) return this.grantOf(request, token, sentAt);
-        const handed = state.handedOver as { token: number; at: number } | undefined;
-        if (handed) return this.grantOf(request, handed.token, handed.at);
+        const handed = state.handedOver as { token: number } | undefined;
+        if (handed) return this.handedOverGrant(request, handed.token, state.queuedSince);
+        state.queuedSince = sentAt;
         const remaining = deadline - Date.now();
         if (remaining <= 0) break;
         if (!this.fair && state.releases !== seen) continue;
@@ -138,10 +150,10 @@ export class RedisLockStrategy implements LockStrategy {
           wake = woken;
           return () => (wake = undefined);
         });
-        const late = state.handedOver as { token: number; at: number } | undefined;
-        if (late) return this.grantOf(request, late.token, late.at);
+        const late = state.handedOver as { token: number } | undefined;
+        if (late) return this.handedOverGrant(request, late.token, state.queuedSince);
       }
-      return await this.leaveQueue(keys, request, budgetAborted(budget));
+      return await this.leaveQueue(keys, request, budgetAborted(budget), state.queuedSince);
     } finally {
       stopListening();
     }
@@ -175,25 +187,33 @@ export class RedisLockStrategy implements LockStrategy {
       request.ttlMs,
       this.fair ? '1' : '0',
       waiter ? '1' : '0',
-      this.recheckMs * 3,
+      this.claimMs,
       request.mode === 'shared' ? 's' : 'x',
     ])) as [number, number | string];
     return [reply[0] === 1, Number(reply[1])];
   }
 
   /** Leaves the queue; if the lock was handed over at the last moment it is kept, unless the caller aborted. */
-  private async leaveQueue(keys: RedisLockKeys, request: LockRequest, aborted: boolean): Promise<LeaseGrant | null> {
+  private async leaveQueue(keys: RedisLockKeys, request: LockRequest, aborted: boolean, queuedSince: number): Promise<LeaseGrant | null> {
     if (!this.fair) return null;
-    const sentAt = Date.now();
     const reply = (await this.scripts.leave.run(this.client, keys.keys, [request.owner, keys.channel])) as [number, (number | string)?];
     if (reply[0] !== 1) return null;
-    const grant = this.grantOf(request, Number(reply[1]), sentAt);
+    const grant = this.handedOverGrant(request, Number(reply[1]), queuedSince);
     if (!aborted) return grant;
     await this.release(grant);
     return null;
   }
 
-  private grantOf(request: LockRequest, token: number, startedAt: number): LeaseGrant {
-    return { key: request.key, owner: request.owner, mode: request.mode, fencingToken: token, expiresAt: leaseEnd(startedAt, request.ttlMs) };
+  /**
+   * A lock a release handed to us while we waited: it is reserved for a short claim (see hand_over in the
+   * scripts), counted from before the hand-over could have happened. Its lease is shorter than asked, so
+   * the lock service extends it to the full lease at once (see LeaseWatchdog).
+   */
+  private handedOverGrant(request: LockRequest, token: number, notBefore: number): LeaseGrant {
+    return this.grantOf(request, token, notBefore, Math.min(request.ttlMs, this.claimMs));
+  }
+
+  private grantOf(request: LockRequest, token: number, startedAt: number, leaseMs = request.ttlMs): LeaseGrant {
+    return { key: request.key, owner: request.owner, mode: request.mode, fencingToken: token, expiresAt: leaseEnd(startedAt, leaseMs) };
   }
 }

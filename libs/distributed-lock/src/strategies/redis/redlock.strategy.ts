@@ -57,6 +57,7 @@ const OPTION_KEYS = ['clients', 'connections', 'name', 'namespace', 'nodeTimeout
 export class RedlockStrategy implements LockStrategy {
   readonly name: string;
   readonly capabilities: LockStrategyCapabilities = Object.freeze({ fencing: false, fifo: false, sharedLocks: false, crossProcess: true });
+  readonly signalsServerAnswer = true;
   private readonly nodes: readonly OwnedRedisClient[];
   private readonly listeners: readonly RedisChannelListener[];
   private readonly keyNames: RedisLockKeyNames;
@@ -121,8 +122,12 @@ export class RedlockStrategy implements LockStrategy {
       this.cohorts.begin(request, redisOwner, started, validUntil);
       return { grant: { key: request.key, owner: request.owner, mode: request.mode, expiresAt: validUntil }, split: false };
     }
-    // A failed round: free whatever we got at once, so that the others need not wait for our leases.
-    if (held > 0) await this.releaseEverywhere(keys, redisOwner);
+    // A failed round: free whatever we got at once, so that the others need not wait for our leases. That
+    // includes every master that did not say no in time: its yes may be late (a slow master, or this
+    // process's event loop stalled past the node timeout), and a late yes sets the key for a whole lease.
+    // Each connection runs commands in order, so the release lands after the acquire it follows.
+    const maybeSet = outcomes.map((o) => o.held || !o.answered);
+    if (maybeSet.some(Boolean)) await this.releaseEverywhere(keys, redisOwner, undefined, maybeSet);
     const answered = outcomes.filter((o) => o.answered).length;
     if (answered < this.quorum) {
       throw new LockBackendUnavailableError(this.name, `acquire on a majority (${answered} of ${this.nodes.length} masters answered, ${this.quorum} needed)`, Date.now() - started, {
@@ -139,6 +144,7 @@ export class RedlockStrategy implements LockStrategy {
     if (!this.localQueues.has(request.key) && !this.cohorts.heldHere(request.key)) {
       try {
         const first = await this.attempt(request);
+        budget.serverAnswered?.();
         if (first.grant) return first.grant;
       } catch (error) {
         if (!(error instanceof LockBackendUnavailableError)) throw error;
@@ -150,6 +156,8 @@ export class RedlockStrategy implements LockStrategy {
     let handed: LeaseGrant | undefined;
     let wake: (() => void) | undefined;
     let leaveLine: (() => void) | undefined;
+    // Behind a contender of this process (it reached the masters): waiting here is no sign of a silent server.
+    if (this.localQueues.has(request.key) || this.cohorts.heldHere(request.key)) budget.serverAnswered?.();
     const stopAwaitingHandover = this.cohorts.awaitHandover(request, (grant) => {
       handed = grant;
       leaveLine?.();
@@ -181,9 +189,11 @@ export class RedlockStrategy implements LockStrategy {
         const seen = releases;
         if (handed) return handed;
         // Held by another contender here: the masters would say no; its release hands over or wakes us.
-        if (!this.cohorts.heldHere(request.key)) {
+        if (this.cohorts.heldHere(request.key)) budget.serverAnswered?.();
+        else {
           try {
             const outcome = await this.attempt(request);
+            budget.serverAnswered?.();
             if (outcome.grant) return outcome.grant;
             if (handed) return handed;
             split = outcome.split;
@@ -281,10 +291,13 @@ export class RedlockStrategy implements LockStrategy {
     await Promise.all(this.nodes.filter((node) => node.owned).map((node) => closeRedisClient(node.client)));
   }
 
-  /** Deletes the key where it is `owner`'s; `heard`, if given, gets per master how many subscribers heard the release. */
-  private releaseEverywhere(keys: RedisLockKeys, owner: string, heard?: number[]): Promise<NodeOutcome[]> {
+  /**
+   * Deletes the key where it is `owner`'s (on the masters `only` marks, by default all); `heard`, if given,
+   * gets per master how many subscribers heard the release.
+   */
+  private releaseEverywhere(keys: RedisLockKeys, owner: string, heard?: number[], only?: readonly boolean[]): Promise<NodeOutcome[]> {
     return this.onEveryNode((client, i) =>
-      this.scripts.release.run(client, [keys.keys[0]], [owner, keys.channel]).then((reply) => {
+      only && !only[i] ? Promise.resolve(false) : this.scripts.release.run(client, [keys.keys[0]], [owner, keys.channel]).then((reply) => {
         if (heard) heard[i] = Math.max(0, Number(reply) - 1);
         return Number(reply) >= 1;
       }),
