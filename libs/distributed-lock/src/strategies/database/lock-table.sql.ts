@@ -21,14 +21,14 @@ export function leaseTableDdl(dialect: SqlDialect, table: string = LOCK_TABLES.l
   const t = dialect.quote(table);
   return dialect.name === 'mysql'
     ? `CREATE TABLE IF NOT EXISTS ${t} (
-  lock_key VARCHAR(${MAX_SQL_KEY_LENGTH}) NOT NULL PRIMARY KEY,
+  lock_key ${lockKeyColumn(dialect)} PRIMARY KEY,
   owner VARCHAR(255) NOT NULL,
   hold_count INT NOT NULL DEFAULT 1,
   fencing_token BIGINT NOT NULL,
   expires_at BIGINT NOT NULL,
   acquired_at TIMESTAMP(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3),
   KEY ${dialect.quote(`${table}_expires_at`)} (expires_at)
-) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=${lockKeyCollation(dialect)}`
     : `CREATE TABLE IF NOT EXISTS ${t} (
   lock_key TEXT NOT NULL PRIMARY KEY,
   owner TEXT NOT NULL,
@@ -42,9 +42,9 @@ export function leaseTableDdl(dialect: SqlDialect, table: string = LOCK_TABLES.l
 /** DDL of the row-lock table (pessimistic strategy): only the key, whose index record is what gets locked. */
 export function rowTableDdl(dialect: SqlDialect, table: string = LOCK_TABLES.rows): string {
   return `CREATE TABLE IF NOT EXISTS ${dialect.quote(table)} (
-  lock_key VARCHAR(${MAX_SQL_KEY_LENGTH}) NOT NULL PRIMARY KEY,
+  lock_key ${lockKeyColumn(dialect)} PRIMARY KEY,
   created_at TIMESTAMP(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3)
-) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`;
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=${lockKeyCollation(dialect)}`;
 }
 
 /**
@@ -53,12 +53,25 @@ export function rowTableDdl(dialect: SqlDialect, table: string = LOCK_TABLES.row
  */
 export function fenceTableDdl(dialect: SqlDialect, table: string = LOCK_TABLES.fences): string {
   return `CREATE TABLE IF NOT EXISTS ${dialect.quote(table)} (
-  lock_key VARCHAR(${MAX_SQL_KEY_LENGTH}) NOT NULL PRIMARY KEY,
+  lock_key ${lockKeyColumn(dialect)} PRIMARY KEY,
   fencing_token BIGINT NOT NULL,
   locked_by VARCHAR(255) NULL,
   locked_by_connection BIGINT NULL,
   locked_at TIMESTAMP(3) NULL
-) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`;
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=${lockKeyCollation(dialect)}`;
+}
+
+/**
+ * The collation of lock keys on MySQL/MariaDB: binary and NO PAD, so that keys are compared byte for byte.
+ * The `_bin` collations pad: under `utf8mb4_bin`, "k" and "k " are the same primary key, hence the same lock.
+ */
+export function lockKeyCollation(dialect: SqlDialect): string {
+  return dialect.mariadb ? 'utf8mb4_nopad_bin' : 'utf8mb4_0900_bin';
+}
+
+/** The lock key column's type, for CREATE TABLE and for ALTER TABLE … MODIFY. */
+export function lockKeyColumn(dialect: SqlDialect): string {
+  return `VARCHAR(${MAX_SQL_KEY_LENGTH}) CHARACTER SET utf8mb4 COLLATE ${lockKeyCollation(dialect)} NOT NULL`;
 }
 
 /** Table names are interpolated into SQL, so only plain identifiers are accepted. */

@@ -4,8 +4,13 @@ import type { SqlDialect } from './sql-dialect';
 export interface PessimisticStatements {
   /** Whether the key's row exists (read first: INSERT IGNORE on a locked row would queue behind its holder). Parameter: key. */
   readonly rowExists: string;
-  /** Make the key's row. Parameter: key. */
+  /**
+   * Make the key's row. Parameter: key. When another caller made it a moment ago and already locked it,
+   * the duplicate check waits for that lock; the caller bounds the wait (KILL QUERY at its deadline).
+   */
   readonly insertRow: string;
+  /** The same, refused at once instead of waiting behind a lock on the row (tryAcquire). Parameter: key. */
+  readonly insertRowNoWait: string;
   /** The fencing token's next value, in autocommit, returned in the OK packet. Parameters: key, owner, connection id. */
   readonly nextToken: string;
   /**
@@ -21,6 +26,10 @@ export function pessimisticStatements(d: SqlDialect, rowTable: string, fenceTabl
   return {
     rowExists: `SELECT 1 AS present FROM ${rows} WHERE lock_key = ?`,
     insertRow: d.insertIfMissing(rows, '(lock_key) VALUES (?)'),
+    // MariaDB takes 0 (do not wait); MySQL's least is 1 s.
+    insertRowNoWait: d.mariadb
+      ? `SET STATEMENT innodb_lock_wait_timeout=0 FOR ${d.insertIfMissing(rows, '(lock_key) VALUES (?)')}`
+      : d.insertIfMissing(rows, '(lock_key) VALUES (?)').replace(/^INSERT /, 'INSERT /*+ SET_VAR(innodb_lock_wait_timeout=1) */ '),
     nextToken: `INSERT INTO ${d.quote(fenceTable)} (lock_key, fencing_token, locked_by, locked_by_connection, locked_at)
          VALUES (?, ${d.tokenExpression(d.nowUs)}, ?, ?, NOW(3))
          ON DUPLICATE KEY UPDATE fencing_token = ${d.tokenExpression('fencing_token + 1')}, locked_by = VALUES(locked_by),

@@ -1,6 +1,7 @@
 import type { DataSourceOptions, EntityManager, QueryRunner } from 'typeorm';
 import { InvalidLockKeyError } from '../../errors/invalid-lock-key.error';
 import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
+import { LockCommitFailedError } from '../../errors/lock-commit-failed.error';
 import { LockBackendUnavailableError } from '../../errors/lock-backend-unavailable.error';
 import { leaseEnd } from '../../locking/lease-end';
 import type { LeaseGrant, LockRequest, WaitBudget } from '../../locking/lock-lease';
@@ -8,6 +9,7 @@ import { assertKnownKeys, describe } from '../../locking/lock-options';
 import type { LeaseLostListener, LockStrategy, LockStrategyCapabilities, ReleaseOutcome } from '../../locking/lock-strategy.interface';
 import type { LockDataSource } from './database-client.type';
 import { ensureInitialized, resolveDataSource } from './database-connection';
+import { ensureLockKeyCollation } from './lock-key-collation';
 import { fenceTableDdl, LOCK_TABLES, MAX_SQL_KEY_LENGTH, rowTableDdl, SQL_IDENTIFIER } from './lock-table.sql';
 import { connectionIdOf, queryOnDataSource, queryOnRunner } from './mysql-direct';
 import { beginLockTransaction, commitLockTransaction } from './runner-transaction';
@@ -43,9 +45,13 @@ export interface PessimisticLeaseGrant extends LeaseGrant {
 }
 
 interface HeldRow {
+  readonly key: string;
   readonly runner: QueryRunner;
   timer: NodeJS.Timeout | undefined;
   readonly listeners: Set<LeaseLostListener>;
+  /** The connection (and with it the transaction and the row lock) died while held. */
+  connectionLost: boolean;
+  stopWatchingConnection: () => void;
 }
 
 /** How many keys with a known lock row are remembered before the memory starts over. */
@@ -71,7 +77,8 @@ const OPTION_KEYS = ['dataSource', 'connection', 'name', 'table', 'ensureTable',
  */
 export class PessimisticLockStrategy implements LockStrategy {
   readonly name: string;
-  readonly capabilities: LockStrategyCapabilities = Object.freeze({ fencing: true, fifo: false, sharedLocks: false, crossProcess: true });
+  readonly capabilities: LockStrategyCapabilities = Object.freeze({ fencing: true, fifo: false, sharedLocks: false, crossProcess: true, transactional: true });
+  readonly signalsServerAnswer = true;
   private readonly dataSource: LockDataSource;
   private readonly ownsDataSource: boolean;
   private readonly table: string;
@@ -81,7 +88,9 @@ export class PessimisticLockStrategy implements LockStrategy {
   private readonly held = new Map<string, HeldRow>();
   /** Acquisitions that have a slot and are getting their connection and row lock. */
   private pending = 0;
-  private readonly slotQueue: Array<() => void> = [];
+  private readonly slotQueue: Array<{ enter(): void; giveUp(): void }> = [];
+  /** Stops the server-side wait of each acquisition in progress (see lockExistingRow). */
+  private readonly waitStoppers = new Set<() => void>();
   private ready: Promise<{ dialect: SqlDialect; sql: PessimisticStatements }> | undefined;
   /** Keys whose lock row we have seen: their acquisitions skip the existence check. */
   private readonly knownRows = new Set<string>();
@@ -151,6 +160,9 @@ export class PessimisticLockStrategy implements LockStrategy {
   }
 
   async close(): Promise<void> {
+    // Waits on the server end now (their acquisitions resolve as timed out), not at their deadlines.
+    for (const stop of [...this.waitStoppers]) stop();
+    for (const entry of this.slotQueue.splice(0)) entry.giveUp();
     await Promise.all([...this.held.keys()].map((owner) => this.finish(owner, 'failed')));
     if (this.ownsDataSource && this.dataSource.isInitialized) await this.dataSource.destroy();
   }
@@ -180,22 +192,26 @@ export class PessimisticLockStrategy implements LockStrategy {
       return Promise.resolve(true);
     }
     if (!budget) return Promise.resolve(false);
+    // Waiting for a connection of this process (held by other locks here) is a wait, not a silent server.
+    budget.serverAnswered?.();
     return new Promise((resolve) => {
-      const entry = (): void => {
-        clearTimeout(timer);
-        stopWatchingAbort();
-        this.pending += 1;
-        resolve(true);
+      const entry = {
+        enter: (): void => {
+          clearTimeout(timer);
+          stopWatchingAbort();
+          this.pending += 1;
+          resolve(true);
+        },
+        giveUp: (): void => {
+          const index = this.slotQueue.indexOf(entry);
+          if (index >= 0) this.slotQueue.splice(index, 1);
+          clearTimeout(timer);
+          stopWatchingAbort();
+          resolve(false);
+        },
       };
-      const giveUp = (): void => {
-        const index = this.slotQueue.indexOf(entry);
-        if (index >= 0) this.slotQueue.splice(index, 1);
-        clearTimeout(timer);
-        stopWatchingAbort();
-        resolve(false);
-      };
-      const timer = setTimeout(giveUp, Math.max(0, deadline - Date.now()));
-      const stopWatchingAbort = onBudgetAbort(budget, giveUp);
+      const timer = setTimeout(entry.giveUp, Math.max(0, deadline - Date.now()));
+      const stopWatchingAbort = onBudgetAbort(budget, entry.giveUp);
       this.slotQueue.push(entry);
     });
   }
@@ -203,7 +219,7 @@ export class PessimisticLockStrategy implements LockStrategy {
   /** A slot was given back: the next queued acquisition may use a connection. */
   private freeSlot(): void {
     while (this.slotQueue.length > 0 && this.held.size + this.pending < this.maxHeld) {
-      (this.slotQueue.shift() as () => void)();
+      this.slotQueue.shift()?.enter();
     }
   }
 
@@ -212,16 +228,14 @@ export class PessimisticLockStrategy implements LockStrategy {
       const { dialect, sql } = await this.prepare();
       const deadline = Date.now() + (budget?.timeoutMs ?? 0);
       try {
-        if (!this.knownRows.has(request.key)) await this.ensureRow(sql, request.key);
-        return await this.lockExistingRow(dialect, sql, request, budget);
+        return await this.lockExistingRow(dialect, sql, request, budget, !this.knownRows.has(request.key));
       } catch (error) {
         if (!(error instanceof MissingLockRow)) throw error;
         // A row we had seen was deleted behind our back (e.g. by a clean-up job): make it again, once,
         // and wait only for what is left of the caller's budget.
         this.knownRows.delete(request.key);
-        await this.ensureRow(sql, request.key);
         const rest = budget && budgetWithin(budget, Math.max(1, deadline - Date.now()));
-        return await this.lockExistingRow(dialect, sql, request, rest);
+        return await this.lockExistingRow(dialect, sql, request, rest, true);
       }
     } finally {
       this.pending -= 1;
@@ -233,55 +247,88 @@ export class PessimisticLockStrategy implements LockStrategy {
    * The row exists before anyone locks it, so that FOR UPDATE always finds one index record to lock
    * (locking a missing key would take a gap lock instead). A plain read first: INSERT IGNORE on an
    * existing row would queue behind the holder's lock. Keys whose row we have seen skip this (one round
-   * trip less per acquisition); a row deleted since is noticed by FOR UPDATE finding nothing.
+   * trip less per acquisition); a row deleted since is noticed by FOR UPDATE finding nothing. Runs on the
+   * lock's own connection, in autocommit before its transaction, inside the caller's bound: two callers
+   * that both found no row race to insert it, and the loser's insert waits for the winner's row lock.
    */
-  private async ensureRow(sql: PessimisticStatements, key: string): Promise<void> {
-    const exists = (await this.dataSource.query(sql.rowExists, [key])) as unknown[];
-    if (exists.length === 0) await this.dataSource.query(sql.insertRow, [key]);
+  private async ensureRow(runner: QueryRunner, sql: PessimisticStatements, key: string, wait: boolean): Promise<void> {
+    const exists = (await queryOnRunner(runner, sql.rowExists, [key])).records;
+    if (exists.length === 0) await queryOnRunner(runner, wait ? sql.insertRow : sql.insertRowNoWait, [key]);
     // Bounded memory: forgetting every key costs one extra read per key, never correctness.
     if (this.knownRows.size >= KNOWN_ROWS_LIMIT) this.knownRows.clear();
     this.knownRows.add(key);
   }
 
-  private async lockExistingRow(dialect: SqlDialect, sql: PessimisticStatements, request: LockRequest, budget: WaitBudget | undefined): Promise<PessimisticLeaseGrant | null> {
+  private async lockExistingRow(
+    dialect: SqlDialect,
+    sql: PessimisticStatements,
+    request: LockRequest,
+    budget: WaitBudget | undefined,
+    ensureRow: boolean,
+  ): Promise<PessimisticLeaseGrant | null> {
     const runner = this.dataSource.createQueryRunner();
     await runner.connect();
     const connectionId = connectionIdOf(runner);
-    const sentAt = Date.now();
-    let killTimer: NodeJS.Timeout | undefined;
-    let stopWatchingAbort: (() => void) | undefined;
+    // One bound over every statement that can wait on the server (the insert of a new row, the row lock):
+    // the server counts whole seconds, so the wait is stopped at the exact end of the budget, on abort,
+    // or when the strategy closes.
+    let killing: Promise<unknown> | undefined;
+    const stop = (): void => {
+      if (killing || connectionId === undefined) return;
+      killing = this.dataSource.query(`KILL QUERY ${connectionId}`).catch(() => undefined);
+    };
+    const killTimer = budget ? setTimeout(stop, budget.timeoutMs) : undefined;
+    const stopWatchingAbort = budget ? onBudgetAbort(budget, stop) : undefined;
+    this.waitStoppers.add(stop);
+    // A KILL QUERY sent as the lock came in must have landed before the holder's own first statement
+    // runs on this connection, or it would cancel that statement instead.
+    const disarm = async (): Promise<void> => {
+      clearTimeout(killTimer);
+      stopWatchingAbort?.();
+      this.waitStoppers.delete(stop);
+      await killing;
+    };
     try {
+      if (ensureRow) await this.ensureRow(runner, sql, request.key, budget !== undefined);
       await beginLockTransaction(runner);
-      let waitSeconds: number | undefined;
-      if (budget) {
-        waitSeconds = Math.max(1, Math.ceil(budget.timeoutMs / 1000));
-        // The server counts whole seconds: stop the wait at the exact end of the budget, or on abort.
-        const stop = (): void => {
-          if (connectionId !== undefined) this.dataSource.query(`KILL QUERY ${connectionId}`).catch(() => undefined);
-        };
-        killTimer = setTimeout(stop, budget.timeoutMs);
-        stopWatchingAbort = onBudgetAbort(budget, stop);
-      }
+      // The server answers: from here the wait for the row lock is bounded by the caller's budget.
+      budget?.serverAnswered?.();
+      const waitSeconds = budget ? Math.max(1, Math.ceil(budget.timeoutMs / 1000)) : undefined;
       // On the runner's own connection, inside the transaction TypeORM started (see mysqlPoolOf).
       const rows = (await queryOnRunner(runner, sql.lockRow(waitSeconds), [request.key])).records;
+      // The lease is this process's own timer (the server frees the row when the connection dies): it
+      // counts from the moment the row lock was granted, not from before the wait for it.
+      const lockedAt = Date.now();
+      await disarm();
       if (rows.length !== 1) throw new MissingLockRow(request.key);
       // We hold the row lock, so nobody else runs this for the key: the token grows by one per holder,
       // in autocommit, so that rolling the section back never hands the same token out twice.
       const fenced = (await queryOnDataSource(this.dataSource, sql.nextToken, [request.key, request.owner, connectionId ?? null])).raw as { insertId?: number | string };
       const token = Number(fenced.insertId);
-      const row: HeldRow = { runner, timer: undefined, listeners: new Set() };
+      const row: HeldRow = { key: request.key, runner, timer: undefined, listeners: new Set(), connectionLost: false, stopWatchingConnection: () => undefined };
       this.held.set(request.owner, row);
-      const expiresAt = leaseEnd(sentAt, request.ttlMs);
+      // A connection that dies (killed, network, server restart) takes the lock with it: tell the holder now.
+      row.stopWatchingConnection = watchConnection(runner, () => this.connectionLost(request.owner, row));
+      const expiresAt = leaseEnd(lockedAt, request.ttlMs);
       this.armLease(request.owner, row, expiresAt);
       return { key: request.key, owner: request.owner, mode: request.mode, fencingToken: token, expiresAt, manager: runner.manager };
     } catch (error) {
+      await disarm();
       await rollbackAndRelease(runner);
       if (dialect.isLockWaitTimeout(error)) return null;
       throw error;
-    } finally {
-      clearTimeout(killTimer);
-      stopWatchingAbort?.();
     }
+  }
+
+  /** The holder's connection died: its transaction is gone with it, and so is the lock. */
+  private connectionLost(owner: string, row: HeldRow): void {
+    if (this.held.get(owner) !== row) return;
+    row.connectionLost = true;
+    const listeners = [...row.listeners];
+    void this.finish(owner, 'lost').then(
+      () => listeners.forEach((listener) => listener('session-ended')),
+      () => listeners.forEach((listener) => listener('session-ended')),
+    );
   }
 
   /** At the lease's end a holder that did not extend is rolled back: its writes never commit late. */
@@ -299,6 +346,7 @@ export class PessimisticLockStrategy implements LockStrategy {
     if (!row) return false;
     this.held.delete(owner);
     clearTimeout(row.timer);
+    row.stopWatchingConnection();
     try {
       return await this.endTransaction(row, outcome);
     } finally {
@@ -306,18 +354,27 @@ export class PessimisticLockStrategy implements LockStrategy {
     }
   }
 
+  /**
+   * Ends the lock's transaction: COMMIT for a completed section, ROLLBACK otherwise. Resolves false when
+   * the connection was already gone (the lock, and the section's writes, went with it). A COMMIT that
+   * fails rejects with `LockCommitFailedError`, saying whether the writes were rolled back or whether that
+   * is unknown (the connection dropped while the COMMIT was on its way).
+   */
   private async endTransaction(row: HeldRow, outcome: ReleaseOutcome): Promise<boolean> {
-    if (outcome === 'completed') {
-      try {
-        await commitLockTransaction(row.runner);
-      } catch (error) {
-        await rollbackAndRelease(row.runner);
-        throw error;
-      }
-      await row.runner.release();
-      return true;
+    if (outcome !== 'completed' || row.connectionLost || isConnectionClosed(row.runner)) {
+      const wasHeld = !row.connectionLost && !isConnectionClosed(row.runner);
+      await rollbackAndRelease(row.runner);
+      return wasHeld;
     }
-    await rollbackAndRelease(row.runner);
+    try {
+      await commitLockTransaction(row.runner);
+    } catch (error) {
+      await rollbackAndRelease(row.runner);
+      // Not sent at all (the connection had closed): nothing was committed, the lock was simply lost.
+      if (isNotSent(error)) return false;
+      throw new LockCommitFailedError(row.key, this.name, isConnectionError(error) ? 'unknown' : false, { cause: error });
+    }
+    await row.runner.release();
     return true;
   }
 
@@ -329,6 +386,8 @@ export class PessimisticLockStrategy implements LockStrategy {
         await this.dataSource.query(rowTableDdl(dialect, this.table));
         await this.dataSource.query(fenceTableDdl(dialect, this.fenceTable));
       }
+      await ensureLockKeyCollation(this.dataSource, dialect, this.table, this.ensureTable);
+      await ensureLockKeyCollation(this.dataSource, dialect, this.fenceTable, this.ensureTable);
       return { dialect, sql: pessimisticStatements(dialect, this.table, this.fenceTable) };
     })().catch((error: unknown) => {
       this.ready = undefined;
@@ -336,6 +395,43 @@ export class PessimisticLockStrategy implements LockStrategy {
     });
     return this.ready;
   }
+}
+
+/** A mysql2 connection under the runner that has closed (killed, dropped): nothing more can be sent on it. */
+function isConnectionClosed(runner: QueryRunner): boolean {
+  const connection = (runner as unknown as { databaseConnection?: { _closing?: boolean; stream?: { destroyed?: boolean } } }).databaseConnection;
+  return Boolean(connection?._closing || connection?.stream?.destroyed);
+}
+
+/** mysql2 refused to send the statement: the connection was already closed. */
+function isNotSent(error: unknown): boolean {
+  return /closed state/.test(String((error as { message?: unknown })?.message ?? ''));
+}
+
+/** The connection failed (dropped, reset, killed) rather than the server refusing the statement. */
+function isConnectionError(error: unknown): boolean {
+  const e = error as { fatal?: unknown; code?: unknown; driverError?: { fatal?: unknown; code?: unknown } };
+  const fatal = e?.driverError?.fatal ?? e?.fatal;
+  const code = String(e?.driverError?.code ?? e?.code ?? '');
+  return fatal === true || /^(PROTOCOL_CONNECTION_LOST|ECONNRESET|EPIPE|ETIMEDOUT|ER_CONNECTION_KILLED)$/.test(code);
+}
+
+/** Calls `onDeath` once if the runner's mysql2 connection ends or fails for good; returns the way to stop watching. */
+function watchConnection(runner: QueryRunner, onDeath: () => void): () => void {
+  const connection = (runner as unknown as { databaseConnection?: { on?: unknown; off?: unknown } }).databaseConnection as
+    | { on(event: string, listener: (error?: { fatal?: boolean }) => void): void; off(event: string, listener: (error?: { fatal?: boolean }) => void): void }
+    | undefined;
+  if (typeof connection?.on !== 'function') return () => undefined;
+  const onEnd = (): void => onDeath();
+  const onError = (error?: { fatal?: boolean }): void => {
+    if (error?.fatal) onDeath();
+  };
+  connection.on('end', onEnd);
+  connection.on('error', onError);
+  return () => {
+    connection.off('end', onEnd);
+    connection.off('error', onError);
+  };
 }
 
 async function rollbackAndRelease(runner: QueryRunner): Promise<void> {

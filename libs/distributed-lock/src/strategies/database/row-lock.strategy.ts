@@ -7,6 +7,7 @@ import type { LockStrategy, LockStrategyCapabilities } from '../../locking/lock-
 import { leaseEnd } from '../../locking/lease-end';
 import type { LockDataSource } from './database-client.type';
 import { ensureInitialized, resolveDataSource } from './database-connection';
+import { ensureLockKeyCollation } from './lock-key-collation';
 import { leaseTableDdl, LOCK_TABLES, MAX_SQL_KEY_LENGTH, SQL_IDENTIFIER } from './lock-table.sql';
 import { queryOnDataSource, type DirectResult } from './mysql-direct';
 import { rowLockStatements, type RowLockStatements } from './row-lock.sql';
@@ -126,6 +127,7 @@ export class RowLockStrategy implements LockStrategy {
       await ensureInitialized(this.dataSource);
       const dialect = await withServerFeatures(this.dataSource, dialectOf(this.dataSource, this.name));
       if (this.ensureTable) await this.dataSource.query(leaseTableDdl(dialect, this.table));
+      await ensureLockKeyCollation(this.dataSource, dialect, this.table, this.ensureTable);
       return { dialect, sql: rowLockStatements(dialect, dialect.quote(this.table)) };
     })().catch((error: unknown) => {
       this.ready = undefined;

@@ -38,8 +38,10 @@ function driverCode(error: unknown): { code?: unknown; errno?: unknown; message:
 
 const MYSQL: SqlDialect = {
   name: 'mysql',
-  nowMs: 'CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED)',
-  nowUs: 'CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED)',
+  // From UTC_TIMESTAMP by plain arithmetic: UNIX_TIMESTAMP(NOW(3)) converts the session's local time
+  // back, which is ambiguous for the hour a daylight-saving change repeats (leases would move by an hour).
+  nowMs: "TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) DIV 1000",
+  nowUs: "TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))",
   returning: false,
   mariadb: false,
   tokenExpression: (expression) => `LAST_INSERT_ID(${expression})`,

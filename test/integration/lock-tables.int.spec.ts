@@ -1,0 +1,88 @@
+import 'reflect-metadata';
+import { spawnSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { DataSource, type DataSourceOptions } from 'typeorm';
+import { InvalidLockOptionsError, LockManager, LockService } from '@app/distributed-lock';
+import { PessimisticLockStrategy, RowLockStrategy } from '@app/distributed-lock/strategies/database';
+import { SQL_DIALECTS, withServerFeatures } from '@app/distributed-lock/strategies/database/sql-dialect';
+
+const run = randomUUID().slice(0, 8);
+const mysql = (): DataSourceOptions => ({ type: 'mysql', url: process.env.LOCK_TEST_MYSQL_URL, poolSize: 4 });
+
+/** Loads one zone into the server's time zone tables (once), as `mariadb-tzinfo-to-sql` does for an operator. */
+async function loadTimeZone(dataSource: DataSource, zone: string): Promise<void> {
+  const known = (await dataSource.query('SELECT COUNT(*) AS n FROM mysql.time_zone_name WHERE Name = ?', [zone])) as Array<{ n: string | number }>;
+  if (Number(known[0]?.n) > 0) return;
+  const url = new URL(process.env.LOCK_TEST_MYSQL_URL as string);
+  const sql = spawnSync('mariadb-tzinfo-to-sql', [`/usr/share/zoneinfo/${zone}`, zone], { encoding: 'utf8' });
+  if (sql.status !== 0) throw new Error(`mariadb-tzinfo-to-sql failed: ${sql.stderr}`);
+  const load = spawnSync('mariadb', ['-h', url.hostname, '-P', url.port, '-u', decodeURIComponent(url.username), `-p${decodeURIComponent(url.password)}`, 'mysql'], {
+    input: sql.stdout,
+    encoding: 'utf8',
+  });
+  if (load.status !== 0) throw new Error(`loading time zone ${zone} failed: ${load.stderr}`);
+}
+
+describe('lock tables on MariaDB', () => {
+  let dataSource: DataSource;
+  const managers: LockManager[] = [];
+  const serviceOn = (strategy: RowLockStrategy | PessimisticLockStrategy): LockService => {
+    const manager = new LockManager(strategy);
+    managers.push(manager);
+    return new LockService(manager);
+  };
+
+  beforeAll(async () => {
+    dataSource = await new DataSource(mysql()).initialize();
+  });
+
+  afterAll(async () => {
+    await Promise.all(managers.map((manager) => manager.close()));
+    await dataSource?.destroy();
+  });
+
+  it('reads the lease clock in UTC: the hour a daylight-saving change repeats does not move leases', async () => {
+    await loadTimeZone(dataSource, 'Europe/Berlin');
+    const dialect = await withServerFeatures(dataSource, SQL_DIALECTS.mysql);
+    // 2026-10-25 02:30 in Berlin happens twice; this is the second time (CET), 01:30 UTC.
+    const epochSeconds = Date.UTC(2026, 9, 25, 1, 30) / 1000;
+    const runner = dataSource.createQueryRunner();
+    try {
+      await runner.query("SET time_zone = 'Europe/Berlin'");
+      await runner.query(`SET timestamp = ${epochSeconds}`);
+      const [row] = (await runner.query(`SELECT ${dialect.nowMs} AS ms, ${dialect.nowUs} AS us, CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED) AS localMs`)) as Array<{ ms: string; us: string; localMs: string }>;
+      expect(Number(row.ms)).toBe(epochSeconds * 1000);
+      expect(Number(row.us)).toBe(epochSeconds * 1_000_000);
+      // The expression used before: converting local time back picks the first 02:30, an hour early.
+      expect(Number(row.localMs)).not.toBe(epochSeconds * 1000);
+    } finally {
+      await runner.query('SET timestamp = DEFAULT').catch(() => undefined);
+      await runner.release();
+    }
+  });
+
+  it('converts a lock table made with a padding collation, so "k" and "k " are two locks', async () => {
+    const table = `old_leases_${run}`;
+    await dataSource.query(`CREATE TABLE ${table} (
+      lock_key VARCHAR(255) NOT NULL PRIMARY KEY, owner VARCHAR(255) NOT NULL, hold_count INT NOT NULL DEFAULT 1,
+      fencing_token BIGINT NOT NULL, expires_at BIGINT NOT NULL, acquired_at TIMESTAMP(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3)
+    ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`);
+    const locks = serviceOn(new RowLockStrategy({ dataSource, table }));
+    const plain = await locks.acquire('k');
+    const spaced = await locks.tryAcquire('k ');
+    expect(spaced).not.toBeNull();
+    await spaced?.release();
+    await plain.release();
+    await dataSource.query(`DROP TABLE ${table}`);
+  });
+
+  it('refuses a padding lock table it may not change (ensureTable: false), naming the migration', async () => {
+    const table = `kept_rows_${run}`;
+    await dataSource.query(`CREATE TABLE ${table} (lock_key VARCHAR(255) NOT NULL PRIMARY KEY) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`);
+    const locks = serviceOn(new RowLockStrategy({ dataSource, table, ensureTable: false }));
+    const error = await locks.acquire('k').catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(InvalidLockOptionsError);
+    expect((error as Error).message).toMatch(/ALTER TABLE `kept_rows_\w+` MODIFY lock_key/);
+    await dataSource.query(`DROP TABLE ${table}`);
+  });
+});
