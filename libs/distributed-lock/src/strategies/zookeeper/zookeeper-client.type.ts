@@ -3,6 +3,12 @@ import type ZooKeeper from 'zookeeper';
 /** What the ZooKeeper strategy uses of a `zookeeper` (npm) client. */
 export type ZooKeeperLockClient = Pick<ZooKeeper, 'create' | 'exists' | 'w_exists' | 'get_children' | 'get_children2' | 'delete_' | 'close' | 'init' | 'on' | 'once' | 'removeListener' | 'add_auth'>;
 
+/**
+ * The native client as the session holds it: the calls and events above, and `timeout`, the session timeout
+ * in ms (the requested one until connected, then the one the server granted: zoo_recv_timeout).
+ */
+export type ZooKeeperSessionClient = ZooKeeperLockClient & Pick<ZooKeeper, 'timeout'>;
+
 /** ZooKeeper's error codes that the recipe reacts to (the client rejects with "<code> <text>"). */
 export const ZK_ERRORS = Object.freeze({ NO_NODE: -101, NODE_EXISTS: -110, CONNECTION_LOSS: -4, SESSION_EXPIRED: -112, OPERATION_TIMEOUT: -7 });
 

@@ -67,13 +67,17 @@ const OWN_WATCH_RETRY_MS = 250;
  * shows our node alone, the lock node's pzxid (see tokenFromFirstLook); strictly increasing from holder
  * to holder, also when the lock node is deleted and created again.
  *
- * Sessions: a lost connection is "unknown" (the session and our nodes may still live; the client
- * reconnects). An expired session loses every lock held on it: their signals abort. A holder's lease is
- * also enforced here: a lock that is not extended by its end is deleted, like a crashed holder's session.
+ * Sessions: a lost connection is "unknown" at first (the session and our nodes may still live; the client
+ * reconnects). An expired session loses every lock held on it: their signals abort. So does a session cut
+ * off from the ensemble for as long as the server may take to expire it (see ZooKeeperSession): it is
+ * given up before the server could let another holder in, and the nodes of its locks are deleted from a
+ * new session. A holder's lease is also enforced here: a lock that is not extended by its end is deleted,
+ * like a crashed holder's session.
  */
 export class ZooKeeperLockStrategy implements LockStrategy {
   readonly name: string;
   readonly capabilities: LockStrategyCapabilities = Object.freeze({ fencing: true, fifo: true, sharedLocks: true, crossProcess: true });
+  readonly signalsServerAnswer = true;
   private readonly session: ZooKeeperSession;
   private readonly basePath: string;
   private readonly held = new Map<string, HeldNode>();
@@ -100,7 +104,9 @@ export class ZooKeeperLockStrategy implements LockStrategy {
     if (options.digestAuth !== undefined && (typeof options.digestAuth !== 'string' || !options.digestAuth.includes(':'))) {
       throw new InvalidLockOptionsError('digestAuth', 'expected "user:password".');
     }
-    this.session = new ZooKeeperSession(options, this.name, assertDuration(options.connectTimeout ?? 10_000, 'connectTimeout', 100));
+    this.session = new ZooKeeperSession(options, this.name, assertDuration(options.connectTimeout ?? 10_000, 'connectTimeout', 100), {
+      holdsLocks: () => this.held.size > 0,
+    });
     this.orphans = new ZooKeeperOrphans(this.session);
   }
 
@@ -175,6 +181,7 @@ export class ZooKeeperLockStrategy implements LockStrategy {
     let path: string;
     try {
       path = await creating;
+      budget?.serverAnswered?.();
     } catch (error) {
       // Our last create may have happened server-side: whatever carries our prefix must go.
       this.orphans.adopt(lockPath, prefix);
@@ -191,7 +198,7 @@ export class ZooKeeperLockStrategy implements LockStrategy {
       const firstBlocker = look ? blockerAmong(look.children, lockPath, name, request.mode) : 'absent';
       const token = look && firstBlocker === undefined ? tokenFromFirstLook(look, name) : undefined;
       if (token !== undefined) {
-        const { node, grant } = this.hold(request, path, token, sentAt);
+        const { node, grant } = this.hold(request, client, path, token, sentAt);
         node.watchTimer = setTimeout(() => this.watchOwnNode(client, request.owner, path), OWN_WATCH_DELAY_MS);
         node.watchTimer.unref?.();
         return grant;
@@ -225,7 +232,8 @@ export class ZooKeeperLockStrategy implements LockStrategy {
       }
       const stat = await ownStat;
       if (!stat) throw new Error(`our node ${path} is gone (session expired?)`);
-      return this.hold(request, path, Number(stat.czxid), sentAt).grant;
+      // The lease is this process's own timer: it counts from the grant, not from before the wait.
+      return this.hold(request, client, path, Number(stat.czxid), Date.now()).grant;
     } catch (error) {
       await this.deleteNode(path).catch(() => false);
       throw error;
@@ -281,20 +289,26 @@ export class ZooKeeperLockStrategy implements LockStrategy {
       });
   }
 
-  private hold(request: LockRequest, path: string, token: number, sentAt: number): { node: HeldNode; grant: ZooKeeperLeaseGrant } {
+  private hold(request: LockRequest, client: ZooKeeperLockClient, path: string, token: number, grantedAt: number): { node: HeldNode; grant: ZooKeeperLeaseGrant } {
     const node: HeldNode = {
       path,
       timer: undefined,
       listeners: new Set(),
-      stopWatchingSession: this.session.onExpired(() => {
+      // The session our node lives on, the one `client` belongs to.
+      stopWatchingSession: this.session.onExpired((end) => {
         const listeners = [...node.listeners];
         this.forget(request.owner);
         this.line.leave(path);
         for (const listener of listeners) listener('session-ended');
-      }),
+        // Given up after a cut (not expired): the server may still keep the session, and our node, until it
+        // expires there; a reconnect would no longer bring it back (its handle is closed). The holder was
+        // told it lost the lock, so the node must not keep holding it: it is deleted now from a new
+        // session, or by the orphan sweeper once the ensemble answers again (any failure is routed there).
+        if (end === 'given-up') void this.deleteNode(path).catch(() => false);
+      }, client),
     };
     this.held.set(request.owner, node);
-    const expiresAt = leaseEnd(sentAt, request.ttlMs);
+    const expiresAt = leaseEnd(grantedAt, request.ttlMs);
     this.armLease(request.owner, node, expiresAt);
     return { node, grant: { key: request.key, owner: request.owner, mode: request.mode, fencingToken: token, expiresAt, znode: path } };
   }

@@ -1,0 +1,173 @@
+import { EventEmitter } from 'node:events';
+import type { ZooKeeperSessionClient } from './zookeeper-client.type';
+import { ZooKeeperSession, type ZooKeeperClientConfig, type ZooKeeperSessionEnd } from './zookeeper-session';
+
+/** A native client that connects at once and answers probes as told; tests raise its events. */
+class FakeNativeClient extends EventEmitter {
+  closed = false;
+  readonly probesSent: number[] = [];
+  /** How probes are answered: found, "no node" (a chroot not created yet), or not at all (a frozen server). */
+  answer: 'found' | 'no-node' | 'none' = 'found';
+
+  constructor(
+    readonly config: ZooKeeperClientConfig,
+    /** The session timeout the "server" grants. */
+    readonly timeout: number,
+  ) {
+    super();
+  }
+
+  init(): this {
+    queueMicrotask(() => this.emit('connect'));
+    return this;
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.emit('close');
+  }
+
+  exists(): Promise<unknown> {
+    this.probesSent.push(Date.now());
+    if (this.answer === 'no-node') return Promise.reject(new Error('-101 no node'));
+    return this.answer === 'found' ? Promise.resolve({}) : new Promise(() => undefined);
+  }
+}
+
+const SESSION_TIMEOUT_MS = 4_000;
+/** What the session is given up at, after the server last heard from us: the timeout minus 10 %. */
+const SAFE_FOR_MS = 3_600;
+
+function setUp(options: { holdsLocks?: boolean; grantedTimeout?: number } = {}): { session: ZooKeeperSession; clients: FakeNativeClient[]; holding: { value: boolean } } {
+  const clients: FakeNativeClient[] = [];
+  const holding = { value: options.holdsLocks ?? true };
+  const session = new ZooKeeperSession({ connect: '127.0.0.1:1', sessionTimeout: SESSION_TIMEOUT_MS }, 'zookeeper', 1_000, {
+    holdsLocks: () => holding.value,
+    createClient: (config) => {
+      const client = new FakeNativeClient(config, options.grantedTimeout ?? config.timeout);
+      clients.push(client);
+      return client as unknown as ZooKeeperSessionClient;
+    },
+  });
+  return { session, clients, holding };
+}
+
+/** Lets promise callbacks run (fake timers hold back only timers). */
+const settle = async (): Promise<void> => {
+  for (let i = 0; i < 5; i += 1) await Promise.resolve();
+};
+
+describe('ZooKeeperSession: a session cut off from the ensemble', () => {
+  beforeEach(() => jest.useFakeTimers({ doNotFake: ['queueMicrotask', 'nextTick'] }));
+  afterEach(() => jest.useRealTimers());
+
+  it('is given up once the server may have expired it: listeners are told, its handle is closed, the next call opens a new session', async () => {
+    const { session, clients } = setUp();
+    const first = await session.client();
+    await settle();
+    const ends: ZooKeeperSessionEnd[] = [];
+    session.onExpired((end) => ends.push(end));
+    const heardAt = Date.now(); // the probe sent on connect was answered
+    clients[0].answer = 'none';
+    jest.advanceTimersByTime(500);
+    clients[0].emit('connecting');
+    jest.advanceTimersByTime(heardAt + SAFE_FOR_MS - Date.now() - 1);
+    expect(ends).toEqual([]);
+    jest.advanceTimersByTime(1);
+    expect(ends).toEqual(['given-up']);
+    expect(clients[0].closed).toBe(true);
+    // Its own close event (which follows) is not a second end.
+    expect(ends).toEqual(['given-up']);
+    const second = await session.client();
+    expect(second).not.toBe(first);
+    expect(clients).toHaveLength(2);
+    await session.close();
+  });
+
+  it.each(['found', 'no-node'] as const)('counts from when the last answered probe was sent (answer: %s), in the session timeout the server granted', async (answer) => {
+    const { session, clients } = setUp({ grantedTimeout: 6_000 });
+    await session.client();
+    clients[0].answer = answer;
+    await settle();
+    const ends: ZooKeeperSessionEnd[] = [];
+    session.onExpired((end) => ends.push(end));
+    // Probes go out a quarter of the granted timeout apart and are answered.
+    for (let i = 0; i < 2; i += 1) {
+      jest.advanceTimersByTime(1_500);
+      await settle();
+    }
+    expect(clients[0].probesSent).toHaveLength(3);
+    const lastAnsweredSentAt = clients[0].probesSent[2];
+    clients[0].answer = 'none';
+    jest.advanceTimersByTime(1_400); // a probe sent now goes unanswered
+    clients[0].emit('connecting');
+    jest.advanceTimersByTime(lastAnsweredSentAt + 6_000 - 600 - Date.now() - 1);
+    expect(ends).toEqual([]);
+    jest.advanceTimersByTime(1);
+    expect(ends).toEqual(['given-up']);
+    await session.close();
+  });
+
+  it('is kept when it reconnects in time', async () => {
+    const { session, clients } = setUp();
+    const first = await session.client();
+    await settle();
+    const ends: ZooKeeperSessionEnd[] = [];
+    session.onExpired((end) => ends.push(end));
+    clients[0].emit('connecting');
+    jest.advanceTimersByTime(2_000);
+    clients[0].emit('connect');
+    await settle();
+    jest.advanceTimersByTime(10_000);
+    expect(ends).toEqual([]);
+    expect(clients[0].closed).toBe(false);
+    expect(await session.client()).toBe(first);
+    await session.close();
+  });
+
+  it('is kept when no lock is held on it: nothing is at stake, the expiry is reported as usual', async () => {
+    const { session, clients } = setUp({ holdsLocks: false });
+    await session.client();
+    await settle();
+    const ends: ZooKeeperSessionEnd[] = [];
+    session.onExpired((end) => ends.push(end));
+    clients[0].emit('connecting');
+    jest.advanceTimersByTime(10_000);
+    expect(ends).toEqual([]);
+    expect(clients[0].closed).toBe(false);
+    clients[0].close(); // the server said it expired, once reached again
+    expect(ends).toEqual(['expired']);
+    await session.close();
+  });
+
+  it('tells a listener for a session that has ended already, at once', async () => {
+    const { session, clients } = setUp();
+    const client = await session.client();
+    await settle();
+    session.onExpired(() => undefined); // a lock is held
+    clients[0].emit('connecting');
+    jest.advanceTimersByTime(SAFE_FOR_MS);
+    const late = jest.fn();
+    session.onExpired(late, client);
+    const cancelled = jest.fn();
+    session.onExpired(cancelled, client)();
+    await settle();
+    expect(late).toHaveBeenCalledWith('given-up');
+    expect(cancelled).not.toHaveBeenCalled();
+    await session.close();
+  });
+
+  it('gives nothing up once closed', async () => {
+    const { session, clients } = setUp();
+    await session.client();
+    await settle();
+    const ends: ZooKeeperSessionEnd[] = [];
+    session.onExpired((end) => ends.push(end));
+    clients[0].emit('connecting');
+    await session.close();
+    jest.advanceTimersByTime(10_000);
+    expect(ends).toEqual([]);
+    expect(jest.getTimerCount()).toBe(0);
+  });
+});
