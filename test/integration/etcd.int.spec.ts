@@ -104,8 +104,16 @@ describe('etcd strategy: hand-over within a process', () => {
         }
         if (property === 'if') {
           return (key: string, column: 'Create', cmp: '==', value: string | number) => {
-            if (value !== 0) serverLooks += 1;
-            return target.if(key, column, cmp, value);
+            const txn = target.if(key, column, cmp, value);
+            if (value === 0) return txn;
+            // A conditional read (our own key still there, who is ahead) is a look; the release's
+            // conditional delete of our own key is not.
+            const then = txn.then.bind(txn);
+            txn.then = (...ops: Parameters<typeof txn.then>) => {
+              if (!ops.every((op) => op.constructor.name === 'DeleteBuilder')) serverLooks += 1;
+              return then(...ops);
+            };
+            return txn;
           };
         }
         const value: unknown = Reflect.get(target, property, target);

@@ -10,6 +10,7 @@ import { LocalLine, type LocalWait } from '../local-line';
 import type { EtcdLockClient } from './etcd-client.type';
 import { etcdContenderKey, etcdLockPrefix, isLeaseGoneError, isWriterKey } from './etcd-keys';
 import { EtcdLeasePool, type PooledLease } from './etcd-lease-pool';
+import { EtcdOwnKeyWatches } from './etcd-own-key-watch';
 import { strategyName } from '../strategy-name';
 
 /** Options of the etcd strategy. */
@@ -75,6 +76,7 @@ const LOCAL_RECHECK_MS = 500;
 export class EtcdLockStrategy implements LockStrategy {
   readonly name: string;
   readonly capabilities: LockStrategyCapabilities = Object.freeze({ fencing: true, fifo: true, sharedLocks: true, crossProcess: true });
+  readonly signalsServerAnswer = true;
   private readonly client: EtcdLockClient;
   private readonly ownsClient: boolean;
   private readonly namespace: string;
@@ -82,6 +84,8 @@ export class EtcdLockStrategy implements LockStrategy {
   /** The lease each contender (by owner id) created its key with. */
   private readonly leases = new Map<string, PooledLease>();
   private readonly lostListeners = new Map<string, Set<LeaseLostListener>>();
+  /** Watches on the keys of locks held a while (see EtcdOwnKeyWatches). */
+  private readonly ownKeys: EtcdOwnKeyWatches;
   /** Writers of this process in the lines of etcd, by key and create revision (see `acquire`). */
   private readonly line = new LocalLine<'released'>();
   /**
@@ -112,6 +116,7 @@ export class EtcdLockStrategy implements LockStrategy {
       this.ownsClient = true;
     }
     this.pool = new EtcdLeasePool(this.client);
+    this.ownKeys = new EtcdOwnKeyWatches(this.client);
   }
 
   async tryAcquire(request: LockRequest): Promise<LeaseGrant | null> {
@@ -125,8 +130,13 @@ export class EtcdLockStrategy implements LockStrategy {
   async acquire(request: LockRequest, budget: WaitBudget): Promise<LeaseGrant | null> {
     const deadline = Date.now() + budget.timeoutMs;
     const attempt = await this.enter(request);
+    budget.serverAnswered?.();
+    let stopKeepingAlive: (() => void) | undefined;
     try {
       let blocker = attempt.blocker === 'unknown' ? await this.blockerOf(attempt.prefix, attempt.own, request.mode) : attempt.blocker;
+      // Our key must outlive the wait, which may be longer than the lease: keep the lease alive meanwhile,
+      // as etcd's own concurrency session does. The grant then counts its lease from the last renewal.
+      if (blocker) stopKeepingAlive = this.keepAliveWhileWaiting(request);
       while (blocker) {
         const waited = await this.waitFor(blocker, request.mode, budget, deadline);
         if (waited === 'timeout') {
@@ -138,7 +148,10 @@ export class EtcdLockStrategy implements LockStrategy {
         // delete lands, and nobody else can take it before: skip the watch event and the read. Only
         // while our own lease is known and well within its validity (our key then still exists, unless
         // someone deleted it behind our back: the first extension, a third of the TTL in, finds that).
-        if (waited === 'told' && this.leases.has(request.owner) && attempt.grant.expiresAt - Date.now() > request.ttlMs / 2) return attempt.grant;
+        if (waited === 'told' && this.leases.has(request.owner)) {
+          const renewed = this.renewedGrant(attempt.grant, request.ttlMs);
+          if (renewed.expiresAt - Date.now() > request.ttlMs / 2) return renewed;
+        }
         // Who is ahead now, and is our key still there? Only a key that still exists holds the lock
         // (Jepsen found etcd 3.4.3's recipe skipped that check): one read-only transaction for both.
         const next = await this.aheadOf(attempt.prefix, attempt.own, request.mode, true);
@@ -148,12 +161,50 @@ export class EtcdLockStrategy implements LockStrategy {
         }
         blocker = next;
       }
-      return attempt.grant;
+      return this.renewedGrant(attempt.grant, request.ttlMs);
     } catch (error) {
       await this.leave(attempt.grant).catch(() => undefined);
       throw error;
+    } finally {
+      stopKeepingAlive?.();
     }
   }
+
+  /** Keeps the lease of a waiting contender alive at a third of its TTL until the returned function is called. */
+  private keepAliveWhileWaiting(request: LockRequest): () => void {
+    const everyMs = Math.max(100, Math.floor(request.ttlMs / 3));
+    let timer: NodeJS.Timeout | undefined;
+    let stopped = false;
+    const tick = (): void => {
+      const entry = this.leases.get(request.owner);
+      if (stopped || !entry) return;
+      const sentAt = Date.now();
+      entry.lease.keepaliveOnce().then(
+        (response) => {
+          if (Number(response.TTL) > 0) entry.renewedAt = Math.max(entry.renewedAt, sentAt);
+        },
+        // A lease etcd no longer knows is reported by its 'lost' event; a failed round trip is retried.
+        () => undefined,
+      ).finally(() => {
+        if (stopped) return;
+        timer = setTimeout(tick, everyMs);
+        timer.unref?.();
+      });
+    };
+    timer = setTimeout(tick, everyMs);
+    timer.unref?.();
+    return () => {
+      stopped = true;
+      clearTimeout(timer);
+    };
+  }
+
+  /** The grant with its lease counted from the last renewal of its etcd lease (it may have waited long). */
+  private renewedGrant(grant: EtcdLeaseGrant, ttlMs: number): EtcdLeaseGrant {
+    const entry = this.leases.get(grant.owner);
+    return entry ? { ...grant, expiresAt: leaseEnd(entry.renewedAt, ttlMs) } : grant;
+  }
+
 
   async extend(lease: LeaseGrant, ttlMs: number): Promise<LeaseGrant | null> {
     const grant = lease as EtcdLeaseGrant;
@@ -179,8 +230,8 @@ export class EtcdLockStrategy implements LockStrategy {
     const grant = lease as EtcdLeaseGrant;
     if (!this.leases.has(grant.owner)) return false;
     if (grant.mode === 'exclusive') this.line.release(lineId(grant.etcdKey, grant.createRevision), 'released');
-    await this.leave(grant);
-    return true;
+    // False when our key was no longer there (deleted behind our back, or its lease expired unnoticed).
+    return this.leave(grant);
   }
 
   onLeaseLost(lease: LeaseGrant, listener: LeaseLostListener): () => void {
@@ -188,6 +239,14 @@ export class EtcdLockStrategy implements LockStrategy {
     if (!listeners) {
       listeners = new Set();
       this.lostListeners.set(lease.owner, listeners);
+      const grant = lease as EtcdLeaseGrant;
+      if (this.leases.has(grant.owner)) {
+        this.ownKeys.watch(grant.owner, grant.etcdKey, grant.createRevision, () => {
+          const told = [...(this.lostListeners.get(grant.owner) ?? [])];
+          this.forget(grant);
+          for (const heard of told) heard('removed');
+        });
+      }
     }
     listeners.add(listener);
     return () => listeners.delete(listener);
@@ -198,6 +257,7 @@ export class EtcdLockStrategy implements LockStrategy {
   }
 
   async close(): Promise<void> {
+    this.ownKeys.stopAll();
     const inUse = [...this.leases.values()];
     this.leases.clear();
     await Promise.all([...inUse.map((entry) => entry.lease.revoke().catch(() => undefined)), this.pool.close()]);
@@ -373,16 +433,20 @@ export class EtcdLockStrategy implements LockStrategy {
 
   /**
    * Gives our place (or the lock) up: deletes our key, which wakes the contender behind us, and keeps
-   * the lease for the next lock. If the delete fails, the lease is revoked (or expires) instead.
+   * the lease for the next lock. If the delete fails, the lease is revoked (or expires) instead. Resolves
+   * whether our key was still there: the delete is conditional on its create revision, in one round trip.
    */
-  private async leave(grant: EtcdLeaseGrant): Promise<void> {
+  private async leave(grant: EtcdLeaseGrant): Promise<boolean> {
     const entry = this.leases.get(grant.owner);
     this.leases.delete(grant.owner);
     this.lostListeners.delete(grant.owner);
-    if (!entry) return;
+    this.ownKeys.stop(grant.owner);
+    if (!entry) return false;
     entry.onLost = undefined;
+    let wasOurs: boolean;
     try {
-      await this.client.delete().key(grant.etcdKey).exec();
+      const txn = await this.client.if(grant.etcdKey, 'Create', '==', grant.createRevision).then(this.client.delete().key(grant.etcdKey)).commit();
+      wasOurs = txn.succeeded;
     } catch (error) {
       this.pool.discard(entry);
       throw error;
@@ -391,6 +455,7 @@ export class EtcdLockStrategy implements LockStrategy {
       this.line.leave(lineId(grant.etcdKey, grant.createRevision));
     }
     this.pool.recycle(entry);
+    return wasOurs;
   }
 
   /** Our lease or key is gone: nothing to delete; a writer waiting here behind us looks again. */
@@ -398,6 +463,7 @@ export class EtcdLockStrategy implements LockStrategy {
     const entry = this.leases.get(grant.owner);
     this.leases.delete(grant.owner);
     this.lostListeners.delete(grant.owner);
+    this.ownKeys.stop(grant.owner);
     if (entry) this.pool.discard(entry);
     this.line.leave(lineId(grant.etcdKey, grant.createRevision));
     return null;
