@@ -11,6 +11,11 @@ export interface ContractSubject {
   create(): Promise<LockStrategy>;
   /** Delete a key's lock behind its holder's back, as an operator or a failover would. */
   removeBehindBack(strategy: LockStrategy, key: string): Promise<void>;
+  /**
+   * The backend tells the holder at once when its lock is removed (a watch, a session, a connection):
+   * `removeBehindBack` then aborts the holder's signal while the section runs, not at the next extension.
+   */
+  readonly pushesRemoval?: boolean;
   /** A server set-up the global setup does not start (ensembles, clusters): started for this suite only. */
   readonly topology?: TopologyName;
 }

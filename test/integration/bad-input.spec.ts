@@ -246,11 +246,11 @@ describe('Bad server: typed error within a bounded time', () => {
 
   afterAll(() => silent.close());
 
-  async function expectUnavailableWithinBound(strategy: LockStrategy): Promise<void> {
+  async function expectUnavailableWithinBound(strategy: LockStrategy, waitTimeout = 500): Promise<void> {
     const manager = new LockManager(strategy, { operationTimeout: OPERATION_TIMEOUT });
     const started = Date.now();
     try {
-      await expectTyped(() => new LockService(manager).acquire(`bad:${run}`, { waitTimeout: 500 }), LockBackendUnavailableError, /could not .*Check that the server is up/);
+      await expectTyped(() => new LockService(manager).acquire(`bad:${run}`, { waitTimeout }), LockBackendUnavailableError, /could not .*Check that the server is up/);
       expect(Date.now() - started).toBeLessThan(BOUND);
     } finally {
       await manager.close().catch(() => undefined);
@@ -261,6 +261,10 @@ describe('Bad server: typed error within a bounded time', () => {
     it(`${name}: a server that accepts the connection but never answers`, async () => {
       await expectUnavailableWithinBound(AIMED_AT[name](silentPort));
     }, 20_000);
+
+    it(`${name}: a server that never answers fails within the operation timeout, not after the whole wait (10 s)`, async () => {
+      await expectUnavailableWithinBound(AIMED_AT[name](silentPort), 10_000);
+    }, 30_000);
 
     it(`${name}: nothing listening on the port`, async () => {
       await expectUnavailableWithinBound(AIMED_AT[name](nobodyPort));

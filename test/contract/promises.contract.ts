@@ -1,0 +1,267 @@
+import { randomUUID } from 'node:crypto';
+import {
+  DistributedLockError,
+  InvalidLockKeyError,
+  InvalidLockOptionsError,
+  LockLostError,
+  LockManager,
+  LockService,
+  type LockHandle,
+  type LockStrategy,
+} from '@app/distributed-lock';
+import type { ContractSubject } from './contract-subject';
+import { startTopology, stopTopology, type RunningTopology } from '../../scripts/services';
+import { startHolder } from '../support/holder-process';
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Resolves how a promise ended and after how many ms, without throwing. */
+async function settle<T>(promise: Promise<T>): Promise<{ value?: T; error?: unknown; ms: number }> {
+  const started = Date.now();
+  try {
+    return { value: await promise, ms: Date.now() - started };
+  } catch (error) {
+    return { error, ms: Date.now() - started };
+  }
+}
+
+/**
+ * The promises the README makes, each attacked through the public API the way a user (or a failing
+ * machine) would break it: odd numbers, odd keys, keys deleted behind the holder's back, long waits,
+ * and shutdown while others wait. Every strategy runs all of it against its real server.
+ */
+export function describePromisesContract(subject: ContractSubject): void {
+  describe(`promises kept: ${subject.name}`, () => {
+    let strategy: LockStrategy;
+    let manager: LockManager;
+    let locks: LockService;
+    let contender: LockService;
+    let contenderManager: LockManager;
+    const run = randomUUID().slice(0, 8);
+    let seq = 0;
+    const key = (): string => `promise:${run}:${(seq += 1)}`;
+    let topology: RunningTopology | undefined;
+    const extraManagers: LockManager[] = [];
+
+    /** A further, independent client (another app instance) that the suite closes at the end. */
+    const anotherInstance = async (): Promise<{ manager: LockManager; locks: LockService }> => {
+      const extra = new LockManager(await subject.create());
+      extraManagers.push(extra);
+      return { manager: extra, locks: new LockService(extra) };
+    };
+
+    beforeAll(async () => {
+      if (subject.topology) topology = await startTopology(subject.topology);
+      strategy = await subject.create();
+      manager = new LockManager(strategy);
+      locks = new LockService(manager);
+      contenderManager = new LockManager(await subject.create());
+      contender = new LockService(contenderManager);
+    });
+
+    afterAll(async () => {
+      await Promise.all([manager, contenderManager, ...extraManagers].map((m) => m?.close().catch(() => undefined)));
+      if (topology?.managed) await stopTopology(topology.name);
+    }, 30_000);
+
+    describe('durations are whole milliseconds (fractions rounded up)', () => {
+      it('takes, hands over and frees a lock with a fractional ttl', async () => {
+        const k = key();
+        const first = await locks.acquire(k, { ttl: 10_000 / 3 });
+        // A waiter with a fractional lease queues behind it (a hand-over on queueing strategies).
+        const second = contender.acquire(k, { ttl: 1000.5, waitTimeout: 10_000 });
+        await sleep(100);
+        expect(await first.release()).toBe(true);
+        const held = await second;
+        expect(held.isHeld).toBe(true);
+        expect(await held.release()).toBe(true);
+        const again = await locks.tryAcquire(k);
+        expect(again).not.toBeNull();
+        await again?.release();
+      });
+
+      if (subject.capabilities.crossProcess) {
+        it('frees a crashed holder’s fractional lease on its own (holder process SIGKILLed)', async () => {
+          const k = key();
+          const holder = await startHolder(subject.name, k, 1200.7);
+          holder.child.kill('SIGKILL');
+          await holder.exited;
+          const next = await locks.acquire(k, { waitTimeout: 10_000 });
+          expect(next.isHeld).toBe(true);
+          await next.release();
+        }, 40_000);
+      }
+
+      it('applies fractional module defaults and extensions', async () => {
+        const k = key();
+        const service = locks.withOptions({ defaults: { ttl: 2000.25, waitTimeout: 99.9 } });
+        const lock = await service.acquire(k);
+        await lock.extend(3000.5);
+        expect(lock.isHeld).toBe(true);
+        expect(await lock.release()).toBe(true);
+      });
+    });
+
+    describe('extend(ttl) refuses what it cannot honour', () => {
+      it.each([[0], [-1], [Number.NaN], [3e9], [Number.POSITIVE_INFINITY], ['100'], [5]])('extend(%p) throws InvalidLockOptionsError and the lock stays held', async (ttl) => {
+        const k = key();
+        const lock = await locks.acquire(k, { ttl: 5_000 });
+        await expect(lock.extend(ttl as number)).rejects.toBeInstanceOf(InvalidLockOptionsError);
+        expect(lock.isHeld).toBe(true);
+        expect(await contender.tryAcquire(k)).toBeNull();
+        expect(await lock.release()).toBe(true);
+      });
+    });
+
+    describe('a lost lock is reported when the section ends', () => {
+      it('withLock rejects with LockLostError when the key was removed behind the holder (nobody noticed yet)', async () => {
+        const k = key();
+        const outcome = await settle(
+          locks.withLock(k, async () => {
+            await subject.removeBehindBack(strategy, k);
+            // Someone else may take it now; the section ends before any extension could notice.
+            return 'done';
+          }),
+        );
+        expect(outcome.error).toBeInstanceOf(LockLostError);
+        expect((outcome.error as Error).message).toMatch(/release|removed|session|lost/);
+      });
+
+      it('a second holder gets in after the removal, and the first section still learns it was not alone', async () => {
+        const k = key();
+        let second: LockHandle | undefined;
+        const outcome = await settle(
+          locks.withLock(k, async () => {
+            await subject.removeBehindBack(strategy, k);
+            second = await contender.acquire(k, { waitTimeout: 10_000 });
+            return 'done';
+          }),
+        );
+        expect(outcome.error).toBeInstanceOf(LockLostError);
+        expect(second?.isHeld).toBe(true);
+        await second?.release();
+      });
+    });
+
+    if (subject.pushesRemoval) {
+      it('tells a holder at once, while its section runs, that its lock was removed (long before any extension)', async () => {
+        const k = key();
+        const lock = await locks.acquire(k); // 30 s lease: the first extension would come 10 s in
+        await sleep(200);
+        const removedAt = Date.now();
+        await subject.removeBehindBack(strategy, k);
+        const reason = await new Promise<unknown>((resolve, reject) => {
+          const timer = setTimeout(() => reject(new Error('not told within 3 s')), 3_000);
+          lock.signal.addEventListener('abort', () => {
+            clearTimeout(timer);
+            resolve(lock.signal.reason);
+          });
+          if (lock.signal.aborted) resolve(lock.signal.reason);
+        });
+        expect(reason).toBeInstanceOf(LockLostError);
+        expect(Date.now() - removedAt).toBeLessThan(3_000);
+        expect(await lock.release()).toBe(false);
+      });
+    }
+
+    describe('a lease counts from the grant, not from before the wait', () => {
+      it('a waiter granted after a wait longer than its ttl keeps the lock with its watchdog', async () => {
+        const k = key();
+        const holder = await locks.acquire(k);
+        const waiting = contender.acquire(k, { ttl: 1_500, autoExtend: true, waitTimeout: 15_000 });
+        await sleep(2_500);
+        await holder.release();
+        const lock = await waiting;
+        await sleep(1_500);
+        expect(lock.signal.aborted).toBe(false);
+        expect(await locks.tryAcquire(k)).toBeNull();
+        expect(await lock.release()).toBe(true);
+      }, 20_000);
+
+      it('a waiter granted after a long wait with an explicit ttl is not reported lost at once', async () => {
+        const k = key();
+        const holder = await locks.acquire(k);
+        const waiting = contender.acquire(k, { ttl: 2_000, waitTimeout: 15_000 });
+        await sleep(2_500);
+        await holder.release();
+        const lock = await waiting;
+        await sleep(500);
+        expect(lock.signal.aborted).toBe(false);
+        expect(await lock.release()).toBe(true);
+      }, 20_000);
+    });
+
+    describe('close() ends every wait promptly and strands nothing', () => {
+      it('rejects a waiting acquisition at once with a typed error', async () => {
+        const k = key();
+        const holder = await locks.acquire(k);
+        const { manager: closing, locks: waiterSide } = await anotherInstance();
+        const waiter = settle(waiterSide.acquire(k, { waitTimeout: 10_000 }));
+        await sleep(200);
+        const closed = settle(closing.close());
+        const outcome = await waiter;
+        expect(outcome.error).toBeInstanceOf(DistributedLockError);
+        expect(outcome.ms).toBeLessThan(200 + 3_000);
+        expect((await closed).error).toBeUndefined();
+        // The holder is unaffected, and the next one gets the lock right after its release.
+        expect(holder.isHeld).toBe(true);
+        await holder.release();
+        const next = await contender.acquire(k, { waitTimeout: 5_000 });
+        await next.release();
+      }, 20_000);
+
+      it('leaves the lock free when close() comes during a release', async () => {
+        const k = key();
+        const { manager: closing, locks: holderSide } = await anotherInstance();
+        const lock = await holderSide.acquire(k);
+        const releasing = lock.release();
+        await closing.close();
+        await releasing.catch(() => undefined);
+        const next = await contender.tryAcquire(k);
+        expect(next).not.toBeNull();
+        await next?.release();
+      });
+    });
+
+    describe('bounds are what the README says', () => {
+      it('ends 100 waits with a 300 ms waitTimeout near 300 ms, however busy the backend is with them, and leaves no one in line', async () => {
+        const k = key();
+        const holder = await locks.acquire(k);
+        const ends = await Promise.all(
+          Array.from({ length: 100 }, () => settle(contender.acquire(k, { waitTimeout: 300 }))),
+        );
+        for (const end of ends) expect(end.error).toBeInstanceOf(DistributedLockError);
+        // The bound is the wait plus what a timer may be late on a loaded 2-core machine, not the
+        // backend's time to let 100 contenders in and out of its queue.
+        expect(Math.max(...ends.map((end) => end.ms))).toBeLessThan(300 + 700);
+        await holder.release();
+        const next = await locks.acquire(k, { waitTimeout: 5_000 });
+        await next.release();
+      }, 20_000);
+    });
+
+    describe('keys mean the same lock on every backend', () => {
+      it('treats keys that differ by trailing spaces as different locks', async () => {
+        const k = key();
+        const plain = await locks.acquire(k);
+        const spaced = await contender.tryAcquire(`${k} `);
+        expect(spaced).not.toBeNull();
+        await spaced?.release();
+        await plain.release();
+      });
+
+      it('treats U+FFFD as an ordinary character, distinct from other keys', async () => {
+        const k = key();
+        const a = await locks.acquire(`${k}:\uFFFD`);
+        const b = await contender.tryAcquire(`${k}:\uFFFE`);
+        expect(b).not.toBeNull();
+        await b?.release();
+        await a.release();
+      });
+
+      it.each([['\uD800'], ['x\uDC00y'], ['\uDBFF']])('refuses a key with a lone surrogate (%p) before touching the server', async (bad) => {
+        await expect(locks.acquire(`${key()}:${bad}`)).rejects.toBeInstanceOf(InvalidLockKeyError);
+      });
+    });
+  });
+}
