@@ -25,7 +25,7 @@ describe('etcd faults', () => {
 
     it('never lets two holders in, through a leader kill and a follower kill', async () => {
       const managers = [0, 1, 2].map(() => new LockManager(new EtcdLockStrategy({ connection: { hosts } }), { operationTimeout: 3_000 }));
-      const outcome = await contendThroughChaos(managers, `fault:${run}:etcd-cluster`, { contenders: 6, durationMs: 14_000, acquire: { waitTimeout: 4_000, ttl: 3_000, autoExtend: true } }, async () => {
+      const outcome = await contendThroughChaos(managers, `fault:${run}:etcd-cluster`, { contenders: 6, durationMs: 14_000, acquire: { waitTimeout: 4_000, ttl: 3_000, autoExtend: true }, scenario: 'etcd cluster: leader, then a follower, killed under 6 contenders' }, async () => {
         await sleep(2_000);
         const leader = await faults.leader('etcd3-faults');
         expect(leader).toBeDefined();

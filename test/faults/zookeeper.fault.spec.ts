@@ -26,7 +26,7 @@ describe('ZooKeeper faults', () => {
 
     it('never lets two holders in; held locks survive the election or are reported lost', async () => {
       const managers = [0, 1, 2].map(() => new LockManager(new ZooKeeperLockStrategy({ connect, sessionTimeout: 6_000 }), { operationTimeout: 4_000 }));
-      const outcome = await contendThroughChaos(managers, `fault:${run}:zk-ensemble`, { contenders: 6, durationMs: 14_000, acquire: { waitTimeout: 5_000 } }, async () => {
+      const outcome = await contendThroughChaos(managers, `fault:${run}:zk-ensemble`, { contenders: 6, durationMs: 14_000, acquire: { waitTimeout: 5_000 }, scenario: 'zookeeper ensemble: leader killed under 6 contenders' }, async () => {
         await sleep(3_000);
         const leader = await faults.leader('zookeeper3-faults');
         expect(leader).toBeDefined();

@@ -2,6 +2,8 @@ import { DistributedLockError, LockAcquireTimeoutError, LockManager, LockService
 import { subjectNamed } from '../contract/subjects';
 import { FencedResource } from './fenced-resource';
 import { startHolder } from './holder-process';
+import { expectCleanHistory, newHistory } from './history/expect-clean-history';
+import { recordedWithLock } from './history/recorded-section';
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -14,17 +16,20 @@ export async function expectKilledHolderFreed(subject: string, key: string, opti
   // Our side first: a subject that needs shared settings (the SQLite file) puts them in the environment.
   const manager = new LockManager(await subjectNamed(subject).create());
   const locks = new LockService(manager);
-  const holder = await startHolder(subject, key, options.holderTtlMs);
+  const history = newHistory(`killed holder ${subject}`);
+  const holder = await startHolder(subject, key, options.holderTtlMs, { historyFile: history.file });
   try {
     // While the holder lives, nobody else gets in.
     await expect(locks.acquire(key, { waitTimeout: options.busyWaitMs })).rejects.toBeInstanceOf(LockAcquireTimeoutError);
     holder.child.kill('SIGKILL');
     await holder.exited;
     const killedAt = Date.now();
-    const lock = await locks.acquire(key, { waitTimeout: options.freeWithinMs + 5_000 });
-    expect(Date.now() - killedAt).toBeLessThan(options.freeWithinMs);
-    if (holder.fencingToken !== undefined) expect(lock.fencingToken).toBeGreaterThan(holder.fencingToken);
-    await lock.release();
+    const freedAt = await recordedWithLock(history, 'survivor', locks, key, (lock) => {
+      if (holder.fencingToken !== undefined) expect(lock.fencingToken).toBeGreaterThan(holder.fencingToken);
+      return Date.now();
+    }, { waitTimeout: options.freeWithinMs + 5_000 });
+    expect(freedAt - killedAt).toBeLessThan(options.freeWithinMs);
+    expectCleanHistory(history, `killed holder: ${subject}`);
   } finally {
     holder.child.kill('SIGKILL');
     await manager.close();
@@ -48,9 +53,10 @@ export interface ChaosOutcome {
 export async function contendThroughChaos(
   managers: readonly LockManager[],
   key: string,
-  options: { contenders: number; durationMs: number; acquire: AcquireOptions },
+  options: { contenders: number; durationMs: number; acquire: AcquireOptions; scenario: string },
   chaos: () => Promise<void>,
 ): Promise<ChaosOutcome> {
+  const history = newHistory(options.scenario);
   const services = managers.map((manager) => new LockService(manager));
   let lost = 0;
   for (const manager of managers) manager.events.on('lost', () => (lost += 1));
@@ -64,7 +70,7 @@ export async function contendThroughChaos(
     const locks = services[i % services.length];
     while (Date.now() < stopAt) {
       try {
-        await locks.withLock(key, async () => {
+        await recordedWithLock(history, `client-${i % services.length}`, locks, key, async () => {
           inside += 1;
           if (inside > 1) violations += 1;
           await sleep(5);
@@ -80,6 +86,7 @@ export async function contendThroughChaos(
   });
   await Promise.all([...loops, chaos()]);
   await Promise.all(managers.map((manager) => manager.close().catch(() => undefined)));
+  expectCleanHistory(history, options.scenario);
   return { sections, violations, typedFailures, untyped, lost };
 }
 
@@ -95,17 +102,21 @@ export async function expectPausedHolderFenced(subject: string, key: string, opt
   // the holder process inherits.
   const manager = new LockManager(await subjectNamed(subject).create());
   const locks = new LockService(manager);
-  const holder = await startHolder(subject, key, options.holderTtlMs, { fencedResource: key });
+  const history = newHistory(`paused holder ${subject}`);
+  const holder = await startHolder(subject, key, options.holderTtlMs, { fencedResource: key, historyFile: history.file });
   const pid = holder.child.pid as number;
   try {
     await holder.waitForLine(/^write accepted/, 10_000);
     process.kill(pid, 'SIGSTOP');
     const pausedAt = Date.now();
     const lock = await locks.acquire(key, { waitTimeout: options.takeoverWithinMs });
+    const hold = history.begin('new-holder', lock);
     // The lease (or session) ran out: the frozen holder did not keep others out for ever.
     expect(Date.now() - pausedAt).toBeGreaterThanOrEqual(options.holderTtlMs * 0.5);
     expect(lock.fencingToken).toBeGreaterThan(holder.fencingToken as number);
-    expect(await resource.write(key, lock.fencingToken as number, 'new-holder')).toBe(true);
+    const seq = await resource.writeNumbered(key, lock.fencingToken as number, 'new-holder');
+    expect(seq).toBeDefined();
+    history.write(key, lock.fencingToken as number, seq as number);
 
     process.kill(pid, 'SIGCONT');
     // It learns at once that it lost the lock…
@@ -114,7 +125,12 @@ export async function expectPausedHolderFenced(subject: string, key: string, opt
     holder.send('write');
     await holder.waitForLine(/^write rejected aborted=true/, 5_000);
     expect(await resource.read(key)).toEqual({ token: lock.fencingToken, writer: 'new-holder' });
+    hold.sectionEnded();
     await lock.release();
+    hold.outcome('resolved');
+    // The frozen holder is recorded as one that never ended its hold (it is killed below): what the
+    // checker holds it to is that no write of its was accepted after the new holder's.
+    expectCleanHistory(history, `paused holder: ${subject}`);
   } finally {
     holder.child.kill('SIGCONT');
     holder.child.kill('SIGKILL');

@@ -13,18 +13,30 @@ export class FencedResource {
   }
 
   async reset(id: string): Promise<void> {
-    await this.pool.query('CREATE TABLE IF NOT EXISTS fenced_resource (id VARCHAR(191) PRIMARY KEY, token BIGINT NOT NULL, writer VARCHAR(64) NOT NULL) ENGINE=InnoDB');
-    await this.pool.query('REPLACE INTO fenced_resource (id, token, writer) VALUES (?, 0, ?)', [id, 'nobody']);
+    await this.pool.query('CREATE TABLE IF NOT EXISTS fenced_resource_v2 (id VARCHAR(191) PRIMARY KEY, token BIGINT NOT NULL, writer VARCHAR(64) NOT NULL, accepted BIGINT NOT NULL DEFAULT 0) ENGINE=InnoDB');
+    await this.pool.query('REPLACE INTO fenced_resource_v2 (id, token, writer, accepted) VALUES (?, 0, ?, 0)', [id, 'nobody']);
   }
 
   /** True when applied; false when a write with a token at least as high came first. */
   async write(id: string, token: number, writer: string): Promise<boolean> {
-    const [result] = await this.pool.query<ResultSetHeader>('UPDATE fenced_resource SET token = ?, writer = ? WHERE id = ? AND token < ?', [token, writer, id, token]);
-    return result.affectedRows === 1;
+    return (await this.writeNumbered(id, token, writer)) !== undefined;
+  }
+
+  /**
+   * The same write, resolving its place in the order the resource accepted writes (1, 2, …), or undefined
+   * when it was refused. The number comes from the same UPDATE (LAST_INSERT_ID(expr)), so it is the
+   * resource's own order, whoever wrote.
+   */
+  async writeNumbered(id: string, token: number, writer: string): Promise<number | undefined> {
+    const [result] = await this.pool.query<ResultSetHeader>(
+      'UPDATE fenced_resource_v2 SET token = ?, writer = ?, accepted = LAST_INSERT_ID(accepted + 1) WHERE id = ? AND token < ?',
+      [token, writer, id, token],
+    );
+    return result.affectedRows === 1 ? Number(result.insertId) : undefined;
   }
 
   async read(id: string): Promise<{ token: number; writer: string }> {
-    const [rows] = await this.pool.query<RowDataPacket[]>('SELECT token, writer FROM fenced_resource WHERE id = ?', [id]);
+    const [rows] = await this.pool.query<RowDataPacket[]>('SELECT token, writer FROM fenced_resource_v2 WHERE id = ?', [id]);
     return { token: Number(rows[0]?.token), writer: String(rows[0]?.writer) };
   }
 

@@ -6,11 +6,15 @@ import { createInterface } from 'node:readline';
 import { LockManager, LockService, type LockLostError } from '@app/distributed-lock';
 import { subjectNamed } from '../contract/subjects';
 import { FencedResource } from './fenced-resource';
+import { HistoryLog } from './history/history-log';
 
 async function main(): Promise<void> {
   const [subject, key, ttl, resourceId] = process.argv.slice(2);
   const manager = new LockManager(await subjectNamed(subject).create());
   const lock = await new LockService(manager).acquire(key, { ttl: Number(ttl), autoExtend: true, waitTimeout: 20_000 });
+  // Recorded for the scenario's history checker: this holder's view of its hold (it never ends it: it is
+  // killed inside it).
+  if (process.env.LOCK_HISTORY_FILE) new HistoryLog(process.env.LOCK_HISTORY_FILE).begin(`holder-${process.pid}`, lock);
   lock.signal.addEventListener('abort', () => process.stdout.write(`lost ${(lock.signal.reason as LockLostError).reason}\n`));
   process.stdout.write(`held ${lock.fencingToken ?? '-'}\n`);
   if (resourceId) {
@@ -18,7 +22,9 @@ async function main(): Promise<void> {
     const write = async (): Promise<void> => {
       // A careless holder: it writes whatever its signal says, and relies on the fencing check.
       const aborted = lock.signal.aborted;
-      const applied = await resource.write(resourceId, lock.fencingToken as number, 'paused-holder');
+      const seq = await resource.writeNumbered(resourceId, lock.fencingToken as number, 'paused-holder');
+      const applied = seq !== undefined;
+      if (applied && process.env.LOCK_HISTORY_FILE) new HistoryLog(process.env.LOCK_HISTORY_FILE).write(resourceId, lock.fencingToken as number, seq);
       process.stdout.write(`write ${applied ? 'accepted' : 'rejected'} aborted=${aborted}\n`);
     };
     await write();

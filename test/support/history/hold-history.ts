@@ -1,0 +1,45 @@
+/**
+ * One hold of a lock as its holder saw it, times from CLOCK_MONOTONIC (`process.hrtime.bigint()`, in ns),
+ * which every process on the machine shares, so holds recorded by separate processes compare directly.
+ */
+export interface HoldRecord {
+  readonly kind: 'hold';
+  readonly key: string;
+  /** The acquisition's owner id (unique per acquisition). */
+  readonly owner: string;
+  /** Which process or client recorded it, for the report. */
+  readonly holder: string;
+  readonly token?: number;
+  /** When the holder started to act as the holder (its section began). */
+  readonly from: string;
+  /** When it stopped (its section ended); absent when the process died holding it. */
+  readonly until?: string;
+  /** When its holder was told the lock was lost (the signal aborted), if it was. */
+  readonly lostAt?: string;
+  readonly lostReason?: string;
+  /** How the section ended for the caller: resolved, or the error's name. */
+  readonly outcome?: string;
+}
+
+/** A write a fenced resource accepted, numbered in the order it accepted them. */
+export interface WriteRecord {
+  readonly kind: 'write';
+  readonly key: string;
+  readonly token: number;
+  /** Position in the resource's own acceptance order. */
+  readonly seq: number;
+}
+
+export type HistoryRecord = HoldRecord | WriteRecord;
+
+/** What the checker found wrong; `detail` says which holds or writes. */
+export interface Anomaly {
+  readonly rule: 'overlap' | 'token-order' | 'stale-write' | 'unreported-loss';
+  readonly key: string;
+  readonly detail: string;
+}
+
+/** A monotonic timestamp in ns, as a decimal string (JSON has no bigint). */
+export function monotonicNow(): string {
+  return process.hrtime.bigint().toString();
+}

@@ -1,0 +1,79 @@
+import type { HistoryLog } from './history/history-log';
+import { LockManager, LockService } from '@app/distributed-lock';
+import { RedisLockStrategy } from '@app/distributed-lock/strategies/redis';
+import { redisLockKeys } from '@app/distributed-lock/strategies/redis/redis-keys';
+import { Redis } from 'ioredis';
+
+/** The key of a lock's fencing counter, under the strategy's default namespace. */
+export function fenceKeyOf(key: string): string {
+  return redisLockKeys('dlock:', key).keys[3];
+}
+
+/**
+ * A plain client for set-up and inspection. Every command is bounded, and it stops reconnecting after
+ * about 5 s, so that a client of a server the test killed cannot keep the run busy.
+ */
+export function adminClient(port: number): Redis {
+  const client = new Redis({
+    host: '127.0.0.1',
+    port,
+    maxRetriesPerRequest: 1,
+    connectTimeout: 2_000,
+    commandTimeout: 3_000,
+    retryStrategy: (attempt) => (attempt > 50 ? null : 100),
+  });
+  client.on('error', () => undefined);
+  return client;
+}
+
+/**
+ * Takes and releases `key` `count` times, one after the other, through a fresh `RedisLockStrategy` on
+ * `url` (closed at the end): the fencing token of each grant, in order.
+ */
+export async function grantTokens(url: string, key: string, count: number, history?: HistoryLog): Promise<number[]> {
+  const manager = new LockManager(new RedisLockStrategy({ connection: url }), { operationTimeout: 3_000 });
+  const locks = new LockService(manager);
+  const tokens: number[] = [];
+  try {
+    for (let i = 0; i < count; i++) {
+      const lock = await locks.acquire(key, { ttl: 10_000, waitTimeout: 3_000 });
+      const hold = history?.begin(url, lock);
+      const token = lock.fencingToken;
+      hold?.sectionEnded();
+      await lock.release();
+      hold?.outcome('resolved');
+      if (token === undefined) throw new Error(`no fencing token from ${url} for ${key}`);
+      tokens.push(token);
+    }
+    return tokens;
+  } finally {
+    await manager.close();
+  }
+}
+
+/** The port Sentinel names as the master of `masterName`, or undefined while it names none. */
+export async function sentinelMasterPort(sentinel: Redis, masterName: string): Promise<number | undefined> {
+  const answer = await sentinel.call('SENTINEL', 'get-master-addr-by-name', masterName);
+  return Array.isArray(answer) && answer.length === 2 ? Number(answer[1]) : undefined;
+}
+
+/** The replicas Sentinel knows of `masterName`, with its flags ("slave" alone: reachable and healthy). */
+export async function sentinelReplicas(sentinel: Redis, masterName: string): Promise<Array<{ port: number; flags: string }>> {
+  const answer = await sentinel.call('SENTINEL', 'replicas', masterName);
+  if (!Array.isArray(answer)) return [];
+  return answer.map((fields: unknown) => {
+    // Each replica is a flat list: name, value, name, value…
+    const list = Array.isArray(fields) ? fields.map(String) : [];
+    const field = (name: string): string => {
+      const at = list.indexOf(name);
+      return at >= 0 ? (list[at + 1] ?? '') : '';
+    };
+    return { port: Number(field('port')), flags: field('flags') };
+  });
+}
+
+/** The role a Redis reports of itself: "master", "slave" (replica) or "sentinel". */
+export async function roleOf(client: Redis): Promise<string> {
+  const answer = await client.call('ROLE');
+  return Array.isArray(answer) ? String(answer[0]) : '';
+}
