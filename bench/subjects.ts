@@ -259,7 +259,8 @@ function rawZooKeeperFloor(): () => Promise<BenchLock> {
  * The etcd strategy's own server operations for a free lock, raw: the put-if-absent transaction of a
  * contender key under the lock's prefix, bound to a lease (granted once, before the measured sections,
  * as the strategy's pooled leases are) and reading the newest key before it in the same transaction;
- * then the key's delete. A key ahead: delete and retry after yielding. Against `floor:etcd txn put +
+ * then the key's delete, conditional on its create revision as the strategy's release is. A key ahead:
+ * delete and retry after yielding. Against `floor:etcd txn put +
  * delete` it shows what the lease and the read cost the server; ours against it, what the library adds.
  */
 function rawEtcdRecipeFloor(): () => Promise<BenchLock> {
@@ -278,8 +279,10 @@ function rawEtcdRecipeFloor(): () => Promise<BenchLock> {
           const txn = await client.if(own, 'Create', '==', 0).then(newest, client.put(own).value('x').lease(leaseId)).commit();
           if (!txn.succeeded) throw new Error(`${own} already exists`);
           if ((txn.responses[0]?.response_range?.kvs ?? []).length === 0) {
+            const createRevision = String(txn.header.revision);
+            // The strategy's release: a delete conditional on the key still being ours (one round trip).
             return async () => {
-              await client.delete().key(own).exec();
+              await client.if(own, 'Create', '==', createRevision).then(client.delete().key(own)).commit();
             };
           }
           await client.delete().key(own).exec();
@@ -341,7 +344,7 @@ const ROW_FLOOR = 'floor:mysql row strategy SQL (UPDATE take-over + UPDATE free)
 const PESSIMISTIC_FLOOR = 'floor:mysql pessimistic strategy SQL (FOR UPDATE + token upsert + COMMIT)';
 const ZOOKEEPER_RECIPE_FLOOR = 'floor:zookeeper sequential create + listing + delete';
 const REDIS_SCRIPTS_FLOOR = 'floor:redis the strategy\'s scripts (EVALSHA acquire + release)';
-const ETCD_RECIPE_FLOOR = 'floor:etcd the strategy\'s txn (put with lease + read of the key ahead) + delete';
+const ETCD_RECIPE_FLOOR = 'floor:etcd the strategy\'s txn (put with lease + read of the key ahead) + conditional delete';
 
 /** Every subject the benchmark knows, in report order. */
 export const BENCH_SUBJECTS: readonly BenchSubject[] = [
