@@ -1,3 +1,4 @@
+import { HistoryLog } from '../test/support/history/history-log';
 import { InMemoryLockStrategy, LockManager, LockService, type LockStrategy } from '@app/distributed-lock';
 import { RedisLockStrategy, RedlockStrategy } from '@app/distributed-lock/strategies/redis';
 import { redisLockKeys, type RedisLockKeys } from '@app/distributed-lock/strategies/redis/redis-keys';
@@ -27,11 +28,17 @@ function ours(createStrategy: () => LockStrategy): () => Promise<BenchLock> {
   return async () => {
     const manager = new LockManager(createStrategy());
     const locks = new LockService(manager);
+    // The soak records every hold for the history checker (see bench/soak.ts); the benchmark does not.
+    const history = process.env.LOCK_HISTORY_FILE ? new HistoryLog(process.env.LOCK_HISTORY_FILE) : undefined;
+    const holder = `pid-${process.pid}`;
     return {
       async acquire(key, waitMs) {
         const lock = await locks.acquire(key, { waitTimeout: waitMs });
+        const hold = history?.begin(holder, lock);
         return async () => {
-          await lock.release();
+          hold?.sectionEnded();
+          const held = await lock.release();
+          hold?.outcome(held ? 'resolved' : 'LockLostError');
         };
       },
       close: () => manager.close(),
