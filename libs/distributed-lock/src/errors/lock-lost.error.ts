@@ -13,7 +13,9 @@ export type LockLostReason =
   /** The backend reported the lock's key removed. */
   | 'removed'
   /** The release found the lock no longer held: deleted, expired or taken over while the section ran. */
-  | 'not-held-at-release';
+  | 'not-held-at-release'
+  /** The lock service was closed (application shutdown) while the lock was held: it was given back. */
+  | 'closed';
 
 const HOW_FOUND: Record<LockLostReason, string> = {
   expired: 'its lease ran out before it was extended',
@@ -22,6 +24,7 @@ const HOW_FOUND: Record<LockLostReason, string> = {
   'session-ended': 'the backend session, lease or connection that carried it ended',
   removed: 'the backend reported its key removed',
   'not-held-at-release': 'the release found it no longer held (deleted, expired or taken over while the section ran)',
+  closed: 'the lock service was closed (application shutdown) while it was held, and gave it back',
 };
 
 /**

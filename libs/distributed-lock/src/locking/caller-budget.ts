@@ -24,7 +24,7 @@ export class CallerBudget implements WaitBudget {
   }
 
   private answered = false;
-  private answerListener: (() => void) | undefined;
+  private answerListeners: Array<() => void> | undefined;
 
   /** True once the strategy heard from the server (see `serverAnswered`). */
   get hasAnswer(): boolean {
@@ -35,8 +35,15 @@ export class CallerBudget implements WaitBudget {
   serverAnswered(): void {
     if (this.answered) return;
     this.answered = true;
-    this.answerListener?.();
-    this.answerListener = undefined;
+    const listeners = this.answerListeners;
+    this.answerListeners = undefined;
+    for (const listener of listeners ?? []) listener();
+  }
+
+  /** Calls `listener` once the server answered (at once if it has). */
+  onFirstAnswer(listener: () => void): void {
+    if (this.answered) return listener();
+    (this.answerListeners ??= []).push(listener);
   }
 
   /**
@@ -48,7 +55,7 @@ export class CallerBudget implements WaitBudget {
     const timer = setTimeout(() => {
       if (!this.answered) onSilence();
     }, ms);
-    this.answerListener = () => clearTimeout(timer);
+    this.onFirstAnswer(() => clearTimeout(timer));
     return () => clearTimeout(timer);
   }
 

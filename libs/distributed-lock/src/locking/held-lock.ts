@@ -160,6 +160,8 @@ export class HeldLock {
     const ttl = ttlMs === undefined ? this.ttl : assertDuration(ttlMs, 'ttl', MIN_TTL_MS);
     if (this.state !== 'held') throw new LockNotHeldError(this.lease.key, this.deps.strategy.name, { cause: this.lostError });
     const renewed = await this.renew(ttl);
+    // Lost (or released) while the extension was on its way: it extended nothing the caller still holds.
+    if (this.state !== 'held') throw new LockNotHeldError(this.lease.key, this.deps.strategy.name, { cause: this.lostError });
     if (!renewed) {
       this.markLost('extension-refused');
       throw new LockNotHeldError(this.lease.key, this.deps.strategy.name);

@@ -29,6 +29,8 @@ export class LeaseWatchdog {
   private stopped = false;
   /** One renewal is due although the lock does not auto-extend (see TOP_UP_BELOW). */
   private topUpDue = false;
+  /** A renewal was attempted. */
+  private tried = false;
 
   constructor(
     private readonly target: WatchdogTarget,
@@ -89,9 +91,11 @@ export class LeaseWatchdog {
     }
     if (left <= 0) {
       this.stop();
-      this.target.onGone('backend-unreachable');
+      // Over before any renewal was tried (a grant that came too late): it expired, nothing failed.
+      this.target.onGone(this.tried ? 'backend-unreachable' : 'expired');
       return;
     }
+    this.tried = true;
     let renewed: boolean;
     try {
       renewed = await this.target.renew();

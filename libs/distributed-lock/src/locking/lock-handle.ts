@@ -1,4 +1,5 @@
 import { LockNotHeldError } from '../errors/lock-not-held.error';
+import { assertDuration, MIN_TTL_MS } from './lock-options';
 import type { HeldLock } from './held-lock';
 import type { LeaseGrant, LockMode } from './lock-lease';
 import type { ReleaseOutcome } from './lock-strategy.interface';
@@ -86,6 +87,8 @@ export class LockHandle implements Lock {
   }
 
   async extend(ttl?: number): Promise<void> {
+    // A bad ttl is a bad input whatever the lock's state: said first.
+    if (ttl !== undefined) assertDuration(ttl, 'ttl', MIN_TTL_MS);
     if (this.released) throw new LockNotHeldError(this.key, this.held.strategyName);
     await this.held.extend(ttl);
   }

@@ -78,6 +78,21 @@ export class LockManager {
     let grant: LeaseGrant | null;
     try {
       grant = await this.waitForGrant(request, options, budget, until, started);
+      // A grant whose lease ended before it reached the caller (its process stalled while the lock was
+      // handed to it, or the answer came late) is not a lock: it may already be someone else's. It goes
+      // back, and the wait goes on for what is left of it.
+      while (grant && grant.expiresAt <= Date.now()) {
+        await this.releaseOrphan(grant);
+        grant = null;
+        if (until <= Date.now() || this.closed || budget.aborted) break;
+        const retry = new CallerBudget(Math.max(1, until - Date.now()), options.signal);
+        this.waiting.add(retry);
+        try {
+          grant = await this.waitForGrant({ ...request, owner: createOwnerId() }, options, retry, until, started);
+        } finally {
+          this.waiting.delete(retry);
+        }
+      }
     } finally {
       this.waiting.delete(budget);
     }
@@ -85,7 +100,7 @@ export class LockManager {
     if (this.closed) {
       // close() ended the wait, or came while the grant was on its way: the caller gets no lock, and
       // whatever the backend granted goes back now rather than at its lease's end.
-      if (grant) this.releaseOrphan(grant);
+      if (grant) void this.releaseOrphan(grant);
       throw this.closedError(key, waitedMs);
     }
     if (!grant) {
@@ -129,18 +144,16 @@ export class LockManager {
     const failures: unknown[] = [];
     const waiting = [...this.waiting];
     for (const budget of waiting) budget.giveUp();
-    // Waiters leave the backend's queue before the strategy closes its connections (bounded: each
-    // strategy call is), so that nobody is handed a lock by a waiter that is gone.
-    await Promise.all(waiting.map((budget) => budget.settled));
-    await Promise.all(
-      [...this.held].map((lock) =>
-        (lock.isHeld ? lock.releaseNow() : lock.settled()).catch((error: unknown) => {
-          failures.push(error);
-        }),
-      ),
-    );
-    await Promise.all([...this.leaving]);
-    await Promise.all([...this.orphans]);
+    // Waiters leave the backend's queue before the strategy closes its connections, so that nobody is
+    // handed a lock by a waiter that is gone; bounded, since a server that stopped answering may keep a
+    // wait in a call that never returns.
+    await this.atMost(this.operationTimeout, Promise.all(waiting.map((budget) => budget.settled)));
+    // A lock still held is taken from its holder, who is told (its signal aborts with LockLostError
+    // 'closed', withLock rejects): a section still running must not go on as if it held the lock, nor
+    // commit half its work where the lock is a transaction (a lost lock is rolled back).
+    for (const lock of [...this.held]) if (lock.isHeld) lock.markLost('closed');
+    await Promise.all([...this.held].map((lock) => lock.settled()));
+    await this.atMost(this.operationTimeout, Promise.all([...this.leaving, ...this.orphans]));
     try {
       await runBounded({ strategy: this.strategy.name, operation: 'close', timeoutMs: this.operationTimeout, run: () => this.strategy.close() });
     } catch (error) {
@@ -149,6 +162,13 @@ export class LockManager {
     if (failures.length > 0) {
       throw new LockBackendUnavailableError(this.strategy.name, `close (${failures.length} failure(s))`, 0, { cause: failures[0] });
     }
+  }
+
+  /** Waits for `work`, but no longer than `ms`: close() must end however the backend behaves. */
+  private async atMost(ms: number, work: Promise<unknown>): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([work.catch(() => undefined), new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]);
+    clearTimeout(timer);
   }
 
   private closedError(key: string, waitedMs: number): LockBackendUnavailableError {
@@ -191,11 +211,19 @@ export class LockManager {
     try {
       if (this.strategy.acquire && deadline > Date.now()) {
         const grant = await this.queueAcquire(request, budget);
-        if (!grant && signal?.aborted) throw abortedError();
+        if (signal?.aborted) {
+          // A grant that came as the caller aborted is not theirs any more: it goes back.
+          if (grant) await this.releaseOrphan(grant);
+          throw abortedError();
+        }
         return grant;
       }
       for (let attempt = 0; ; attempt += 1) {
         const grant = await this.boundedTryAcquire(request);
+        if (grant && signal?.aborted) {
+          await this.releaseOrphan(grant);
+          throw abortedError();
+        }
         if (grant) return grant;
         const remaining = deadline - Date.now();
         if (remaining <= 0 || this.closed) return null;
@@ -263,10 +291,10 @@ export class LockManager {
       run: () => acquire.call(this.strategy, request, budget),
       onLateResult: (grant) => this.releaseOrphan(grant),
     }).then(
-      (grant) => {
-        // Given up (deadline, silence) before the grant came: nobody will use it.
+      async (grant) => {
+        // Given up (deadline, abort, silence) before the grant came: nobody will use it.
         if (!abandoned) return grant;
-        this.releaseOrphan(grant);
+        await this.releaseOrphan(grant);
         return null;
       },
       (error: unknown) => {
@@ -287,21 +315,41 @@ export class LockManager {
     const silence = this.strategy.signalsServerAnswer
       ? new Promise<never>((_, reject) => {
           stopSilenceWatch = budget.watchForSilence(this.operationTimeout, () => {
-            giveUp();
+            // Rejected before giving up: giving up ends the wait as well, and the silence must win.
             reject(new LockBackendUnavailableError(this.strategy.name, 'acquire (the server did not answer)', Date.now() - started, { key: request.key }));
+            giveUp();
           });
         })
       : undefined;
     let deadlineTimer: NodeJS.Timeout | undefined;
-    const deadline = new Promise<null>((resolve, reject) => {
-      deadlineTimer = setTimeout(() => {
-        giveUp();
-        // A wait that never heard from the server did not time out behind a holder: the server is the problem.
-        if (this.strategy.signalsServerAnswer && !budget.hasAnswer) {
-          reject(new LockBackendUnavailableError(this.strategy.name, 'acquire (the server did not answer within the wait)', Date.now() - started, { key: request.key }));
-        } else {
+    let stopWatchingGiveUp = (): void => undefined;
+    const deadline = new Promise<null>((resolve) => {
+      // The caller aborted or close() came: the strategy leaves its queue (a grant that came meanwhile is
+      // given back), and the caller hears once it has, so that an aborted wait never holds the lock after
+      // the caller was told; but no later than one operation timeout, even if the strategy is stuck in a
+      // call to a server that stopped answering (it then leaves in the background).
+      stopWatchingGiveUp = budget.onAbort(() => {
+        abandoned = true;
+        let timer: NodeJS.Timeout | undefined;
+        const left = waiting.then(() => undefined, () => undefined);
+        void Promise.race([left, new Promise<void>((done) => (timer = setTimeout(done, this.operationTimeout)))]).then(() => {
+          clearTimeout(timer);
           resolve(null);
+        });
+      });
+      deadlineTimer = setTimeout(() => {
+        // A wait that has not heard from the server yet (shorter than a round trip, or a silent server)
+        // gets its first answer, bounded by the silence watch: a healthy server's answer makes it a
+        // timeout, none makes it an unavailable server.
+        if (this.strategy.signalsServerAnswer && !budget.hasAnswer) {
+          budget.onFirstAnswer(() => {
+            giveUp();
+            resolve(null);
+          });
+          return;
         }
+        giveUp();
+        resolve(null);
       }, budget.timeoutMs);
     });
     try {
@@ -312,13 +360,14 @@ export class LockManager {
       throw error;
     } finally {
       clearTimeout(deadlineTimer);
+      stopWatchingGiveUp();
       stopSilenceWatch();
     }
   }
 
   /** A grant that arrived after the caller gave up: give it back so it does not block others until expiry. */
-  private releaseOrphan(grant: LeaseGrant | null): void {
-    if (!grant) return;
+  private releaseOrphan(grant: LeaseGrant | null): Promise<void> {
+    if (!grant) return Promise.resolve();
     const releasing = runBounded({
       strategy: this.strategy.name,
       operation: 'release',
@@ -333,5 +382,6 @@ export class LockManager {
         this.orphans.delete(releasing);
       });
     this.orphans.add(releasing);
+    return releasing;
   }
 }

@@ -1,5 +1,6 @@
 import { InvalidLockOptionsError } from '../errors/invalid-lock-options.error';
 import { LockCommitFailedError } from '../errors/lock-commit-failed.error';
+import { LockLostError } from '../errors/lock-lost.error';
 import { currentLock, runWithHeldLocks } from './lock-context';
 import type { LockEvents } from './lock-events';
 import { LockHandle, MultiLockHandle, type Lock } from './lock-handle';
@@ -102,7 +103,11 @@ export class LockService {
     try {
       result = await runWithHeldLocks(entries, () => fn(lock.locks.length === 1 ? lock.locks[0] : lock));
     } catch (error) {
+      // A section that failed after its lock was lost most likely failed because of it (its transaction
+      // rolled back, its connection gone): the caller hears of the loss, with the failure as its cause.
+      const lostBefore = lossOf(lock);
       await this.releaseQuietly(lock, 'failed');
+      if (lostBefore instanceof LockLostError) throw new LockLostError(lostBefore.key, lostBefore.strategy, lostBefore.reason, { cause: error });
       throw error;
     }
     const lostDuring = lossOf(lock);
