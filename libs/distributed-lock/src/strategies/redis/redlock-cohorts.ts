@@ -19,7 +19,7 @@ interface Cohort {
 }
 
 /** A local contender for a key, waiting in line (or, first in line, asking the masters). */
-interface Successor {
+export interface Successor {
   readonly request: LockRequest;
   deliver(grant: LeaseGrant): void;
 }
@@ -83,14 +83,14 @@ export class RedlockCohorts {
   }
 
   /**
-   * `lease` releases: hands the lock to the waiting local successor when the limits allow and returns
-   * true, or forgets the key here and returns false (the caller then releases on the masters).
+   * `lease` releases: the waiting local successor it may hand the lock to, or undefined, in which case
+   * the key is forgotten here (the caller releases on the masters). The masters must confirm the lock
+   * (an extension for the successor's lease, see `handOver`) before it is handed on.
    */
-  passOn(lease: LeaseGrant): boolean {
+  successorOf(lease: LeaseGrant): Successor | undefined {
     const cohort = this.cohorts.get(lease.key);
-    if (cohort?.holder !== lease.owner) return false;
-    const line = this.successors.get(lease.key);
-    const next = line?.[0];
+    if (cohort?.holder !== lease.owner) return undefined;
+    const next = this.successors.get(lease.key)?.[0];
     const now = Date.now();
     const allowed =
       next !== undefined &&
@@ -100,14 +100,27 @@ export class RedlockCohorts {
       cohort.validUntil - now >= (next.request.ttlMs * 2) / 3;
     if (!allowed) {
       this.cohorts.delete(lease.key);
-      return false;
+      return undefined;
     }
+    return next;
+  }
+
+  /** The masters confirmed the lock until `validUntil`: `lease`'s holder hands it to `next`. False if either left meanwhile. */
+  handOver(lease: LeaseGrant, next: Successor, validUntil: number): boolean {
+    const cohort = this.cohorts.get(lease.key);
+    if (cohort?.holder !== lease.owner || this.successors.get(lease.key)?.[0] !== next) return false;
     this.unlist(lease.key, next);
     cohort.holder = next.request.owner;
     cohort.passes += 1;
+    cohort.validUntil = validUntil;
     const { key, owner, mode } = next.request;
-    next.deliver({ key, owner, mode, expiresAt: cohort.validUntil });
+    next.deliver({ key, owner, mode, expiresAt: validUntil });
     return true;
+  }
+
+  /** Forgets `lease`'s key here (the masters did not confirm it, or it goes back to them). */
+  forget(lease: LeaseGrant): void {
+    if (this.cohorts.get(lease.key)?.holder === lease.owner) this.cohorts.delete(lease.key);
   }
 
   /**

@@ -25,6 +25,8 @@ export function runOnMasters(
   timeoutMs: number,
   operation: (client: RedisLockClient, index: number) => Promise<boolean>,
   enough = Infinity,
+  /** Send also on connections that are down (ioredis queues it until they reconnect); they count as not answered. */
+  evenIfDown = false,
 ): Promise<NodeOutcome[]> {
   return new Promise((resolve) => {
     const outcomes = new Array<NodeOutcome | undefined>(nodes.length);
@@ -57,6 +59,7 @@ export function runOnMasters(
       // timeout. A first connection still being made ("wait", "connecting") may answer in time.
       if (DOWN_STATUSES.has(client.status)) {
         settle(index, { held: false, answered: false, error: new Error(`connection ${client.status}`) });
+        if (evenIfDown && client.status !== 'end') operation(client, index).catch(() => undefined);
         return;
       }
       operation(client, index).then(

@@ -127,7 +127,7 @@ export class RedlockStrategy implements LockStrategy {
     // process's event loop stalled past the node timeout), and a late yes sets the key for a whole lease.
     // Each connection runs commands in order, so the release lands after the acquire it follows.
     const maybeSet = outcomes.map((o) => o.held || !o.answered);
-    if (maybeSet.some(Boolean)) await this.releaseEverywhere(keys, redisOwner, undefined, maybeSet);
+    if (maybeSet.some(Boolean)) await this.releaseEverywhere(keys, redisOwner, undefined, maybeSet, true);
     const answered = outcomes.filter((o) => o.answered).length;
     if (answered < this.quorum) {
       throw new LockBackendUnavailableError(this.name, `acquire on a majority (${answered} of ${this.nodes.length} masters answered, ${this.quorum} needed)`, Date.now() - started, {
@@ -265,19 +265,37 @@ export class RedlockStrategy implements LockStrategy {
   async release(lease: LeaseGrant): Promise<boolean> {
     const redisOwner = this.cohorts.redisOwnerOf(lease);
     if (!redisOwner) return false;
-    if (this.cohorts.passOn(lease)) return true;
     const keys = this.keyNames.of(lease.key);
+    const next = this.cohorts.successorOf(lease);
+    if (next) {
+      // A local hand-over saves a release and an acquisition on the masters, but the lock may have gone
+      // behind our back (deleted, a master restarted empty): one extension round for the successor's lease
+      // confirms it on a majority first, else nothing is handed on and the release reports the loss.
+      const started = Date.now();
+      const outcomes = await this.onEveryNode((client) =>
+        this.scripts.extend.run(client, [keys.keys[0]], [redisOwner, keys.channel, next.request.ttlMs]).then((reply) => reply === 1),
+      );
+      const validUntil = started + next.request.ttlMs - (Date.now() - started) - Math.ceil(next.request.ttlMs * CLOCK_DRIFT_FACTOR) - 2;
+      if (outcomes.filter((o) => o.held).length >= this.quorum && validUntil > Date.now() && this.cohorts.handOver(lease, next, validUntil)) return true;
+      this.cohorts.forget(lease);
+      const confirmed = outcomes.filter((o) => o.held).length >= this.quorum;
+      await this.releaseEverywhere(keys, redisOwner, undefined, undefined, true);
+      // Not confirmed: the lock was no longer ours on a majority (or could not be checked in time).
+      return confirmed;
+    }
     // Our own subscriber is counted only where the server confirmed it; one still being made may or may
     // not be among those who heard, so it counts as someone else (the cautious side: no early start).
     const subscribedHere = this.listeners.map((listener) => listener.isConfirmed(keys.channel));
     const heard: number[] = [];
-    const outcomes = await this.releaseEverywhere(keys, redisOwner, heard);
+    const outcomes = await this.releaseEverywhere(keys, redisOwner, heard, undefined, true);
     // A contender of this process asking the masters next may start at once, unless other processes
     // listen for this key too: then it waits for the masters' notification like them, so that a process
     // whose hand-over limit ran out does not win the key straight back.
     const othersWaiting = heard.some((count, i) => count > (subscribedHere[i] ? 1 : 0));
     if (!othersWaiting) this.localReleaseWatchers.get(lease.key)?.();
-    return outcomes.some((o) => o.held);
+    // Held until now only if a majority still had it: the masters that deleted our key, and those whose
+    // answer did not come in time (which cannot be counted against us), reach the quorum.
+    return outcomes.filter((o) => o.held || !o.answered).length >= this.quorum;
   }
 
   async ping(): Promise<void> {
@@ -295,8 +313,8 @@ export class RedlockStrategy implements LockStrategy {
    * Deletes the key where it is `owner`'s (on the masters `only` marks, by default all); `heard`, if given,
    * gets per master how many subscribers heard the release.
    */
-  private releaseEverywhere(keys: RedisLockKeys, owner: string, heard?: number[], only?: readonly boolean[]): Promise<NodeOutcome[]> {
-    return this.onEveryNode((client, i) =>
+  private releaseEverywhere(keys: RedisLockKeys, owner: string, heard?: number[], only?: readonly boolean[], evenIfDown = false): Promise<NodeOutcome[]> {
+    return this.onEveryNodeAt(evenIfDown, (client, i) =>
       only && !only[i] ? Promise.resolve(false) : this.scripts.release.run(client, [keys.keys[0]], [owner, keys.channel]).then((reply) => {
         if (heard) heard[i] = Math.max(0, Number(reply) - 1);
         return Number(reply) >= 1;
@@ -307,6 +325,14 @@ export class RedlockStrategy implements LockStrategy {
   /** Runs `operation` on every master in parallel (see `runOnMasters`). */
   private onEveryNode(operation: (client: RedisLockClient, index: number) => Promise<boolean>, enough = Infinity): Promise<NodeOutcome[]> {
     return runOnMasters(this.nodes, this.nodeTimeoutMs, operation, enough);
+  }
+
+  /**
+   * The same for a release: `evenIfDown` sends it also where the connection is down, for its client to
+   * send once reconnected, after any acquire it re-sends (a reset connection's acquire may still land).
+   */
+  private onEveryNodeAt(evenIfDown: boolean, operation: (client: RedisLockClient, index: number) => Promise<boolean>): Promise<NodeOutcome[]> {
+    return runOnMasters(this.nodes, this.nodeTimeoutMs, operation, Infinity, evenIfDown);
   }
 
   /**
