@@ -145,7 +145,7 @@ function rawRowFloor(): () => Promise<BenchLock> {
     const pool = createPool({ uri: env('LOCK_TEST_MYSQL_URL'), connectionLimit: 40 });
     const dialect = await mysqlDialect(pool);
     await pool.query(leaseTableDdl(dialect, 'bench_floor_leases'));
-    const sql = rowLockStatements(dialect, dialect.quote('bench_floor_leases'));
+    const sql = rowLockStatements(dialect, 'bench_floor_leases');
     const raw = callbackPool(pool);
     const ttlMs = 30_000;
     return {

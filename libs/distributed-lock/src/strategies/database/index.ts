@@ -1,6 +1,6 @@
 export { RowLockStrategy, type RowLockStrategyOptions } from './row-lock.strategy';
 export { PessimisticLockStrategy, type PessimisticLockStrategyOptions, type PessimisticLeaseGrant } from './pessimistic-lock.strategy';
 export { lockTransaction } from './lock-transaction';
-export { leaseTableDdl, rowTableDdl, fenceTableDdl, LOCK_TABLES, MAX_SQL_KEY_LENGTH } from './lock-table.sql';
+export { leaseTableDdl, leaseClockDdl, rowTableDdl, fenceTableDdl, LOCK_TABLES, MAX_SQL_KEY_LENGTH } from './lock-table.sql';
 export { optimisticUpdate, type OptimisticUpdateOptions } from '../../versioning/optimistic-update';
 export type { LockDataSource } from './database-client.type';

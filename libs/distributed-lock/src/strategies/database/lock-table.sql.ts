@@ -39,6 +39,26 @@ export function leaseTableDdl(dialect: SqlDialect, table: string = LOCK_TABLES.l
 )`;
 }
 
+/**
+ * Statements that go with the lease table on SQLite (none on MySQL/MariaDB): a one-row table holding the
+ * last fencing token handed out, kept by triggers, so that a new row's first token is above every token
+ * before (SQLite's clock moves once per millisecond; a row deleted and made again within one would repeat
+ * a token). Run them after `leaseTableDdl` in your migration; the strategy runs them with `ensureTable`.
+ */
+export function leaseClockDdl(dialect: SqlDialect, table: string = LOCK_TABLES.leases): string[] {
+  if (dialect.name !== 'sqlite') return [];
+  const t = dialect.quote(table);
+  const clock = dialect.quote(`${table}_clock`);
+  const keep = (event: string, name: string): string =>
+    `CREATE TRIGGER IF NOT EXISTS ${dialect.quote(`${table}_${name}`)} AFTER ${event} ON ${t} BEGIN UPDATE ${clock} SET last = max(last, NEW.fencing_token) WHERE id = 1; END`;
+  return [
+    `CREATE TABLE IF NOT EXISTS ${clock} (id INTEGER PRIMARY KEY CHECK (id = 1), last INTEGER NOT NULL)`,
+    `INSERT OR IGNORE INTO ${clock} (id, last) SELECT 1, COALESCE(MAX(fencing_token), 0) FROM ${t}`,
+    keep('INSERT', 'clock_on_insert'),
+    keep('UPDATE OF fencing_token', 'clock_on_update'),
+  ];
+}
+
 /** DDL of the row-lock table (pessimistic strategy): only the key, whose index record is what gets locked. */
 export function rowTableDdl(dialect: SqlDialect, table: string = LOCK_TABLES.rows): string {
   return `CREATE TABLE IF NOT EXISTS ${dialect.quote(table)} (

@@ -31,8 +31,8 @@ export function pessimisticStatements(d: SqlDialect, rowTable: string, fenceTabl
       ? `SET STATEMENT innodb_lock_wait_timeout=0 FOR ${d.insertIfMissing(rows, '(lock_key) VALUES (?)')}`
       : d.insertIfMissing(rows, '(lock_key) VALUES (?)').replace(/^INSERT /, 'INSERT /*+ SET_VAR(innodb_lock_wait_timeout=1) */ '),
     nextToken: `INSERT INTO ${d.quote(fenceTable)} (lock_key, fencing_token, locked_by, locked_by_connection, locked_at)
-         VALUES (?, ${d.tokenExpression(d.nowUs)}, ?, ?, NOW(3))
-         ON DUPLICATE KEY UPDATE fencing_token = ${d.tokenExpression('fencing_token + 1')}, locked_by = VALUES(locked_by),
+         VALUES (?, ${d.tokenExpression(d.firstToken(fenceTable))}, ?, ?, NOW(3))
+         ON DUPLICATE KEY UPDATE fencing_token = ${d.tokenExpression(d.nextToken('fencing_token', fenceTable))}, locked_by = VALUES(locked_by),
            locked_by_connection = VALUES(locked_by_connection), locked_at = VALUES(locked_at)`,
     lockRow(waitSeconds) {
       if (waitSeconds === undefined) return `SELECT lock_key FROM ${rows} WHERE lock_key = ? FOR UPDATE NOWAIT`;

@@ -9,13 +9,13 @@ import { assertKnownKeys, describe } from '../../locking/lock-options';
 import type { LeaseLostListener, LockStrategy, LockStrategyCapabilities, ReleaseOutcome } from '../../locking/lock-strategy.interface';
 import type { LockDataSource } from './database-client.type';
 import { ensureInitialized, resolveDataSource } from './database-connection';
-import { ensureLockKeyCollation } from './lock-key-collation';
+import { assertKeyDistinct, paddingMigration } from './lock-key-collation';
 import { fenceTableDdl, LOCK_TABLES, MAX_SQL_KEY_LENGTH, rowTableDdl, SQL_IDENTIFIER } from './lock-table.sql';
 import { connectionIdOf, queryOnDataSource, queryOnRunner } from './mysql-direct';
 import { beginLockTransaction, commitLockTransaction } from './runner-transaction';
 import { pessimisticStatements, type PessimisticStatements } from './pessimistic-lock.sql';
 import { dialectOf, withServerFeatures, type SqlDialect } from './sql-dialect';
-import { budgetWithin, onBudgetAbort } from '../../locking/wait-for-wake';
+import { budgetAborted, budgetWithin, onBudgetAbort } from '../../locking/wait-for-wake';
 import { strategyName } from '../strategy-name';
 
 /** Options of the pessimistic (`SELECT … FOR UPDATE`) strategy. */
@@ -91,7 +91,7 @@ export class PessimisticLockStrategy implements LockStrategy {
   private readonly slotQueue: Array<{ enter(): void; giveUp(): void }> = [];
   /** Stops the server-side wait of each acquisition in progress (see lockExistingRow). */
   private readonly waitStoppers = new Set<() => void>();
-  private ready: Promise<{ dialect: SqlDialect; sql: PessimisticStatements }> | undefined;
+  private ready: Promise<{ dialect: SqlDialect; sql: PessimisticStatements; padding: string | undefined }> | undefined;
   /** Keys whose lock row we have seen: their acquisitions skip the existence check. */
   private readonly knownRows = new Set<string>();
 
@@ -178,6 +178,12 @@ export class PessimisticLockStrategy implements LockStrategy {
         { key: request.key },
       );
     }
+    if (budget && budgetAborted(budget)) {
+      // Given up while waiting for a slot: give it back untouched.
+      this.pending -= 1;
+      this.freeSlot();
+      return null;
+    }
     const remaining = budget && budgetWithin(budget, Math.max(1, deadline - Date.now()));
     return this.lockRowInSlot(request, remaining);
   }
@@ -225,7 +231,8 @@ export class PessimisticLockStrategy implements LockStrategy {
 
   private async lockRowInSlot(request: LockRequest, budget: WaitBudget | undefined): Promise<PessimisticLeaseGrant | null> {
     try {
-      const { dialect, sql } = await this.prepare();
+      const { dialect, sql, padding } = await this.prepare();
+      assertKeyDistinct(request.key, this.table, padding);
       const deadline = Date.now() + (budget?.timeoutMs ?? 0);
       try {
         return await this.lockExistingRow(dialect, sql, request, budget, !this.knownRows.has(request.key));
@@ -268,6 +275,11 @@ export class PessimisticLockStrategy implements LockStrategy {
   ): Promise<PessimisticLeaseGrant | null> {
     const runner = this.dataSource.createQueryRunner();
     await runner.connect();
+    // Given up while the connection was being taken (the abort listener below is not set yet).
+    if (budget && budgetAborted(budget)) {
+      await runner.release();
+      return null;
+    }
     const connectionId = connectionIdOf(runner);
     // One bound over every statement that can wait on the server (the insert of a new row, the row lock):
     // the server counts whole seconds, so the wait is stopped at the exact end of the budget, on abort,
@@ -288,11 +300,18 @@ export class PessimisticLockStrategy implements LockStrategy {
       this.waitStoppers.delete(stop);
       await killing;
     };
+    // Stopped before a statement that waits was sent (a KILL QUERY then lands on nothing): not sent at all.
+    const stopped = (): boolean => killing !== undefined || (budget !== undefined && budgetAborted(budget));
     try {
-      if (ensureRow) await this.ensureRow(runner, sql, request.key, budget !== undefined);
+      if (ensureRow && !stopped()) await this.ensureRow(runner, sql, request.key, budget !== undefined);
       await beginLockTransaction(runner);
       // The server answers: from here the wait for the row lock is bounded by the caller's budget.
       budget?.serverAnswered?.();
+      if (stopped()) {
+        await disarm();
+        await rollbackAndRelease(runner);
+        return null;
+      }
       const waitSeconds = budget ? Math.max(1, Math.ceil(budget.timeoutMs / 1000)) : undefined;
       // On the runner's own connection, inside the transaction TypeORM started (see mysqlPoolOf).
       const rows = (await queryOnRunner(runner, sql.lockRow(waitSeconds), [request.key])).records;
@@ -378,7 +397,7 @@ export class PessimisticLockStrategy implements LockStrategy {
     return true;
   }
 
-  private prepare(): Promise<{ dialect: SqlDialect; sql: PessimisticStatements }> {
+  private prepare(): Promise<{ dialect: SqlDialect; sql: PessimisticStatements; padding: string | undefined }> {
     this.ready ??= (async () => {
       await ensureInitialized(this.dataSource);
       const dialect = await withServerFeatures(this.dataSource, dialectOf(this.dataSource, this.name));
@@ -386,9 +405,8 @@ export class PessimisticLockStrategy implements LockStrategy {
         await this.dataSource.query(rowTableDdl(dialect, this.table));
         await this.dataSource.query(fenceTableDdl(dialect, this.fenceTable));
       }
-      await ensureLockKeyCollation(this.dataSource, dialect, this.table, this.ensureTable);
-      await ensureLockKeyCollation(this.dataSource, dialect, this.fenceTable, this.ensureTable);
-      return { dialect, sql: pessimisticStatements(dialect, this.table, this.fenceTable) };
+      const padding = (await paddingMigration(this.dataSource, dialect, this.table)) ?? (await paddingMigration(this.dataSource, dialect, this.fenceTable));
+      return { dialect, sql: pessimisticStatements(dialect, this.table, this.fenceTable), padding };
     })().catch((error: unknown) => {
       this.ready = undefined;
       throw error;

@@ -14,16 +14,17 @@ export interface RowLockStatements {
   readonly extend: string;
 }
 
-/** The statements for dialect `d` over the quoted table `t`. */
-export function rowLockStatements(d: SqlDialect, t: string): RowLockStatements {
+/** The statements for dialect `d` over the lease table named `table` (unquoted). */
+export function rowLockStatements(d: SqlDialect, table: string): RowLockStatements {
+  const t = d.quote(table);
   const live = `expires_at > ${d.nowMs}`;
   return {
-    insert: `INSERT INTO ${t} (lock_key, owner, hold_count, fencing_token, expires_at) VALUES (?, ?, 1, ${d.tokenExpression(d.nowUs)}, ${d.nowMs} + ?)${d.tokenReturning}`,
+    insert: `INSERT INTO ${t} (lock_key, owner, hold_count, fencing_token, expires_at) VALUES (?, ?, 1, ${d.tokenExpression(d.firstToken(table))}, ${d.nowMs} + ?)${d.tokenReturning}`,
     // Assignments read the old owner and expiry first (MySQL applies SET left to right). A free or expired
     // row is taken over with the next token; our own live row is re-entered with the same token.
     takeOver: `UPDATE ${t} SET
       hold_count = CASE WHEN owner = ? AND ${live} THEN hold_count + 1 ELSE 1 END,
-      fencing_token = ${d.tokenExpression(`CASE WHEN owner = ? AND ${live} THEN fencing_token ELSE fencing_token + 1 END`)},
+      fencing_token = ${d.tokenExpression(`CASE WHEN owner = ? AND ${live} THEN fencing_token ELSE ${d.nextToken('fencing_token', table)} END`)},
       expires_at = ${d.nowMs} + ?,
       owner = ?
       WHERE lock_key = ? AND (expires_at <= ${d.nowMs} OR owner = ?)${d.tokenReturning}`,

@@ -7,8 +7,8 @@ import type { LockStrategy, LockStrategyCapabilities } from '../../locking/lock-
 import { leaseEnd } from '../../locking/lease-end';
 import type { LockDataSource } from './database-client.type';
 import { ensureInitialized, resolveDataSource } from './database-connection';
-import { ensureLockKeyCollation } from './lock-key-collation';
-import { leaseTableDdl, LOCK_TABLES, MAX_SQL_KEY_LENGTH, SQL_IDENTIFIER } from './lock-table.sql';
+import { assertKeyDistinct, paddingMigration } from './lock-key-collation';
+import { leaseClockDdl, leaseTableDdl, LOCK_TABLES, MAX_SQL_KEY_LENGTH, SQL_IDENTIFIER } from './lock-table.sql';
 import { queryOnDataSource, type DirectResult } from './mysql-direct';
 import { rowLockStatements, type RowLockStatements } from './row-lock.sql';
 import { dialectOf, withServerFeatures, type SqlDialect } from './sql-dialect';
@@ -47,7 +47,7 @@ export class RowLockStrategy implements LockStrategy {
   private readonly ownsDataSource: boolean;
   private readonly table: string;
   private readonly ensureTable: boolean;
-  private ready: Promise<{ dialect: SqlDialect; sql: RowLockStatements }> | undefined;
+  private ready: Promise<{ dialect: SqlDialect; sql: RowLockStatements; padding: string | undefined }> | undefined;
 
   constructor(options: RowLockStrategyOptions) {
     const raw: unknown = options;
@@ -69,7 +69,8 @@ export class RowLockStrategy implements LockStrategy {
   }
 
   async tryAcquire(request: LockRequest): Promise<LeaseGrant | null> {
-    const { dialect, sql } = await this.prepare();
+    const { dialect, sql, padding } = await this.prepare();
+    assertKeyDistinct(request.key, this.table, padding);
     const sentAt = Date.now();
     // Most keys have a row (released rows stay, keeping their token): take it over if free or expired.
     const taken = await this.run(sql.takeOver, [request.owner, request.owner, request.ttlMs, request.owner, request.key, request.owner]);
@@ -122,13 +123,16 @@ export class RowLockStrategy implements LockStrategy {
     return queryOnDataSource(this.dataSource, query, parameters);
   }
 
-  private prepare(): Promise<{ dialect: SqlDialect; sql: RowLockStatements }> {
+  private prepare(): Promise<{ dialect: SqlDialect; sql: RowLockStatements; padding: string | undefined }> {
     this.ready ??= (async () => {
       await ensureInitialized(this.dataSource);
       const dialect = await withServerFeatures(this.dataSource, dialectOf(this.dataSource, this.name));
-      if (this.ensureTable) await this.dataSource.query(leaseTableDdl(dialect, this.table));
-      await ensureLockKeyCollation(this.dataSource, dialect, this.table, this.ensureTable);
-      return { dialect, sql: rowLockStatements(dialect, dialect.quote(this.table)) };
+      if (this.ensureTable) {
+        await this.dataSource.query(leaseTableDdl(dialect, this.table));
+        for (const statement of leaseClockDdl(dialect, this.table)) await this.dataSource.query(statement);
+      }
+      const padding = await paddingMigration(this.dataSource, dialect, this.table);
+      return { dialect, sql: rowLockStatements(dialect, this.table), padding };
     })().catch((error: unknown) => {
       this.ready = undefined;
       throw error;

@@ -17,6 +17,14 @@ export interface SqlDialect {
    * token: MySQL's LAST_INSERT_ID(expr) lands in the OK packet's insertId, SQLite uses RETURNING.
    */
   tokenExpression(expression: string): string;
+  /**
+   * The first fencing token of a key's new row in `table`: the server clock in microseconds, so that a
+   * key whose row was deleted starts above its old tokens. SQLite's clock moves once per millisecond, so
+   * there it is also above the table's last token (kept by triggers, see `leaseClockDdl`).
+   */
+  firstToken(table: string): string;
+  /** The token after `current` for a new holder: one more, or the clock when that is higher (see `firstToken`). */
+  nextToken(current: string, table: string): string;
   /** Reads the token from the statement's result (see `tokenExpression`), or the RETURNING clause to add. */
   readonly tokenReturning: string;
   tokenOf(result: { raw?: unknown; records?: unknown[] }): number;
@@ -36,15 +44,20 @@ function driverCode(error: unknown): { code?: unknown; errno?: unknown; message:
   return { code: e?.driverError?.code ?? e?.code, errno: e?.driverError?.errno ?? e?.errno, message: String(e?.message ?? '') };
 }
 
+const MYSQL_NOW_US = "TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))";
+const SQLITE_NOW_US = "CAST((julianday('now') - 2440587.5) * 86400000000 AS INTEGER)";
+
 const MYSQL: SqlDialect = {
   name: 'mysql',
   // From UTC_TIMESTAMP by plain arithmetic: UNIX_TIMESTAMP(NOW(3)) converts the session's local time
   // back, which is ambiguous for the hour a daylight-saving change repeats (leases would move by an hour).
   nowMs: "TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) DIV 1000",
-  nowUs: "TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))",
+  nowUs: MYSQL_NOW_US,
   returning: false,
   mariadb: false,
   tokenExpression: (expression) => `LAST_INSERT_ID(${expression})`,
+  firstToken: () => MYSQL_NOW_US,
+  nextToken: (current) => `GREATEST(${current} + 1, ${MYSQL_NOW_US})`,
   tokenReturning: '',
   tokenOf: (result) => Number((result.raw as { insertId?: number | string } | undefined)?.insertId),
   changedRows: (result) => result.affected ?? 0,
@@ -58,10 +71,12 @@ const MYSQL: SqlDialect = {
 const SQLITE: SqlDialect = {
   name: 'sqlite',
   nowMs: "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)",
-  nowUs: "CAST((julianday('now') - 2440587.5) * 86400000000 AS INTEGER)",
+  nowUs: SQLITE_NOW_US,
   returning: true,
   mariadb: false,
   tokenExpression: (expression) => expression,
+  firstToken: (table) => `max(${SQLITE_NOW_US}, (SELECT last FROM "${table}_clock" WHERE id = 1) + 1)`,
+  nextToken: (current, table) => `max(${current} + 1, ${SQLITE_NOW_US}, (SELECT last FROM "${table}_clock" WHERE id = 1) + 1)`,
   tokenReturning: ' RETURNING fencing_token',
   tokenOf: (result) => Number((result.records?.[0] as { fencing_token?: number | string } | undefined)?.fencing_token),
   changedRows: (result) => result.records?.length ?? 0,
