@@ -129,6 +129,8 @@ export class EtcdLockStrategy implements LockStrategy {
 
   async acquire(request: LockRequest, budget: WaitBudget): Promise<LeaseGrant | null> {
     const deadline = Date.now() + budget.timeoutMs;
+    // Given up before it began (a wait shorter than a round trip): no key to create, and none to delete.
+    if (budgetAborted(budget)) return null;
     const attempt = await this.enter(request);
     budget.serverAnswered?.();
     let stopKeepingAlive: (() => void) | undefined;
@@ -210,6 +212,9 @@ export class EtcdLockStrategy implements LockStrategy {
     const grant = lease as EtcdLeaseGrant;
     const entry = this.leases.get(grant.owner);
     if (!entry) return null;
+    // A keep-alive renews a lease for the TTL it was granted with: a longer extension moves the key to a
+    // lease of that TTL (a put keeps the key's create revision, so its fencing token stays the same).
+    if (Math.ceil(ttlMs / 1000) > entry.ttlSeconds) return this.moveToLongerLease(grant, entry, ttlMs);
     const sentAt = Date.now();
     try {
       const response = await entry.lease.keepaliveOnce();
@@ -224,6 +229,32 @@ export class EtcdLockStrategy implements LockStrategy {
     if (own.kvs.length === 0 || String(own.kvs[0].create_revision) !== grant.createRevision) return this.forget(grant);
     // The lease was granted for at least ttlMs (whole seconds, rounded up): counting ttlMs is the safe side.
     return { ...grant, expiresAt: leaseEnd(sentAt, ttlMs) };
+  }
+
+  /** Puts our key, if still ours, on a fresh lease of `ttlMs` (rounded up to whole seconds). */
+  private async moveToLongerLease(grant: EtcdLeaseGrant, entry: PooledLease, ttlMs: number): Promise<EtcdLeaseGrant | null> {
+    const longer = await this.pool.take(Math.ceil(ttlMs / 1000), true);
+    let stillOurs: boolean;
+    try {
+      const txn = await this.client.if(grant.etcdKey, 'Create', '==', grant.createRevision).then(this.client.put(grant.etcdKey).value(grant.owner).lease(longer.id)).commit();
+      stillOurs = txn.succeeded;
+    } catch (error) {
+      this.pool.discard(longer);
+      throw error;
+    }
+    if (!stillOurs || this.leases.get(grant.owner) !== entry) {
+      this.pool.discard(longer);
+      return this.forget(grant);
+    }
+    // The old lease no longer carries our key; its name (which has the old lease's id) stays with the key,
+    // so the old lease must never make a key under this lock again: it is revoked, not pooled.
+    longer.onLost = entry.onLost;
+    longer.lastCreateRevision = entry.lastCreateRevision;
+    entry.onLost = undefined;
+    this.leases.set(grant.owner, longer);
+    this.pool.discard(entry);
+    const moved: EtcdLeaseGrant = { ...grant, leaseId: longer.id, expiresAt: leaseEnd(longer.renewedAt, ttlMs) };
+    return moved;
   }
 
   async release(lease: LeaseGrant): Promise<boolean> {

@@ -10,6 +10,7 @@ import { ZooKeeperOrphans } from './zookeeper-orphans';
 import { zkContenderPrefix, zkLockPath } from './zookeeper-paths';
 import { ZooKeeperSession, type ZooKeeperConnectionOptions } from './zookeeper-session';
 import { strategyName } from '../strategy-name';
+import { budgetAborted } from '../../locking/wait-for-wake';
 import { LocalLine } from '../local-line';
 
 /** Options of the ZooKeeper strategy. */
@@ -170,6 +171,8 @@ export class ZooKeeperLockStrategy implements LockStrategy {
   private async lock(request: LockRequest, budget: WaitBudget | undefined): Promise<ZooKeeperLeaseGrant | null> {
     const deadline = Date.now() + (budget?.timeoutMs ?? 0);
     const client = await this.session.client();
+    // Given up while the session was being opened: no node to create, and none to clean up later.
+    if (budget && budgetAborted(budget)) return null;
     const lockPath = zkLockPath(this.basePath, request.key);
     const sentAt = Date.now();
     // The lock node is created on demand: createContender makes it (and the base) when it is missing.
