@@ -3,6 +3,7 @@ import {
   DistributedLockError,
   InvalidLockKeyError,
   InvalidLockOptionsError,
+  LockAcquireTimeoutError,
   LockLostError,
   LockManager,
   LockService,
@@ -144,6 +145,19 @@ export function describePromisesContract(subject: ContractSubject): void {
     });
 
     if (subject.pushesRemoval) {
+      it('rejects with the LockLostError, carrying the section\'s own failure as cause, when a section fails after its lock was lost', async () => {
+        const k = key();
+        const outcome = await settle(
+          locks.withLock(k, async (lock) => {
+            await subject.removeBehindBack(strategy, k);
+            for (let waited = 0; !lock.signal.aborted && waited < 3_000; waited += 20) await sleep(20);
+            throw new Error('the write failed');
+          }),
+        );
+        expect(outcome.error).toBeInstanceOf(LockLostError);
+        expect(((outcome.error as LockLostError).cause as Error)?.message).toBe('the write failed');
+      });
+
       it('tells a holder at once, while its section runs, that its lock was removed (long before any extension)', async () => {
         const k = key();
         const lock = await locks.acquire(k); // 30 s lease: the first extension would come 10 s in
@@ -210,6 +224,26 @@ export function describePromisesContract(subject: ContractSubject): void {
         await next.release();
       }, 20_000);
 
+      it('takes the lock from a section still running and tells its holder (LockLostError "closed"), never committing half of it', async () => {
+        const k = key();
+        const { manager: closing, locks: holderSide } = await anotherInstance();
+        let closeDone: Promise<unknown> = Promise.resolve();
+        const section = settle(
+          holderSide.withLock(k, async (lock) => {
+            closeDone = settle(closing.close());
+            await sleep(300);
+            return lock.signal.aborted ? 'told' : 'not told';
+          }),
+        );
+        const outcome = await section;
+        await closeDone;
+        expect(outcome.error).toBeInstanceOf(LockLostError);
+        expect((outcome.error as LockLostError).reason).toBe('closed');
+        const next = await contender.tryAcquire(k);
+        expect(next).not.toBeNull();
+        await next?.release();
+      });
+
       it('leaves the lock free when close() comes during a release', async () => {
         const k = key();
         const { manager: closing, locks: holderSide } = await anotherInstance();
@@ -224,6 +258,33 @@ export function describePromisesContract(subject: ContractSubject): void {
     });
 
     describe('bounds are what the README says', () => {
+      it('reports a wait shorter than a round trip on a healthy server as a timeout, not as an unavailable server', async () => {
+        const k = key();
+        const holder = await locks.acquire(k);
+        for (const waitTimeout of [1, 2, 5]) {
+          const ends = await Promise.all(Array.from({ length: 4 }, () => settle(contender.acquire(k, { waitTimeout }))));
+          for (const end of ends) expect(end.error).toBeInstanceOf(LockAcquireTimeoutError);
+        }
+        await holder.release();
+      });
+
+      it('stays usable after a storm of waits shorter than a round trip (nothing left holding the key)', async () => {
+        const k = key();
+        const stopAt = Date.now() + 2_000;
+        let untyped = 0;
+        await Promise.all(
+          Array.from({ length: 12 }, async (_, i) => {
+            while (Date.now() < stopAt) {
+              const end = await settle((i % 2 ? locks : contender).withLock(k, () => sleep(1), { waitTimeout: 1 + (i % 5) * 8 }));
+              if (end.error !== undefined && !(end.error instanceof DistributedLockError)) untyped += 1;
+            }
+          }),
+        );
+        expect(untyped).toBe(0);
+        const after = await locks.acquire(k, { waitTimeout: 5_000 });
+        await after.release();
+      }, 20_000);
+
       it('ends 100 waits with a 300 ms waitTimeout near 300 ms, however busy the backend is with them, and leaves no one in line', async () => {
         const k = key();
         const holder = await locks.acquire(k);

@@ -148,3 +148,35 @@ describe('etcd strategy: hand-over within a process', () => {
     });
   });
 });
+
+/** extend(ttl) beyond the lease the lock was taken with: a keep-alive only renews the lease's own TTL. */
+describe('etcd strategy: extending past the lease a lock was taken with', () => {
+  const hosts = (): string[] => (process.env.LOCK_TEST_ETCD as string).split(',');
+  let holderSide: LockManager;
+  let otherSide: LockManager;
+
+  beforeAll(() => {
+    holderSide = new LockManager(new EtcdLockStrategy({ connection: { hosts: hosts() } }));
+    otherSide = new LockManager(new EtcdLockStrategy({ connection: { hosts: hosts() } }));
+  });
+
+  afterAll(async () => {
+    await Promise.all([holderSide.close(), otherSide.close()]);
+  });
+
+  it('keeps the lock for the longer ttl, with the same fencing token', async () => {
+    const key = `extend-longer:${run}`;
+    const lock = await new LockService(holderSide).acquire(key, { ttl: 2_000, autoExtend: false });
+    const token = lock.fencingToken;
+    await lock.extend(8_000);
+    // Past the 2 s lease it was taken with (and its etcd lease's whole seconds).
+    await sleep(3_500);
+    expect(lock.signal.aborted).toBe(false);
+    expect(await new LockService(otherSide).tryAcquire(key)).toBeNull();
+    expect(lock.fencingToken).toBe(token);
+    expect(await lock.release()).toBe(true);
+    const next = await new LockService(otherSide).tryAcquire(key);
+    expect(next?.fencingToken).toBeGreaterThan(token as number);
+    await next?.release();
+  }, 15_000);
+});

@@ -2,7 +2,7 @@ import 'reflect-metadata';
 import { spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { DataSource, type DataSourceOptions } from 'typeorm';
-import { InvalidLockOptionsError, LockManager, LockService } from '@app/distributed-lock';
+import { InvalidLockKeyError, LockManager, LockService } from '@app/distributed-lock';
 import { PessimisticLockStrategy, RowLockStrategy } from '@app/distributed-lock/strategies/database';
 import { SQL_DIALECTS, withServerFeatures } from '@app/distributed-lock/strategies/database/sql-dialect';
 
@@ -61,28 +61,28 @@ describe('lock tables on MariaDB', () => {
     }
   });
 
-  it('converts a lock table made with a padding collation, so "k" and "k " are two locks', async () => {
+  it('on a lock table of an earlier version (padding collation), refuses the keys it would confuse and names the migration; after it, "k" and "k " are two locks', async () => {
     const table = `old_leases_${run}`;
     await dataSource.query(`CREATE TABLE ${table} (
       lock_key VARCHAR(255) NOT NULL PRIMARY KEY, owner VARCHAR(255) NOT NULL, hold_count INT NOT NULL DEFAULT 1,
       fencing_token BIGINT NOT NULL, expires_at BIGINT NOT NULL, acquired_at TIMESTAMP(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3)
     ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`);
+    // The strategy never alters the table itself: an ALTER waits for every open transaction on it and
+    // blocks every lock behind it meanwhile (a rolling upgrade with old holders).
     const locks = serviceOn(new RowLockStrategy({ dataSource, table }));
     const plain = await locks.acquire('k');
-    const spaced = await locks.tryAcquire('k ');
+    const error = await locks.tryAcquire('k ').catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(InvalidLockKeyError);
+    const migration = /(ALTER TABLE `old_leases_\w+` MODIFY lock_key [^\n]+)$/.exec((error as Error).message.replace(/ \(got .*\)$/, ''))?.[1];
+    expect(migration).toMatch(/COLLATE utf8mb4_nopad_bin NOT NULL$/);
+    await plain.release();
+    await dataSource.query(migration as string);
+    const fresh = serviceOn(new RowLockStrategy({ dataSource, table }));
+    const k = await fresh.acquire('k');
+    const spaced = await fresh.tryAcquire('k ');
     expect(spaced).not.toBeNull();
     await spaced?.release();
-    await plain.release();
-    await dataSource.query(`DROP TABLE ${table}`);
-  });
-
-  it('refuses a padding lock table it may not change (ensureTable: false), naming the migration', async () => {
-    const table = `kept_rows_${run}`;
-    await dataSource.query(`CREATE TABLE ${table} (lock_key VARCHAR(255) NOT NULL PRIMARY KEY) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`);
-    const locks = serviceOn(new RowLockStrategy({ dataSource, table, ensureTable: false }));
-    const error = await locks.acquire('k').catch((e: unknown) => e);
-    expect(error).toBeInstanceOf(InvalidLockOptionsError);
-    expect((error as Error).message).toMatch(/ALTER TABLE `kept_rows_\w+` MODIFY lock_key/);
+    await k.release();
     await dataSource.query(`DROP TABLE ${table}`);
   });
 });

@@ -165,6 +165,41 @@ describe('Redis fair hand-over reaches a live waiter', () => {
     await lock.release();
   });
 
+  it('never gives a section a hand-over whose claim ran out while the waiter\'s process stalled', async () => {
+    const key = `fair-stalled:${run}`;
+    const { locks: holderSide } = serviceOf();
+    const { locks: stalledSide } = serviceOf();
+    const holder = await holderSide.acquire(key);
+    let resolvedAt = 0;
+    const stalled = stalledSide.acquire(key, { waitTimeout: 15_000 }).then((lock) => {
+      resolvedAt = Date.now();
+      return lock;
+    });
+    await waitForQueue(key, 1);
+    // Another application instance queues behind, with a short lease that its watchdog keeps.
+    const other = spawnHolder('redis (fair)', key, 2_000);
+    try {
+      await waitForQueue(key, 2);
+      await holder.release(); // handed to the waiter of this process, for the 1.5 s claim
+      const until = Date.now() + 2_500;
+      while (Date.now() < until) {
+        // this process stalls past the claim: the other instance gets the lock meanwhile
+      }
+      for (let waited = 0; !other.lines.some((line) => line.startsWith('held')) && waited < 5_000; waited += 50) await sleep(50);
+      expect(other.lines.some((line) => line.startsWith('held'))).toBe(true);
+      expect(resolvedAt).toBe(0); // not handed a lock the other instance holds
+      other.child.kill('SIGKILL');
+      const killedAt = Date.now();
+      const lock = await stalled;
+      expect(resolvedAt).toBeGreaterThanOrEqual(killedAt);
+      expect(lock.isHeld).toBe(true);
+      expect(lock.expiresAt).toBeGreaterThan(Date.now());
+      await lock.release();
+    } finally {
+      other.child.kill('SIGKILL');
+    }
+  }, 40_000);
+
   it('refuses, in its scripts, a lease that is not whole milliseconds before writing anything', async () => {
     // The lock service rounds durations; a strategy called directly must still never leave a key without expiry.
     const key = `fractional:${run}`;

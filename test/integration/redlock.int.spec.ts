@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { InvalidLockOptionsError, LockManager, LockService, type LockHandle } from '@app/distributed-lock';
+import { InvalidLockOptionsError, LockLostError, LockManager, LockService, type LockHandle } from '@app/distributed-lock';
 import { RedlockStrategy } from '@app/distributed-lock/strategies/redis';
 import { redisLockKeys } from '@app/distributed-lock/strategies/redis/redis-keys';
 import { Redis } from 'ioredis';
@@ -176,6 +176,52 @@ describe('Redlock: local hand-over', () => {
       await next.release();
       expect(await storedIds(key)).toEqual(masters.map(() => null));
     }
+  });
+
+  it('reports a lock that only a minority of masters still had as lost at the release', async () => {
+    const locks = serviceOf();
+    const other = serviceOf();
+    const key = `minority:${run}`;
+    let second: LockHandle | undefined;
+    const outcome = await locks
+      .withLock(key, async () => {
+        // Deleted on 3 of 5 masters (a restart that lost them, an operator): another process takes those 3.
+        await Promise.all(masters.slice(0, 3).map((master) => master.del(redisLockKeys(NAMESPACE, key).keys[0])));
+        second = await other.acquire(key, { waitTimeout: 5_000 });
+        return 'done';
+      })
+      .catch((error: unknown) => error);
+    expect(outcome).toBeInstanceOf(LockLostError);
+    await second?.release();
+  });
+
+  it('never hands a lock that is gone on the masters to the next contender of its process', async () => {
+    const locks = serviceOf({ connections: urls(), localHandover: { passes: 16, windowMs: 10_000 } });
+    const other = serviceOf();
+    const key = `handover-gone:${run}`;
+    const first = await locks.acquire(key);
+    let localInside = false;
+    let remoteInside = false;
+    let overlap = false;
+    const local = locks.withLock(key, async () => {
+      localInside = true;
+      if (remoteInside) overlap = true;
+      await sleep(50);
+      localInside = false;
+    }, { waitTimeout: 10_000 });
+    await sleep(50);
+    // The lock vanishes on every master; another process takes it.
+    await Promise.all(masters.map((master) => master.del(redisLockKeys(NAMESPACE, key).keys[0])));
+    const remote = await other.acquire(key, { waitTimeout: 5_000 });
+    remoteInside = true;
+    if (localInside) overlap = true;
+    // The holder here releases while its neighbour waits: the masters are asked first, and say no.
+    expect(await first.release()).toBe(false);
+    await sleep(200);
+    remoteInside = false;
+    await remote.release();
+    await local;
+    expect(overlap).toBe(false);
   });
 
   it('validates its options', () => {
