@@ -59,7 +59,13 @@ export function waitForWake(budget: WaitBudget, deadline: number, arm: (wake: ()
       resolve(woken);
     };
     const onAbort = (): void => done(false);
-    const timer = setTimeout(() => done(false), Math.max(0, deadline - Date.now()));
+    // Timers may fire a millisecond before the wall clock reaches the deadline: wait out the rest, so that a
+    // wait that ends at its deadline is past it for whoever reads the clock next.
+    const onTimer = (): void => {
+      if (Date.now() >= deadline) return done(false);
+      timer = setTimeout(onTimer, Math.max(1, deadline - Date.now()));
+    };
+    let timer = setTimeout(onTimer, Math.max(0, deadline - Date.now()));
     const stopWatchingAbort = onBudgetAbort(budget, onAbort);
     armed.disarm = arm(() => done(true));
   });
