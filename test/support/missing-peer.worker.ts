@@ -23,9 +23,8 @@ async function main(): Promise<void> {
       new EtcdLockStrategy({ connection: { hosts: 'http://127.0.0.1:1' } });
     } else if (strategy === 'zookeeper') {
       const { ZooKeeperLockStrategy } = await import('@app/distributed-lock/strategies/zookeeper');
-      const { LockManager, LockService } = await import('@app/distributed-lock');
-      // The ZooKeeper client loads with the first session.
-      await new LockService(new LockManager(new ZooKeeperLockStrategy({ connect: '127.0.0.1:1' }))).tryAcquire('k');
+      // At construction, like the others (it used to say so only at the first lock).
+      new ZooKeeperLockStrategy({ connect: '127.0.0.1:1' });
     } else {
       const { RowLockStrategy } = await import('@app/distributed-lock/strategies/database');
       new RowLockStrategy({ connection: { type: 'mysql', url: 'mysql://u:p@127.0.0.1:1/db' } });

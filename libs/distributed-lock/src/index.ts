@@ -1,5 +1,5 @@
 // Public API. Backend strategies other than in-memory live behind their own entry points
-// (e.g. `@app/distributed-lock/strategies/redis`) so that this file never loads a client library.
+// (e.g. `nest-distributed-lock/strategies/redis`) so that this file never loads a client library.
 
 // Lock engine
 export { LockService, type LockServiceOptions } from './locking/lock-service';

@@ -1,4 +1,5 @@
 import { LockBackendUnavailableError } from '../errors/lock-backend-unavailable.error';
+import { LockCommitFailedError } from '../errors/lock-commit-failed.error';
 import { LockNotHeldError } from '../errors/lock-not-held.error';
 import { runBounded } from './bounded-operation';
 
@@ -44,5 +45,28 @@ describe('runBounded', () => {
         },
       }),
     ).rejects.toBeInstanceOf(LockBackendUnavailableError);
+  });
+
+  it("names the strategy's own errors by the name it was registered under", async () => {
+    const driverError = new Error('ECONNREFUSED');
+    const unavailable = await runBounded({
+      strategy: 'orders',
+      operation: 'acquire',
+      timeoutMs: 1_000,
+      run: () => Promise.reject(new LockBackendUnavailableError('database', 'acquire', 12, { key: 'k', cause: driverError })),
+    }).catch((e: unknown) => e);
+    expect(unavailable).toBeInstanceOf(LockBackendUnavailableError);
+    expect(unavailable).toMatchObject({ strategy: 'orders', operation: 'acquire', elapsedMs: 12, key: 'k', cause: driverError });
+    expect(String(unavailable)).toContain('"orders"');
+    expect(String(unavailable)).not.toContain('"database"');
+
+    const commit = await runBounded({
+      strategy: 'orders',
+      operation: 'release',
+      timeoutMs: 1_000,
+      run: () => Promise.reject(new LockCommitFailedError('k', 'pessimistic', 'unknown', { cause: driverError })),
+    }).catch((e: unknown) => e);
+    expect(commit).toBeInstanceOf(LockCommitFailedError);
+    expect(commit).toMatchObject({ strategy: 'orders', key: 'k', committed: 'unknown', cause: driverError });
   });
 });

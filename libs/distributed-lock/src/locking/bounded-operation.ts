@@ -1,5 +1,6 @@
 import { DistributedLockError } from '../errors/distributed-lock.error';
 import { LockBackendUnavailableError } from '../errors/lock-backend-unavailable.error';
+import { LockCommitFailedError } from '../errors/lock-commit-failed.error';
 
 /** Describes one strategy call for `runBounded`. */
 export interface BoundedOperation<T> {
@@ -48,10 +49,24 @@ export function runBounded<T>(op: BoundedOperation<T>): Promise<T> {
         clearTimeout(timer);
         reject(
           error instanceof DistributedLockError
-            ? error
+            ? underRegisteredName(error, op.strategy)
             : new LockBackendUnavailableError(op.strategy, op.operation, Math.round(performance.now() - started), { key: op.key, cause: error }),
         );
       },
     );
   });
+}
+
+/**
+ * A strategy names itself by its kind ("database"); the caller knows it by the name the application
+ * registered it under ("orders"), and that is the name an error must carry to be found in the logs.
+ */
+function underRegisteredName(error: DistributedLockError, name: string): DistributedLockError {
+  if (error instanceof LockBackendUnavailableError && error.strategy !== name) {
+    return new LockBackendUnavailableError(name, error.operation, error.elapsedMs, { key: error.key, cause: error.cause });
+  }
+  if (error instanceof LockCommitFailedError && error.strategy !== name) {
+    return new LockCommitFailedError(error.key, name, error.committed, { cause: error.cause });
+  }
+  return error;
 }

@@ -11,6 +11,8 @@ import { assertDuration, LOCK_DEFAULTS, MIN_TTL_MS } from './lock-options';
 /** What a held lock needs from the manager that granted it. */
 export interface HeldLockDeps {
   readonly strategy: LockStrategy;
+  /** The strategy's name in errors and events. */
+  readonly name: string;
   readonly operationTimeout: number;
   readonly events: LockEvents;
   /** Called once when the lock is released or lost, so the manager forgets it. */
@@ -39,7 +41,7 @@ export class HeldLock {
     private readonly ttl: number,
     autoExtend: boolean,
   ) {
-    const strategyName = deps.strategy.name;
+    const strategyName = deps.name;
     this.watchdog = new LeaseWatchdog(
       {
         expiresAt: () => this.lease.expiresAt,
@@ -78,7 +80,7 @@ export class HeldLock {
   }
 
   get strategyName(): string {
-    return this.deps.strategy.name;
+    return this.deps.name;
   }
 
   get holdCount(): number {
@@ -125,7 +127,7 @@ export class HeldLock {
       let wasHeld: boolean;
       try {
         wasHeld = await runBounded({
-          strategy: strategy.name,
+          strategy: this.deps.name,
           operation: 'release',
           key: this.lease.key,
           timeoutMs: operationTimeout,
@@ -135,13 +137,13 @@ export class HeldLock {
         // Where the release is the COMMIT of the section's writes, a failure the strategy could not
         // qualify (a timeout, a dropped connection) leaves their fate unknown, and the caller must hear so.
         if (strategy.capabilities.transactional && outcome === 'completed' && !(error instanceof LockCommitFailedError)) {
-          throw new LockCommitFailedError(this.lease.key, strategy.name, 'unknown', { cause: error });
+          throw new LockCommitFailedError(this.lease.key, this.deps.name, 'unknown', { cause: error });
         }
         throw error;
       }
       if (events.listenerCount('released') > 0) events.emit('released', { ...this.describe(), heldMs: Date.now() - this.acquiredAt, wasHeld });
       if (!wasHeld && outcome !== 'lost') {
-        this.lostError = new LockLostError(this.lease.key, strategy.name, 'not-held-at-release');
+        this.lostError = new LockLostError(this.lease.key, this.deps.name, 'not-held-at-release');
         this.controller?.abort(this.lostError);
         events.emit('lost', { ...this.describe(), reason: 'not-held-at-release', heldMs: Date.now() - this.acquiredAt });
       }
@@ -158,13 +160,13 @@ export class HeldLock {
    */
   async extend(ttlMs?: number): Promise<void> {
     const ttl = ttlMs === undefined ? this.ttl : assertDuration(ttlMs, 'ttl', MIN_TTL_MS);
-    if (this.state !== 'held') throw new LockNotHeldError(this.lease.key, this.deps.strategy.name, { cause: this.lostError });
+    if (this.state !== 'held') throw new LockNotHeldError(this.lease.key, this.deps.name, { cause: this.lostError });
     const renewed = await this.renew(ttl);
     // Lost (or released) while the extension was on its way: it extended nothing the caller still holds.
-    if (this.state !== 'held') throw new LockNotHeldError(this.lease.key, this.deps.strategy.name, { cause: this.lostError });
+    if (this.state !== 'held') throw new LockNotHeldError(this.lease.key, this.deps.name, { cause: this.lostError });
     if (!renewed) {
       this.markLost('extension-refused');
-      throw new LockNotHeldError(this.lease.key, this.deps.strategy.name);
+      throw new LockNotHeldError(this.lease.key, this.deps.name);
     }
     this.watchdog.reset();
   }
@@ -175,20 +177,20 @@ export class HeldLock {
     this.state = 'lost';
     this.stopLiveness();
     const { strategy, events } = this.deps;
-    this.lostError = new LockLostError(this.lease.key, strategy.name, reason, { cause });
+    this.lostError = new LockLostError(this.lease.key, this.deps.name, reason, { cause });
     this.controller?.abort(this.lostError);
     events.emit('lost', { ...this.describe(), reason, heldMs: Date.now() - this.acquiredAt });
     // The backend may still hold the key (our clock ran ahead, or the lock is a transaction that must be
     // rolled back now); an owner-checked release is harmless where it is already gone. The manager keeps
     // the lock until it is done, so that close() waits for it.
     this.releasing = runBounded({
-      strategy: strategy.name,
+      strategy: this.deps.name,
       operation: 'release',
       key: this.lease.key,
       timeoutMs: this.deps.operationTimeout,
       run: () => strategy.release(this.lease, 'lost'),
     })
-      .catch((error: unknown) => events.emit('backgroundError', { strategy: strategy.name, key: this.lease.key, operation: 'release', error }))
+      .catch((error: unknown) => events.emit('backgroundError', { strategy: this.deps.name, key: this.lease.key, operation: 'release', error }))
       .finally(() => this.deps.onFinished(this));
   }
 
@@ -197,7 +199,7 @@ export class HeldLock {
     // Never wait on the server past the lease's own end: an answer after it would come too late anyway.
     const timeoutMs = Math.max(1, Math.min(operationTimeout, this.lease.expiresAt - Date.now()));
     const renewed = await runBounded({
-      strategy: strategy.name,
+      strategy: this.deps.name,
       operation: 'extend',
       key: this.lease.key,
       timeoutMs,
@@ -216,6 +218,6 @@ export class HeldLock {
   }
 
   private describe(): { strategy: string; key: string; owner: string; mode: LeaseGrant['mode'] } {
-    return { strategy: this.deps.strategy.name, key: this.lease.key, owner: this.lease.owner, mode: this.lease.mode };
+    return { strategy: this.deps.name, key: this.lease.key, owner: this.lease.owner, mode: this.lease.mode };
   }
 }

@@ -19,6 +19,11 @@ import { waitForWake } from './wait-for-wake';
 export interface LockManagerOptions {
   /** Bound of one server call (acquire attempt, release, extend), in ms. Default 5 000. */
   readonly operationTimeout?: number;
+  /**
+   * The strategy's name in errors and events: the name it is registered under in a Nest module (the
+   * module sets it). Default: the strategy's own `name`.
+   */
+  readonly name?: string;
 }
 
 /**
@@ -47,11 +52,15 @@ export class LockManager {
     options: LockManagerOptions = {},
   ) {
     this.operationTimeout = assertDuration(options.operationTimeout ?? LOCK_DEFAULTS.operationTimeout, 'operationTimeout', 1);
+    this.name = options.name ?? strategy.name;
   }
 
   get strategyName(): string {
-    return this.strategy.name;
+    return this.name;
   }
+
+  /** The strategy's name in errors and events (see `LockManagerOptions.name`). */
+  readonly name: string;
 
   /** Number of grants currently held through this manager. */
   get heldCount(): number {
@@ -68,7 +77,7 @@ export class LockManager {
     if (reentered) return reentered;
     if (this.closed) throw this.closedError(key, 0);
     if (options.mode === 'shared' && !this.strategy.capabilities.sharedLocks) {
-      throw new InvalidLockOptionsError('mode', `strategy "${this.strategy.name}" does not support shared (read) locks; use mode "exclusive".`);
+      throw new InvalidLockOptionsError('mode', `strategy "${this.name}" does not support shared (read) locks; use mode "exclusive".`);
     }
     this.strategy.validateKey?.(key);
     const request: LockRequest = { key, owner: createOwnerId(), ttlMs: options.ttl, mode: options.mode };
@@ -104,12 +113,12 @@ export class LockManager {
       throw this.closedError(key, waitedMs);
     }
     if (!grant) {
-      this.events.emit('timeout', { strategy: this.strategy.name, key, waitedMs });
+      this.events.emit('timeout', { strategy: this.name, key, waitedMs });
       if (nullOnTimeout) return null;
-      throw new LockAcquireTimeoutError(key, this.strategy.name, waitedMs);
+      throw new LockAcquireTimeoutError(key, this.name, waitedMs);
     }
     const heldLock = new HeldLock(
-      { strategy: this.strategy, operationTimeout: this.operationTimeout, events: this.events, onFinished: (lock) => this.held.delete(lock) },
+      { strategy: this.strategy, name: this.name, operationTimeout: this.operationTimeout, events: this.events, onFinished: (lock) => this.held.delete(lock) },
       grant,
       options.ttl,
       options.autoExtend,
@@ -117,7 +126,7 @@ export class LockManager {
     this.held.add(heldLock);
     // Payloads are built only for listeners: most applications listen to none on the hot path.
     if (this.events.listenerCount('acquired') > 0) this.events.emit('acquired', {
-      strategy: this.strategy.name,
+      strategy: this.name,
       key,
       owner: grant.owner,
       mode: grant.mode,
@@ -155,12 +164,12 @@ export class LockManager {
     await Promise.all([...this.held].map((lock) => lock.settled()));
     await this.atMost(this.operationTimeout, Promise.all([...this.leaving, ...this.orphans]));
     try {
-      await runBounded({ strategy: this.strategy.name, operation: 'close', timeoutMs: this.operationTimeout, run: () => this.strategy.close() });
+      await runBounded({ strategy: this.name, operation: 'close', timeoutMs: this.operationTimeout, run: () => this.strategy.close() });
     } catch (error) {
       failures.push(error);
     }
     if (failures.length > 0) {
-      throw new LockBackendUnavailableError(this.strategy.name, `close (${failures.length} failure(s))`, 0, { cause: failures[0] });
+      throw new LockBackendUnavailableError(this.name, `close (${failures.length} failure(s))`, 0, { cause: failures[0] });
     }
   }
 
@@ -172,7 +181,7 @@ export class LockManager {
   }
 
   private closedError(key: string, waitedMs: number): LockBackendUnavailableError {
-    return new LockBackendUnavailableError(this.strategy.name, 'acquire (the lock service is closed)', waitedMs, { key });
+    return new LockBackendUnavailableError(this.name, 'acquire (the lock service is closed)', waitedMs, { key });
   }
 
   private tryReenter(key: string, options: ResolvedAcquireOptions): LockHandle | null {
@@ -190,7 +199,7 @@ export class LockManager {
     heldLock.enter();
     const { grant } = heldLock;
     this.events.emit('acquired', {
-      strategy: this.strategy.name,
+      strategy: this.name,
       key,
       owner: grant.owner,
       mode: grant.mode,
@@ -204,7 +213,7 @@ export class LockManager {
   private async waitForGrant(request: LockRequest, options: ResolvedAcquireOptions, budget: CallerBudget, deadline: number, started: number): Promise<LeaseGrant | null> {
     const { signal } = options;
     const abortedError = (): LockAcquireAbortedError =>
-      new LockAcquireAbortedError(request.key, this.strategy.name, Date.now() - started, { cause: signal?.reason });
+      new LockAcquireAbortedError(request.key, this.name, Date.now() - started, { cause: signal?.reason });
     if (signal?.aborted) throw abortedError();
     const giveUp = (): void => budget.giveUp();
     signal?.addEventListener('abort', giveUp, { once: true });
@@ -245,7 +254,7 @@ export class LockManager {
 
   private boundedTryAcquire(request: LockRequest): Promise<LeaseGrant | null> {
     return runBounded({
-      strategy: this.strategy.name,
+      strategy: this.name,
       operation: 'acquire',
       key: request.key,
       timeoutMs: this.operationTimeout,
@@ -261,7 +270,7 @@ export class LockManager {
     const combined = AbortSignal.any([budget.signal, stop.signal]);
     try {
       await runBounded({
-        strategy: this.strategy.name,
+        strategy: this.name,
         operation: 'wait',
         key,
         timeoutMs: timeoutMs + this.operationTimeout,
@@ -283,7 +292,7 @@ export class LockManager {
     let abandoned = false;
     const started = Date.now();
     const waiting = runBounded({
-      strategy: this.strategy.name,
+      strategy: this.name,
       operation: 'acquire',
       key: request.key,
       // The strategy bounds its own wait; the extra operation timeout only catches a backend that hangs.
@@ -299,7 +308,7 @@ export class LockManager {
       },
       (error: unknown) => {
         if (!abandoned) throw error;
-        this.events.emit('backgroundError', { strategy: this.strategy.name, key: request.key, operation: 'acquire', error });
+        this.events.emit('backgroundError', { strategy: this.name, key: request.key, operation: 'acquire', error });
         return null;
       },
     );
@@ -316,7 +325,7 @@ export class LockManager {
       ? new Promise<never>((_, reject) => {
           stopSilenceWatch = budget.watchForSilence(this.operationTimeout, () => {
             // Rejected before giving up: giving up ends the wait as well, and the silence must win.
-            reject(new LockBackendUnavailableError(this.strategy.name, 'acquire (the server did not answer)', Date.now() - started, { key: request.key }));
+            reject(new LockBackendUnavailableError(this.name, 'acquire (the server did not answer)', Date.now() - started, { key: request.key }));
             giveUp();
           });
         })
@@ -369,14 +378,14 @@ export class LockManager {
   private releaseOrphan(grant: LeaseGrant | null): Promise<void> {
     if (!grant) return Promise.resolve();
     const releasing = runBounded({
-      strategy: this.strategy.name,
+      strategy: this.name,
       operation: 'release',
       key: grant.key,
       timeoutMs: this.operationTimeout,
       run: () => this.strategy.release(grant),
     })
       .catch((error: unknown) => {
-        this.events.emit('backgroundError', { strategy: this.strategy.name, key: grant.key, operation: 'release', error });
+        this.events.emit('backgroundError', { strategy: this.name, key: grant.key, operation: 'release', error });
       })
       .then(() => {
         this.orphans.delete(releasing);

@@ -76,7 +76,7 @@ describe('DistributedLockModule', () => {
     expect(await service.nested('sku-2')).toBe(true);
     expect(Reflect.getMetadata(CUSTOM_METADATA, service.deduct)).toBe('kept');
     expect(service.deduct.name).toBe('deduct');
-    expect(app.get(LockService).strategyName).toBe('memory');
+    expect(app.get(LockService).strategyName).toBe('default');
     await app.close();
   });
 
@@ -103,7 +103,7 @@ describe('DistributedLockModule', () => {
       ],
       [StockService],
     );
-    expect(app.get(LockService).strategyName).toBe('from-factory');
+    expect(app.get(LockService).strategyName).toBe('default');
     expect((await app.get(StockService).deduct('x', 1)).key).toBe('stock:x');
     await app.close();
   });
@@ -116,13 +116,13 @@ describe('DistributedLockModule', () => {
       }
     }
     const viaClass = await boot([DistributedLockModule.forRootAsync({ useClass: LockConfig })]);
-    expect(viaClass.get(LockService).strategyName).toBe('from-class');
+    expect(viaClass.get(LockService).strategyName).toBe('default');
     await viaClass.close();
 
     @Module({ providers: [LockConfig], exports: [LockConfig] })
     class ConfigModule {}
     const viaExisting = await boot([DistributedLockModule.forRootAsync({ imports: [ConfigModule], useExisting: LockConfig })]);
-    expect(viaExisting.get(LockService).strategyName).toBe('from-class');
+    expect(viaExisting.get(LockService).strategyName).toBe('default');
     await viaExisting.close();
   });
 
@@ -165,10 +165,15 @@ describe('DistributedLockModule', () => {
     catalog.locks.events.on('acquired', (event) => acquiredOn.push(`${event.strategy}:${event.key}`));
     expect(await orders.take('1')).toBe('orders:order:1');
     expect(await catalog.edit('2')).toBe('catalog:item:2');
-    expect(acquiredOn).toEqual(['durable-memory:orders:order:1', 'fast-memory:catalog:item:2']);
-    expect(orders.locks.strategyName).toBe('durable-memory');
-    expect(catalog.locks.strategyName).toBe('fast-memory');
-    expect(catalog.named.strategyName).toBe('fast-memory');
+    expect(acquiredOn).toEqual(['durable:orders:order:1', 'fast:catalog:item:2']);
+    // Named as the application registered them, not by their kind or their own name.
+    expect(orders.locks.strategyName).toBe('durable');
+    expect(catalog.locks.strategyName).toBe('fast');
+    expect(catalog.named.strategyName).toBe('fast');
+    const held = await catalog.named.acquire('busy');
+    const refused = await catalog.named.acquire('busy', { waitTimeout: 0 }).catch((error: unknown) => error);
+    expect(String(refused)).toContain('"fast"');
+    await held.release();
     await app.close();
   });
 

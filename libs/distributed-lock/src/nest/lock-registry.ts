@@ -18,7 +18,8 @@ export class LockRegistry implements OnApplicationShutdown {
   constructor(private readonly options: DistributedLockModuleOptions & { defaultStrategy: string }) {
     this.defaultStrategy = options.defaultStrategy;
     for (const [name, strategy] of Object.entries(options.strategies)) {
-      const manager = new LockManager(strategy, { operationTimeout: options.operationTimeout });
+      // Errors and events name the strategy as the application registered it ("orders"), not by its kind ("database").
+      const manager = new LockManager(strategy, { operationTimeout: options.operationTimeout, name });
       if (options.logEvents ?? true) this.logEvents(name, manager);
       this.managers.set(name, manager);
       this.root.set(name, new LockService(manager, { keyPrefix: options.keyPrefix, defaults: options.defaults }));

@@ -94,7 +94,11 @@ export class ZooKeeperSession {
     private readonly strategy: string,
     private readonly connectTimeoutMs: number,
     private readonly hooks: ZooKeeperSessionHooks = {},
-  ) {}
+  ) {
+    // A missing client package is reported at construction, as every other strategy does, not at the
+    // first lock (the native module is loaded once; Node caches it).
+    if (!hooks.createClient) loadPeerDependency<typeof import('zookeeper')>('zookeeper', strategy);
+  }
 
   /** The connected client, opening a session if there is none. Never opens one once closed. */
   client(): Promise<ZooKeeperLockClient> {
