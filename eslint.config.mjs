@@ -4,7 +4,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['**/dist/**', 'node_modules/**', 'coverage/**', 'demo-report/**', 'bench/results/**', '**/*.js', '**/*.mjs'] },
+  { ignores: ['**/dist/**', 'node_modules/**', 'coverage/**', 'demo-report/**', 'bench/results/**', 'test/consumers/**', '**/*.js', '**/*.mjs'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

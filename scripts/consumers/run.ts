@@ -1,0 +1,149 @@
+// `npm run test:consumers`: the library as users receive it. Packs the tarball, installs it into each
+// consumer app under test/consumers (copied outside the workspace) with no flags, fails on any peer
+// warning, builds the app, runs two instances of it against one Redis on Node 20, 22 and 24, and runs
+// the app's own unit tests in its own runner. Options: --only <fixture>, --nodes 20,22.
+import { execFileSync, spawnSync } from 'node:child_process';
+import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startTopology, stopTopology } from '../services/index';
+import { ALL_NODES, FIXTURES, type ConsumerFixture, type NodeMajor } from './fixtures';
+import { envFor, nodeBinary, type NodeBinary } from './node-binaries';
+import { runTwoInstances } from './two-instances';
+
+const ROOT = join(__dirname, '..', '..');
+// What npm says when a peer range does not fit; any of it fails the install check.
+const PEER_TROUBLE = /ERESOLVE|peer dep|conflicting peer|overriding peer|invalid: /i;
+
+interface Outcome {
+  readonly fixture: string;
+  readonly node: string;
+  readonly check: string;
+  readonly ok: boolean;
+  readonly detail: string;
+}
+
+const outcomes: Outcome[] = [];
+
+function record(outcome: Outcome): void {
+  outcomes.push(outcome);
+  console.log(`${outcome.ok ? 'ok  ' : 'FAIL'} ${outcome.fixture} node ${outcome.node} ${outcome.check}: ${outcome.detail}`);
+}
+
+function run(command: string, args: string[], cwd: string, env: NodeJS.ProcessEnv): string {
+  const result = spawnSync(command, args, { cwd, env, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
+  const output = `${result.stdout ?? ''}${result.stderr ?? ''}`;
+  if (result.status !== 0) throw new Error(`${command} ${args.join(' ')} failed (${result.status ?? result.signal}):\n${output.slice(-6_000)}`);
+  return output;
+}
+
+function packLibrary(into: string): string {
+  execFileSync('npm', ['pack', '--pack-destination', into], { cwd: join(ROOT, 'libs', 'distributed-lock'), stdio: ['ignore', 'ignore', 'inherit'] });
+  const tarball = readdirSync(into).find((file) => file.endsWith('.tgz'));
+  if (!tarball) throw new Error('npm pack wrote no tarball');
+  return join(into, tarball);
+}
+
+const REPORTED_PACKAGES = ['@nestjs/core', '@nestjs/typeorm', 'typescript', 'vitest', 'jest', 'ioredis', 'typeorm', 'better-sqlite3'];
+
+/** The versions npm chose, so that the supported-versions table can name what was proven. */
+function installedVersions(appDir: string): string {
+  return REPORTED_PACKAGES.flatMap((name) => {
+    const manifest = join(appDir, 'node_modules', name, 'package.json');
+    return existsSync(manifest) ? [`${name} ${(JSON.parse(readFileSync(manifest, 'utf8')) as { version: string }).version}`] : [];
+  }).join(', ');
+}
+
+async function checkFixture(fixture: ConsumerFixture, tarball: string, nodes: Map<NodeMajor, NodeBinary>, redisUrl: string, work: string): Promise<void> {
+  const appDir = join(work, fixture.name);
+  cpSync(join(ROOT, 'test', 'consumers', fixture.name), appDir, { recursive: true });
+  const buildNode = nodes.get(fixture.buildNode) ?? nodeBinary(fixture.buildNode);
+  const started = Date.now();
+  const installLog = run('npm', ['install', tarball, ...fixture.packages], appDir, envFor(buildNode));
+  const trouble = installLog.split('\n').filter((line) => PEER_TROUBLE.test(line));
+  record({
+    fixture: fixture.name,
+    node: buildNode.version,
+    check: `npm install <tarball> ${fixture.packages.join(' ')}`,
+    ok: trouble.length === 0,
+    detail: trouble.length ? trouble.join(' | ') : `no peer warnings (${Math.round((Date.now() - started) / 1000)} s)`,
+  });
+  record({ fixture: fixture.name, node: buildNode.version, check: 'installed', ok: true, detail: installedVersions(appDir) });
+  run('npm', ['run', 'build'], appDir, envFor(buildNode));
+  record({ fixture: fixture.name, node: buildNode.version, check: 'npm run build', ok: true, detail: 'type-checked and compiled' });
+
+  // The build node first: its native modules are already built for it.
+  const order = [...nodes.values()].sort((a, b) => Number(b.major === fixture.buildNode) - Number(a.major === fixture.buildNode));
+  let controlDone = false;
+  for (const node of order) {
+    if (node.major !== fixture.buildNode && fixture.nativeModules.length) run('npm', ['rebuild', ...fixture.nativeModules], appDir, envFor(node));
+    for (const mode of fixture.scenarios) {
+      const env = { SQLITE_FILE: join(appDir, `locks-${node.major}.sqlite`) };
+      try {
+        const result = await runTwoInstances({ appDir, node, redisUrl, mode, env });
+        const ok = result.counted === result.expected;
+        record({ fixture: fixture.name, node: node.version, check: `2 instances × 100 @Locked increments (${mode})`, ok, detail: `counter ${result.counted} of ${result.expected} in ${result.ms} ms` });
+      } catch (error) {
+        record({ fixture: fixture.name, node: node.version, check: `2 instances (${mode})`, ok: false, detail: String(error) });
+      }
+    }
+    if (!controlDone) {
+      controlDone = true;
+      const result = await runTwoInstances({ appDir, node, redisUrl, mode: 'off' });
+      record({
+        fixture: fixture.name,
+        node: node.version,
+        check: 'control: the same increments unlocked',
+        ok: result.counted < result.expected,
+        detail: `counter ${result.counted} of ${result.expected} (updates lost, so the check can fail)`,
+      });
+    }
+    if (fixture.unitNodes.includes(node.major)) {
+      try {
+        const output = run('npm', ['test'], appDir, envFor(node, { CI: '1' }));
+        const summary = output
+          .replace(/\x1b\[[0-9;]*m/g, '')
+          .split('\n')
+          .find((line) => /^\s*Tests:?\s/.test(line))
+          ?.trim();
+        record({ fixture: fixture.name, node: node.version, check: "the app's unit tests (npm test)", ok: true, detail: summary ?? 'passed' });
+      } catch (error) {
+        record({ fixture: fixture.name, node: node.version, check: "the app's unit tests (npm test)", ok: false, detail: String(error) });
+      }
+    }
+  }
+}
+
+async function main(): Promise<void> {
+  const args = process.argv.slice(2);
+  const only = args.includes('--only') ? args[args.indexOf('--only') + 1] : undefined;
+  const majors = args.includes('--nodes') ? (args[args.indexOf('--nodes') + 1].split(',').map(Number) as NodeMajor[]) : ALL_NODES;
+  const fixtures = FIXTURES.filter((fixture) => !only || fixture.name === only);
+  if (fixtures.length === 0) throw new Error(`no consumer fixture named ${only}`);
+
+  const started = Date.now();
+  const work = mkdtempSync(join(tmpdir(), 'lock-consumers-'));
+  const redis = await startTopology('redis');
+  try {
+    const tarball = packLibrary(work);
+    const nodes = new Map(majors.map((major) => [major, nodeBinary(major)] as const));
+    for (const fixture of fixtures) {
+      try {
+        await checkFixture(fixture, tarball, nodes, redis.value, work);
+      } catch (error) {
+        record({ fixture: fixture.name, node: '-', check: 'setup', ok: false, detail: String(error) });
+      }
+    }
+  } finally {
+    if (redis.managed) await stopTopology('redis');
+    rmSync(work, { recursive: true, force: true });
+  }
+  const failed = outcomes.filter((outcome) => !outcome.ok).length;
+  console.log(`\nconsumer apps: ${outcomes.length - failed} passed, ${failed} failed (${Math.round((Date.now() - started) / 1000)} s)`);
+  process.exit(failed ? 1 : 0);
+}
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exit(1);
+});

@@ -1,0 +1,33 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { Locked } from 'nest-distributed-lock';
+
+export const COUNTER_STORE = Symbol('COUNTER_STORE');
+
+/** Where the counters live: Redis in the app, a Map in the unit test. */
+export interface CounterStore {
+  read(name: string): Promise<number>;
+  write(name: string, value: number): Promise<void>;
+}
+
+@Injectable()
+export class CounterService {
+  constructor(@Inject(COUNTER_STORE) private readonly store: CounterStore) {}
+
+  @Locked('counter:{0}')
+  async increment(name: string): Promise<number> {
+    return this.readPauseWrite(name);
+  }
+
+  /** The control: the same work with no lock, which loses updates when two callers overlap. */
+  async incrementUnlocked(name: string): Promise<number> {
+    return this.readPauseWrite(name);
+  }
+
+  // The pause between the read and the write is where an unguarded second caller slips in.
+  private async readPauseWrite(name: string): Promise<number> {
+    const value = await this.store.read(name);
+    await new Promise((resolve) => setTimeout(resolve, 1));
+    await this.store.write(name, value + 1);
+    return value + 1;
+  }
+}
