@@ -49,7 +49,7 @@ describe('shop HTTP API', () => {
   it('reports health per lock strategy, and the reports module locks on its own strategy', async () => {
     const health = await call('GET', '/health');
     expect(health.status).toBe(200);
-    expect(health.body.info).toMatchObject({ database: { status: 'up' }, 'lock:inventory': { status: 'up', strategy: 'row' }, 'lock:reports': { status: 'up', strategy: 'reports-memory' } });
+    expect(health.body.info).toMatchObject({ database: { status: 'up' }, 'lock:inventory': { status: 'up', strategy: 'inventory', backend: 'row' }, 'lock:reports': { status: 'up', strategy: 'reports', backend: 'reports-memory' } });
     expect(await call('GET', '/reports/e2e-1')).toMatchObject({ status: 200, body: { sku: 'e2e-1', stock: 0, orders: 1 } });
   });
 });

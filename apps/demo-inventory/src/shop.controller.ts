@@ -39,7 +39,7 @@ export class ShopController {
 
   @Get('stats')
   stats(): { optimisticAttempts: number; inventoryStrategy: string } {
-    return { optimisticAttempts: this.inventory.optimisticAttempts, inventoryStrategy: this.inventory.locks.strategyName };
+    return { optimisticAttempts: this.inventory.optimisticAttempts, inventoryStrategy: this.inventory.locks.backendName };
   }
 
   private place(dto: BuyDto): Promise<Order> {

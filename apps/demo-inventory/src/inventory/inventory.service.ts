@@ -71,7 +71,7 @@ export class InventoryService {
       if (token !== null) query.andWhere('lastFence < :token', { token });
       const result = await query.execute();
       if (result.affected !== 1) throw new StaleFencingTokenError(sku, token ?? 0);
-      return this.recordOrder(manager, sku, buyer, this.locks.strategyName, token);
+      return this.recordOrder(manager, sku, buyer, this.locks.backendName, token);
     });
   }
 

@@ -33,9 +33,14 @@ export class LockService {
     this.defaults = validateAcquireOptions(options.defaults, 'defaults');
   }
 
-  /** Name of the strategy behind this service. */
+  /** Name of the strategy behind this service: in a Nest module, the name it was registered under. */
   get strategyName(): string {
     return this.manager.strategyName;
+  }
+
+  /** The strategy's own name: its kind ("redis", "database", …) unless its `name` option says otherwise. */
+  get backendName(): string {
+    return this.manager.strategy.name;
   }
 
   /** What the strategy guarantees (fencing, FIFO, shared locks, cross-process). */

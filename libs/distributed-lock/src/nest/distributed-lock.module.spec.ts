@@ -170,6 +170,7 @@ describe('DistributedLockModule', () => {
     expect(orders.locks.strategyName).toBe('durable');
     expect(catalog.locks.strategyName).toBe('fast');
     expect(catalog.named.strategyName).toBe('fast');
+    expect([orders.locks.backendName, catalog.locks.backendName]).toEqual(['durable-memory', 'fast-memory']);
     const held = await catalog.named.acquire('busy');
     const refused = await catalog.named.acquire('busy', { waitTimeout: 0 }).catch((error: unknown) => error);
     expect(String(refused)).toContain('"fast"');

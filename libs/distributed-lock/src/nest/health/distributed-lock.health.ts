@@ -33,9 +33,9 @@ export class DistributedLockHealthIndicator {
           if (manager.strategy.ping) await manager.strategy.ping();
         },
       });
-      return session.up({ strategy: manager.strategyName, latencyMs: Date.now() - started, held: manager.heldCount });
+      return session.up({ strategy: manager.strategyName, backend: manager.strategy.name, latencyMs: Date.now() - started, held: manager.heldCount });
     } catch (error) {
-      return session.down({ strategy: manager.strategyName, message: error instanceof Error ? error.message : String(error) });
+      return session.down({ strategy: manager.strategyName, backend: manager.strategy.name, message: error instanceof Error ? error.message : String(error) });
     }
   }
 }
