@@ -1,6 +1,6 @@
 #!/usr/bin/env node
-// `npm test`: every Jest project (unit, contract against the real servers, end-to-end) in one run, then a
-// plain summary line "N passed, N failed" and the wall time. Extra arguments go to Jest.
+// `npm test`: every Vitest project (unit, contract against the real servers, faults, end-to-end) in one
+// run, then a plain summary line "N passed, N failed" and the wall time. Extra arguments go to Vitest.
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -9,24 +9,27 @@ import { join } from 'node:path';
 const started = Date.now();
 const dir = mkdtempSync(join(tmpdir(), 'lock-tests-'));
 const resultFile = join(dir, 'results.json');
-const jest = spawnSync(
+const vitest = spawnSync(
   process.execPath,
-  ['node_modules/jest/bin/jest.js', '--json', `--outputFile=${resultFile}`, ...process.argv.slice(2)],
+  ['node_modules/vitest/vitest.mjs', 'run', '--reporter=default', '--reporter=json', `--outputFile.json=${resultFile}`, ...process.argv.slice(2)],
   { stdio: 'inherit', env: process.env },
 );
 
-let summary = { numPassedTests: 0, numFailedTests: 0, numPendingTests: 0, numRuntimeErrorTestSuites: 0 };
+let summary = { numPassedTests: 0, numFailedTests: 0, numPendingTests: 0, numTodoTests: 0, testResults: [] };
 try {
   summary = JSON.parse(readFileSync(resultFile, 'utf8'));
 } catch {
-  summary.numFailedTests = 1; // Jest died before writing results: count it as a failure.
+  summary.numFailedTests = 1; // Vitest died before writing results: count it as a failure.
   // Say how, so that a rare death can be told apart from a failure the next time it happens.
-  console.error(`\nJest ended without writing its results: exit status ${jest.status}, signal ${jest.signal ?? 'none'}${jest.error ? `, ${jest.error.message}` : ''}`);
+  console.error(`\nVitest ended without writing its results: exit status ${vitest.status}, signal ${vitest.signal ?? 'none'}${vitest.error ? `, ${vitest.error.message}` : ''}`);
 }
 rmSync(dir, { recursive: true, force: true });
 
+// A file that failed to load has no tests to count: count it as one failure.
+const brokenFiles = summary.testResults.filter((file) => file.status === 'failed' && file.assertionResults.length === 0).length;
+const failed = summary.numFailedTests + brokenFiles;
+const skipped = summary.numPendingTests + summary.numTodoTests;
 const seconds = ((Date.now() - started) / 1000).toFixed(1);
-const failed = summary.numFailedTests + summary.numRuntimeErrorTestSuites;
 console.log(`\nwall time: ${seconds} s`);
-console.log(`${summary.numPassedTests} passed, ${failed} failed${summary.numPendingTests ? `, ${summary.numPendingTests} skipped` : ''}`);
-process.exit(jest.status === 0 && failed === 0 ? 0 : 1);
+console.log(`${summary.numPassedTests} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}`);
+process.exit(vitest.status === 0 && failed === 0 ? 0 : 1);

@@ -22,7 +22,7 @@ export interface ServerRecord {
 }
 
 /**
- * One JSON file per running server under a fixed directory, so that any process (the CLI, Jest's global
+ * One JSON file per running server under a fixed directory, so that any process (the CLI, Vitest's global
  * setup, a fault test in a worker) can find, signal or restart it, and so that a run that was killed
  * before it could clean up is cleaned up by the next one. One file per server means no write races.
  */

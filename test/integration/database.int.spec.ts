@@ -119,7 +119,7 @@ describe('optimisticUpdate straight to the mysql2 pool (MariaDB)', () => {
     const [a, b] = [`direct-${randomUUID().slice(0, 8)}`, `builder-${randomUUID().slice(0, 8)}`];
     await direct.getRepository(PricedItem).insert([fresh(a), fresh(b)]);
     const set = { name: 'big mug', price: 12.25, meta: { colour: 'blue', sizes: [2, 3] }, tags: ['x', 'y'], onSale: true, restockAt: new Date('2026-12-01T10:00:00.123Z') };
-    const builder = jest.spyOn(direct.manager, 'createQueryBuilder');
+    const builder = vi.spyOn(direct.manager, 'createQueryBuilder');
     await optimisticUpdate({ manager: direct.manager, entity: PricedItem, id: a, expectedVersion: 1, set });
     expect(builder).not.toHaveBeenCalled();
     builder.mockRestore();
@@ -257,7 +257,7 @@ describe('pessimistic strategy (MariaDB)', () => {
 
   it('starts and commits its transaction straight, as TypeORM would: a save through the lock joins it, a nested transaction takes a savepoint', async () => {
     const sku = `pess-tx-${randomUUID().slice(0, 8)}`;
-    const typeOrmStarts = jest.spyOn(MysqlQueryRunner.prototype, 'startTransaction');
+    const typeOrmStarts = vi.spyOn(MysqlQueryRunner.prototype, 'startTransaction');
     try {
       await locks.withLock(`stock:${sku}`, async (lock) => {
         const inLock = lockTransaction(lock).getRepository(Stock);

@@ -260,7 +260,7 @@ describe('ZooKeeper strategy: calls straight to the native binding', () => {
   it('takes and frees a lock without the package building a log line per call', async () => {
     const locks = new LockService(manager);
     await (await locks.acquire(`native:${run}`)).release(); // session open, lock node made
-    const inspect = jest.spyOn(util, 'inspect');
+    const inspect = vi.spyOn(util, 'inspect');
     try {
       const lock = await locks.acquire(`native:${run}`);
       expect(lock.fencingToken).toBeGreaterThan(0);

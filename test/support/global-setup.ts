@@ -1,4 +1,5 @@
-import { ensureDebianPackages, killAllNow, packagesFor, startTopology, topologiesGivenByEnvironment, type TopologyName } from '../../scripts/services';
+import type { TestProject } from 'vitest/node';
+import { ensureDebianPackages, killAllNow, packagesFor, startTopology, stopAll, topologiesGivenByEnvironment, type TopologyName } from '../../scripts/services';
 
 /**
  * The topologies every run needs, the ZooKeeper ensemble and the etcd cluster included: several suites
@@ -8,13 +9,13 @@ import { ensureDebianPackages, killAllNow, packagesFor, startTopology, topologie
 export const BASE_TOPOLOGIES: readonly TopologyName[] = ['redis', 'redis5', 'mariadb', 'zookeeper', 'etcd', 'zookeeper3', 'etcd3'];
 
 /**
- * Jest global setup: installs missing server packages (apt, as root), starts throwaway servers on
+ * Vitest global setup: installs missing server packages (apt, as root), starts throwaway servers on
  * loopback, and exports their addresses as LOCK_TEST_* variables to the test workers. A variable that is
  * already set points at the user's own server instead. Skipped for a unit-only run, or with
  * LOCK_TEST_SERVICES=none.
  */
-export default async function globalSetup(): Promise<void> {
-  const projects = selectedProjects(process.argv);
+export async function setup(project: TestProject): Promise<void> {
+  const projects = project.vitest.config.project ?? [];
   if (process.env.LOCK_TEST_SERVICES === 'none' || (projects.length > 0 && projects.every((name) => name === 'unit'))) return;
   // Interrupted runs must not leave servers behind: kill synchronously, since exit handlers cannot await.
   // Servers the user brought up (their variables are set) outlive the run: the teardown keeps them.
@@ -35,17 +36,12 @@ export default async function globalSetup(): Promise<void> {
 }
 
 /**
- * The project names after `--selectProjects` on Jest's command line (its global config does not carry
- * them); test paths given after them are skipped.
+ * Stops every server this machine's runs started, except the ones the user brought up and pointed the
+ * run at through their variables (recorded by the setup). Does nothing when the setup started nothing (a
+ * unit-only run), so that it never stops servers another run is using.
  */
-export function selectedProjects(argv: readonly string[]): string[] {
-  const at = argv.indexOf('--selectProjects');
-  if (at < 0) return [];
-  const names: string[] = [];
-  for (const arg of argv.slice(at + 1)) {
-    if (arg.startsWith('-')) break;
-    // A test path (it names a file or folder), not a project.
-    if (!/[/.]/.test(arg)) names.push(arg);
-  }
-  return names;
+export async function teardown(): Promise<void> {
+  const keepList = process.env.LOCK_TEST_KEEP_TOPOLOGIES;
+  if (keepList === undefined) return;
+  await stopAll(keepList.split(',').filter(Boolean) as TopologyName[]);
 }

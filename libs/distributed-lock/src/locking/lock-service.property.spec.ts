@@ -18,7 +18,7 @@ import type { LockStrategy } from './lock-strategy.interface';
  * Three clients (a LockManager each) share ONE InMemoryLockStrategy, the "server". Random sequences of
  * acquire, tryAcquire, release, extend, aborted and timed-out waits, withLock sections, locks deleted behind
  * the holder's back, close and reopen of a client, and the passing of time run against the real service and
- * against a model of what must happen. Time is jest's fake clock, so lease expiry is modelled exactly: a
+ * against a model of what must happen. Time is Vitest's fake clock, so lease expiry is modelled exactly: a
  * lease granted at t with ttl d is gone from t + d on (the in-memory strategy's rule), never earlier or later.
  * After every command the real handles must agree with the model: held or not, lost or not (and why), when
  * their lease ends, and never two held handles on one key.
@@ -111,7 +111,7 @@ async function outcomeAfter<T>(promise: Promise<T>, ms: number): Promise<Outcome
     (value) => (outcome = { value }),
     (error: unknown) => (outcome = { error }),
   );
-  await jest.advanceTimersByTimeAsync(ms);
+  await vi.advanceTimersByTimeAsync(ms);
   if (!outcome) throw new Error(`still pending after ${ms} ms of fake time; the model expected it to have settled`);
   return outcome;
 }
@@ -290,7 +290,7 @@ class AbortedAcquire extends LockCommand {
       () => (settled = true),
       () => (settled = true),
     );
-    await jest.advanceTimersByTimeAsync(this.abortAfter);
+    await vi.advanceTimersByTimeAsync(this.abortAfter);
     advanceModel(m, this.abortAfter);
     expect(settled).toBe(false);
     controller.abort(new Error('cancelled by the caller'));
@@ -379,7 +379,7 @@ class Tick extends LockCommand {
 
   protected async act(m: Model): Promise<string> {
     const heldBefore = m.handles.filter((handle) => handle.state === 'held').length;
-    await jest.advanceTimersByTimeAsync(this.ms);
+    await vi.advanceTimersByTimeAsync(this.ms);
     advanceModel(m, this.ms);
     return m.handles.filter((handle) => handle.state === 'held').length < heldBefore ? 'leases expired' : 'nothing expired';
   }
@@ -476,7 +476,7 @@ class RemoveBehindBack extends LockCommand {
 
   protected async act(m: Model, r: Real): Promise<string> {
     r.server.forceRelease(this.key);
-    await jest.advanceTimersByTimeAsync(0);
+    await vi.advanceTimersByTimeAsync(0);
     const holder = holderOf(m, this.key);
     if (holder) {
       holder.state = 'lost';
@@ -613,8 +613,8 @@ const CASES_THAT_MUST_RUN = [
 // ---------------------------------------------------------------------------------------------- property
 
 function setUp(tally: Map<string, number>): { model: Model; real: Real } {
-  jest.clearAllTimers();
-  jest.setSystemTime(START);
+  vi.clearAllTimers();
+  vi.setSystemTime(START);
   const server = new InMemoryLockStrategy();
   const managers = Array.from({ length: CLIENTS }, () => new LockManager(clientOf(server)));
   const probeManager = new LockManager(clientOf(server));
@@ -636,15 +636,15 @@ function setUp(tally: Map<string, number>): { model: Model; real: Real } {
 async function tearDown(real: Real): Promise<void> {
   let done = false;
   const closing = Promise.all(real.everyManager.map((manager) => manager.close().catch(() => undefined))).finally(() => (done = true));
-  for (let round = 0; round < 20 && !done; round += 1) await jest.advanceTimersByTimeAsync(round === 0 ? 0 : 1_000);
+  for (let round = 0; round < 20 && !done; round += 1) await vi.advanceTimersByTimeAsync(round === 0 ? 0 : 1_000);
   await closing;
   await real.server.close();
-  jest.clearAllTimers();
+  vi.clearAllTimers();
 }
 
 describe('LockService against a model (fast-check, in-memory strategy, fake time)', () => {
-  beforeAll(() => jest.useFakeTimers({ now: START, doNotFake: ['queueMicrotask', 'nextTick'] }));
-  afterAll(() => jest.useRealTimers());
+  beforeAll(() => vi.useFakeTimers({ now: START }));
+  afterAll(() => vi.useRealTimers());
 
   it('agrees with the model over random sequences of acquire, release, extend, abort, withLock, close and expiry', async () => {
     const tally = new Map<string, number>();

@@ -1,3 +1,4 @@
+import type { Mock } from 'vitest';
 import { QueryFailedError, type QueryRunner } from 'typeorm';
 import { beginLockTransaction, commitLockTransaction } from './runner-transaction';
 
@@ -6,23 +7,23 @@ import { beginLockTransaction, commitLockTransaction } from './runner-transactio
 
 interface FakeRunner {
   connection: { options: Record<string, unknown>; subscribers: unknown[] };
-  databaseConnection: { query: jest.Mock };
+  databaseConnection: { query: Mock };
   isTransactionActive: boolean;
   isReleased: boolean;
   transactionDepth?: number;
-  startTransaction: jest.Mock;
-  commitTransaction: jest.Mock;
+  startTransaction: Mock;
+  commitTransaction: Mock;
 }
 
 function fakeRunner(failWith?: Error): FakeRunner {
   return {
     connection: { options: { type: 'mysql' }, subscribers: [] },
-    databaseConnection: { query: jest.fn((_sql: string, _values: unknown[], callback: (error: Error | null, result: unknown) => void) => callback(failWith ?? null, {})) },
+    databaseConnection: { query: vi.fn((_sql: string, _values: unknown[], callback: (error: Error | null, result: unknown) => void) => callback(failWith ?? null, {})) },
     isTransactionActive: false,
     isReleased: false,
     transactionDepth: 0,
-    startTransaction: jest.fn(() => Promise.resolve()),
-    commitTransaction: jest.fn(() => Promise.resolve()),
+    startTransaction: vi.fn(() => Promise.resolve()),
+    commitTransaction: vi.fn(() => Promise.resolve()),
   };
 }
 

@@ -59,8 +59,8 @@ const settle = async (): Promise<void> => {
 };
 
 describe('ZooKeeperSession: a session cut off from the ensemble', () => {
-  beforeEach(() => jest.useFakeTimers({ doNotFake: ['queueMicrotask', 'nextTick'] }));
-  afterEach(() => jest.useRealTimers());
+  beforeEach(() => vi.useFakeTimers());
+  afterEach(() => vi.useRealTimers());
 
   it('is given up once the server may have expired it: listeners are told, its handle is closed, the next call opens a new session', async () => {
     const { session, clients } = setUp();
@@ -70,11 +70,11 @@ describe('ZooKeeperSession: a session cut off from the ensemble', () => {
     session.onExpired((end) => ends.push(end));
     const heardAt = Date.now(); // the probe sent on connect was answered
     clients[0].answer = 'none';
-    jest.advanceTimersByTime(500);
+    vi.advanceTimersByTime(500);
     clients[0].emit('connecting');
-    jest.advanceTimersByTime(heardAt + SAFE_FOR_MS - Date.now() - 1);
+    vi.advanceTimersByTime(heardAt + SAFE_FOR_MS - Date.now() - 1);
     expect(ends).toEqual([]);
-    jest.advanceTimersByTime(1);
+    vi.advanceTimersByTime(1);
     expect(ends).toEqual(['given-up']);
     expect(clients[0].closed).toBe(true);
     // Its own close event (which follows) is not a second end.
@@ -94,17 +94,17 @@ describe('ZooKeeperSession: a session cut off from the ensemble', () => {
     session.onExpired((end) => ends.push(end));
     // Probes go out a quarter of the granted timeout apart and are answered.
     for (let i = 0; i < 2; i += 1) {
-      jest.advanceTimersByTime(1_500);
+      vi.advanceTimersByTime(1_500);
       await settle();
     }
     expect(clients[0].probesSent).toHaveLength(3);
     const lastAnsweredSentAt = clients[0].probesSent[2];
     clients[0].answer = 'none';
-    jest.advanceTimersByTime(1_400); // a probe sent now goes unanswered
+    vi.advanceTimersByTime(1_400); // a probe sent now goes unanswered
     clients[0].emit('connecting');
-    jest.advanceTimersByTime(lastAnsweredSentAt + 6_000 - 600 - Date.now() - 1);
+    vi.advanceTimersByTime(lastAnsweredSentAt + 6_000 - 600 - Date.now() - 1);
     expect(ends).toEqual([]);
-    jest.advanceTimersByTime(1);
+    vi.advanceTimersByTime(1);
     expect(ends).toEqual(['given-up']);
     await session.close();
   });
@@ -116,10 +116,10 @@ describe('ZooKeeperSession: a session cut off from the ensemble', () => {
     const ends: ZooKeeperSessionEnd[] = [];
     session.onExpired((end) => ends.push(end));
     clients[0].emit('connecting');
-    jest.advanceTimersByTime(2_000);
+    vi.advanceTimersByTime(2_000);
     clients[0].emit('connect');
     await settle();
-    jest.advanceTimersByTime(10_000);
+    vi.advanceTimersByTime(10_000);
     expect(ends).toEqual([]);
     expect(clients[0].closed).toBe(false);
     expect(await session.client()).toBe(first);
@@ -133,7 +133,7 @@ describe('ZooKeeperSession: a session cut off from the ensemble', () => {
     const ends: ZooKeeperSessionEnd[] = [];
     session.onExpired((end) => ends.push(end));
     clients[0].emit('connecting');
-    jest.advanceTimersByTime(10_000);
+    vi.advanceTimersByTime(10_000);
     expect(ends).toEqual([]);
     expect(clients[0].closed).toBe(false);
     clients[0].close(); // the server said it expired, once reached again
@@ -147,10 +147,10 @@ describe('ZooKeeperSession: a session cut off from the ensemble', () => {
     await settle();
     session.onExpired(() => undefined); // a lock is held
     clients[0].emit('connecting');
-    jest.advanceTimersByTime(SAFE_FOR_MS);
-    const late = jest.fn();
+    vi.advanceTimersByTime(SAFE_FOR_MS);
+    const late = vi.fn();
     session.onExpired(late, client);
-    const cancelled = jest.fn();
+    const cancelled = vi.fn();
     session.onExpired(cancelled, client)();
     await settle();
     expect(late).toHaveBeenCalledWith('given-up');
@@ -166,8 +166,8 @@ describe('ZooKeeperSession: a session cut off from the ensemble', () => {
     session.onExpired((end) => ends.push(end));
     clients[0].emit('connecting');
     await session.close();
-    jest.advanceTimersByTime(10_000);
+    vi.advanceTimersByTime(10_000);
     expect(ends).toEqual([]);
-    expect(jest.getTimerCount()).toBe(0);
+    expect(vi.getTimerCount()).toBe(0);
   });
 });

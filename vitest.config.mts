@@ -1,0 +1,33 @@
+// Vitest projects: unit specs beside the code, the contract suite against the real servers, the fault
+// suite, and end-to-end tests. `npm test` (scripts/run-tests.mjs) runs them all.
+import { fileURLToPath } from 'node:url';
+import { defineConfig, type TestProjectInlineConfiguration } from 'vitest/config';
+
+const root = fileURLToPath(new URL('.', import.meta.url));
+
+// Every project resolves the workspace alias to the library's sources, as tsconfig.json's paths do.
+// Decorators and their metadata (Nest's constructor injection) come from tsconfig.json, which Vite's
+// TypeScript transform reads.
+const common = {
+  resolve: { alias: [{ find: /^@app\/distributed-lock(\/.*)?$/, replacement: `${root}libs/distributed-lock/src$1` }] },
+};
+
+function project(name: string, include: string[]): TestProjectInlineConfiguration {
+  return { ...common, test: { name, root, include, environment: 'node', globals: true } };
+}
+
+export default defineConfig({
+  test: {
+    // Servers for the contract, fault and e2e projects: started once per run, stopped at the end (see
+    // scripts/services). Skipped for a unit-only run.
+    globalSetup: ['test/support/global-setup.ts'],
+    // One test file at a time: the suites share the servers, and the fault suites stop and freeze them.
+    maxWorkers: 1,
+    projects: [
+      project('unit', ['libs/**/*.spec.ts', 'apps/**/*.spec.ts', 'scripts/**/*.spec.ts', 'bench/**/*.spec.ts', 'test/support/**/*.spec.ts']),
+      project('contract', ['test/contract/**/*.spec.ts', 'test/integration/**/*.spec.ts']),
+      project('faults', ['test/faults/**/*.spec.ts']),
+      project('e2e', ['test/e2e/**/*.spec.ts']),
+    ],
+  },
+});
