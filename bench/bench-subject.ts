@@ -30,3 +30,20 @@ export interface BenchSubject {
   readonly crossProcess: boolean;
   create(): Promise<BenchLock>;
 }
+
+/**
+ * How the contenders are deployed. `shared`: workers of one process share one lock client (one app
+ * instance, many requests). `instances`: every contender is its own lock client with its own
+ * connections (one app instance each), in one process or spread over several. `flash-sale`: several
+ * processes, each one app instance whose concurrent requests share its client, each holding the lock
+ * for a short piece of work.
+ */
+export type BenchShape = 'shared' | 'instances' | 'flash-sale';
+
+/** What one contender does: which client it locks through, and how long it holds the lock. */
+export interface ContendLayout {
+  /** The lock client of worker `w` (the same one for every worker when shared). */
+  readonly lockOf: (w: number) => BenchLock;
+  /** Work inside the critical section, in ms (0: the minimal section). */
+  readonly holdMs: number;
+}

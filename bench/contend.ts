@@ -1,5 +1,5 @@
 import { closeSync, openSync, unlinkSync } from 'node:fs';
-import type { BenchLock } from './bench-subject';
+import type { BenchLock, ContendLayout } from './bench-subject';
 import { quantile, wallClockMs, type Section } from './stats';
 
 /** What one process's workers measured. */
@@ -24,12 +24,12 @@ export interface ContendResult {
 }
 
 /**
- * `workers` loops on one key until `endAt`: acquire (timed), a minimal critical section that detects
- * overlap (an in-process gauge, plus an exclusive marker file across processes), release. Bounded by
+ * `workers` loops on one key until `endAt`: acquire (timed), a critical section that detects overlap (an
+ * in-process gauge, plus an exclusive marker file across processes) and does the layout's work, release. Bounded by
  * `endAt`; an acquisition that fails counts as a failure and the loop goes on.
  */
 export async function contend(
-  lock: BenchLock,
+  locks: BenchLock | ContendLayout,
   key: string,
   workers: number,
   endAt: number,
@@ -38,6 +38,7 @@ export async function contend(
   // Before `measureFrom` the workers run but are not measured (the start's scramble settles); overlaps
   // are counted all the time.
   const from = options.measureFrom ?? Number.NEGATIVE_INFINITY;
+  const layout: ContendLayout = 'lockOf' in locks ? locks : { lockOf: () => locks, holdMs: 0 };
   const sections: Section[] = [];
   const waits: number[] = [];
   const perWorker = new Array<number>(workers).fill(0);
@@ -50,6 +51,7 @@ export async function contend(
   await Promise.all(
     Array.from({ length: workers }, async (_, w) => {
       const worker = `${options.workerPrefix}${w}`;
+      const lock = layout.lockOf(w);
       const own: number[] = [];
       while (wallClockMs() < endAt) {
         const started = wallClockMs();
@@ -78,6 +80,8 @@ export async function contend(
             violations += 1;
           }
         }
+        // The section's work (a checkout), with the marker held across it so that an overlap is seen.
+        if (layout.holdMs > 0) await new Promise((resolve) => setTimeout(resolve, layout.holdMs));
         if (fd !== undefined) {
           closeSync(fd);
           unlinkSync(options.markerFile as string);

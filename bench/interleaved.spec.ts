@@ -23,6 +23,25 @@ describe('contend', () => {
   });
 });
 
+describe('contend with a layout', () => {
+  it('gives each worker its own client, holds each section for the work, and sees an overlap between clients that do not share state', async () => {
+    const clients = [localMutex(1), localMutex(1), localMutex(1)];
+    const used = new Set<number>();
+    const layout = {
+      lockOf: (w: number) => {
+        used.add(w);
+        return clients[w];
+      },
+      holdMs: 5,
+    };
+    const result = await contend(layout, 'k', 3, wallClockMs() + 60, { workerPrefix: 'w', waitMs: 1_000 });
+    expect([...used].sort()).toEqual([0, 1, 2]);
+    expect(result.sections.every((section) => section.releasedAt - section.acquiredAt >= 4)).toBe(true);
+    // Three separate in-process mutexes are three locks: the overlap gauge must catch it.
+    expect(result.violations).toBeGreaterThan(0);
+  });
+});
+
 describe('caseInTurns', () => {
   it('joins the turns of a contended case worker by worker, over the windows only', async () => {
     const [a, b] = [subject('a'), subject('b')];

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { BenchLock, BenchSubject } from './bench-subject';
+import type { BenchLock, BenchShape, BenchSubject, ContendLayout } from './bench-subject';
 import { contend, type ContendResult } from './contend';
 import { quantile, wallClockMs } from './stats';
 
@@ -27,16 +27,24 @@ export interface Measured {
  * while ours went from 1,139 to 1,066. In turns, every subject gets the same share of each moment, and
  * their ratios hold. Each subject keeps one lock client for all its turns and is warmed up first.
  */
-export async function caseInTurns(subjects: readonly BenchSubject[], workers: number, durationMs: number): Promise<Map<BenchSubject, Measured>> {
+export async function caseInTurns(
+  subjects: readonly BenchSubject[],
+  workers: number,
+  durationMs: number,
+  shape: BenchShape = 'shared',
+): Promise<Map<BenchSubject, Measured>> {
   const turns = workers === 1 ? TURNS : CONTENDED_TURNS;
-  const open: Array<{ subject: BenchSubject; lock: BenchLock; key: string; parts: ContendResult[]; elapsed: number }> = [];
+  const open: Array<{ subject: BenchSubject; locks: BenchLock[]; layout: ContendLayout; key: string; parts: ContendResult[]; elapsed: number }> = [];
   try {
     for (const subject of subjects) {
-      const lock = await subject.create();
+      // One client for all workers, or (instances) one client per worker, each with its own connections.
+      const locks: BenchLock[] = [];
+      for (let i = 0; i < (shape === 'instances' ? workers : 1); i += 1) locks.push(await subject.create());
+      const layout: ContendLayout = { lockOf: (w) => locks[w % locks.length], holdMs: 0 };
       const key = `bench:${randomUUID()}`;
-      open.push({ subject, lock, key, parts: [], elapsed: 0 });
+      open.push({ subject, locks, layout, key, parts: [], elapsed: 0 });
       // Warm-up: connections, script cache, JIT.
-      await contend(lock, key, workers, wallClockMs() + Math.min(500, durationMs / 5), { workerPrefix: 'warm', waitMs: 30_000 });
+      await contend(layout, key, workers, wallClockMs() + Math.min(500, durationMs / 5), { workerPrefix: 'warm', waitMs: 30_000 });
     }
     const windowMs = Math.max(50, Math.round(durationMs / turns));
     // Contended turns start their workers afresh: the scramble of the start (a barging peer's losers
@@ -46,14 +54,14 @@ export async function caseInTurns(subjects: readonly BenchSubject[], workers: nu
     for (let turn = 0; turn < turns; turn += 1) {
       for (const entry of open) {
         const from = wallClockMs() + settleMs;
-        entry.parts.push(await contend(entry.lock, entry.key, workers, from + windowMs, { workerPrefix: 'w', waitMs: 30_000, measureFrom: from }));
+        entry.parts.push(await contend(entry.layout, entry.key, workers, from + windowMs, { workerPrefix: 'w', waitMs: 30_000, measureFrom: from }));
         // The window, not the wall time: sections are counted up to its end (see ContendResult.inWindow).
         entry.elapsed += windowMs;
       }
     }
     return new Map(open.map((entry) => [entry.subject, { result: joinParts(entry.parts, workers), elapsed: entry.elapsed }]));
   } finally {
-    for (const entry of open) await entry.lock.close();
+    for (const entry of open) for (const lock of entry.locks) await lock.close();
   }
 }
 

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import type { BenchSubject } from './bench-subject';
+import type { BenchShape, BenchSubject } from './bench-subject';
 import type { ContendResult } from './contend';
 import { wallClockMs } from './stats';
 import { sqlitePath } from './subjects';
@@ -15,14 +15,23 @@ const ROOT = resolve(__dirname, '..');
  * `durationMs`, starting together once every child is connected. Overlaps are detected across processes
  * with an exclusive marker file. Bounded: a child that overruns is killed.
  */
-export async function runMultiProcess(subject: BenchSubject, workers: number, processes: number, durationMs: number): Promise<{ result: ContendResult; elapsed: number }> {
+export async function runMultiProcess(
+  subject: BenchSubject,
+  workers: number,
+  processes: number,
+  durationMs: number,
+  layout: { shape: BenchShape; holdMs: number } = { shape: 'shared', holdMs: 0 },
+): Promise<{ result: ContendResult; elapsed: number }> {
   const dir = mkdtempSync(join(tmpdir(), 'lock-bench-'));
   const key = `bench:${randomUUID()}`;
   const perProcess = Math.max(1, Math.round(workers / processes));
   // Settings every process must share (the SQLite file) go into the environment the children inherit.
   sqlitePath();
   const children = Array.from({ length: processes }, (_, p) =>
-    startChild([subject.id, key, String(perProcess), join(dir, 'inside'), `p${p}w`, join(dir, `result-${p}.json`)], durationMs + 60_000),
+    startChild(
+      [subject.id, key, String(perProcess), join(dir, 'inside'), `p${p}w`, join(dir, `result-${p}.json`), String(layout.shape === 'instances' ? perProcess : 1), String(layout.holdMs)],
+      durationMs + 60_000,
+    ),
   );
   try {
     await Promise.all(children.map((child) => child.ready));
@@ -70,7 +79,7 @@ function startChild(args: string[], timeoutMs: number): BenchChild {
     child.on('exit', (code) => {
       clearTimeout(timer);
       if (code !== 0) return reject(new Error(`bench worker failed (${code}): ${err.slice(-1500)}`));
-      resolvePromise(JSON.parse(readFileSync(args[args.length - 1], 'utf8')) as ContendResult);
+      resolvePromise(JSON.parse(readFileSync(args[5], 'utf8')) as ContendResult);
     });
   });
   // A child that dies before it is ready fails the case instead of leaving the others waiting.

@@ -1,4 +1,4 @@
-import { gapSplits, type BenchRow } from './report';
+import { gapSplits, shapeTargetChecks, type BenchRow } from './report';
 
 const row = (id: string, csPerSec: number, extra: Partial<BenchRow> = {}): BenchRow => ({
   id,
@@ -32,5 +32,22 @@ describe('gapSplits', () => {
     ];
     const splits = gapSplits(rows);
     expect(splits.map((split) => [split.subject, split.protocolVsFloor, split.oursVsProtocol])).toEqual([['redis', 0.85, 0.94]]);
+  });
+});
+
+describe('shapeTargetChecks', () => {
+  it('compares ours with the best peer of the same shape and case only', () => {
+    const contended = { case: 'contended' as const, workers: 8, processes: 1 };
+    const rows = [
+      row('redis', 900, { ...contended, ours: true, shape: 'instances', fairness: 1, worstWorkerWaitP99Ms: 10 }),
+      row('peer:a', 1_000, { ...contended, shape: 'instances', fairness: 1.4, worstWorkerWaitP99Ms: 40 }),
+      // The same peer much slower where workers share a client: not the comparison for the instances shape.
+      row('peer:a', 100, { ...contended, shape: 'shared' }),
+      row('redis', 2_000, { ...contended, ours: true }),
+    ];
+    const checks = shapeTargetChecks(rows);
+    expect(checks).toHaveLength(1);
+    expect(checks[0].measured).toContain('900 vs peer:a 1000 (0.9×)');
+    expect(checks[0].met).toBe(false);
   });
 });

@@ -1,4 +1,4 @@
-import type { Backend } from './bench-subject';
+import type { Backend, BenchShape } from './bench-subject';
 import { round } from './stats';
 
 export interface BenchRow {
@@ -13,6 +13,8 @@ export interface BenchRow {
   ours: boolean;
   backend: Backend;
   case: 'uncontended' | 'contended';
+  /** How the contenders were deployed (see BenchShape); rows of earlier runs without it are `shared`. */
+  shape?: BenchShape;
   workers: number;
   processes: number;
   csPerSec: number;
@@ -27,14 +29,22 @@ export interface BenchRow {
   violations: number;
   durationMs: number;
   settings: string;
+  /** Work inside each section, in ms, where the case has some. */
+  holdMs?: number;
+  /** Share of the window during which the lock was held (cases with work inside the section). */
+  utilization?: number;
 }
 
-const sameCase = (a: BenchRow, b: BenchRow): boolean => a.backend === b.backend && a.case === b.case && a.workers === b.workers && a.processes === b.processes;
+/** The shape of a row; runs before shapes existed measured `shared` only. */
+export const shapeOf = (row: BenchRow): BenchShape => row.shape ?? 'shared';
+
+const sameCase = (a: BenchRow, b: BenchRow): boolean =>
+  a.backend === b.backend && a.case === b.case && a.workers === b.workers && a.processes === b.processes && shapeOf(a) === shapeOf(b);
 const isPeer = (row: BenchRow): boolean => !row.ours && !row.subject.startsWith('floor:');
 
 export function floorOf(rows: readonly BenchRow[], row: BenchRow, which: 'floor' | 'protocolFloor' = 'floor'): BenchRow | undefined {
   const id = row[which];
-  return id === undefined ? undefined : rows.find((r) => r.id === id && r.case === row.case && r.workers === row.workers && r.processes === row.processes);
+  return id === undefined ? undefined : rows.find((r) => r.id === id && r.case === row.case && r.workers === row.workers && r.processes === row.processes && shapeOf(r) === shapeOf(row));
 }
 
 /** The peer with the most critical sections per second in the same case, if any ran. */
@@ -51,7 +61,9 @@ interface TargetCheck {
 }
 
 function find(rows: readonly BenchRow[], id: string, workers: number, processes = 1): BenchRow | undefined {
-  return rows.find((r) => r.id === id && r.workers === workers && r.processes === processes && (workers === 1 ? r.case === 'uncontended' : r.case === 'contended'));
+  return rows.find(
+    (r) => r.id === id && r.workers === workers && r.processes === processes && shapeOf(r) === 'shared' && (workers === 1 ? r.case === 'uncontended' : r.case === 'contended'),
+  );
 }
 
 /** The targets of issue 9, checked against this run's rows (only those whose rows ran). */
@@ -109,6 +121,45 @@ export function targetChecks(rows: readonly BenchRow[]): TargetCheck[] {
   return checks;
 }
 
+const DEPLOYMENT_SHAPES: readonly BenchShape[] = ['instances', 'flash-sale'];
+const caseLabel = (row: BenchRow): string => `${shapeOf(row)} ${row.workers}×${row.processes}p`;
+
+/**
+ * The targets of issue 29, in the shapes users deploy (separate instances, the flash sale): against the
+ * best peer in the same shape and run, or against the recipe a user would otherwise write.
+ */
+export function shapeTargetChecks(rows: readonly BenchRow[]): TargetCheck[] {
+  const checks: TargetCheck[] = [];
+  const inShapes = rows.filter((r) => r.ours && DEPLOYMENT_SHAPES.includes(shapeOf(r)));
+  for (const ours of inShapes.filter((r) => r.id === 'redis' || r.id === 'redlock')) {
+    const peer = bestPeerOf(rows, ours);
+    if (!peer) continue;
+    checks.push({
+      target: `${ours.subject}, ${caseLabel(ours)}: cs/s ≥ best peer, fairness ≤ 1.5, worst-worker p99 ≤ 0.5× the peer's`,
+      measured: `${ours.csPerSec} vs ${peer.subject} ${peer.csPerSec} (${ratio(ours.csPerSec, peer.csPerSec)}×); fairness ${ours.fairness} vs ${peer.fairness}; worst-worker p99 ${ours.worstWorkerWaitP99Ms} vs ${peer.worstWorkerWaitP99Ms} ms`,
+      met: ours.csPerSec >= peer.csPerSec && ours.fairness <= 1.5 && ours.worstWorkerWaitP99Ms <= 0.5 * peer.worstWorkerWaitP99Ms,
+    });
+  }
+  const recipes: Record<string, string> = { zookeeper: 'peer:textbook@zookeeper', etcd: 'peer:etcd3-lock@etcd' };
+  for (const ours of inShapes.filter((r) => recipes[r.id] !== undefined)) {
+    const recipe = rows.find((r) => r.id === recipes[ours.id] && sameCase(r, ours));
+    if (!recipe) continue;
+    checks.push({
+      target: `${ours.subject}, ${caseLabel(ours)}: ≥ ${recipe.subject}`,
+      measured: `${ours.csPerSec} vs ${recipe.csPerSec} (${ratio(ours.csPerSec, recipe.csPerSec)}×); fairness ${ours.fairness} vs ${recipe.fairness}`,
+      met: ours.csPerSec >= recipe.csPerSec,
+    });
+  }
+  for (const ours of inShapes.filter((r) => (r.id === 'row-mysql' || r.id === 'pessimistic') && r.workers === 32)) {
+    checks.push({
+      target: `${ours.id}, ${caseLabel(ours)}: fairness ≤ 2, nobody starved`,
+      measured: `fairness ${ours.fairness}; worst-worker p99 ${ours.worstWorkerWaitP99Ms} ms`,
+      met: ours.fairness <= 2,
+    });
+  }
+  return checks;
+}
+
 /** An uncontended gap to the floor split in two: the strategy's server operations, and the library's code around them. */
 export interface GapSplit {
   readonly subject: string;
@@ -145,6 +196,27 @@ export function markdown(rows: readonly BenchRow[], meta: Record<string, string>
     for (const check of checks) lines.push(`| ${check.target} | ${check.measured} | ${check.met ? 'yes' : '**no**'} |`);
     lines.push('');
   }
+  const shapeChecks = shapeTargetChecks(rows);
+  if (shapeChecks.length > 0) {
+    lines.push('## Targets in the deployment shapes', '', '| target | measured | met |', '|---|---|---|');
+    for (const check of shapeChecks) lines.push(`| ${check.target} | ${check.measured} | ${check.met ? 'yes' : '**no**'} |`);
+    lines.push('');
+  }
+  const busy = rows.filter((r) => r.utilization !== undefined);
+  if (busy.length > 0) {
+    lines.push(
+      '## Lock utilization',
+      '',
+      'The share of the window during which someone held the lock (sum of hold times over wall time), in the cases with work inside the section: 100 % would mean hand-overs cost nothing.',
+      '',
+      '| subject | backend | case | work in the lock | cs/s | utilization | hand-over p50 ms | fairness |',
+      '|---|---|---|---|---|---|---|---|',
+    );
+    for (const row of busy) {
+      lines.push(`| ${row.ours ? `**${row.subject}**` : row.subject} | ${row.backend} | ${caseLabel(row)} | ${row.holdMs} ms | ${row.csPerSec} | ${Math.round((row.utilization ?? 0) * 100)} % | ${row.handoffP50Ms} | ${row.fairness} |`);
+    }
+    lines.push('');
+  }
   const splits = gapSplits(rows);
   if (splits.length > 0) {
     lines.push(
@@ -163,14 +235,14 @@ export function markdown(rows: readonly BenchRow[], meta: Record<string, string>
     '',
     'Bold rows are this library; `× floor` and `× best peer` compare critical sections per second with the floor of the same server operations and with the fastest peer in the same case of the same run. Waits include failed acquisitions (time until the give-up); `worst worker p99` is the p99 of the worker that waited most.',
     '',
-    '| subject | backend | case | workers | procs | cs/s | × floor | × best peer | wait p50 ms | wait p99 ms | worst worker p99 ms | hand-over p50 ms | fairness max/min | re-acquire share | failures | violations |',
-    '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
+    '| subject | backend | case | shape | workers | procs | cs/s | × floor | × best peer | wait p50 ms | wait p99 ms | worst worker p99 ms | hand-over p50 ms | fairness max/min | re-acquire share | utilization | failures | violations |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
   );
   for (const row of rows) {
     const vsFloor = ratio(row.csPerSec, floorOf(rows, row)?.csPerSec);
     const vsPeer = row.ours ? ratio(row.csPerSec, bestPeerOf(rows, row)?.csPerSec) : '';
     lines.push(
-      `| ${row.ours ? `**${row.subject}**` : row.subject} | ${row.backend} | ${row.case} | ${row.workers} | ${row.processes} | ${row.csPerSec} | ${vsFloor} | ${vsPeer} | ${row.waitP50Ms} | ${row.waitP99Ms} | ${row.worstWorkerWaitP99Ms} | ${row.handoffP50Ms} | ${row.fairness} | ${row.reacquireShare} | ${row.failures} | ${row.violations} |`,
+      `| ${row.ours ? `**${row.subject}**` : row.subject} | ${row.backend} | ${row.case} | ${shapeOf(row)} | ${row.workers} | ${row.processes} | ${row.csPerSec} | ${vsFloor} | ${vsPeer} | ${row.waitP50Ms} | ${row.waitP99Ms} | ${row.worstWorkerWaitP99Ms} | ${row.handoffP50Ms} | ${row.fairness} | ${row.reacquireShare} | ${row.utilization ?? ''} | ${row.failures} | ${row.violations} |`,
     );
   }
   return `${lines.join('\n')}\n`;

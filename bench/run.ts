@@ -8,7 +8,7 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { startTopology, stopTopology, type TopologyName } from '../scripts/services';
-import type { Backend, BenchSubject } from './bench-subject';
+import type { Backend, BenchShape, BenchSubject } from './bench-subject';
 import type { ContendResult } from './contend';
 import { caseInTurns } from './interleaved';
 import { runMultiProcess } from './multi-process';
@@ -22,31 +22,56 @@ interface BenchCase {
   readonly name: 'uncontended' | 'contended';
   readonly workers: number;
   readonly processes: number;
+  readonly shape: BenchShape;
+  /** Work inside each critical section, in ms (a checkout in the flash sale). */
+  readonly holdMs: number;
 }
 
+/** The flash sale's checkout inside the lock. */
+const FLASH_SALE_HOLD_MS = 1;
+
 const CASES: readonly BenchCase[] = [
-  { name: 'uncontended', workers: 1, processes: 1 },
-  { name: 'contended', workers: 2, processes: 1 },
-  { name: 'contended', workers: 8, processes: 1 },
-  { name: 'contended', workers: 32, processes: 1 },
-  { name: 'contended', workers: 8, processes: 4 },
+  // (a) workers sharing one client in one process.
+  { name: 'uncontended', workers: 1, processes: 1, shape: 'shared', holdMs: 0 },
+  { name: 'contended', workers: 2, processes: 1, shape: 'shared', holdMs: 0 },
+  { name: 'contended', workers: 8, processes: 1, shape: 'shared', holdMs: 0 },
+  { name: 'contended', workers: 32, processes: 1, shape: 'shared', holdMs: 0 },
+  { name: 'contended', workers: 8, processes: 4, shape: 'shared', holdMs: 0 },
+  // (b) every contender its own app instance (own client, own connections), in one process and across 4.
+  { name: 'contended', workers: 8, processes: 1, shape: 'instances', holdMs: 0 },
+  { name: 'contended', workers: 32, processes: 1, shape: 'instances', holdMs: 0 },
+  { name: 'contended', workers: 8, processes: 4, shape: 'instances', holdMs: 0 },
+  { name: 'contended', workers: 32, processes: 4, shape: 'instances', holdMs: 0 },
+  // (c) the flash sale: 4 app instances (processes) × 8 concurrent requests, each holding the lock for a checkout.
+  { name: 'contended', workers: 32, processes: 4, shape: 'flash-sale', holdMs: FLASH_SALE_HOLD_MS },
 ];
 
 const TOPOLOGY_OF: Partial<Record<Backend, TopologyName>> = { redis: 'redis', redis5: 'redis5', mysql: 'mariadb', zookeeper: 'zookeeper', etcd: 'etcd' };
 const ROOT = resolve(__dirname, '..');
 
-function parseArgs(argv: string[]): { quick: boolean; only: string[] | undefined; out: string } {
+function parseArgs(argv: string[]): { quick: boolean; only: string[] | undefined; shapes: BenchShape[] | undefined; out: string } {
   const quick = argv.includes('--quick');
   const onlyAt = argv.indexOf('--only');
+  const shapesAt = argv.indexOf('--shapes');
   const outAt = argv.indexOf('--out');
   return {
     quick,
     only: onlyAt >= 0 ? argv[onlyAt + 1]?.split(',') : undefined,
+    shapes: shapesAt >= 0 ? (argv[shapesAt + 1]?.split(',') as BenchShape[]) : undefined,
     out: outAt >= 0 ? resolve(argv[outAt + 1]) : join(ROOT, 'bench', 'results', 'latest.json'),
   };
 }
 
-const caseKey = (subject: BenchSubject, benchCase: BenchCase): string => `${subject.id}|${benchCase.workers}|${benchCase.processes}`;
+const caseKey = (subject: BenchSubject, benchCase: BenchCase): string => `${subject.id}|${benchCase.workers}|${benchCase.processes}|${benchCase.shape}`;
+
+/**
+ * Share of the measured time during which someone held the lock: the sections' hold times over the
+ * window (they never overlap). 1 would mean hand-overs cost nothing.
+ */
+function utilization(result: ContendResult, elapsed: number): number {
+  const held = result.sections.reduce((sum, section) => sum + (section.releasedAt - section.acquiredAt), 0);
+  return round(Math.min(1, held / elapsed), 3);
+}
 
 function summarise(subject: BenchSubject, benchCase: BenchCase, result: ContendResult, elapsed: number): BenchRow {
   const { handoffP50Ms, reacquireShare } = handoffFigures(result.sections);
@@ -58,8 +83,10 @@ function summarise(subject: BenchSubject, benchCase: BenchCase, result: ContendR
     ours: subject.ours,
     backend: subject.backend,
     case: benchCase.name,
+    shape: benchCase.shape,
     workers: benchCase.workers,
     processes: benchCase.processes,
+    ...(benchCase.holdMs > 0 ? { holdMs: benchCase.holdMs, utilization: utilization(result, elapsed) } : {}),
     csPerSec: Math.round((result.inWindow / elapsed) * 1000),
     waitP50Ms: round(quantile(result.waits, 0.5), 2),
     waitP99Ms: round(quantile(result.waits, 0.99), 2),
@@ -76,7 +103,7 @@ function summarise(subject: BenchSubject, benchCase: BenchCase, result: ContendR
 
 /** The multi-process case of one subject, summarised. */
 async function runMultiProcessRow(subject: BenchSubject, benchCase: BenchCase, durationMs: number): Promise<BenchRow> {
-  const { result, elapsed } = await runMultiProcess(subject, benchCase.workers, benchCase.processes, durationMs);
+  const { result, elapsed } = await runMultiProcess(subject, benchCase.workers, benchCase.processes, durationMs, benchCase);
   return summarise(subject, benchCase, result, elapsed);
 }
 
@@ -88,8 +115,19 @@ function versionOf(pkg: string): string {
   }
 }
 
+/**
+ * Whether a subject runs a case. Separate instances, across processes or not, need a lock that lives in
+ * a server (an in-process lock per instance would let everyone in); floors measured only uncontended stay so.
+ */
+function takes(subject: BenchSubject, benchCase: BenchCase): boolean {
+  if (subject.uncontendedOnly && benchCase.name !== 'uncontended') return false;
+  if ((benchCase.processes > 1 || benchCase.shape !== 'shared') && !subject.crossProcess) return false;
+  return true;
+}
+
 async function main(): Promise<void> {
-  const { quick, only, out } = parseArgs(process.argv.slice(2));
+  const { quick, only, shapes, out } = parseArgs(process.argv.slice(2));
+  const cases = CASES.filter((benchCase) => !shapes || shapes.includes(benchCase.shape));
   const durationMs = quick ? 500 : 4_000;
   const subjects = BENCH_SUBJECTS.filter((s) => !only || only.some((name) => s.id === name || s.subject === name || s.backend === name || s.subject.startsWith(name)));
   const optimistic = OPTIMISTIC_SUBJECTS.filter((s) => !only || only.some((name) => s.subject === name || name === 'mysql' || s.subject.startsWith(name)));
@@ -104,24 +142,24 @@ async function main(): Promise<void> {
     // had the process at 2.2 GB resident while the later backends ran, and collecting a heap that size
     // can cost a subject in proportion to what it allocates (the library's more than a raw floor's).
     const inTurns = new Map<string, BenchRow>();
-    const inProcessCases = CASES.filter((benchCase) => benchCase.processes === 1 && !(quick && benchCase.workers === 2));
+    const inProcessCases = cases.filter((benchCase) => benchCase.processes === 1 && !(quick && benchCase.workers === 2));
     for (const backend of new Set(subjects.map((subject) => subject.backend))) {
       for (const benchCase of inProcessCases) {
-        const taking = subjects.filter((subject) => subject.backend === backend && (benchCase.name === 'uncontended' || !subject.uncontendedOnly));
-        const measured = await caseInTurns(taking, benchCase.workers, durationMs);
+        const taking = subjects.filter((subject) => subject.backend === backend && takes(subject, benchCase));
+        if (taking.length === 0) continue;
+        const measured = await caseInTurns(taking, benchCase.workers, durationMs, benchCase.shape);
         for (const [subject, { result, elapsed }] of measured) inTurns.set(caseKey(subject, benchCase), summarise(subject, benchCase, result, elapsed));
       }
     }
     for (const subject of subjects) {
-      for (const benchCase of CASES) {
-        if (benchCase.processes > 1 && !subject.crossProcess) continue;
-        if (subject.uncontendedOnly && benchCase.name !== 'uncontended') continue;
+      for (const benchCase of cases) {
+        if (!takes(subject, benchCase)) continue;
         // --quick keeps the cases the targets are set on (1, 8 and 32 workers, 4 processes).
         if (quick && benchCase.workers === 2) continue;
         const row = inTurns.get(caseKey(subject, benchCase)) ?? (await runMultiProcessRow(subject, benchCase, durationMs));
         rows.push(row);
         process.stdout.write(
-          `${row.id.padEnd(46)} ${`${row.case} ${row.workers}w/${row.processes}p`.padEnd(20)} ${String(row.csPerSec).padStart(7)} cs/s  p99 ${String(row.waitP99Ms).padStart(8)} ms  fair ${row.fairness}  reacq ${row.reacquireShare}  fail ${row.failures}  viol ${row.violations}\n`,
+          `${row.id.padEnd(46)} ${`${row.shape} ${row.workers}w/${row.processes}p`.padEnd(22)} ${String(row.csPerSec).padStart(7)} cs/s  p99 ${String(row.waitP99Ms).padStart(8)} ms  fair ${row.fairness}  reacq ${row.reacquireShare}  fail ${row.failures}  viol ${row.violations}${row.utilization !== undefined ? `  util ${row.utilization}` : ''}\n`,
         );
       }
     }
@@ -142,7 +180,7 @@ async function main(): Promise<void> {
     machine: `${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB`,
     node: process.version,
     versions: ['ioredis', 'mysql2', 'typeorm', 'zookeeper', 'etcd3', 'redlock', '@sesamecare-oss/redlock', 'redis-semaphore'].map((p) => `${p} ${versionOf(p)}`).join(', '),
-    settings: `${quick ? 'quick (no 2-worker case)' : 'full'}: ${durationMs} ms per case after a warm-up; contended = one key; 4 processes × 2 workers for the multi-process case`,
+    settings: `${quick ? 'quick (no 2-worker case)' : 'full'}: ${durationMs} ms per case after a warm-up; contended = one key. Shapes: shared = workers of one process share one client (4 processes × 2 workers for the multi-process case); instances = one client per contender; flash-sale = 4 processes × 8 requests sharing their process's client, ${FLASH_SALE_HOLD_MS} ms of work in the lock`,
     'total time': `${Math.round((Date.now() - started) / 1000)} s`,
   };
   mkdirSync(dirname(out), { recursive: true });

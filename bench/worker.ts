@@ -1,8 +1,10 @@
-// One process of the multi-process case. Usage: worker <subject id> <key> <workers> <markerFile> <prefix> <resultFile>
+// One process of the multi-process case. Usage: worker <subject id> <key> <workers> <markerFile> <prefix> <resultFile> [<clients> <holdMs>]
+// <clients>: lock clients in this process (1: its workers share one, as one app instance; = workers: one each).
 // Handshake with the parent: prints "ready" once connected, then reads "<startAt> <endAt>" on stdin, so that
 // every process starts together however long its start-up took.
 import { writeFileSync } from 'node:fs';
 import { once } from 'node:events';
+import type { BenchLock } from './bench-subject';
 import { benchSubject } from './subjects';
 import { contend } from './contend';
 import { wallClockMs } from './stats';
@@ -18,14 +20,16 @@ async function readWindow(): Promise<[number, number]> {
 }
 
 async function main(): Promise<void> {
-  const [subject, key, workers, markerFile, prefix, resultFile] = process.argv.slice(2);
-  const lock = await benchSubject(subject).create();
+  const [subject, key, workers, markerFile, prefix, resultFile, clients = '1', holdMs = '0'] = process.argv.slice(2);
+  const locks: BenchLock[] = [];
+  for (let i = 0; i < Number(clients); i += 1) locks.push(await benchSubject(subject).create());
+  const layout = { lockOf: (w: number) => locks[w % locks.length], holdMs: Number(holdMs) };
   process.stdout.write('ready\n');
   const [startAt, endAt] = await readWindow();
   process.stdin.pause();
   await new Promise((resolve) => setTimeout(resolve, Math.max(0, startAt - wallClockMs())));
-  const result = await contend(lock, key, Number(workers), endAt, { workerPrefix: prefix, markerFile, waitMs: 30_000 });
-  await lock.close();
+  const result = await contend(layout, key, Number(workers), endAt, { workerPrefix: prefix, markerFile, waitMs: 30_000 });
+  for (const lock of locks) await lock.close();
   // A file, not stdout: a large result written to a pipe can be cut short by process.exit.
   // Without the per-worker waits: the parent needs only the pooled waits and each worker's p99.
   writeFileSync(resultFile, JSON.stringify({ ...result, workerWaits: undefined }));
