@@ -57,6 +57,8 @@ interface Model {
   readonly lastToken: Map<Key, number>;
   /** Keys whose lock was deleted behind its holder's back since their last grant. */
   readonly removedSinceGrant: Set<Key>;
+  /** When a wait on the key last timed out (its strategy may still be leaving the queue). */
+  readonly timedOutAt: Map<Key, number>;
 }
 
 interface Client {
@@ -136,9 +138,25 @@ function valueOf<T>(outcome: Outcome<T>): T {
   return outcome.value;
 }
 
-/** The model says `key` is free: a client gets it at once, and gives it back. */
+/**
+ * How long after a timed-out wait a release may still go to that waiter. The caller hears of the timeout at
+ * its waitTimeout, while the strategy leaves its queue in the background (one round trip, later under
+ * load). A release in between hands the lock to the leaving waiter, which gives it straight back: the
+ * lock is not free for that moment, and nobody runs a section under it (see the README's guarantees).
+ */
+const LEAVING_GRACE_MS = 1_000;
+
+/**
+ * The model says `key` is free: a client gets it at once, and gives it back. Right after a timed-out wait
+ * on the key, "at once" allows for that waiter to finish leaving (LEAVING_GRACE_MS).
+ */
 async function expectFree(m: Model, r: Real, key: Key, by: number): Promise<void> {
-  const probe = await r.clients[by].locks.tryAcquire(fullKey(r, key), { ttl: LEASE_MS, autoExtend: false });
+  const leavingUntil = (m.timedOutAt.get(key) ?? Number.NEGATIVE_INFINITY) + LEAVING_GRACE_MS;
+  let probe = await r.clients[by].locks.tryAcquire(fullKey(r, key), { ttl: LEASE_MS, autoExtend: false });
+  while (probe === null && Date.now() < leavingUntil) {
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    probe = await r.clients[by].locks.tryAcquire(fullKey(r, key), { ttl: LEASE_MS, autoExtend: false });
+  }
   expect({ key, free: probe !== null }).toEqual({ key, free: true });
   expectFreshToken(m, r, key, probe?.fencingToken);
   expect(await probe?.release()).toBe(true);
@@ -237,6 +255,7 @@ class TimedOutAcquire extends LockCommand {
 
   protected async act(m: Model, r: Real): Promise<string> {
     const outcome = await outcomeOf(r.clients[this.client].locks.acquire(fullKey(r, this.key), { ttl: LEASE_MS, autoExtend: false, waitTimeout: this.wait }));
+    m.timedOutAt.set(this.key, Date.now());
     return expectError(outcome, LockAcquireTimeoutError, 'timed out');
   }
 
@@ -526,7 +545,7 @@ for (const subject of subjects.filter((candidate) => candidate.topology === unde
         fc.asyncProperty(fc.commands(commands, { maxCommands: MAX_COMMANDS, size: 'max' }), async (sequence) => {
           const real: Real = { subject, clients, managers, handles: [], prefix: `prop:${randomUUID().slice(0, 8)}:`, tally };
           try {
-            await fc.asyncModelRun(() => ({ model: { subject: subject.name, handles: [], lastToken: new Map<Key, number>(), removedSinceGrant: new Set<Key>() }, real }), sequence);
+            await fc.asyncModelRun(() => ({ model: { subject: subject.name, handles: [], lastToken: new Map<Key, number>(), removedSinceGrant: new Set<Key>(), timedOutAt: new Map<Key, number>() }, real }), sequence);
           } finally {
             await releaseLeftovers(real);
           }
