@@ -34,7 +34,7 @@ describe('the flash-sale demo', () => {
     expect(output).toContain('every guarded strategy: 0 oversold');
     expect(code).toBe(0);
     rows = JSON.parse(readFileSync(join(out, 'results.json'), 'utf8')) as DemoResultRow[];
-    expect(rows.map((row) => row.strategy)).toEqual(['unguarded', 'row', 'optimistic']);
+    expect(rows.map((row) => row.strategy)).toEqual(['unguarded', 'atomic', 'row', 'optimistic']);
     const unguarded = rows[0];
     // The baseline shows the check can fail: without a guard, items are sold twice.
     expect(unguarded.oversold).toBeGreaterThan(0);
@@ -42,6 +42,10 @@ describe('the flash-sale demo', () => {
     for (const row of rows.slice(1)) {
       expect(row).toMatchObject({ oversold: 0, orders: 40, finalStock: 0, initialStock: 40, invariantHolds: true, errors: 0 });
       expect(row.ordersPerSec).toBeGreaterThan(0);
+      expect(row.sellOutMs).toBeGreaterThan(0);
+      // The lock's utilization: a share of the sale's time for a locked sale, none without a lock.
+      if (row.mode === 'locked') expect(row.utilization).toSatisfy((share: number) => share > 0 && share <= 1);
+      else expect(row.utilization).toBeNull();
       expect(row.p99Ms).toBeGreaterThanOrEqual(row.p50Ms);
     }
   }, 200_000);
@@ -62,6 +66,13 @@ describe('the flash-sale demo', () => {
       const oversoldUnguarded = await page.locator('#oversold rect.bar[data-strategy="unguarded"]').boundingBox();
       expect(oversoldUnguarded?.width ?? 0).toBeGreaterThan(0);
       expect(await page.locator('tr.bad').count()).toBe(1);
+      // The timeline: every sale's sections drawn; the locked ones never overlap, the unguarded one does.
+      expect(await page.locator('svg.timeline').count()).toBe(rows.length);
+      expect(await page.locator('#timeline-row rect.hold[data-kind="lock"]').count()).toBeGreaterThan(0);
+      expect(await page.locator('#timeline-row rect.overlap').count()).toBe(0);
+      expect(await page.locator('#timeline-unguarded rect.overlap').count()).toBeGreaterThan(0);
+      const hold = await page.locator('#timeline-row rect.hold').first().boundingBox();
+      expect(hold?.width ?? 0).toBeGreaterThan(0);
     } finally {
       await browser.close();
     }
@@ -70,12 +81,16 @@ describe('the flash-sale demo', () => {
   it('over the real servers: MySQL row and pessimistic locks, optimistic versions, Redis, Redlock, ZooKeeper and etcd never oversell', async () => {
     const serverOut = mkdtempSync(join(tmpdir(), 'demo-e2e-servers-'));
     try {
-      const { code, output } = await runDemo(['--strategies', 'row-mysql,pessimistic,optimistic-mysql,redis,redlock,zookeeper,etcd', '--out', serverOut, '--buyers', '240', '--stock', '24'], 300_000);
+      const { code, output } = await runDemo(['--strategies', 'row-mysql,pessimistic,optimistic-mysql,atomic-mysql,redis,redlock,zookeeper,etcd', '--out', serverOut, '--buyers', '240', '--stock', '24'], 300_000);
       expect(code).toBe(0);
       expect(output).toContain('every guarded strategy: 0 oversold');
       const serverRows = JSON.parse(readFileSync(join(serverOut, 'results.json'), 'utf8')) as DemoResultRow[];
-      expect(serverRows.map((row) => row.strategy)).toEqual(['row-mysql', 'pessimistic', 'optimistic-mysql', 'redis', 'redlock', 'zookeeper', 'etcd']);
-      for (const row of serverRows) expect(row).toMatchObject({ oversold: 0, orders: 24, finalStock: 0, invariantHolds: true, errors: 0 });
+      expect(serverRows.map((row) => row.strategy)).toEqual(['row-mysql', 'pessimistic', 'optimistic-mysql', 'atomic-mysql', 'redis', 'redlock', 'zookeeper', 'etcd']);
+      for (const row of serverRows) {
+        expect(row).toMatchObject({ oversold: 0, orders: 24, finalStock: 0, invariantHolds: true, errors: 0 });
+        if (row.mode === 'locked' || row.mode === 'pessimistic') expect(row.utilization).toSatisfy((share: number) => share > 0 && share <= 1);
+        else expect(row.utilization).toBeNull();
+      }
     } finally {
       rmSync(serverOut, { recursive: true, force: true });
     }

@@ -11,6 +11,7 @@ import { progressBar } from './demo/progress-bar';
 import { renderReportHtml } from './demo/report-html';
 import { runSale } from './demo/run-sale';
 import { planRuns } from './demo/sale-plan';
+import type { SaleTimeline } from './demo/timeline-svg';
 
 function option(name: string, fallback?: string): string | undefined {
   const at = process.argv.indexOf(`--${name}`);
@@ -30,6 +31,7 @@ async function main(): Promise<void> {
   const topologies = [...new Set(runs.flatMap((run) => run.topologies))] as TopologyName[];
   const running: RunningTopology[] = [];
   const rows: DemoResultRow[] = [];
+  const timelines: SaleTimeline[] = [];
   try {
     if (topologies.length) {
       ensureDebianPackages(packagesFor(topologies), (line) => process.stderr.write(`${line}\n`));
@@ -39,7 +41,8 @@ async function main(): Promise<void> {
     process.stderr.write(`${settings.buyers} buyers, ${settings.stock} items, ${settings.instances} instances per strategy\n`);
     for (const run of runs) {
       const bar = progressBar(run.name, settings.buyers);
-      const { row, outcome } = await runSale(run, settings, { onProgress: (done) => bar.update(done) });
+      const { row, outcome, timeline } = await runSale(run, settings, { onProgress: (done) => bar.update(done) });
+      timelines.push(timeline);
       const odd = Object.entries(outcome.statusCounts).filter(([status]) => status !== '201' && status !== '409 SOLD_OUT');
       bar.finish(`${outcome.created} sold in ${(outcome.durationMs / 1000).toFixed(1)} s${odd.length ? ` (other answers: ${odd.map(([s, n]) => `${n}× ${s}`).join(', ')})` : ''}`);
       rows.push(row);
@@ -59,7 +62,7 @@ async function main(): Promise<void> {
     machine: `${cpus().length} cores, Node ${process.version}`,
     'wall time': `${seconds} s`,
   };
-  writeFileSync(join(outDir, 'report.html'), renderReportHtml(rows, meta));
+  writeFileSync(join(outDir, 'report.html'), renderReportHtml(rows, meta, timelines));
   process.stdout.write(`wrote ${join(outDir, 'results.json')} and ${join(outDir, 'report.html')} in ${seconds} s\n`);
   const unguarded = rows.find((row) => !row.guarded);
   if (unguarded) process.stdout.write(`unguarded: ${unguarded.oversold} items oversold — what the locks prevent.\n`);

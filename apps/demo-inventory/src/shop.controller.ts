@@ -1,6 +1,7 @@
 import { BadRequestException, Body, Controller, Get, HttpCode, Optional, Param, Post } from '@nestjs/common';
 import { PessimisticCheckoutService } from './checkout/pessimistic-checkout.service';
 import { BuyDto, CreateProductDto } from './inventory/buy.dto';
+import { HoldLog, type Hold } from './inventory/hold-log';
 import { InventoryService } from './inventory/inventory.service';
 import type { Order } from './inventory/order.entity';
 import type { Product } from './inventory/product.entity';
@@ -12,6 +13,7 @@ export class ShopController {
   constructor(
     private readonly inventory: InventoryService,
     private readonly reports: ReportsService,
+    private readonly holds: HoldLog,
     @Optional() private readonly pessimistic?: PessimisticCheckoutService,
   ) {}
 
@@ -42,10 +44,18 @@ export class ShopController {
     return { optimisticAttempts: this.inventory.optimisticAttempts, inventoryStrategy: this.inventory.locks.backendName };
   }
 
+  /** The lock holds since the last call (the demo's utilization figure). */
+  @Get('holds')
+  holdsSinceLastCall(): Hold[] {
+    return this.holds.drain();
+  }
+
   private place(dto: BuyDto): Promise<Order> {
     switch (dto.mode) {
       case 'unguarded':
         return this.inventory.buyUnguarded(dto.sku, dto.buyer);
+      case 'atomic':
+        return this.inventory.buyAtomic(dto.sku, dto.buyer);
       case 'locked':
         return this.inventory.buyLocked(dto.sku, dto.buyer);
       case 'optimistic':

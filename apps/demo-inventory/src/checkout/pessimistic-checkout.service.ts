@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { currentLock, Locked } from '@app/distributed-lock';
 import { lockTransaction } from '@app/distributed-lock/strategies/database';
 import { SoldOutError, UnknownProductError } from '../inventory/inventory.errors';
+import { HoldLog, preciseNow } from '../inventory/hold-log';
 import { InventoryService } from '../inventory/inventory.service';
 import type { Order } from '../inventory/order.entity';
 import { Product } from '../inventory/product.entity';
@@ -13,10 +14,22 @@ import { Product } from '../inventory/product.entity';
  */
 @Injectable()
 export class PessimisticCheckoutService {
-  constructor(private readonly inventory: InventoryService) {}
+  constructor(
+    private readonly inventory: InventoryService,
+    private readonly holds: HoldLog,
+  ) {}
 
   @Locked('stock:{0}', { waitTimeout: 60_000 })
   async buy(sku: string, buyer: string): Promise<Order> {
+    const startedAt = preciseNow();
+    try {
+      return await this.buyInTransaction(sku, buyer);
+    } finally {
+      this.holds.locked(`inventory:stock:${sku}`, startedAt, currentLock()?.fencingToken ?? null);
+    }
+  }
+
+  private async buyInTransaction(sku: string, buyer: string): Promise<Order> {
     const lock = currentLock();
     const manager = lockTransaction(lock);
     const product = await manager.getRepository(Product).findOneBy({ sku });

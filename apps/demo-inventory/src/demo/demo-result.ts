@@ -20,6 +20,13 @@ export interface DemoResultRow {
   p50Ms: number;
   p99Ms: number;
   durationMs: number;
+  /** When the last order was placed, from the start of the sale. */
+  sellOutMs: number;
+  /**
+   * Share of the sale during which someone held the stock lock (sum of holds over the sale's duration);
+   * null where no lock is taken. 1 would mean the hand-overs between buyers cost nothing.
+   */
+  utilization: number | null;
   /** orders = initial − final, final ≥ 0, orders ≤ initial, one 201 per order. */
   invariantHolds: boolean;
   guarded: boolean;
@@ -33,7 +40,7 @@ export function quantile(values: readonly number[], q: number): number {
 
 /** The table printed at the end of `npm run demo`. */
 export function renderTable(rows: readonly DemoResultRow[]): string {
-  const header = ['strategy', 'db', 'sold', 'oversold', 'final stock', 'orders', 'conflicts', 'rejected', 'errors', 'orders/s', 'p50 ms', 'p99 ms', 'invariant'];
+  const header = ['strategy', 'db', 'sold', 'oversold', 'final stock', 'orders', 'conflicts', 'rejected', 'errors', 'sold out s', 'lock busy', 'p50 ms', 'p99 ms', 'invariant'];
   const lines = rows.map((r) => [
     r.strategy,
     r.database,
@@ -44,7 +51,8 @@ export function renderTable(rows: readonly DemoResultRow[]): string {
     String(r.conflicts),
     String(r.rejected),
     String(r.errors),
-    String(r.ordersPerSec),
+    (r.sellOutMs / 1000).toFixed(2),
+    r.utilization === null ? '-' : `${Math.round(r.utilization * 100)} %`,
     String(r.p50Ms),
     String(r.p99Ms),
     r.invariantHolds ? 'ok' : r.guarded ? 'VIOLATED' : 'broken (expected)',

@@ -8,6 +8,8 @@ export interface SaleOutcome {
   readonly failed: number;
   readonly latenciesMs: number[];
   readonly durationMs: number;
+  /** When the last order was placed, from the start of the sale (the sell-out time when it sold out). */
+  readonly lastOrderAtMs: number;
   readonly statusCounts: Record<string, number>;
 }
 
@@ -27,6 +29,7 @@ export async function runFlashSale(
   let soldOut = 0;
   let busy = 0;
   let failed = 0;
+  let lastOrderAtMs = 0;
   const started = performance.now();
   const worker = async (): Promise<void> => {
     while (next < options.buyers) {
@@ -47,6 +50,7 @@ export async function runFlashSale(
         if (response.status === 201) {
           created += 1;
           latenciesMs.push(performance.now() - t0);
+          lastOrderAtMs = performance.now() - started;
         } else if (body.error === 'SOLD_OUT') soldOut += 1;
         else if (response.status === 423 || response.status === 503) busy += 1;
         else failed += 1;
@@ -60,5 +64,5 @@ export async function runFlashSale(
     }
   };
   await Promise.all(Array.from({ length: Math.min(options.concurrency, options.buyers) }, worker));
-  return { created, soldOut, busy, failed, latenciesMs, durationMs: performance.now() - started, statusCounts };
+  return { created, soldOut, busy, failed, latenciesMs, durationMs: performance.now() - started, lastOrderAtMs, statusCounts };
 }

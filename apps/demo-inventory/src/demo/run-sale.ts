@@ -5,8 +5,10 @@ import { Order } from '../inventory/order.entity';
 import { Product } from '../inventory/product.entity';
 import { quantile, type DemoResultRow } from './demo-result';
 import { runFlashSale, type SaleOutcome } from './flash-sale';
-import { startInstances, stopInstances } from './instances';
+import { startInstances, stopInstances, type ShopInstance } from './instances';
+import type { Hold } from '../inventory/hold-log';
 import type { SaleRun } from './sale-plan';
+import type { SaleTimeline } from './timeline-svg';
 
 export interface SaleSettings {
   readonly buyers: number;
@@ -32,7 +34,7 @@ export interface SaleHooks {
  * concurrent purchases, then the books checked against the stock: orders must equal the items deducted,
  * never more than the stock.
  */
-export async function runSale(run: SaleRun, settings: SaleSettings, hooks: SaleHooks = {}): Promise<{ row: DemoResultRow; outcome: SaleOutcome }> {
+export async function runSale(run: SaleRun, settings: SaleSettings, hooks: SaleHooks = {}): Promise<{ row: DemoResultRow; outcome: SaleOutcome; timeline: SaleTimeline }> {
   const env: NodeJS.ProcessEnv = {
     ...hooks.env,
     DEMO_DATABASE: run.database,
@@ -51,8 +53,13 @@ export async function runSale(run: SaleRun, settings: SaleSettings, hooks: SaleH
     const instances = await startInstances(settings.instances, env);
     let outcome: SaleOutcome;
     let conflicts = 0;
+    let holds: Hold[] = [];
+    let saleStartedAt = Date.now();
     try {
+      for (const instance of instances) await fetch(`http://127.0.0.1:${instance.port}/holds`); // forget the start-up's
+      saleStartedAt = Date.now();
       outcome = await runFlashSale(instances, { sku, mode: run.mode, buyers: settings.buyers, concurrency: 48, onProgress: hooks.onProgress });
+      holds = await sectionsOfSale(instances, sku);
       if (run.mode === 'optimistic') {
         for (const instance of instances) {
           const stats = (await (await fetch(`http://127.0.0.1:${instance.port}/stats`)).json()) as { optimisticAttempts: number };
@@ -85,11 +92,29 @@ export async function runSale(run: SaleRun, settings: SaleSettings, hooks: SaleH
       p50Ms: Math.round(quantile(outcome.latenciesMs, 0.5) * 10) / 10,
       p99Ms: Math.round(quantile(outcome.latenciesMs, 0.99) * 10) / 10,
       durationMs: Math.round(outcome.durationMs),
+      sellOutMs: Math.round(outcome.lastOrderAtMs),
+      utilization: run.mode === 'locked' || run.mode === 'pessimistic' ? utilization(holds, outcome.durationMs) : null,
       invariantHolds,
       guarded: run.mode !== 'unguarded',
     };
-    return { row, outcome };
+    return { row, outcome, timeline: { strategy: run.name, startedAt: saleStartedAt, durationMs: outcome.durationMs, holds } };
   } finally {
     await data.destroy();
   }
+}
+
+/** The sale's critical sections, from every instance. */
+async function sectionsOfSale(instances: readonly ShopInstance[], sku: string): Promise<Hold[]> {
+  const holds: Hold[] = [];
+  for (const instance of instances) {
+    const reported = (await (await fetch(`http://127.0.0.1:${instance.port}/holds`)).json()) as Hold[];
+    holds.push(...reported.filter((hold) => hold.key === `inventory:stock:${sku}`));
+  }
+  return holds;
+}
+
+/** The share of the sale during which the stock lock was held (lock holds never overlap). */
+function utilization(holds: readonly Hold[], durationMs: number): number {
+  const held = holds.filter((hold) => hold.kind === 'lock').reduce((sum, hold) => sum + (hold.endedAt - hold.startedAt), 0);
+  return Math.round(Math.min(1, held / Math.max(1, durationMs)) * 1000) / 1000;
 }

@@ -5,27 +5,32 @@ import type { DemoDatabase, DemoLockStrategy } from '../config/demo-config';
 export interface SaleRun {
   /** Name in the table and in `--strategies`. */
   readonly name: string;
-  readonly mode: 'unguarded' | 'locked' | 'optimistic' | 'pessimistic';
+  readonly mode: 'unguarded' | 'atomic' | 'locked' | 'optimistic' | 'pessimistic';
   readonly database: DemoDatabase;
   readonly inventoryLock: DemoLockStrategy;
   readonly topologies: readonly TopologyName[];
 }
 
-/** Every run the demo knows. The first three need no server: SQLite holds the data and the lock table. */
+/**
+ * Every run the demo knows. The first four need no server: SQLite holds the data and the lock table.
+ * `atomic` is the reference: the correct answer with no lock at all (a conditional UPDATE).
+ */
 export const SALE_RUNS: readonly SaleRun[] = [
   { name: 'unguarded', mode: 'unguarded', database: 'sqlite', inventoryLock: 'row', topologies: [] },
+  { name: 'atomic', mode: 'atomic', database: 'sqlite', inventoryLock: 'row', topologies: [] },
   { name: 'row', mode: 'locked', database: 'sqlite', inventoryLock: 'row', topologies: [] },
   { name: 'optimistic', mode: 'optimistic', database: 'sqlite', inventoryLock: 'row', topologies: [] },
   { name: 'row-mysql', mode: 'locked', database: 'mysql', inventoryLock: 'row', topologies: ['mariadb'] },
   { name: 'pessimistic', mode: 'pessimistic', database: 'mysql', inventoryLock: 'row', topologies: ['mariadb'] },
   { name: 'optimistic-mysql', mode: 'optimistic', database: 'mysql', inventoryLock: 'row', topologies: ['mariadb'] },
+  { name: 'atomic-mysql', mode: 'atomic', database: 'mysql', inventoryLock: 'row', topologies: ['mariadb'] },
   { name: 'redis', mode: 'locked', database: 'mysql', inventoryLock: 'redis', topologies: ['mariadb', 'redis'] },
   { name: 'redlock', mode: 'locked', database: 'mysql', inventoryLock: 'redlock', topologies: ['mariadb', 'redis5'] },
   { name: 'zookeeper', mode: 'locked', database: 'mysql', inventoryLock: 'zookeeper', topologies: ['mariadb', 'zookeeper'] },
   { name: 'etcd', mode: 'locked', database: 'mysql', inventoryLock: 'etcd', topologies: ['mariadb', 'etcd'] },
 ];
 
-export const EMBEDDED_RUNS = ['unguarded', 'row', 'optimistic'];
+export const EMBEDDED_RUNS = ['unguarded', 'atomic', 'row', 'optimistic'];
 
 /** `--strategies all`, a comma list of run names, or the embedded default. */
 export function planRuns(selection: string | undefined): SaleRun[] {

@@ -1,7 +1,7 @@
 import { IsIn, IsInt, IsString, Length, Matches, Max, Min } from 'class-validator';
 
 /** How the purchase is protected. */
-export const BUY_MODES = ['unguarded', 'locked', 'optimistic', 'pessimistic'] as const;
+export const BUY_MODES = ['unguarded', 'atomic', 'locked', 'optimistic', 'pessimistic'] as const;
 export type BuyMode = (typeof BUY_MODES)[number];
 
 const SKU = /^[\w.:-]+$/;

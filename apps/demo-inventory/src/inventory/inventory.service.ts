@@ -4,6 +4,7 @@ import { currentLock, Locked, LockService, OptimisticVersion } from '@app/distri
 import { optimisticUpdate } from '@app/distributed-lock/strategies/database';
 import type { DataSource, EntityManager } from 'typeorm';
 import { demoConfig, type DemoConfig } from '../config/demo-config';
+import { HoldLog, preciseNow } from './hold-log';
 import { SoldOutError, StaleFencingTokenError, UnknownProductError } from './inventory.errors';
 import { Order } from './order.entity';
 import { Product } from './product.entity';
@@ -11,9 +12,11 @@ import { Product } from './product.entity';
 /** Stands for the work a real checkout does between reading and writing the stock (payment, fraud check). */
 const CHECKOUT_WORK_MS = 2;
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+/** The stock's lock key, as the inventory module's prefix makes it; unlocked sections are logged under it too. */
+const stockKey = (sku: string): string => `inventory:stock:${sku}`;
 
 /**
- * The stock deduction, four ways. All read the stock, do some checkout work, write the new stock and
+ * The stock deduction, five ways. All read the stock, do some checkout work, write the new stock and
  * record the order; only the guard differs.
  */
 @Injectable()
@@ -25,6 +28,7 @@ export class InventoryService {
     @InjectDataSource() private readonly dataSource: DataSource,
     @Inject(demoConfig.KEY) private readonly config: DemoConfig,
     readonly locks: LockService,
+    private readonly holds: HoldLog,
   ) {}
 
   async createProduct(sku: string, name: string, stock: number): Promise<Product> {
@@ -41,11 +45,35 @@ export class InventoryService {
 
   /** No guard: read, work, write. Two buyers who read the same stock both sell the same item. */
   async buyUnguarded(sku: string, buyer: string): Promise<Order> {
+    const startedAt = preciseNow();
     const product = await this.product(sku);
     if (product.stock <= 0) throw new SoldOutError(sku);
     await sleep(CHECKOUT_WORK_MS);
     await this.dataSource.getRepository(Product).update({ sku }, { stock: product.stock - 1 });
+    this.holds.section(stockKey(sku), startedAt);
     return this.recordOrder(this.dataSource.manager, sku, buyer, 'unguarded', null);
+  }
+
+  /**
+   * The correct answer without any lock, as the reference a lock is measured against: the checkout work,
+   * then one conditional UPDATE that the database applies only while there is stock.
+   */
+  async buyAtomic(sku: string, buyer: string): Promise<Order> {
+    await this.product(sku);
+    await sleep(CHECKOUT_WORK_MS);
+    const startedAt = preciseNow();
+    const order = await this.dataSource.transaction(async (manager) => {
+      const result = await manager
+        .createQueryBuilder()
+        .update(Product)
+        .set({ stock: () => 'stock - 1' })
+        .where('sku = :sku AND stock > 0', { sku })
+        .execute();
+      if (result.affected !== 1) throw new SoldOutError(sku);
+      return this.recordOrder(manager, sku, buyer, 'atomic', null);
+    });
+    this.holds.section(stockKey(sku), startedAt);
+    return order;
   }
 
   /**
@@ -54,8 +82,18 @@ export class InventoryService {
    */
   @Locked('stock:{0}', { waitTimeout: 60_000 })
   async buyLocked(sku: string, buyer: string): Promise<Order> {
+    const startedAt = preciseNow();
     const lock = currentLock();
     const token = lock?.fencingToken ?? null;
+    try {
+      return await this.deductUnderLock(sku, buyer, token);
+    } finally {
+      this.holds.locked(stockKey(sku), startedAt, token);
+    }
+  }
+
+  private async deductUnderLock(sku: string, buyer: string, token: number | null): Promise<Order> {
+    const lock = currentLock();
     const product = await this.product(sku);
     if (product.stock <= 0) throw new SoldOutError(sku);
     await sleep(CHECKOUT_WORK_MS);
@@ -79,13 +117,16 @@ export class InventoryService {
   @OptimisticVersion({ retries: 200, backoff: { initialDelay: 2, maxDelay: 40 } })
   async buyOptimistic(sku: string, buyer: string): Promise<Order> {
     this.optimisticAttempts += 1;
+    const startedAt = preciseNow();
     const product = await this.product(sku);
     if (product.stock <= 0) throw new SoldOutError(sku);
     await sleep(CHECKOUT_WORK_MS);
-    return this.dataSource.transaction(async (manager) => {
+    const order = await this.dataSource.transaction(async (manager) => {
       await optimisticUpdate({ manager, entity: Product, id: sku, expectedVersion: product.version, set: { stock: product.stock - 1 } });
       return this.recordOrder(manager, sku, buyer, 'optimistic', null);
     });
+    this.holds.section(stockKey(sku), startedAt);
+    return order;
   }
 
   /** Writes an order; `manager` decides which transaction it belongs to. */
