@@ -227,4 +227,54 @@ describe('Redis fair hand-over reaches a live waiter', () => {
     expect(await holderSide.tryAcquire(key)).toBeNull();
     expect(await lock.release()).toBe(true);
   }, 20_000);
+
+  it('tells a hand-over only to the connection of the waiter it names, however many instances wait', async () => {
+    const key = `fair-inbox:${run}`;
+    const { locks: holderSide } = serviceOf();
+    const waiters = [serviceOf(), serviceOf(), serviceOf(), serviceOf()];
+    const holder = await holderSide.acquire(key);
+    const order: number[] = [];
+    const waiting = waiters.map(({ locks }, i) =>
+      locks.acquire(key, { waitTimeout: 10_000 }).then(async (lock) => {
+        order.push(i);
+        await lock.release();
+      }),
+    );
+    await waitForQueue(key, waiters.length);
+    // Nobody waits on the lock's own channel: each instance listens on one inbox of its own.
+    const { channel } = redisLockKeys('dlock:', key);
+    expect(await admin.pubsub('NUMSUB', channel)).toEqual([channel, 0]);
+    const inboxes = (await admin.pubsub('CHANNELS', 'dlock:inbox:*')) as string[];
+    expect(inboxes.length).toBeGreaterThanOrEqual(waiters.length);
+    // Each hand-over is published to exactly one subscriber: count the messages on every inbox.
+    const spy = new Redis(url());
+    let heard = 0;
+    spy.on('pmessage', () => (heard += 1));
+    await spy.psubscribe('dlock:inbox:*');
+    await holder.release();
+    await Promise.all(waiting);
+    expect(heard).toBe(waiters.length);
+    expect(order).toHaveLength(waiters.length);
+    spy.disconnect();
+  }, 20_000);
+
+  it('still hands the lock to a waiter queued without an inbox (an earlier version of the library), on the lock\'s channel', async () => {
+    const key = `fair-old-waiter:${run}`;
+    const { locks } = serviceOf();
+    const { keys, channel } = redisLockKeys('dlock:', key);
+    const holder = await locks.acquire(key);
+    // What an earlier version wrote for its waiter: "<ttl>:<aliveUntil>:<mode>:<claim>", no inbox.
+    const [seconds, micros] = await admin.time();
+    const now = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+    await admin.zadd(keys[1], 1, 'old-waiter');
+    await admin.hset(keys[2], 'old-waiter', `10000:${now + 5_000}:x:1500`);
+    const old = new Redis(url());
+    const told = new Promise<string>((resolve) => old.on('message', (_channel, message: string) => resolve(message)));
+    await old.subscribe(channel);
+    await holder.release();
+    expect(await told).toMatch(/^g old-waiter \d+$/);
+    expect(await admin.hget(keys[0], 'o')).toBe('old-waiter');
+    old.disconnect();
+    await admin.del(...keys);
+  }, 20_000);
 });

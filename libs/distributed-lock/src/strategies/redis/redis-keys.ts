@@ -25,7 +25,7 @@ export class RedisLockKeyNames {
   private readonly cache = new Map<string, RedisLockKeys>();
 
   constructor(
-    private readonly namespace: string,
+    readonly namespace: string,
     private readonly limit = 1_000,
   ) {}
 

@@ -5,7 +5,8 @@
 // Keys of one lock:  KEYS[1] lock    HASH  o = writer, c = its hold count, t = its fencing token;
 //                                           r:<owner> = a reader's fencing token
 //                    KEYS[2] queue   ZSET  waiting owners, scored by arrival number (FIFO)
-//                    KEYS[3] waiters HASH  owner -> "<ttlMs>:<aliveUntilMs>:<x|s>:<claimMs>", plus "#seq", the arrival counter
+//                    KEYS[3] waiters HASH  owner -> "<ttlMs>:<aliveUntilMs>:<x|s>:<claimMs>:<inbox>", plus "#seq", the
+//                                          arrival counter; <inbox> is the waiter's client channel (may be empty)
 //                    KEYS[4] fence   STRING the last fencing token
 //                    KEYS[5] readers ZSET  reader owners, scored by the server time their lease ends
 // ARGV[1] is always the owner id; ARGV[2] the channel on which releases and hand-overs are announced.
@@ -96,15 +97,19 @@ local function hand_over(channel, no_writer)
     local meta = redis.call('HGET', KEYS[3], head)
     local alive = false
     local ttl, mode, claim
+    local inbox = channel
     if meta then
       local a = string.find(meta, ':', 1, true)
       local b = string.find(meta, ':', a + 1, true)
       local c = b and string.find(meta, ':', b + 1, true)
+      local d = c and string.find(meta, ':', c + 1, true)
       ttl = tonumber(string.sub(meta, 1, a - 1))
       alive = tonumber(string.sub(meta, a + 1, b - 1)) >= now
-      -- A waiter queued by an earlier version of this script has no claim: it gets its whole lease.
+      -- A waiter queued by an earlier version of this script has no claim (it gets its whole lease) and
+      -- no inbox (it hears of the hand-over on the lock's channel).
       mode = string.sub(meta, b + 1, (c or 0) - 1)
-      claim = c and tonumber(string.sub(meta, c + 1)) or ttl
+      claim = c and tonumber(string.sub(meta, c + 1, (d or 0) - 1)) or ttl
+      if d and d < #meta then inbox = string.sub(meta, d + 1) end
     end
     if alive and not grantable(mode, writer) then return granted end
     redis.call('ZREM', KEYS[2], head)
@@ -114,7 +119,8 @@ local function hand_over(channel, no_writer)
       -- client closed) leaves the lock free again after it, instead of after a whole lease. A live
       -- waiter turns the claim into its lease with an extension as soon as it hears of the hand-over.
       local token = grant(head, math.min(ttl, claim), mode)
-      redis.call('PUBLISH', channel, 'g ' .. head .. ' ' .. token)
+      -- Told on its own client's inbox: only the waiter's connection hears it, however many wait.
+      redis.call('PUBLISH', inbox, 'g ' .. head .. ' ' .. token)
       granted = true
       if mode ~= 's' then return true end
     end
@@ -131,12 +137,13 @@ end
 
 /**
  * Acquire. ARGV: owner, channel, ttlMs, fair ("1"/"0"), waiter ("1": enqueue or refresh this owner's place;
- * "0": plain try), aliveMs (how long a queued waiter stays in line without refreshing), mode ("x"/"s").
+ * "0": plain try), aliveMs (how long a queued waiter stays in line without refreshing), mode ("x"/"s"),
+ * inbox (the channel on which this waiter hears that the lock was handed to it; "" for the lock's channel).
  * Returns {1, token} when held (a hand-over to this waiter counts), {0, 0} when not.
  */
 export const ACQUIRE_SCRIPT = `${PRELUDE}
 local owner, channel, ttl = ARGV[1], ARGV[2], tonumber(ARGV[3])
-local fair, waiter, alive, mode = ARGV[4] == '1', ARGV[5] == '1', tonumber(ARGV[6]), ARGV[7]
+local fair, waiter, alive, mode, inbox = ARGV[4] == '1', ARGV[5] == '1', tonumber(ARGV[6]), ARGV[7], ARGV[8] or ''
 if not whole_ms(ttl) or not whole_ms(alive) then return redis.error_reply('ERR ttl and alive must be whole milliseconds') end
 if mode ~= 'x' and mode ~= 's' then return redis.error_reply('ERR mode must be x or s') end
 -- Nothing held, nobody in line and no reader entries (not even stale ones): the lock is free, at the cost
@@ -174,7 +181,7 @@ if waiter then
   if not redis.call('ZSCORE', KEYS[2], owner) then
     redis.call('ZADD', KEYS[2], redis.call('HINCRBY', KEYS[3], '#seq', 1), owner)
   end
-  redis.call('HSET', KEYS[3], owner, string.format('%d:%d:%s:%d', ttl, now_ms() + alive, mode, alive))
+  redis.call('HSET', KEYS[3], owner, string.format('%d:%d:%s:%d:%s', ttl, now_ms() + alive, mode, alive, inbox))
   redis.call('PEXPIRE', KEYS[2], alive * 4 + ttl)
   redis.call('PEXPIRE', KEYS[3], alive * 4 + ttl)
 end

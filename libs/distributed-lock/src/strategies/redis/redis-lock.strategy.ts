@@ -4,6 +4,7 @@ import type { LeaseGrant, LockRequest, WaitBudget } from '../../locking/lock-lea
 import { assertDuration, assertKnownKeys, describe } from '../../locking/lock-options';
 import type { LockStrategy, LockStrategyCapabilities } from '../../locking/lock-strategy.interface';
 import { RedisChannelListener } from './redis-channel-listener';
+import { RedisInbox } from './redis-inbox';
 import type { IoRedisClient, RedisLockClient } from './redis-client.type';
 import { resolveRedisClient } from './redis-connection';
 import { RedisLockKeyNames, type RedisLockKeys } from './redis-keys';
@@ -43,8 +44,10 @@ const OPTION_KEYS = ['client', 'connection', 'name', 'namespace', 'fair', 'reche
 
 /**
  * Locks in one Redis server (or one Redis Cluster slot per key). Acquire, release and extend are each
- * one Lua script, owner-checked; fencing tokens come from a per-key counter in the same script; waiters
- * are woken by pub/sub, and in fair mode served in arrival order by direct hand-over.
+ * one Lua script, owner-checked; fencing tokens come from a per-key counter in the same script. In fair
+ * mode waiters are served in arrival order: a release hands the lock to the first live waiter and tells
+ * it on its instance's own channel (see RedisInbox); in barging mode a release is announced on the key's
+ * channel and its waiters race for it.
  *
  * Not safe against failover: Redis replicates asynchronously, so a lock written to a master that dies
  * before replicating is lost, and a second holder can get it from the promoted replica. Use the fencing
@@ -65,6 +68,8 @@ export class RedisLockStrategy implements LockStrategy {
    */
   private readonly claimMs: number;
   private readonly listener: RedisChannelListener;
+  /** Where releases tell this client's waiters (fair mode) that the lock is theirs. */
+  private readonly inbox: RedisInbox;
   private readonly scripts = {
     acquire: new RedisScript(ACQUIRE_SCRIPT),
     release: new RedisScript(RELEASE_SCRIPT),
@@ -90,6 +95,7 @@ export class RedisLockStrategy implements LockStrategy {
     this.client = resolved.client;
     this.ownsClient = resolved.owned;
     this.listener = new RedisChannelListener(() => this.client.duplicate());
+    this.inbox = new RedisInbox(this.listener, this.keyNames.namespace);
     this.capabilities = Object.freeze({ fencing: true, fifo: this.fair, sharedLocks: true, crossProcess: true });
   }
 
@@ -102,58 +108,89 @@ export class RedisLockStrategy implements LockStrategy {
 
   async acquire(request: LockRequest, budget: WaitBudget): Promise<LeaseGrant | null> {
     const keys = this.keyNames.of(request.key);
+    return this.fair ? this.waitInLine(keys, request, budget) : this.raceForRelease(keys, request, budget);
+  }
+
+  /**
+   * Fair mode: join the key's queue and wait until a release hands the lock over (told on this client's
+   * inbox), re-checking every `recheckInterval` in case the message was lost.
+   */
+  private async waitInLine(keys: RedisLockKeys, request: LockRequest, budget: WaitBudget): Promise<LeaseGrant | null> {
     const deadline = Date.now() + budget.timeoutMs;
-    // Fast path: a free lock (and, in fair mode, an empty queue) needs no subscription. Skipped when the
-    // key's channel is already subscribed (others here wait on it: the lock is likely busy), since the
-    // first check of the loop below also takes a free lock: one script less per contended acquisition.
+    // Until the first wait, the strategy has no subscriber connection: an uncontended application never
+    // opens one. Afterwards the first check below joins the queue and takes a free lock in one script.
+    if (!this.inbox.isOpen) {
+      const firstTry = Date.now();
+      const [free, firstToken] = await this.runAcquire(keys, request, false);
+      budget.serverAnswered?.();
+      if (free) return this.grantOf(request, firstToken, firstTry);
+    }
+    let wake: (() => void) | undefined;
+    // `queuedSince`: when the last check that left us waiting was sent; a hand-over came after that check
+    // ran on the server.
+    const state: { queuedSince: number; handedOver?: number } = { queuedSince: Date.now() };
+    const stopExpecting = await this.inbox.expect(request.owner, (token) => {
+      state.handedOver = token;
+      wake?.();
+    });
+    try {
+      while (!budgetAborted(budget)) {
+        const sentAt = Date.now();
+        const [held, token] = await this.runAcquire(keys, request, true);
+        budget.serverAnswered?.();
+        if (held) return this.grantOf(request, token, sentAt);
+        if (state.handedOver !== undefined) return this.handedOverGrant(request, state.handedOver, state.queuedSince);
+        state.queuedSince = sentAt;
+        const remaining = deadline - Date.now();
+        if (remaining <= 0) break;
+        await waitForWake(budget, Date.now() + Math.min(remaining, this.recheckMs), (woken) => {
+          wake = woken;
+          return () => (wake = undefined);
+        });
+        if (state.handedOver !== undefined) return this.handedOverGrant(request, state.handedOver, state.queuedSince);
+      }
+      return await this.leaveQueue(keys, request, budgetAborted(budget), state.queuedSince);
+    } finally {
+      stopExpecting();
+    }
+  }
+
+  /** Barging mode: wait for a release announced on the key's channel, then race for the lock. */
+  private async raceForRelease(keys: RedisLockKeys, request: LockRequest, budget: WaitBudget): Promise<LeaseGrant | null> {
+    const deadline = Date.now() + budget.timeoutMs;
+    // Fast path: a free lock needs no subscription. Skipped when the key's channel is already subscribed
+    // (others here wait on it: the lock is likely busy), since the first check of the loop below also
+    // takes a free lock: one script less per contended acquisition.
     if (!this.listener.isSubscribed(keys.channel)) {
       const firstTry = Date.now();
       const [free, firstToken] = await this.runAcquire(keys, request, false);
       budget.serverAnswered?.();
       if (free) return this.grantOf(request, firstToken, firstTry);
     }
-
     let wake: (() => void) | undefined;
-    // Counts wake-ups, so that one arriving while a check is in flight is not lost. `queuedSince`: when
-    // the last check that left us waiting was sent; a hand-over came after that check ran on the server.
-    const state: { releases: number; queuedSince: number; handedOver?: { token: number } } = { releases: 0, queuedSince: Date.now() };
-    // Every waiter of the key hears every hand-over ("g <owner> <token>"): a prefix test, not a split,
-    // keeps that cheap with many waiters.
-    const grantedToUs = `g ${request.owner} `;
+    // Counts wake-ups, so that one arriving while a check is in flight is not lost.
+    let releases = 0;
     const stopListening = await this.listener.listen(keys.channel, (message) => {
-      if (message === 'r') {
-        state.releases += 1;
-        if (!this.fair) wake?.();
-        return;
-      }
-      if (message.startsWith(grantedToUs)) {
-        state.handedOver = { token: Number(message.slice(grantedToUs.length)) };
-        wake?.();
-      }
+      if (message !== 'r') return;
+      releases += 1;
+      wake?.();
     });
     try {
       while (!budgetAborted(budget)) {
-        const seen = state.releases;
+        const seen = releases;
         const sentAt = Date.now();
-        // Fair: join (or stay in) the queue; the first check after subscribing also closes the gap
-        // between the fast path and the subscription.
-        const [held, token] = await this.runAcquire(keys, request, this.fair);
+        const [held, token] = await this.runAcquire(keys, request, false);
         budget.serverAnswered?.();
         if (held) return this.grantOf(request, token, sentAt);
-        const handed = state.handedOver as { token: number } | undefined;
-        if (handed) return this.handedOverGrant(request, handed.token, state.queuedSince);
-        state.queuedSince = sentAt;
         const remaining = deadline - Date.now();
         if (remaining <= 0) break;
-        if (!this.fair && state.releases !== seen) continue;
+        if (releases !== seen) continue;
         await waitForWake(budget, Date.now() + Math.min(remaining, this.recheckMs), (woken) => {
           wake = woken;
           return () => (wake = undefined);
         });
-        const late = state.handedOver as { token: number } | undefined;
-        if (late) return this.handedOverGrant(request, late.token, state.queuedSince);
       }
-      return await this.leaveQueue(keys, request, budgetAborted(budget), state.queuedSince);
+      return null;
     } finally {
       stopListening();
     }
@@ -189,13 +226,13 @@ export class RedisLockStrategy implements LockStrategy {
       waiter ? '1' : '0',
       this.claimMs,
       request.mode === 'shared' ? 's' : 'x',
+      this.inbox.channel,
     ])) as [number, number | string];
     return [reply[0] === 1, Number(reply[1])];
   }
 
   /** Leaves the queue; if the lock was handed over at the last moment it is kept, unless the caller aborted. */
   private async leaveQueue(keys: RedisLockKeys, request: LockRequest, aborted: boolean, queuedSince: number): Promise<LeaseGrant | null> {
-    if (!this.fair) return null;
     const reply = (await this.scripts.leave.run(this.client, keys.keys, [request.owner, keys.channel])) as [number, (number | string)?];
     if (reply[0] !== 1) return null;
     const grant = this.handedOverGrant(request, Number(reply[1]), queuedSince);

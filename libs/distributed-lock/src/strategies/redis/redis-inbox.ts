@@ -1,0 +1,65 @@
+import { randomUUID } from 'node:crypto';
+import type { RedisChannelListener } from './redis-channel-listener';
+
+/** Called with the fencing token of a lock a release handed to the waiting owner. */
+type HandOverListener = (token: number) => void;
+
+/**
+ * One channel per strategy instance on which a release tells this client's waiters that the lock was
+ * handed to them ("g <owner> <token>"). A hand-over reaches only the connection of the waiter it names,
+ * however many instances wait on the key (a channel per key would deliver it to all of them), and the
+ * channel is subscribed once for the strategy's life, not once per key.
+ */
+export class RedisInbox {
+  readonly channel: string;
+  private readonly expected = new Map<string, HandOverListener>();
+  private opening: Promise<unknown> | undefined;
+
+  constructor(
+    private readonly listener: RedisChannelListener,
+    namespace: string,
+  ) {
+    this.channel = `${namespace}inbox:${randomUUID()}`;
+  }
+
+  /** True once the subscription was asked for: waiting from now on costs no SUBSCRIBE. */
+  get isOpen(): boolean {
+    return this.opening !== undefined;
+  }
+
+  /**
+   * Calls `listener` when a hand-over to `owner` arrives, until the returned function is called. Resolves
+   * once the server confirmed the subscription, so that a hand-over published after it is not missed.
+   */
+  async expect(owner: string, listener: HandOverListener): Promise<() => void> {
+    this.expected.set(owner, listener);
+    try {
+      await this.open();
+    } catch (error) {
+      this.expected.delete(owner);
+      throw error;
+    }
+    return () => {
+      if (this.expected.get(owner) === listener) this.expected.delete(owner);
+    };
+  }
+
+  private open(): Promise<unknown> {
+    if (!this.opening) {
+      const opening = this.listener.listen(this.channel, (message) => this.deliver(message));
+      this.opening = opening;
+      // A failed SUBSCRIBE (connection lost) is tried again by the next waiter.
+      opening.catch(() => {
+        if (this.opening === opening) this.opening = undefined;
+      });
+    }
+    return this.opening;
+  }
+
+  private deliver(message: string): void {
+    if (!message.startsWith('g ')) return;
+    const space = message.lastIndexOf(' ');
+    if (space <= 2) return;
+    this.expected.get(message.slice(2, space))?.(Number(message.slice(space + 1)));
+  }
+}
