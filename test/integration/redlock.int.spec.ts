@@ -21,8 +21,12 @@ describe('Redlock: local hand-over', () => {
     managers.push(manager);
     return new LockService(manager);
   };
-  /** What each master stores for the key: the id of the acquisition on the masters. */
-  const storedIds = (key: string): Promise<Array<string | null>> => Promise.all(masters.map((master) => master.get(redisLockKeys(NAMESPACE, key).keys[0])));
+  /**
+   * What each master stores for the key: the id of the acquisition on the masters (the first master, which
+   * keeps the line of contenders, stores it as the holder of a single-Redis lock).
+   */
+  const storedIds = (key: string): Promise<Array<string | null>> =>
+    Promise.all(masters.map((master, i) => (i === 0 ? master.hget(redisLockKeys(NAMESPACE, key).keys[0], 'o') : master.get(redisLockKeys(NAMESPACE, key).keys[0]))));
 
   beforeAll(() => {
     masters = urls().map((url) => new Redis(url));
@@ -231,4 +235,71 @@ describe('Redlock: local hand-over', () => {
     expect(() => new RedlockStrategy({ connections: urls(), localHandover: true as unknown as false })).toThrow(/localHandover/);
     expect(() => new RedlockStrategy({ connections: urls(), localHandover: { pases: 3 } as unknown as { passes: number } })).toThrow(/localHandover\.pases/);
   });
+});
+
+/**
+ * Across instances (each its own strategy, as separate app instances are), the first master keeps the
+ * line: contenders are served in arrival order and only the next one asks the masters.
+ */
+describe('Redlock: the first master keeps the line', () => {
+  let masters: Redis[];
+  const managers: LockManager[] = [];
+  const instance = (): LockService => {
+    const manager = new LockManager(new RedlockStrategy({ connections: urls() }));
+    managers.push(manager);
+    return new LockService(manager);
+  };
+  const queued = (key: string): Promise<number> => masters[0].zcard(redisLockKeys(NAMESPACE, key).keys[1]);
+
+  beforeAll(() => {
+    masters = urls().map((url) => new Redis(url));
+  });
+
+  afterAll(async () => {
+    await Promise.all(managers.map((manager) => manager.close()));
+    masters.forEach((master) => master.disconnect());
+  });
+
+  it('serves contenders of separate instances in the order they came, and wakes only the next one', async () => {
+    const key = `line:${run}`;
+    const holder = await instance().acquire(key);
+    const contenders = Array.from({ length: 5 }, () => instance());
+    const order: number[] = [];
+    const waits: Array<Promise<void>> = [];
+    for (const [i, locks] of contenders.entries()) {
+      waits.push(
+        locks.withLock(key, () => void order.push(i), { waitTimeout: 10_000 }),
+      );
+      // Each one in line before the next comes.
+      for (let waited = 0; (await queued(key)) < i + 1; waited += 5) {
+        if (waited > 5_000) throw new Error(`contender ${i} never joined the line`);
+        await sleep(5);
+      }
+    }
+    // Nobody listens for releases on the masters: a release wakes the next contender alone, on its inbox.
+    const { channel } = redisLockKeys(NAMESPACE, key);
+    for (const master of masters) expect(await master.pubsub('NUMSUB', channel)).toEqual([channel, 0]);
+    await holder.release();
+    await Promise.all(waits);
+    expect(order).toEqual([0, 1, 2, 3, 4]);
+    expect(await queued(key)).toBe(0);
+  }, 20_000);
+
+  it('gives up a place in line on timeout, and the next contender is served without waiting for it', async () => {
+    const key = `line-timeout:${run}`;
+    const holder = await instance().acquire(key);
+    const quitter = instance().acquire(key, { waitTimeout: 300 }).catch((error: unknown) => error);
+    for (let waited = 0; (await queued(key)) < 1; waited += 5) await sleep(5);
+    const patient = instance().acquire(key, { waitTimeout: 10_000 });
+    for (let waited = 0; (await queued(key)) < 2; waited += 5) await sleep(5);
+    expect(await quitter).toBeInstanceOf(Error);
+    await sleep(100); // its leave has landed
+    expect(await queued(key)).toBe(1);
+    const started = Date.now();
+    await holder.release();
+    const lock = await patient;
+    // Handed over at once, not after the quitter's claim ran out.
+    expect(Date.now() - started).toBeLessThan(1_000);
+    await lock.release();
+  }, 20_000);
 });

@@ -28,20 +28,23 @@ export class RedisInbox {
   }
 
   /**
-   * Calls `listener` when a hand-over to `owner` arrives, until the returned function is called. Resolves
-   * once the server confirmed the subscription, so that a hand-over published after it is not missed.
+   * Calls `listener` when a hand-over to `owner` arrives, until `stop` is called. `ready` resolves once
+   * the server confirmed the subscription, so that a hand-over published after it is not missed; it
+   * rejects (and `stop` is implied) if the subscription fails.
    */
-  async expect(owner: string, listener: HandOverListener): Promise<() => void> {
+  expect(owner: string, listener: HandOverListener): { readonly ready: Promise<void>; readonly stop: () => void } {
     this.expected.set(owner, listener);
-    try {
-      await this.open();
-    } catch (error) {
-      this.expected.delete(owner);
-      throw error;
-    }
-    return () => {
+    const stop = (): void => {
       if (this.expected.get(owner) === listener) this.expected.delete(owner);
     };
+    const ready = this.open().then(
+      () => undefined,
+      (error: unknown) => {
+        stop();
+        throw error;
+      },
+    );
+    return { ready, stop };
   }
 
   private open(): Promise<unknown> {

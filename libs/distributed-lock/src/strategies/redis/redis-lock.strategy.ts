@@ -129,10 +129,11 @@ export class RedisLockStrategy implements LockStrategy {
     // `queuedSince`: when the last check that left us waiting was sent; a hand-over came after that check
     // ran on the server.
     const state: { queuedSince: number; handedOver?: number } = { queuedSince: Date.now() };
-    const stopExpecting = await this.inbox.expect(request.owner, (token) => {
+    const expecting = this.inbox.expect(request.owner, (token) => {
       state.handedOver = token;
       wake?.();
     });
+    await expecting.ready;
     try {
       while (!budgetAborted(budget)) {
         const sentAt = Date.now();
@@ -151,7 +152,7 @@ export class RedisLockStrategy implements LockStrategy {
       }
       return await this.leaveQueue(keys, request, budgetAborted(budget), state.queuedSince);
     } finally {
-      stopExpecting();
+      expecting.stop();
     }
   }
 

@@ -27,6 +27,8 @@ export function runOnMasters(
   enough = Infinity,
   /** Send also on connections that are down (ioredis queues it until they reconnect); they count as not answered. */
   evenIfDown = false,
+  /** A master whose outcome must be in before `enough` ends the round early (the first master keeps the line). */
+  awaited?: number,
 ): Promise<NodeOutcome[]> {
   return new Promise((resolve) => {
     const outcomes = new Array<NodeOutcome | undefined>(nodes.length);
@@ -43,7 +45,7 @@ export function runOnMasters(
       outcomes[index] = outcome;
       pending -= 1;
       if (outcome.held) yes += 1;
-      if (pending === 0 || yes >= enough) finish();
+      if (pending === 0 || (yes >= enough && (awaited === undefined || outcomes[awaited] !== undefined))) finish();
     };
     const timer = setTimeout(() => {
       // After an event-loop stall, this timer runs before the answers that arrived meanwhile are read:

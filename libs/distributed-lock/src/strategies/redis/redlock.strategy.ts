@@ -15,6 +15,7 @@ import { RedisLockKeyNames, type RedisLockKeys } from './redis-keys';
 import { REDLOCK_ACQUIRE_SCRIPT, REDLOCK_EXTEND_SCRIPT, REDLOCK_RELEASE_SCRIPT } from './redis-lock.scripts';
 import { RedisScript } from './redis-script';
 import { RedlockCohorts, type HandoverLimits } from './redlock-cohorts';
+import { RedlockQueueMaster } from './redlock-queue-master';
 import { runOnMasters, type NodeOutcome } from './redlock-round';
 import { strategyName } from '../strategy-name';
 
@@ -68,6 +69,8 @@ export class RedlockStrategy implements LockStrategy {
   private readonly localQueues = new Map<string, Array<() => void>>();
   /** Which local contender holds each key taken on the masters, and the hand-over to the next. */
   private readonly cohorts: RedlockCohorts;
+  /** The first master, which keeps the line of contenders across processes (see RedlockQueueMaster). */
+  private readonly queueMaster: RedlockQueueMaster;
   /** Per key, the one contender of this process asking the masters (the head of the local queue). */
   private readonly localReleaseWatchers = new Map<string, () => void>();
   /** The masters' subscriptions of each key's local line (see listenForLine). */
@@ -100,48 +103,75 @@ export class RedlockStrategy implements LockStrategy {
     this.nodeTimeoutMs = assertDuration(options.nodeTimeout ?? 100, 'nodeTimeout', 1);
     this.recheckMs = assertDuration(options.recheckInterval ?? 500, 'recheckInterval', 10);
     this.cohorts = new RedlockCohorts(handoverLimits(options.localHandover));
+    this.queueMaster = new RedlockQueueMaster(this.listeners[0], this.keyNames.namespace, this.recheckMs * 3);
   }
 
   async tryAcquire(request: LockRequest): Promise<LeaseGrant | null> {
     return (await this.attempt(request)).grant;
   }
 
-  /** One round on every master. `split`: some granted but not a majority (contenders split the vote). */
-  private async attempt(request: LockRequest): Promise<{ grant: LeaseGrant | null; split: boolean }> {
+
+  /**
+   * One round on every master under `redisOwner`. `inLine`: a contender refused by the first master joins
+   * its queue (see RedlockQueueMaster). The outcome when not granted: `queued` (the first master said no:
+   * wait for its hand-over), `first` (the first master's vote is ours, a majority is not yet: the last
+   * holder's keys are on their way out), `split` (the first master did not answer, and other contenders
+   * split the votes) or `refused`.
+   */
+  private async attempt(request: LockRequest, redisOwner = this.cohorts.newRedisOwner(), inLine = false, firstMasterFirst = false): Promise<Attempt> {
     this.assertNodeTimeoutFits(request.ttlMs);
     const keys = this.keyNames.of(request.key);
-    const redisOwner = this.cohorts.newRedisOwner();
+    if (firstMasterFirst) {
+      // Not next in line yet: ask the first master alone, so that a contender it puts in line takes no
+      // vote on the others that the one ahead of it then has to wait for.
+      const [first] = await runOnMasters([this.nodes[FIRST]], this.nodeTimeoutMs, (client) => this.queueMaster.acquire(client, keys, redisOwner, request.ttlMs, true));
+      if (first.answered && !first.held) return { grant: null, outcome: 'queued' };
+    }
     const started = Date.now();
-    const outcomes = await this.onEveryNode(
-      (client) => this.scripts.acquire.run(client, [keys.keys[0]], [redisOwner, keys.channel, request.ttlMs]).then((reply) => reply === 1),
+    const outcomes = await runOnMasters(
+      this.nodes,
+      this.nodeTimeoutMs,
+      (client, i) =>
+        i === FIRST
+          ? this.queueMaster.acquire(client, keys, redisOwner, request.ttlMs, inLine)
+          : this.scripts.acquire.run(client, [keys.keys[0]], [redisOwner, keys.channel, request.ttlMs]).then((reply) => reply === 1),
       this.quorum,
+      false,
+      FIRST,
     );
     const held = outcomes.filter((o) => o.held).length;
+    const first = outcomes[FIRST];
     const validUntil = started + request.ttlMs - (Date.now() - started) - Math.ceil(request.ttlMs * CLOCK_DRIFT_FACTOR) - 2;
-    if (held >= this.quorum && validUntil > Date.now()) {
+    // A majority, and not against the first master's line: a contender it refused waits for its turn.
+    if (held >= this.quorum && (first.held || !first.answered) && validUntil > Date.now()) {
       this.cohorts.begin(request, redisOwner, started, validUntil);
-      return { grant: { key: request.key, owner: request.owner, mode: request.mode, expiresAt: validUntil }, split: false };
+      return { grant: { key: request.key, owner: request.owner, mode: request.mode, expiresAt: validUntil }, outcome: 'granted' };
     }
+    const answered = outcomes.filter((o) => o.answered).length;
+    // Next in line with the first master's vote: keep every vote, the others come as the last holder's go.
+    if (first.held && inLine && answered >= this.quorum) return { grant: null, outcome: 'first' };
     // A failed round: free whatever we got at once, so that the others need not wait for our leases. That
     // includes every master that did not say no in time: its yes may be late (a slow master, or this
     // process's event loop stalled past the node timeout), and a late yes sets the key for a whole lease.
     // Each connection runs commands in order, so the release lands after the acquire it follows.
     const maybeSet = outcomes.map((o) => o.held || !o.answered);
     if (maybeSet.some(Boolean)) await this.releaseEverywhere(keys, redisOwner, undefined, maybeSet, true);
-    const answered = outcomes.filter((o) => o.answered).length;
     if (answered < this.quorum) {
       throw new LockBackendUnavailableError(this.name, `acquire on a majority (${answered} of ${this.nodes.length} masters answered, ${this.quorum} needed)`, Date.now() - started, {
         key: request.key,
         cause: outcomes.find((o) => o.error !== undefined)?.error,
       });
     }
-    return { grant: null, split: held > 0 };
+    if (first.answered && !first.held) return { grant: null, outcome: inLine ? 'queued' : 'refused' };
+    return { grant: null, outcome: held > 0 ? 'split' : 'refused' };
   }
 
   async acquire(request: LockRequest, budget: WaitBudget): Promise<LeaseGrant | null> {
     const deadline = Date.now() + budget.timeoutMs;
-    // Fast path: nobody in this process holds or waits for the key, so just try (no queue, no subscription).
-    if (!this.localQueues.has(request.key) && !this.cohorts.heldHere(request.key)) {
+    // Fast path: nobody in this process holds or waits for the key, so just try (no queue, no
+    // subscription). Once this strategy has waited in the first master's line, its first round below
+    // both takes a free lock and joins the line, and this try would only add a round.
+    if (!this.queueMaster.inbox.isOpen && !this.localQueues.has(request.key) && !this.cohorts.heldHere(request.key)) {
       try {
         const first = await this.attempt(request);
         budget.serverAnswered?.();
@@ -170,49 +200,87 @@ export class RedlockStrategy implements LockStrategy {
       stopAwaitingHandover();
       return this.keepLateHandover(handed, budget);
     }
-    // Counts release notifications, so that one arriving during an attempt is not lost.
+    // Our place in the first master's line, for the whole wait (a new id per round would lose it).
+    const redisOwner = this.cohorts.newRedisOwner();
+    // What we wait for between rounds: the first master's hand-over (told on our inbox; the other
+    // masters' release notifications are ignored then, or every waiter of every process would wake and
+    // ask), or a release on the masters (notified on the key's channel) when we are next or the first
+    // master does not answer. Both are counted, so that one arriving during a round is not lost.
+    let waitingFor: 'hand-over' | 'release' = 'release';
     let releases = 0;
+    let handOvers = 0;
     const released = (): void => {
       releases += 1;
-      wake?.();
+      if (waitingFor === 'release') wake?.();
     };
     // The masters' release notifications reach the head of the local line through the line's
     // subscription (see listenForLine); a holder of this process that gives the key back to the masters
     // may tell us directly, sparing us the wait for the notification.
     this.localReleaseWatchers.set(request.key, released);
+    const expecting = this.queueMaster.inbox.expect(redisOwner, () => {
+      handOvers += 1;
+      wake?.();
+    });
+    let inLine = false;
     try {
+      // Confirmed before we join the line, so that a hand-over is not missed; but no longer than a node
+      // may take to answer: with the first master down its line is not kept, and the re-checks cover
+      // a hand-over missed while the subscription is being made.
+      if (this.nodes[FIRST].client.status === 'ready') await this.atMostNodeTimeout(expecting.ready);
       let splitRounds = 0;
       let split = false;
+      // Rounds in a row as next in line: the last holder's keys are normally gone within a round trip, but
+      // a holder that died leaves them until its lease ends, so the pause between rounds grows.
+      let nextRounds = 0;
+      let nextInLine = false;
+      let seenHandOversBefore = 0;
       // While a majority is unreachable, keep trying until the budget ends, then report the outage itself.
       let unavailable: LockBackendUnavailableError | undefined;
       while (!budgetAborted(budget)) {
-        const seen = releases;
+        const seenReleases = releases;
+        const seenHandOvers = handOvers;
         if (handed) return handed;
         // Held by another contender here: the masters would say no; its release hands over or wakes us.
-        if (this.cohorts.heldHere(request.key)) budget.serverAnswered?.();
-        else {
+        if (this.cohorts.heldHere(request.key)) {
+          budget.serverAnswered?.();
+          waitingFor = 'release';
+        } else {
           try {
-            const outcome = await this.attempt(request);
+            inLine = true;
+            // Told that the first master's vote is ours, or already holding it: ask every master at once.
+            const round = await this.attempt(request, redisOwner, true, handOvers === seenHandOversBefore && !nextInLine);
             budget.serverAnswered?.();
-            if (outcome.grant) return outcome.grant;
+            if (round.grant) {
+              inLine = false;
+              return round.grant;
+            }
             if (handed) return handed;
-            split = outcome.split;
+            waitingFor = round.outcome === 'queued' ? 'hand-over' : 'release';
+            split = round.outcome === 'split';
+            if (round.outcome === 'split' || round.outcome === 'refused') this.listenForLine(request.key);
+            nextRounds = round.outcome === 'first' ? nextRounds + 1 : 0;
+            nextInLine = round.outcome === 'first';
+            seenHandOversBefore = handOvers;
             unavailable = undefined;
           } catch (error) {
             if (!(error instanceof LockBackendUnavailableError)) throw error;
             unavailable = error;
+            waitingFor = 'release';
+            this.listenForLine(request.key);
           }
         }
         const remaining = deadline - Date.now();
         if (remaining <= 0) break;
-        if (releases === seen) {
-          await waitForWake(budget, Date.now() + Math.min(remaining, unavailable ? this.recheckMs / 5 : this.recheckMs), (woken) => {
+        const news = waitingFor === 'hand-over' ? handOvers !== seenHandOvers : releases !== seenReleases;
+        if (!news) {
+          const pause = unavailable ? this.recheckMs / 5 : nextRounds > 0 ? Math.min(this.recheckMs, 2 ** nextRounds) : this.recheckMs;
+          await waitForWake(budget, Date.now() + Math.min(remaining, pause), (woken) => {
             wake = woken;
             return () => (wake = undefined);
           });
         }
-        // After a split vote with other processes' contenders, a short random pause, growing while the
-        // splits go on, breaks the tie.
+        // After a split vote with other processes' contenders (the first master did not answer), a short
+        // random pause, growing while the splits go on, breaks the tie.
         if (split) {
           splitRounds += 1;
           await abortableDelay(Math.random() * Math.min(2 * splitRounds, 50), budget.signal);
@@ -226,8 +294,12 @@ export class RedlockStrategy implements LockStrategy {
       if (unavailable && !budgetAborted(budget)) throw unavailable;
       return null;
     } finally {
+      expecting.stop();
       stopAwaitingHandover();
       if (this.localReleaseWatchers.get(request.key) === released) this.localReleaseWatchers.delete(request.key);
+      // Not granted by our own rounds: give up our place in the first master's line (a vote it handed us
+      // meanwhile goes on to the next) and whatever votes we kept while next in line.
+      if (inLine) await this.leaveLine(request.key, redisOwner);
       turn();
     }
   }
@@ -248,7 +320,7 @@ export class RedlockStrategy implements LockStrategy {
     if (!redisOwner) return null; // released, or taken over here after its lease was lost
     const keys = this.keyNames.of(lease.key);
     const started = Date.now();
-    const outcomes = await this.onEveryNode((client) => this.scripts.extend.run(client, [keys.keys[0]], [redisOwner, keys.channel, ttlMs]).then((reply) => reply === 1));
+    const outcomes = await this.onEveryNode((client, i) => this.extendOn(client, i, keys, redisOwner, ttlMs));
     const extended = outcomes.filter((o) => o.held).length;
     const validUntil = started + ttlMs - (Date.now() - started) - Math.ceil(ttlMs * CLOCK_DRIFT_FACTOR) - 2;
     if (extended >= this.quorum && validUntil > Date.now()) {
@@ -272,9 +344,7 @@ export class RedlockStrategy implements LockStrategy {
       // behind our back (deleted, a master restarted empty): one extension round for the successor's lease
       // confirms it on a majority first, else nothing is handed on and the release reports the loss.
       const started = Date.now();
-      const outcomes = await this.onEveryNode((client) =>
-        this.scripts.extend.run(client, [keys.keys[0]], [redisOwner, keys.channel, next.request.ttlMs]).then((reply) => reply === 1),
-      );
+      const outcomes = await this.onEveryNode((client, i) => this.extendOn(client, i, keys, redisOwner, next.request.ttlMs));
       const validUntil = started + next.request.ttlMs - (Date.now() - started) - Math.ceil(next.request.ttlMs * CLOCK_DRIFT_FACTOR) - 2;
       if (outcomes.filter((o) => o.held).length >= this.quorum && validUntil > Date.now() && this.cohorts.handOver(lease, next, validUntil)) return true;
       this.cohorts.forget(lease);
@@ -309,17 +379,43 @@ export class RedlockStrategy implements LockStrategy {
     await Promise.all(this.nodes.filter((node) => node.owned).map((node) => closeRedisClient(node.client)));
   }
 
+  /** Waits for `work` (whatever its outcome), but no longer than one node timeout. */
+  private async atMostNodeTimeout(work: Promise<unknown>): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([work.catch(() => undefined), new Promise<void>((resolve) => (timer = setTimeout(resolve, this.nodeTimeoutMs)))]);
+    clearTimeout(timer);
+  }
+
+  /** Leaves the first master's line under `redisOwner` and drops its votes on the others. */
+  private async leaveLine(key: string, redisOwner: string): Promise<void> {
+    const keys = this.keyNames.of(key);
+    await this.onEveryNodeAt(true, (client, i) =>
+      i === FIRST
+        ? this.queueMaster.leave(client, keys, redisOwner).then(() => true)
+        : this.scripts.release.run(client, [keys.keys[0]], [redisOwner, keys.channel]).then((reply) => Number(reply) >= 1),
+    );
+  }
+
   /**
    * Deletes the key where it is `owner`'s (on the masters `only` marks, by default all); `heard`, if given,
    * gets per master how many subscribers heard the release.
    */
   private releaseEverywhere(keys: RedisLockKeys, owner: string, heard?: number[], only?: readonly boolean[], evenIfDown = false): Promise<NodeOutcome[]> {
-    return this.onEveryNodeAt(evenIfDown, (client, i) =>
-      only && !only[i] ? Promise.resolve(false) : this.scripts.release.run(client, [keys.keys[0]], [owner, keys.channel]).then((reply) => {
+    return this.onEveryNodeAt(evenIfDown, (client, i) => {
+      if (only && !only[i]) return Promise.resolve(false);
+      // The first master hands the vote to the head of its line (and tells it) instead of announcing it.
+      if (i === FIRST) return this.queueMaster.release(client, keys, owner);
+      return this.scripts.release.run(client, [keys.keys[0]], [owner, keys.channel]).then((reply) => {
         if (heard) heard[i] = Math.max(0, Number(reply) - 1);
         return Number(reply) >= 1;
-      }),
-    );
+      });
+    });
+  }
+
+  /** Extends `owner`'s key on master `index`. */
+  private extendOn(client: RedisLockClient, index: number, keys: RedisLockKeys, owner: string, ttlMs: number): Promise<boolean> {
+    if (index === FIRST) return this.queueMaster.extend(client, keys, owner, ttlMs);
+    return this.scripts.extend.run(client, [keys.keys[0]], [owner, keys.channel, ttlMs]).then((reply) => reply === 1);
   }
 
   /** Runs `operation` on every master in parallel (see `runOnMasters`). */
@@ -344,7 +440,6 @@ export class RedlockStrategy implements LockStrategy {
     if (!queue) {
       queue = [];
       this.localQueues.set(key, queue);
-      this.listenForLine(key);
     }
     const line = queue;
     const passOn = (): void => {
@@ -378,14 +473,18 @@ export class RedlockStrategy implements LockStrategy {
   }
 
   /**
-   * While contenders of this process line up for a key, one subscription per master to the key's channel
-   * serves them all: each release there wakes whoever is at the head of the line. Subscribing per
+   * While contenders of this process line up for a key and the first master does not keep their line (it
+   * does not answer), one subscription per master to the key's channel serves them all: each release
+   * there wakes whoever is at the head of the line. Not made while the first master answers: its
+   * hand-over tells the one contender whose turn it is, where a release notification would wake every
+   * waiting instance of every process. Subscribing per
    * contender cost five listens and five leaves per critical section when the key is passed along
    * locally. Made without waiting: a master that is down must not hold up the others. A master whose
    * subscription fails is not asked again while this line lasts; the head still hears the other masters,
    * and its re-check (`recheckInterval`) bounds what a missed notification costs.
    */
   private listenForLine(key: string): void {
+    if (this.lineSubscriptions.has(key) || !this.localQueues.has(key)) return;
     const { channel } = this.keyNames.of(key);
     const subscription = { stops: [] as Array<() => void>, over: false };
     this.lineSubscriptions.set(key, subscription);
@@ -414,6 +513,15 @@ export class RedlockStrategy implements LockStrategy {
       throw new InvalidLockOptionsError('ttl', `Redlock needs a lease far above the node timeout (${this.nodeTimeoutMs} ms); use a ttl of at least ${this.nodeTimeoutMs * 2 + 1} ms.`);
     }
   }
+}
+
+/** The master that keeps the line of contenders (see RedlockQueueMaster). */
+const FIRST = 0;
+
+/** How one round on the masters went (see RedlockStrategy.attempt). */
+interface Attempt {
+  readonly grant: LeaseGrant | null;
+  readonly outcome: 'granted' | 'queued' | 'first' | 'split' | 'refused';
 }
 
 /** Validated hand-over limits; `false` allows none. */
