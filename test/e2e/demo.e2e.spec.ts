@@ -44,8 +44,13 @@ describe('the flash-sale demo', () => {
       expect(row.ordersPerSec).toBeGreaterThan(0);
       expect(row.sellOutMs).toBeGreaterThan(0);
       // The lock's utilization: a share of the sale's time for a locked sale, none without a lock.
-      if (row.mode === 'locked') expect(row.utilization).toSatisfy((share: number) => share > 0 && share <= 1);
-      else expect(row.utilization).toBeNull();
+      if (row.mode === 'locked') {
+        expect(row.utilization).toSatisfy((share: number) => share > 0 && share <= 1);
+        expect(row.utilizationWholeRun).toSatisfy((share: number) => share > 0 && share <= 1);
+      } else {
+        expect(row.utilization).toBeNull();
+        expect(row.utilizationWholeRun).toBeNull();
+      }
       expect(row.p99Ms).toBeGreaterThanOrEqual(row.p50Ms);
     }
   }, 200_000);

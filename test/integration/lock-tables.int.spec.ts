@@ -86,3 +86,71 @@ describe('lock tables on MariaDB', () => {
     await dataSource.query(`DROP TABLE ${table}`);
   });
 });
+
+/**
+ * The row strategy's local hand-over, on both databases: contenders of one process wait in one line and a
+ * release hands the row to the next one in one UPDATE, with a new owner and a higher fencing token.
+ */
+describe.each([
+  { name: 'MariaDB', options: (): DataSourceOptions => mysql() },
+  { name: 'SQLite', options: (): DataSourceOptions => ({ type: 'better-sqlite3', database: `/tmp/lock-handover-${run}.sqlite` }) },
+])('row strategy hand-over on $name', ({ options }) => {
+  let dataSource: DataSource;
+  const managers: LockManager[] = [];
+  const instance = (localHandover?: { passes: number; windowMs: number }): LockService => {
+    const manager = new LockManager(new RowLockStrategy({ dataSource, table: 'handover_leases', localHandover }));
+    managers.push(manager);
+    return new LockService(manager);
+  };
+  const row = async (key: string): Promise<{ owner: string; token: number }> => {
+    const [found] = (await dataSource.query('SELECT owner, fencing_token AS token FROM handover_leases WHERE lock_key = ?', [key])) as Array<{ owner: string; token: string | number }>;
+    return { owner: found.owner, token: Number(found.token) };
+  };
+
+  beforeAll(async () => {
+    dataSource = await new DataSource(options()).initialize();
+  });
+
+  afterAll(async () => {
+    await Promise.all(managers.map((manager) => manager.close()));
+    await dataSource?.destroy();
+  });
+
+  it('hands the row to the next contender of the process: its owner in the table, a higher token', async () => {
+    const locks = instance();
+    const key = `handover:${run}`;
+    const first = await locks.acquire(key);
+    const next = locks.acquire(key, { waitTimeout: 5_000, reentrant: false });
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const before = await row(key);
+    expect(before.owner).toBe(first.owner);
+    expect(await first.release()).toBe(true);
+    const second = await next;
+    const after = await row(key);
+    expect(after.owner).toBe(second.owner);
+    expect(second.fencingToken).toBe(after.token);
+    expect(after.token).toBeGreaterThan(before.token);
+    expect(await second.release()).toBe(true);
+    expect((await row(key)).owner).toBe('');
+  });
+
+  it('gives the row back after its pass limit, so that another instance gets its turn', async () => {
+    const hot = instance({ passes: 2, windowMs: 60_000 });
+    const other = instance();
+    const key = `handover-limit:${run}`;
+    let stop = false;
+    const tokens = new Set<number>();
+    const loops = [0, 1, 2].map(async () => {
+      while (!stop) await hot.withLock(key, (lock) => void tokens.add(lock.fencingToken ?? 0), { waitTimeout: 10_000, reentrant: false });
+    });
+    for (let waited = 0; tokens.size < 6 && waited < 10_000; waited += 10) await new Promise((resolve) => setTimeout(resolve, 10));
+    try {
+      // Three contenders passing the row around forever: without the limit the other instance would wait forever.
+      const otherLock = await other.acquire(key, { waitTimeout: 10_000 });
+      await otherLock.release();
+    } finally {
+      stop = true;
+      await Promise.all(loops);
+    }
+  });
+});

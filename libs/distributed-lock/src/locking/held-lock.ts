@@ -17,6 +17,11 @@ export interface HeldLockDeps {
   readonly events: LockEvents;
   /** Called once when the lock is released or lost, so the manager forgets it. */
   readonly onFinished: (lock: HeldLock) => void;
+  /**
+   * Releases by handing the lock to the next contender of the process instead, when the manager has one
+   * (see `LockStrategy.transfer`); undefined to release on the backend. Resolves whether it was still held.
+   */
+  readonly handOver?: (lease: LeaseGrant, outcome: ReleaseOutcome) => Promise<boolean> | undefined;
 }
 
 /**
@@ -131,7 +136,7 @@ export class HeldLock {
           operation: 'release',
           key: this.lease.key,
           timeoutMs: operationTimeout,
-          run: () => strategy.release(this.lease, outcome),
+          run: () => this.deps.handOver?.(this.lease, outcome) ?? strategy.release(this.lease, outcome),
         });
       } catch (error) {
         // Where the release is the COMMIT of the section's writes, a failure the strategy could not

@@ -4,13 +4,15 @@ import { LockAcquireTimeoutError } from '../errors/lock-acquire-timeout.error';
 import { LockBackendUnavailableError } from '../errors/lock-backend-unavailable.error';
 import { CallerBudget } from './caller-budget';
 import { runBounded } from './bounded-operation';
+import { DEFAULT_HAND_OVER_LIMITS } from './hand-over-limits';
+import { HandOverLine, type LineWaiter } from './hand-over-line';
 import { HeldLock } from './held-lock';
 import { findHeldInChain } from './lock-context';
 import { LockEvents } from './lock-events';
 import { LockHandle } from './lock-handle';
 import type { LeaseGrant, LockRequest } from './lock-lease';
 import { assertDuration, LOCK_DEFAULTS, type ResolvedAcquireOptions } from './lock-options';
-import type { LockStrategy } from './lock-strategy.interface';
+import type { LockStrategy, ReleaseOutcome } from './lock-strategy.interface';
 import { createOwnerId } from './owner-id';
 import { retryDelay } from './retry-policy';
 import { waitForWake } from './wait-for-wake';
@@ -43,6 +45,8 @@ export class LockManager {
   private readonly orphans = new Set<Promise<void>>();
   /** Strategy waits the caller no longer awaits (past its deadline), still leaving the backend's queue. */
   private readonly leaving = new Set<Promise<unknown>>();
+  /** Per key, this process's contenders in line, for strategies that hand a lock on (see `LockStrategy.transfer`). */
+  private readonly lines = new Map<string, HandOverLine>();
   private readonly operationTimeout: number;
   private closed = false;
   private closing: Promise<void> = Promise.resolve();
@@ -117,8 +121,18 @@ export class LockManager {
       if (nullOnTimeout) return null;
       throw new LockAcquireTimeoutError(key, this.name, waitedMs);
     }
+    // Granted by the backend rather than handed on here: this process's line (if any) knows its holder.
+    const line = this.lineOf(grant);
+    if (line && !line.isHolder(grant.owner)) line.takenFromBackend(grant.owner);
     const heldLock = new HeldLock(
-      { strategy: this.strategy, name: this.name, operationTimeout: this.operationTimeout, events: this.events, onFinished: (lock) => this.held.delete(lock) },
+      {
+        strategy: this.strategy,
+        name: this.name,
+        operationTimeout: this.operationTimeout,
+        events: this.events,
+        onFinished: (lock) => this.finished(lock),
+        handOver: line ? (lease, outcome) => this.handOver(lease, outcome) : undefined,
+      },
       grant,
       options.ttl,
       options.autoExtend,
@@ -210,6 +224,123 @@ export class LockManager {
     return new LockHandle(heldLock, true);
   }
 
+  /** The line of `grant`'s key, for strategies that hand locks on (exclusive locks only). */
+  private lineOf(grant: LeaseGrant): HandOverLine | undefined {
+    if (!this.strategy.transfer || grant.mode !== 'exclusive') return undefined;
+    let line = this.lines.get(grant.key);
+    if (!line) {
+      line = new HandOverLine();
+      this.lines.set(grant.key, line);
+    }
+    return line;
+  }
+
+  /** A held lock was released or lost: forgotten here, and its key's line moves on. */
+  private finished(lock: HeldLock): void {
+    this.held.delete(lock);
+    this.holderGone(lock.grant.key, lock.grant.owner);
+  }
+
+  private holderGone(key: string, owner: string): void {
+    const line = this.lines.get(key);
+    if (!line) return;
+    line.holderGone(owner);
+    if (line.isEmpty) this.lines.delete(key);
+  }
+
+  /**
+   * Releases `lease` by handing the lock to the next contender of this process, when one waits and the
+   * limits allow; undefined when the lock goes back to the backend instead. Resolves whether `lease` still
+   * held the lock (handed on or not).
+   */
+  private handOver(lease: LeaseGrant, outcome: ReleaseOutcome): Promise<boolean> | undefined {
+    const transfer = this.strategy.transfer;
+    if (!transfer || outcome === 'lost' || this.closed) return undefined;
+    const line = this.lines.get(lease.key);
+    const next = line?.successorOf(lease.owner, this.strategy.handOverLimits ?? DEFAULT_HAND_OVER_LIMITS);
+    if (!line || !next) return undefined;
+    return runBounded({
+      strategy: this.name,
+      operation: 'release',
+      key: lease.key,
+      timeoutMs: this.operationTimeout,
+      run: () => transfer.call(this.strategy, lease, next.request),
+      // Handed on after the caller gave up: the lock is the next contender's on the backend, unknown to it.
+      onLateResult: (grant) => void this.releaseOrphan(grant),
+    }).then(async (grant) => {
+      if (!grant) return false;
+      // The next contender left meanwhile (timed out, aborted): its lock goes back to the backend.
+      if (!line.handedTo(lease.owner, next, grant)) await this.releaseOrphan(grant);
+      return true;
+    });
+  }
+
+  /**
+   * A wait in this process's line for the key (strategies that hand locks on): the first contender polls
+   * the backend while no contender here holds the key; the others wait here, and a release hands the
+   * lock to the first of them without its polling.
+   */
+  private async waitInLine(request: LockRequest, options: ResolvedAcquireOptions, budget: CallerBudget, deadline: number, abortedError: () => Error): Promise<LeaseGrant | null> {
+    let line = this.lines.get(request.key);
+    if (!line) {
+      line = new HandOverLine();
+      this.lines.set(request.key, line);
+    }
+    const state: { delivered?: LeaseGrant; wake?: () => void; kept: boolean } = { kept: false };
+    const waiter: LineWaiter = {
+      request,
+      deliver: (grant) => {
+        state.delivered = grant;
+        state.wake?.();
+      },
+      wake: () => state.wake?.(),
+    };
+    const arm = (woken: () => void): (() => void) => {
+      state.wake = woken;
+      return () => (state.wake = undefined);
+    };
+    line.join(waiter);
+    try {
+      for (let attempt = 0; ; ) {
+        if (state.delivered) {
+          if (options.signal?.aborted) throw abortedError();
+          state.kept = true;
+          return state.delivered;
+        }
+        const remaining = deadline - Date.now();
+        if (remaining <= 0 || this.closed) return null;
+        if (options.signal?.aborted) throw abortedError();
+        if (!line.mayPoll(waiter)) {
+          // Behind a contender of this process: told when the lock is handed to us or when it is our turn.
+          await waitForWake(budget, deadline, arm);
+          continue;
+        }
+        if (line.takeYield()) {
+          // Our process gave the key back at its hand-over limit: others first (see HandOverLine.successorOf).
+          await waitForWake(budget, Date.now() + Math.min(deadline - Date.now(), retryDelay(0, options.retry)), arm);
+          continue;
+        }
+        const grant = await this.boundedTryAcquire(request);
+        if (grant) {
+          if (options.signal?.aborted) {
+            await this.releaseOrphan(grant);
+            throw abortedError();
+          }
+          line.takenFromBackend(grant.owner);
+          return grant;
+        }
+        if (state.delivered) continue;
+        await waitForWake(budget, Date.now() + Math.min(deadline - Date.now(), retryDelay(attempt, options.retry)), arm);
+        attempt += 1;
+      }
+    } finally {
+      line.leave(waiter);
+      // Handed the lock as the wait ended without it (timeout, abort, close): it goes back.
+      if (state.delivered && !state.kept) void this.releaseOrphan(state.delivered);
+      if (line.isEmpty) this.lines.delete(request.key);
+    }
+  }
+
   private async waitForGrant(request: LockRequest, options: ResolvedAcquireOptions, budget: CallerBudget, deadline: number, started: number): Promise<LeaseGrant | null> {
     const { signal } = options;
     const abortedError = (): LockAcquireAbortedError =>
@@ -226,6 +357,9 @@ export class LockManager {
           throw abortedError();
         }
         return grant;
+      }
+      if (this.strategy.transfer && request.mode === 'exclusive' && deadline > Date.now()) {
+        return await this.waitInLine(request, options, budget, deadline, abortedError);
       }
       for (let attempt = 0; ; attempt += 1) {
         const grant = await this.boundedTryAcquire(request);
@@ -377,6 +511,7 @@ export class LockManager {
   /** A grant that arrived after the caller gave up: give it back so it does not block others until expiry. */
   private releaseOrphan(grant: LeaseGrant | null): Promise<void> {
     if (!grant) return Promise.resolve();
+    this.holderGone(grant.key, grant.owner);
     const releasing = runBounded({
       strategy: this.name,
       operation: 'release',

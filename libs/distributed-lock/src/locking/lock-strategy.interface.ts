@@ -1,3 +1,4 @@
+import type { HandOverLimits } from './hand-over-limits';
 import type { LeaseGrant, LockRequest, WaitBudget } from './lock-lease';
 
 /** What a strategy can guarantee; the lock service and the contract tests read these. */
@@ -57,6 +58,19 @@ export interface LockStrategy {
    * the budget ends. Polling strategies leave it out and are retried with backoff instead.
    */
   waitForRelease?(key: string, budget: WaitBudget): Promise<void>;
+
+  /**
+   * Optional, for strategies that poll (no `acquire`): hand the exclusive lock `lease` holds straight to
+   * `next`, another acquisition through the same lock service, in one server call. Owner-checked like
+   * `release`; `next` gets a fencing token of its own and its own lease. Resolves `next`'s grant, or `null`
+   * when `lease` no longer holds the lock (then nothing is handed on). With it, the lock service keeps the
+   * contenders of a key in one line per process: only the first polls the backend, and a release passes
+   * the lock to the next one without its waiting for a poll, within `handOverLimits`.
+   */
+  transfer?(lease: LeaseGrant, next: LockRequest): Promise<LeaseGrant | null>;
+
+  /** With `transfer`: how far the lock may be passed within the process before it goes back to the backend. */
+  readonly handOverLimits?: HandOverLimits;
 
   /** Push the lease's end to `now + ttlMs`. Resolves the renewed grant, or `null` when this owner no longer holds it. */
   extend(lease: LeaseGrant, ttlMs: number): Promise<LeaseGrant | null>;

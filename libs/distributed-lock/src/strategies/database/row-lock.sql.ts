@@ -12,6 +12,11 @@ export interface RowLockStatements {
   readonly releaseOne: string;
   /** Push our live row's expiry. Parameters: ttlMs, key, owner. */
   readonly extend: string;
+  /**
+   * Hand our live row (last hold) to another owner of this process, with the next token and its lease.
+   * Parameters: new owner, ttlMs, key, owner.
+   */
+  readonly transfer: string;
 }
 
 /** The statements for dialect `d` over the lease table named `table` (unquoted). */
@@ -31,5 +36,9 @@ export function rowLockStatements(d: SqlDialect, table: string): RowLockStatemen
     releaseLast: `UPDATE ${t} SET owner = '', hold_count = 0, expires_at = 0 WHERE lock_key = ? AND owner = ? AND hold_count <= 1`,
     releaseOne: `UPDATE ${t} SET hold_count = hold_count - 1 WHERE lock_key = ? AND owner = ? AND hold_count > 1`,
     extend: `UPDATE ${t} SET expires_at = ${d.nowMs} + ? WHERE lock_key = ? AND owner = ? AND ${live}`,
+    transfer: `UPDATE ${t} SET
+      fencing_token = ${d.tokenExpression(d.nextToken('fencing_token', table))},
+      owner = ?, hold_count = 1, expires_at = ${d.nowMs} + ?
+      WHERE lock_key = ? AND owner = ? AND hold_count <= 1 AND ${live}${d.tokenReturning}`,
   };
 }

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { HandOverLimits } from '../../locking/hand-over-limits';
 import type { LeaseGrant, LockRequest } from '../../locking/lock-lease';
 
 /**
@@ -24,13 +25,6 @@ export interface Successor {
   deliver(grant: LeaseGrant): void;
 }
 
-/** Limits of local hand-over. */
-export interface HandoverLimits {
-  /** Most hand-overs within one acquisition on the masters. */
-  readonly passes: number;
-  /** Hand-overs stop this long (ms) after the masters granted the lock. */
-  readonly windowMs: number;
-}
 
 /**
  * Lock cohorting (Dice, Marathe and Shavit, 2012) for Redlock: a holder that releases while another
@@ -46,7 +40,7 @@ export class RedlockCohorts {
   /** Per key, this process's waiters in arrival order: a hand-over goes to the first. */
   private readonly successors = new Map<string, Successor[]>();
 
-  constructor(private readonly limits: HandoverLimits) {}
+  constructor(private readonly limits: HandOverLimits) {}
 
   /** A fresh id to store on the masters for one acquisition. */
   newRedisOwner(): string {

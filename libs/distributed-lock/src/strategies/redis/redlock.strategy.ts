@@ -14,7 +14,8 @@ import { resolveRedisClient, type OwnedRedisClient } from './redis-connection';
 import { RedisLockKeyNames, type RedisLockKeys } from './redis-keys';
 import { REDLOCK_ACQUIRE_SCRIPT, REDLOCK_EXTEND_SCRIPT, REDLOCK_RELEASE_SCRIPT } from './redis-lock.scripts';
 import { RedisScript } from './redis-script';
-import { RedlockCohorts, type HandoverLimits } from './redlock-cohorts';
+import { RedlockCohorts } from './redlock-cohorts';
+import { handOverLimits, type LocalHandOverOption } from '../../locking/hand-over-limits';
 import { RedlockQueueMaster } from './redlock-queue-master';
 import { runOnMasters, type NodeOutcome } from './redlock-round';
 import { strategyName } from '../strategy-name';
@@ -40,7 +41,7 @@ export interface RedlockStrategyOptions {
    * `{ passes: 64, windowMs: 50 }`: fewer passes share the key more evenly between processes, at the
    * cost of a round trip to every master each time the lock goes back.
    */
-  readonly localHandover?: false | { readonly passes?: number; readonly windowMs?: number };
+  readonly localHandover?: LocalHandOverOption;
 }
 
 const OPTION_KEYS = ['clients', 'connections', 'name', 'namespace', 'nodeTimeout', 'recheckInterval', 'localHandover'];
@@ -102,7 +103,7 @@ export class RedlockStrategy implements LockStrategy {
     this.quorum = Math.floor(this.nodes.length / 2) + 1;
     this.nodeTimeoutMs = assertDuration(options.nodeTimeout ?? 100, 'nodeTimeout', 1);
     this.recheckMs = assertDuration(options.recheckInterval ?? 500, 'recheckInterval', 10);
-    this.cohorts = new RedlockCohorts(handoverLimits(options.localHandover));
+    this.cohorts = new RedlockCohorts(handOverLimits(options.localHandover));
     this.queueMaster = new RedlockQueueMaster(this.listeners[0], this.keyNames.namespace, this.recheckMs * 3);
   }
 
@@ -522,16 +523,4 @@ const FIRST = 0;
 interface Attempt {
   readonly grant: LeaseGrant | null;
   readonly outcome: 'granted' | 'queued' | 'first' | 'split' | 'refused';
-}
-
-/** Validated hand-over limits; `false` allows none. */
-function handoverLimits(option: RedlockStrategyOptions['localHandover']): HandoverLimits {
-  if (option === false) return { passes: 0, windowMs: 0 };
-  const raw: unknown = option ?? {};
-  assertKnownKeys(raw, ['passes', 'windowMs'], 'localHandover');
-  const passes = raw.passes ?? 64;
-  if (typeof passes !== 'number' || !Number.isInteger(passes) || passes < 0) {
-    throw new InvalidLockOptionsError('localHandover.passes', `expected a whole number ≥ 0, got ${describe(passes)}.`);
-  }
-  return { passes, windowMs: assertDuration(raw.windowMs ?? 50, 'localHandover.windowMs', 0) };
 }
