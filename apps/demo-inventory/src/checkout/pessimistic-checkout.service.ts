@@ -3,7 +3,7 @@ import { currentLock, Locked } from '@app/distributed-lock';
 import { lockTransaction } from '@app/distributed-lock/strategies/database';
 import { SoldOutError, UnknownProductError } from '../inventory/inventory.errors';
 import { HoldLog, preciseNow } from '../inventory/hold-log';
-import { InventoryService } from '../inventory/inventory.service';
+import { CHECKOUT_WORK_MS, InventoryService, sleep } from '../inventory/inventory.service';
 import type { Order } from '../inventory/order.entity';
 import { Product } from '../inventory/product.entity';
 
@@ -35,6 +35,8 @@ export class PessimisticCheckoutService {
     const product = await manager.getRepository(Product).findOneBy({ sku });
     if (!product) throw new UnknownProductError(sku);
     if (product.stock <= 0) throw new SoldOutError(sku);
+    // The same checkout work as the other variants, here inside the transaction that holds the row.
+    await sleep(CHECKOUT_WORK_MS);
     await manager.getRepository(Product).update({ sku }, { stock: product.stock - 1, lastFence: lock?.fencingToken ?? 0 });
     return this.inventory.recordOrder(manager, sku, buyer, 'pessimistic', lock?.fencingToken ?? null);
   }

@@ -31,12 +31,12 @@ function barChart(id: string, title: string, unit: string, rows: readonly DemoRe
 
 /** A self-contained page (no script, no external file) with the sale's table, charts and timelines. */
 export function renderReportHtml(rows: readonly DemoResultRow[], meta: Record<string, string>, timelines: readonly SaleTimeline[] = []): string {
-  const table = `<table><thead><tr>${['strategy', 'database', 'sold', 'oversold', 'final stock', 'conflicts', 'rejected', 'errors', 'sold out s', 'lock busy', 'p50 ms', 'p99 ms', 'invariant']
+  const table = `<table><thead><tr>${['strategy', 'database', 'sold', 'oversold', 'final stock', 'conflicts', 'rejected', 'errors', 'sold out s', 'lock busy (sale)', 'lock busy (run)', 'p50 ms', 'p99 ms', 'invariant']
     .map((h) => `<th>${h}</th>`)
     .join('')}</tr></thead><tbody>${rows
     .map(
       (r) =>
-        `<tr class="${r.invariantHolds ? 'ok' : 'bad'}"><td>${escape(r.strategy)}</td><td>${r.database}</td><td>${r.orders}</td><td>${r.oversold}</td><td>${r.finalStock}</td><td>${r.conflicts}</td><td>${r.rejected}</td><td>${r.errors}</td><td>${(r.sellOutMs / 1000).toFixed(2)}</td><td>${r.utilization === null ? '-' : `${Math.round(r.utilization * 100)} %`}</td><td>${r.p50Ms}</td><td>${r.p99Ms}</td><td>${r.invariantHolds ? 'ok' : r.guarded ? 'VIOLATED' : 'broken (expected)'}</td></tr>`,
+        `<tr class="${r.invariantHolds ? 'ok' : 'bad'}"><td>${escape(r.strategy)}</td><td>${r.database}</td><td>${r.orders}</td><td>${r.oversold}</td><td>${r.finalStock}</td><td>${r.conflicts}</td><td>${r.rejected}</td><td>${r.errors}</td><td>${(r.sellOutMs / 1000).toFixed(2)}</td><td>${r.utilization === null ? '-' : `${Math.round(r.utilization * 100)} %`}</td><td>${r.utilizationWholeRun === null ? '-' : `${Math.round(r.utilizationWholeRun * 100)} %`}</td><td>${r.p50Ms}</td><td>${r.p99Ms}</td><td>${r.invariantHolds ? 'ok' : r.guarded ? 'VIOLATED' : 'broken (expected)'}</td></tr>`,
     )
     .join('')}</tbody></table>`;
   return `<!doctype html>

@@ -93,7 +93,7 @@ export async function runSale(run: SaleRun, settings: SaleSettings, hooks: SaleH
       p99Ms: Math.round(quantile(outcome.latenciesMs, 0.99) * 10) / 10,
       durationMs: Math.round(outcome.durationMs),
       sellOutMs: Math.round(outcome.lastOrderAtMs),
-      utilization: run.mode === 'locked' || run.mode === 'pessimistic' ? utilization(holds, outcome.durationMs) : null,
+      ...lockBusy(run.mode === 'locked' || run.mode === 'pessimistic' ? holds : undefined, saleStartedAt, outcome),
       invariantHolds,
       guarded: run.mode !== 'unguarded',
     };
@@ -113,8 +113,25 @@ async function sectionsOfSale(instances: readonly ShopInstance[], sku: string): 
   return holds;
 }
 
-/** The share of the sale during which the stock lock was held (lock holds never overlap). */
-function utilization(holds: readonly Hold[], durationMs: number): number {
-  const held = holds.filter((hold) => hold.kind === 'lock').reduce((sum, hold) => sum + (hold.endedAt - hold.startedAt), 0);
-  return Math.round(Math.min(1, held / Math.max(1, durationMs)) * 1000) / 1000;
+/**
+ * How busy the stock lock was (lock holds never overlap): during the sale, from the first hold to the last
+ * order, when buyers queue for it; and over the whole run, which goes on with the sold-out buyers' short
+ * reads. Null where no lock is taken.
+ */
+function lockBusy(holds: readonly Hold[] | undefined, saleStartedAt: number, outcome: SaleOutcome): Pick<DemoResultRow, 'utilization' | 'utilizationWholeRun'> {
+  if (!holds) return { utilization: null, utilizationWholeRun: null };
+  const locked = holds.filter((hold) => hold.kind === 'lock');
+  const firstHold = Math.min(...locked.map((hold) => hold.startedAt));
+  const lastOrder = saleStartedAt + outcome.lastOrderAtMs;
+  return {
+    utilization: busyShare(locked, firstHold, lastOrder),
+    utilizationWholeRun: busyShare(locked, saleStartedAt, saleStartedAt + outcome.durationMs),
+  };
+}
+
+/** The share of [from, to] covered by `holds`. */
+function busyShare(holds: readonly Hold[], from: number, to: number): number {
+  if (!(to > from)) return 0;
+  const held = holds.reduce((sum, hold) => sum + Math.max(0, Math.min(hold.endedAt, to) - Math.max(hold.startedAt, from)), 0);
+  return Math.round(Math.min(1, held / (to - from)) * 1000) / 1000;
 }

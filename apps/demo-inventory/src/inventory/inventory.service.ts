@@ -10,8 +10,8 @@ import { Order } from './order.entity';
 import { Product } from './product.entity';
 
 /** Stands for the work a real checkout does between reading and writing the stock (payment, fraud check). */
-const CHECKOUT_WORK_MS = 2;
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+export const CHECKOUT_WORK_MS = 2;
+export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 /** The stock's lock key, as the inventory module's prefix makes it; unlocked sections are logged under it too. */
 const stockKey = (sku: string): string => `inventory:stock:${sku}`;
 
@@ -80,7 +80,7 @@ export class InventoryService {
    * Guarded by the inventory module's lock strategy. The write also checks the fencing token, so that a
    * holder whose lock was lost (lease expired during a long pause) cannot write over a newer holder.
    */
-  @Locked('stock:{0}', { waitTimeout: 60_000 })
+  @Locked('stock:{0}', { waitTimeout: 60_000, retry: { maxDelay: 20 } })
   async buyLocked(sku: string, buyer: string): Promise<Order> {
     const startedAt = preciseNow();
     const lock = currentLock();
