@@ -6,6 +6,7 @@ export { LockService, type LockServiceOptions } from './locking/lock-service';
 export { LockManager, type LockManagerOptions } from './locking/lock-manager';
 export { LockHandle, MultiLockHandle, type Lock } from './locking/lock-handle';
 export { currentLock } from './locking/lock-context';
+export { assertLocked } from './locking/assert-locked';
 export { LockEvents, type LockEventMap, type LockEventBase } from './locking/lock-events';
 export { LOCK_DEFAULTS, type AcquireOptions, type LockDefaults, type RetryOptions } from './locking/lock-options';
 export type { LockMode, LockRequest, LeaseGrant, WaitBudget } from './locking/lock-lease';
