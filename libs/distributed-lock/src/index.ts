@@ -15,6 +15,18 @@ export type { LockStrategy, LockStrategyCapabilities, LeaseLostListener, Release
 export { compileKeyTemplate, toKeyResolver, type LockKeySource, type KeyResolver } from './locking/key-template';
 export { validateLockKey } from './locking/lock-key';
 
+// Scheduled jobs, once per cluster
+export {
+  SCHEDULED_LOCK_DEFAULTS,
+  validateScheduledLockOptions,
+  type ScheduledLockOptions,
+  type ResolvedScheduledLockOptions,
+} from './scheduling/scheduled-lock-options';
+export { ScheduledJobRunner, type ScheduledJobRunnerOptions, type ScheduledRun } from './scheduling/scheduled-job-runner';
+export { ScheduledLockEvents, type ScheduledLockEventMap, type ScheduledRunEventBase } from './scheduling/scheduled-lock-events';
+export { cronSchedule, intervalSchedule, fixedSchedule, type FireSchedule } from './scheduling/fire-time';
+export { cronFireSchedule, type CronScheduleSource } from './scheduling/cron-fire-schedule';
+
 // Optimistic concurrency
 export {
   runWithOptimisticRetry,
@@ -41,3 +53,4 @@ export { Locked, type LockedOptions } from './nest/decorators/locked.decorator';
 export { OptimisticVersion } from './nest/decorators/optimistic-version.decorator';
 export { InjectLockService } from './nest/decorators/inject-lock-service.decorator';
 export { LockRegistry } from './nest/lock-registry';
+export { ScheduledLock, type ScheduledLockDecoratorOptions } from './nest/decorators/scheduled-lock.decorator';

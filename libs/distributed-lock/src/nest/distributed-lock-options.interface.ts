@@ -17,7 +17,10 @@ export interface DistributedLockModuleOptions {
   readonly defaults?: LockDefaults;
   /** Bound of one server call, in ms. Default 5 000. */
   readonly operationTimeout?: number;
-  /** Log lost locks (warn) and background failures (error) through Nest's Logger. Default true. */
+  /**
+   * Log lost locks (warn), background failures (error) and skipped `@ScheduledLock` runs (debug) through
+   * Nest's Logger. Default true.
+   */
   readonly logEvents?: boolean;
 }
 

@@ -1,6 +1,8 @@
 import { Global, Module, type DynamicModule, type FactoryProvider, type Provider } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
 import { LockService } from '../locking/lock-service';
+import { ScheduledLockEvents } from '../scheduling/scheduled-lock-events';
+import { ScheduledLockBinder } from './scheduling/scheduled-lock.binder';
 import type { DistributedLockFeatureOptions, DistributedLockModuleOptions } from './distributed-lock-options.interface';
 import { ConfigurableDistributedLockModule, DISTRIBUTED_LOCK_MODULE_OPTIONS } from './distributed-lock.module-definition';
 import { DISTRIBUTED_LOCK_FEATURE_OPTIONS, getLockServiceToken } from './distributed-lock.tokens';
@@ -16,8 +18,8 @@ import { validateDistributedLockOptions, validateFeatureOptions } from './valida
  * - `forRoot(options)` / `forRootAsync({ useFactory | useClass | useExisting, inject, imports, extraProviders })`
  *   once, in the root module: registers the strategies. Global: `LockService` (default strategy) is
  *   injectable everywhere.
- * - `forFeature({ strategy, keyPrefix })` in a feature module: that module's `LockService` and its
- *   `@Locked` methods use that strategy and prefix.
+ * - `forFeature({ strategy, keyPrefix })` in a feature module: that module's `LockService`, its
+ *   `@Locked` and `@ScheduledLock` methods use that strategy and prefix.
  */
 @Global()
 @Module({
@@ -29,10 +31,12 @@ import { validateDistributedLockOptions, validateFeatureOptions } from './valida
       inject: [DISTRIBUTED_LOCK_MODULE_OPTIONS],
     },
     { provide: LockService, useFactory: (registry: LockRegistry) => registry.service(), inject: [LockRegistry] },
+    { provide: ScheduledLockEvents, useFactory: (registry: LockRegistry) => registry.scheduledLockEvents, inject: [LockRegistry] },
     LockMetadataAccessor,
+    ScheduledLockBinder,
     LockedMethodExplorer,
   ],
-  exports: [LockRegistry, LockService],
+  exports: [LockRegistry, LockService, ScheduledLockEvents],
 })
 export class DistributedLockModule extends ConfigurableDistributedLockModule {
   /** A feature module's lock service: its own strategy and key prefix, also used by its `@Locked` methods. */
