@@ -27,6 +27,16 @@ export { ScheduledLockEvents, type ScheduledLockEventMap, type ScheduledRunEvent
 export { cronSchedule, intervalSchedule, fixedSchedule, type FireSchedule } from './scheduling/fire-time';
 export { cronFireSchedule, type CronScheduleSource } from './scheduling/cron-fire-schedule';
 
+// Leader election
+export { LeaderElection } from './election/leader-election';
+export { LEADER_ELECTION_DEFAULTS, type LeaderElectionOptions } from './election/leader-election-options';
+export {
+  LeaderElectionEvents,
+  type LeaderElectionEventMap,
+  type LeadershipGainedEvent,
+  type LeadershipLostEvent,
+} from './election/leader-election-events';
+
 // Optimistic concurrency
 export {
   runWithOptimisticRetry,
