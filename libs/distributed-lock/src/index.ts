@@ -58,9 +58,12 @@ export type {
   DistributedLockOptionsFactory,
 } from './nest/distributed-lock-options.interface';
 export type { DistributedLockModuleExtras } from './nest/distributed-lock.module-definition';
-export { getLockServiceToken } from './nest/distributed-lock.tokens';
+export { getLockServiceToken, getLeaderElectionToken } from './nest/distributed-lock.tokens';
 export { Locked, type LockedOptions } from './nest/decorators/locked.decorator';
 export { OptimisticVersion } from './nest/decorators/optimistic-version.decorator';
 export { InjectLockService } from './nest/decorators/inject-lock-service.decorator';
 export { LockRegistry } from './nest/lock-registry';
 export { ScheduledLock, type ScheduledLockDecoratorOptions } from './nest/decorators/scheduled-lock.decorator';
+export { OnLeadershipGained, OnLeadershipLost } from './nest/decorators/leadership-hooks.decorator';
+export { InjectLeaderElection } from './nest/decorators/inject-leader-election.decorator';
+export { LeaderElections } from './nest/election/leader-elections';

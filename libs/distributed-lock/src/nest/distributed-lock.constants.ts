@@ -6,3 +6,6 @@ export const OPTIMISTIC_VERSION_METADATA = 'distributed-lock:optimistic-version'
 export const DEFAULT_STRATEGY_NAME = 'default';
 /** Metadata key written by `@ScheduledLock`. */
 export const SCHEDULED_LOCK_METADATA = 'distributed-lock:scheduled-lock';
+/** Metadata keys written by `@OnLeadershipGained` / `@OnLeadershipLost`. */
+export const LEADERSHIP_GAINED_METADATA = 'distributed-lock:leadership-gained';
+export const LEADERSHIP_LOST_METADATA = 'distributed-lock:leadership-lost';

@@ -2,7 +2,8 @@ import { Injectable } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import type { CronScheduleSource } from '../../scheduling/cron-fire-schedule';
 import type { OptimisticRetryOptions } from '../../versioning/optimistic-retry';
-import { LOCKED_METADATA, OPTIMISTIC_VERSION_METADATA, SCHEDULED_LOCK_METADATA } from '../distributed-lock.constants';
+import { LEADERSHIP_GAINED_METADATA, LEADERSHIP_LOST_METADATA, LOCKED_METADATA, OPTIMISTIC_VERSION_METADATA, SCHEDULED_LOCK_METADATA } from '../distributed-lock.constants';
+import type { LeadershipHookMetadata } from '../decorators/leadership-hooks.decorator';
 import type { LockedMetadata } from '../decorators/locked.decorator';
 import type { ScheduledLockMetadata } from '../decorators/scheduled-lock.decorator';
 
@@ -41,6 +42,14 @@ export class LockMetadataAccessor {
 
   scheduledLock(method: object): ScheduledLockMetadata | undefined {
     return this.reflector.get<ScheduledLockMetadata | undefined>(SCHEDULED_LOCK_METADATA, method as () => unknown);
+  }
+
+  leadershipGained(method: object): LeadershipHookMetadata | undefined {
+    return this.reflector.get<LeadershipHookMetadata | undefined>(LEADERSHIP_GAINED_METADATA, method as () => unknown);
+  }
+
+  leadershipLost(method: object): LeadershipHookMetadata | undefined {
+    return this.reflector.get<LeadershipHookMetadata | undefined>(LEADERSHIP_LOST_METADATA, method as () => unknown);
   }
 
   /** The `@Cron` / `@Interval` / `@Timeout` schedule of a method, if it has one. */
