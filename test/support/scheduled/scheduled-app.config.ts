@@ -2,5 +2,9 @@
 
 /** The lease: a crashed instance's job runs again elsewhere after it. */
 export const LOCK_AT_MOST_FOR = 3_000;
-/** Above the skew and timer lateness between instances (one runs 400 ms ahead), below the 1 s period. */
-export const LOCK_AT_LEAST_FOR = 900;
+/**
+ * Above the skew between instances (one runs 400 ms ahead) plus timer lateness, and as far below the 1 s
+ * period: a lock taken late (a busy event loop, a slow server) must not outlast the next tick. 300 ms of
+ * margin on each side.
+ */
+export const LOCK_AT_LEAST_FOR = 700;
