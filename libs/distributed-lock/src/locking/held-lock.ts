@@ -177,6 +177,7 @@ export class HeldLock {
     // Not ours any more: the section that just ended was not alone. Reported like a release that finds so.
     clearTimeout(timer);
     this.linger = undefined;
+    this.releasing = undefined;
     this.state = 'lost';
     this.recordLoss('not-held-at-release');
     this.deps.onFinished(this);
@@ -193,6 +194,7 @@ export class HeldLock {
     if (this.deps.strategy.capabilities.transactional) return this.linger.release().then(() => undefined, () => undefined);
     clearTimeout(this.linger.timer);
     this.linger = undefined;
+    this.releasing = undefined;
     this.state = 'released';
     this.deps.onFinished(this);
     return Promise.resolve();
