@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { DemoResultRow } from '../../apps/demo-inventory/src/demo/demo-result';
+import type { StockReportSummary } from '../../apps/demo-inventory/src/reports/stock-report-demo';
 import { launchChromium } from '../support/chromium';
 
 const ROOT = resolve(__dirname, '..', '..');
@@ -53,6 +54,14 @@ describe('the flash-sale demo', () => {
       }
       expect(row.p99Ms).toBeGreaterThanOrEqual(row.p50Ms);
     }
+    // The scheduled stock report: once per tick across the instances, and it moved off the killed one.
+    const jobs = JSON.parse(readFileSync(join(out, 'stock-report.json'), 'utf8')) as StockReportSummary;
+    expect(jobs.ticks.length).toBeGreaterThanOrEqual(8);
+    expect(jobs.doubleRuns).toBe(0);
+    expect(jobs.movedTo).toMatch(/^shop-/);
+    expect(jobs.movedTo).not.toBe(jobs.killed.instance);
+    expect(jobs.movedAfterMs).toBeLessThanOrEqual(3_000 + 1_500);
+    expect(jobs.ticks.filter((tick) => tick.tick > jobs.killed.at).flatMap((tick) => tick.instances)).not.toContain(jobs.killed.instance);
   }, 200_000);
 
   it('renders its report with charts in headless Chromium', async () => {
@@ -71,6 +80,9 @@ describe('the flash-sale demo', () => {
       const oversoldUnguarded = await page.locator('#oversold rect.bar[data-strategy="unguarded"]').boundingBox();
       expect(oversoldUnguarded?.width ?? 0).toBeGreaterThan(0);
       expect(await page.locator('tr.bad').count()).toBe(1);
+      const jobs = JSON.parse(readFileSync(join(out, 'stock-report.json'), 'utf8')) as StockReportSummary;
+      expect(await page.locator('#stock-report-ticks tr.tick').count()).toBe(jobs.ticks.length);
+      expect(await page.locator('#stock-report-ticks td.killed').count()).toBe(1);
       // The timeline: every sale's sections drawn; the locked ones never overlap, the unguarded one does.
       expect(await page.locator('svg.timeline').count()).toBe(rows.length);
       expect(await page.locator('#timeline-row rect.hold[data-kind="lock"]').count()).toBeGreaterThan(0);

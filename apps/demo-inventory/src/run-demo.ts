@@ -1,6 +1,8 @@
-// npm run demo [-- --strategies all|row,redis,…] [--out DIR] [--buyers N] [--stock N] [--instances N]
+// npm run demo [-- --strategies all|row,redis,…] [--out DIR] [--buyers N] [--stock N] [--instances N] [--stock-report off]
 // Runs the flash sale: several shop instances against one stock, first unguarded, then guarded by each
-// strategy; prints a table, writes results.json and report.html, and fails if a guarded run oversold.
+// strategy; then the scheduled stock report across the instances, one of them killed mid-report; prints
+// a table, writes results.json, stock-report.json and report.html, and fails if a guarded run oversold
+// or a tick of the report ran twice.
 import 'reflect-metadata';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
@@ -11,6 +13,7 @@ import { progressBar } from './demo/progress-bar';
 import { renderReportHtml } from './demo/report-html';
 import { runSale } from './demo/run-sale';
 import { planRuns } from './demo/sale-plan';
+import { renderStockReportHtml, renderStockReportText, runStockReportDemo, type StockReportSummary } from './reports/stock-report-demo';
 import type { SaleTimeline } from './demo/timeline-svg';
 
 function option(name: string, fallback?: string): string | undefined {
@@ -32,6 +35,7 @@ async function main(): Promise<void> {
   const running: RunningTopology[] = [];
   const rows: DemoResultRow[] = [];
   const timelines: SaleTimeline[] = [];
+  let stockReport: StockReportSummary | undefined;
   try {
     if (topologies.length) {
       ensureDebianPackages(packagesFor(topologies), (line) => process.stderr.write(`${line}\n`));
@@ -47,12 +51,17 @@ async function main(): Promise<void> {
       bar.finish(`${outcome.created} sold in ${(outcome.durationMs / 1000).toFixed(1)} s${odd.length ? ` (other answers: ${odd.map(([s, n]) => `${n}× ${s}`).join(', ')})` : ''}`);
       rows.push(row);
     }
+    if (option('stock-report', 'on') !== 'off') {
+      process.stderr.write(`scheduled stock report: ${settings.instances} instances, one killed mid-report…\n`);
+      stockReport = await runStockReportDemo({ sqlitePath: `${settings.sqlitePath}.jobs`, count: settings.instances });
+    }
   } finally {
     for (const topology of running) if (topology.managed) await stopTopology(topology.name);
-    for (const suffix of ['', '-wal', '-shm']) rmSync(`${settings.sqlitePath}${suffix}`, { force: true });
+    for (const suffix of ['', '-wal', '-shm', '.jobs', '.jobs-wal', '.jobs-shm']) rmSync(`${settings.sqlitePath}${suffix}`, { force: true });
   }
   const seconds = ((Date.now() - started) / 1000).toFixed(1);
   process.stdout.write(`\n${renderTable(rows)}\n\n`);
+  if (stockReport) process.stdout.write(`${renderStockReportText(stockReport)}\n\n`);
   mkdirSync(outDir, { recursive: true });
   writeFileSync(join(outDir, 'results.json'), `${JSON.stringify(rows, null, 2)}\n`);
   const violations = rows.filter((row) => row.guarded && !row.invariantHolds);
@@ -62,10 +71,16 @@ async function main(): Promise<void> {
     machine: `${cpus().length} cores, Node ${process.version}`,
     'wall time': `${seconds} s`,
   };
-  writeFileSync(join(outDir, 'report.html'), renderReportHtml(rows, meta, timelines));
+  if (stockReport) writeFileSync(join(outDir, 'stock-report.json'), `${JSON.stringify(stockReport, null, 2)}\n`);
+  writeFileSync(join(outDir, 'report.html'), renderReportHtml(rows, meta, timelines, stockReport ? [renderStockReportHtml(stockReport)] : []));
   process.stdout.write(`wrote ${join(outDir, 'results.json')} and ${join(outDir, 'report.html')} in ${seconds} s\n`);
   const unguarded = rows.find((row) => !row.guarded);
   if (unguarded) process.stdout.write(`unguarded: ${unguarded.oversold} items oversold — what the locks prevent.\n`);
+  const jobBroken = stockReport && (stockReport.doubleRuns > 0 || !stockReport.movedTo || stockReport.movedTo === stockReport.killed.instance);
+  if (jobBroken) {
+    process.stdout.write('SCHEDULED JOB: a tick ran twice, or the job did not move off the killed instance\n');
+    process.exitCode = 1;
+  }
   if (violations.length) {
     process.stdout.write(`INVARIANT VIOLATED by ${violations.map((row) => row.strategy).join(', ')}\n`);
     process.exitCode = 1;

@@ -6,6 +6,7 @@ export { LockService, type LockServiceOptions } from './locking/lock-service';
 export { LockManager, type LockManagerOptions } from './locking/lock-manager';
 export { LockHandle, MultiLockHandle, type Lock } from './locking/lock-handle';
 export { currentLock } from './locking/lock-context';
+export { assertLocked } from './locking/assert-locked';
 export { LockEvents, type LockEventMap, type LockEventBase } from './locking/lock-events';
 export { LOCK_DEFAULTS, type AcquireOptions, type LockDefaults, type RetryOptions } from './locking/lock-options';
 export type { LockMode, LockRequest, LeaseGrant, WaitBudget } from './locking/lock-lease';
@@ -13,6 +14,28 @@ export { budgetAborted, onBudgetAbort } from './locking/wait-for-wake';
 export type { LockStrategy, LockStrategyCapabilities, LeaseLostListener, ReleaseOutcome } from './locking/lock-strategy.interface';
 export { compileKeyTemplate, toKeyResolver, type LockKeySource, type KeyResolver } from './locking/key-template';
 export { validateLockKey } from './locking/lock-key';
+
+// Scheduled jobs, once per cluster
+export {
+  SCHEDULED_LOCK_DEFAULTS,
+  validateScheduledLockOptions,
+  type ScheduledLockOptions,
+  type ResolvedScheduledLockOptions,
+} from './scheduling/scheduled-lock-options';
+export { ScheduledJobRunner, type ScheduledJobRunnerOptions, type ScheduledRun } from './scheduling/scheduled-job-runner';
+export { ScheduledLockEvents, type ScheduledLockEventMap, type ScheduledRunEventBase } from './scheduling/scheduled-lock-events';
+export { cronSchedule, intervalSchedule, fixedSchedule, type FireSchedule } from './scheduling/fire-time';
+export { cronFireSchedule, type CronScheduleSource } from './scheduling/cron-fire-schedule';
+
+// Leader election
+export { LeaderElection } from './election/leader-election';
+export { LEADER_ELECTION_DEFAULTS, type LeaderElectionOptions } from './election/leader-election-options';
+export {
+  LeaderElectionEvents,
+  type LeaderElectionEventMap,
+  type LeadershipGainedEvent,
+  type LeadershipLostEvent,
+} from './election/leader-election-events';
 
 // Optimistic concurrency
 export {
@@ -35,8 +58,12 @@ export type {
   DistributedLockOptionsFactory,
 } from './nest/distributed-lock-options.interface';
 export type { DistributedLockModuleExtras } from './nest/distributed-lock.module-definition';
-export { getLockServiceToken } from './nest/distributed-lock.tokens';
+export { getLockServiceToken, getLeaderElectionToken } from './nest/distributed-lock.tokens';
 export { Locked, type LockedOptions } from './nest/decorators/locked.decorator';
 export { OptimisticVersion } from './nest/decorators/optimistic-version.decorator';
 export { InjectLockService } from './nest/decorators/inject-lock-service.decorator';
 export { LockRegistry } from './nest/lock-registry';
+export { ScheduledLock, type ScheduledLockDecoratorOptions } from './nest/decorators/scheduled-lock.decorator';
+export { OnLeadershipGained, OnLeadershipLost } from './nest/decorators/leadership-hooks.decorator';
+export { InjectLeaderElection } from './nest/decorators/inject-leader-election.decorator';
+export { LeaderElections } from './nest/election/leader-elections';

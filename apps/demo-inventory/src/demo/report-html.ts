@@ -29,8 +29,8 @@ function barChart(id: string, title: string, unit: string, rows: readonly DemoRe
   return `<figure id="${id}"><figcaption>${escape(title)} (${escape(unit)})</figcaption><svg class="chart" viewBox="0 0 ${width} ${height}" width="${width}" height="${height}" role="img" aria-label="${escape(title)}">${legend}${bars}</svg></figure>`;
 }
 
-/** A self-contained page (no script, no external file) with the sale's table, charts and timelines. */
-export function renderReportHtml(rows: readonly DemoResultRow[], meta: Record<string, string>, timelines: readonly SaleTimeline[] = []): string {
+/** A self-contained page (no script, no external file) with the sale's table, charts, timelines and `sections` (HTML) after them. */
+export function renderReportHtml(rows: readonly DemoResultRow[], meta: Record<string, string>, timelines: readonly SaleTimeline[] = [], sections: readonly string[] = []): string {
   const table = `<table><thead><tr>${['strategy', 'database', 'sold', 'oversold', 'final stock', 'conflicts', 'rejected', 'errors', 'sold out s', 'lock busy (sale)', 'lock busy (run)', 'p50 ms', 'p99 ms', 'invariant']
     .map((h) => `<th>${h}</th>`)
     .join('')}</tr></thead><tbody>${rows
@@ -47,6 +47,8 @@ table { border-collapse: collapse; margin: 1rem 0 2rem; }
 th, td { border: 1px solid #ccc; padding: 4px 8px; text-align: right; }
 th:first-child, td:first-child { text-align: left; }
 tr.bad td { background: #fde2e2; }
+td.ran { background: #dbeafe; text-align: center; }
+td.killed { background: #fef3c7; }
 figure { margin: 1rem 0 2rem; }
 figcaption { font-weight: 600; margin-bottom: .5rem; }
 .label, .value, .legend { font-size: 12px; fill: #333; }
@@ -64,6 +66,7 @@ ${barChart('latency', 'Purchase latency', 'ms', rows, [
 ])}
 ${barChart('oversold', 'Oversold items', 'items', rows, [{ label: 'oversold', value: (r) => r.oversold, colour: '#ef4444' }])}
 ${timelines.length ? `<h2>Who was inside when</h2><p>One lane per shop instance. Blue: a lock hold (its fencing token in the tooltip). Orange: a section with no lock. Red: a section that overlapped another.</p>${timelines.map(timelineSvg).join('\n')}` : ''}
+${sections.join('\n')}
 </body></html>
 `;
 }

@@ -10,3 +10,5 @@ export { InvalidLockKeyError } from './invalid-lock-key.error';
 export { StrategyNotRegisteredError } from './strategy-not-registered.error';
 export { VersionConflictError } from './version-conflict.error';
 export { MissingPeerDependencyError } from './missing-peer-dependency.error';
+export { LockAssertionError } from './lock-assertion.error';
+export { LeadershipLostError, type LeadershipLostReason } from './leadership-lost.error';

@@ -29,7 +29,8 @@ export interface HeldLockDeps {
  * watchdog), the hold count, and the lost signal. Internal: users see `LockHandle`.
  */
 export class HeldLock {
-  private state: 'held' | 'released' | 'lost' = 'held';
+  /** `lingering`: the holder is done, but the lock stays taken until a `releaseAfter` delay ends. */
+  private state: 'held' | 'lingering' | 'released' | 'lost' = 'held';
   private holds = 1;
   // Created on first use: most locks are released without anyone reading their signal.
   private controller: AbortController | undefined;
@@ -38,6 +39,8 @@ export class HeldLock {
   private readonly unsubscribeLost: (() => void) | undefined;
   /** The release on its way (or the clean-up after a loss), for close(). */
   private releasing: Promise<unknown> | undefined;
+  /** The timer of a `releaseAfter` delay, and what it runs (so that close() can run it at once). */
+  private linger: { timer: NodeJS.Timeout; release: () => Promise<boolean> } | undefined;
   readonly acquiredAt = Date.now();
 
   constructor(
@@ -118,6 +121,95 @@ export class HeldLock {
     return releasing;
   }
 
+  /**
+   * Drop one hold; the last one ends the holder's use of the lock but keeps the lock taken for `delayMs`
+   * more, then releases it (ShedLock's "lock at least for"). The lease is first set to end `delayMs` from
+   * now, so that a process that dies meanwhile leaves a lock that still ends about then (on the store's
+   * clock where the store expires keys: Redis, Redlock, the lock table; ZooKeeper and the pessimistic lock
+   * end with their session or connection instead, etcd with its lease's own TTL). Where the lock is a
+   * transaction, the lease is set a little longer, so that the COMMIT at the end of the delay comes first.
+   * Resolves false when that extension found the lock no longer held (recorded as a loss, as a release
+   * would); true otherwise, also when the extension failed (the lease then ends when it would have).
+   */
+  async releaseAfter(delayMs: number, outcome: ReleaseOutcome = 'completed'): Promise<boolean> {
+    if (this.state !== 'held') return false;
+    this.holds -= 1;
+    if (this.holds > 0) return true;
+    if (delayMs <= 0) return this.releaseNow(outcome);
+    this.state = 'lingering';
+    this.stopLiveness();
+    const startedAt = Date.now();
+    let release = (): Promise<boolean> => Promise.resolve(false);
+    const done = new Promise<boolean>((resolve) => {
+      release = () => {
+        if (this.linger) clearTimeout(this.linger.timer);
+        this.linger = undefined;
+        if (this.state !== 'lingering') return Promise.resolve(false);
+        this.state = 'released';
+        const releasing = this.releaseOnBackend(outcome, false);
+        resolve(releasing.catch(() => false));
+        return releasing;
+      };
+    });
+    const timer = setTimeout(() => {
+      void release().catch((error: unknown) =>
+        this.deps.events.emit('backgroundError', { strategy: this.deps.name, key: this.lease.key, operation: 'release', error }),
+      );
+    }, delayMs);
+    timer.unref?.();
+    this.linger = { timer, release };
+    this.releasing = done;
+    const { strategy, operationTimeout, events } = this.deps;
+    const margin = strategy.capabilities.transactional ? operationTimeout : 0;
+    let extended: LeaseGrant | null;
+    try {
+      extended = await runBounded({
+        strategy: this.deps.name,
+        operation: 'extend',
+        key: this.lease.key,
+        timeoutMs: operationTimeout,
+        run: () => strategy.extend(this.lease, Math.max(MIN_TTL_MS, delayMs - (Date.now() - startedAt)) + margin),
+      });
+    } catch (error) {
+      events.emit('backgroundError', { strategy: this.deps.name, key: this.lease.key, operation: 'extend', error });
+      return true;
+    }
+    if (extended) {
+      this.lease = extended;
+      return true;
+    }
+    if (this.state !== 'lingering') return true;
+    // Not ours any more: the section that just ended was not alone. Reported like a release that finds so.
+    clearTimeout(timer);
+    this.linger = undefined;
+    this.releasing = undefined;
+    this.state = 'lost';
+    this.recordLoss('not-held-at-release');
+    this.deps.onFinished(this);
+    return false;
+  }
+
+  /**
+   * At shutdown: a lock kept by `releaseAfter` is not waited for. Where the lock is a transaction it is
+   * committed now (its connection is about to close); anywhere else it is left to end in the store on its
+   * own (ZooKeeper and etcd end it when the strategy closes its session or leases).
+   */
+  endLinger(): Promise<void> {
+    if (this.state !== 'lingering' || !this.linger) return Promise.resolve();
+    if (this.deps.strategy.capabilities.transactional) return this.linger.release().then(() => undefined, () => undefined);
+    clearTimeout(this.linger.timer);
+    this.linger = undefined;
+    this.releasing = undefined;
+    this.state = 'released';
+    this.deps.onFinished(this);
+    return Promise.resolve();
+  }
+
+  /** True while a `releaseAfter` delay keeps the lock taken. */
+  get isLingering(): boolean {
+    return this.state === 'lingering';
+  }
+
   /** Resolves once a release (or the clean-up after a loss) that is on its way has ended, however it ended. */
   settled(): Promise<void> {
     return Promise.resolve(this.releasing).then(
@@ -126,7 +218,7 @@ export class HeldLock {
     );
   }
 
-  private async releaseOnBackend(outcome: ReleaseOutcome): Promise<boolean> {
+  private async releaseOnBackend(outcome: ReleaseOutcome, notHeldIsLoss = true): Promise<boolean> {
     const { strategy, operationTimeout, events } = this.deps;
     try {
       let wasHeld: boolean;
@@ -147,11 +239,8 @@ export class HeldLock {
         throw error;
       }
       if (events.listenerCount('released') > 0) events.emit('released', { ...this.describe(), heldMs: Date.now() - this.acquiredAt, wasHeld });
-      if (!wasHeld && outcome !== 'lost') {
-        this.lostError = new LockLostError(this.lease.key, this.deps.name, 'not-held-at-release');
-        this.controller?.abort(this.lostError);
-        events.emit('lost', { ...this.describe(), reason: 'not-held-at-release', heldMs: Date.now() - this.acquiredAt });
-      }
+      // After a `releaseAfter` delay the store may rightly have ended the lease first: not a loss.
+      if (!wasHeld && outcome !== 'lost' && notHeldIsLoss) this.recordLoss('not-held-at-release');
       return wasHeld;
     } finally {
       this.deps.onFinished(this);
@@ -215,6 +304,12 @@ export class HeldLock {
     this.lease = renewed;
     events.emit('extended', { ...this.describe(), expiresAt: renewed.expiresAt });
     return true;
+  }
+
+  private recordLoss(reason: LockLostReason): void {
+    this.lostError = new LockLostError(this.lease.key, this.deps.name, reason);
+    this.controller?.abort(this.lostError);
+    this.deps.events.emit('lost', { ...this.describe(), reason, heldMs: Date.now() - this.acquiredAt });
   }
 
   private stopLiveness(): void {

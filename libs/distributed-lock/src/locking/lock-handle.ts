@@ -81,6 +81,29 @@ export class LockHandle implements Lock {
     return this.held.leave(outcome);
   }
 
+  /**
+   * Release, but keep the lock taken for `delayMs` more (0 to about 24.8 days; 0 releases now): the
+   * caller is done with it at once (`isHeld` is false), and the lock ends `delayMs` from now, by a
+   * shortened lease where the store expires keys on its own clock (Redis, Redlock, the lock table), and by
+   * a release at the end of the delay in every case. Keeps a fast job's lock long enough that an instance
+   * whose clock is behind, or whose timer fires late, does not run it again (see `@ScheduledLock`'s
+   * `lockAtLeastFor`). A process that dies during the delay leaves the lock to its lease: the shortened
+   * one, ZooKeeper's session, the pessimistic lock's connection (ends at once), etcd's lease TTL. At
+   * shutdown the delay is not waited for. Resolves false when the lock turned out no longer held (its
+   * loss is recorded as a release would: `throwIfLost()` throws).
+   */
+  async releaseAfter(delayMs: number): Promise<boolean> {
+    return this.releaseAfterWith(delayMs, 'completed');
+  }
+
+  /** @internal `releaseAfter` telling the strategy how the section ended (see `releaseWith`). */
+  async releaseAfterWith(delayMs: number, outcome: ReleaseOutcome): Promise<boolean> {
+    const delay = assertDuration(delayMs, 'delayMs', 0);
+    if (this.released) return false;
+    this.released = true;
+    return this.held.releaseAfter(delay, outcome);
+  }
+
   /** What the strategy granted; strategies document what their grants carry (e.g. a transaction). */
   get grant(): LeaseGrant {
     return this.held.grant;

@@ -174,6 +174,10 @@ export class LockManager {
     // A lock still held is taken from its holder, who is told (its signal aborts with LockLostError
     // 'closed', withLock rejects): a section still running must not go on as if it held the lock, nor
     // commit half its work where the lock is a transaction (a lost lock is rolled back).
+    // Locks kept past their section by `releaseAfter` are left to end in the store (committed now where
+    // the lock is a transaction): their holders are done with them, and waiting out the delay would hold
+    // the shutdown up.
+    await Promise.all([...this.held].map((lock) => lock.endLinger()));
     for (const lock of [...this.held]) if (lock.isHeld) lock.markLost('closed');
     await Promise.all([...this.held].map((lock) => lock.settled()));
     await this.atMost(this.operationTimeout, Promise.all([...this.leaving, ...this.orphans]));

@@ -131,7 +131,8 @@ export function validateAcquireOptions(input: unknown, path = 'options'): Acquir
   return out;
 }
 
-function validateRetryOptions(input: unknown, path: string): RetryOptions {
+/** Validates retry options; throws `InvalidLockOptionsError` naming the option under `path`. */
+export function validateRetryOptions(input: unknown, path: string): RetryOptions {
   assertKnownKeys(input, RETRY_KEYS, path);
   const out: { -readonly [K in keyof RetryOptions]: RetryOptions[K] } = {};
   if (input.initialDelay !== undefined) out.initialDelay = assertDuration(input.initialDelay, `${path}.initialDelay`, 1);

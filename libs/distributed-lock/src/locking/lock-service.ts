@@ -122,6 +122,14 @@ export class LockService {
     return result;
   }
 
+  /**
+   * @internal Runs `fn` with `lock` (taken through this service) as a lock of the running call chain:
+   * `currentLock()` finds it and nested acquisitions of its key re-enter. Releases nothing.
+   */
+  runAsHolder<T>(lock: LockHandle, fn: () => T): T {
+    return runWithHeldLocks([{ managerId: this.manager.id, handle: lock, unprefixedKey: lock.key.slice(this.keyPrefix.length) }], fn);
+  }
+
   /** The lock on `key` (or the innermost one) held by the running call chain through this strategy. */
   currentLock(key?: string): LockHandle | undefined {
     const handle = currentLock(key === undefined ? undefined : this.keyPrefix + key);

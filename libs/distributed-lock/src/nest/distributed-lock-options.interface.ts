@@ -1,3 +1,4 @@
+import type { LeaderElectionOptions } from '../election/leader-election-options';
 import type { LockDefaults } from '../locking/lock-options';
 import type { LockStrategy } from '../locking/lock-strategy.interface';
 
@@ -17,7 +18,10 @@ export interface DistributedLockModuleOptions {
   readonly defaults?: LockDefaults;
   /** Bound of one server call, in ms. Default 5 000. */
   readonly operationTimeout?: number;
-  /** Log lost locks (warn) and background failures (error) through Nest's Logger. Default true. */
+  /**
+   * Log lost locks (warn), background failures (error) and skipped `@ScheduledLock` runs (debug) through
+   * Nest's Logger. Default true.
+   */
   readonly logEvents?: boolean;
 }
 
@@ -29,6 +33,12 @@ export interface DistributedLockFeatureOptions {
   readonly keyPrefix?: string;
   /** Defaults for this module's acquisitions, over the application's. */
   readonly defaults?: LockDefaults;
+  /**
+   * Leader elections on this module's strategy and prefix, by name or with options (`ttl`, `retry`):
+   * each is injectable in this module with `@InjectLeaderElection(name)`, campaigns from application
+   * bootstrap and resigns at shutdown. One name is one election in the application. Default none.
+   */
+  readonly elections?: readonly (string | LeaderElectionOptions)[];
 }
 
 /** Implemented by a class given to `forRootAsync({ useClass })`. */

@@ -1,9 +1,13 @@
 import { Global, Module, type DynamicModule, type FactoryProvider, type Provider } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
 import { LockService } from '../locking/lock-service';
+import { ScheduledLockEvents } from '../scheduling/scheduled-lock-events';
+import { ScheduledLockBinder } from './scheduling/scheduled-lock.binder';
 import type { DistributedLockFeatureOptions, DistributedLockModuleOptions } from './distributed-lock-options.interface';
 import { ConfigurableDistributedLockModule, DISTRIBUTED_LOCK_MODULE_OPTIONS } from './distributed-lock.module-definition';
-import { DISTRIBUTED_LOCK_FEATURE_OPTIONS, getLockServiceToken } from './distributed-lock.tokens';
+import { DISTRIBUTED_LOCK_FEATURE_OPTIONS, getLeaderElectionToken, getLockServiceToken } from './distributed-lock.tokens';
+import { LeaderElections } from './election/leader-elections';
+import { LeadershipHookExplorer } from './explorer/leadership-hook.explorer';
 import { DistributedLockFeatureModule } from './explorer/distributed-lock-feature.module';
 import { LockedMethodExplorer } from './explorer/locked-method.explorer';
 import { LockMetadataAccessor } from './explorer/lock-metadata.accessor';
@@ -16,8 +20,9 @@ import { validateDistributedLockOptions, validateFeatureOptions } from './valida
  * - `forRoot(options)` / `forRootAsync({ useFactory | useClass | useExisting, inject, imports, extraProviders })`
  *   once, in the root module: registers the strategies. Global: `LockService` (default strategy) is
  *   injectable everywhere.
- * - `forFeature({ strategy, keyPrefix })` in a feature module: that module's `LockService` and its
- *   `@Locked` methods use that strategy and prefix.
+ * - `forFeature({ strategy, keyPrefix, elections })` in a feature module: that module's `LockService`,
+ *   its `@Locked` and `@ScheduledLock` methods use that strategy and prefix; each named election is
+ *   injectable there with `@InjectLeaderElection(name)`.
  */
 @Global()
 @Module({
@@ -29,10 +34,14 @@ import { validateDistributedLockOptions, validateFeatureOptions } from './valida
       inject: [DISTRIBUTED_LOCK_MODULE_OPTIONS],
     },
     { provide: LockService, useFactory: (registry: LockRegistry) => registry.service(), inject: [LockRegistry] },
+    { provide: ScheduledLockEvents, useFactory: (registry: LockRegistry) => registry.scheduledLockEvents, inject: [LockRegistry] },
     LockMetadataAccessor,
+    ScheduledLockBinder,
     LockedMethodExplorer,
+    LeaderElections,
+    LeadershipHookExplorer,
   ],
-  exports: [LockRegistry, LockService],
+  exports: [LockRegistry, LockService, ScheduledLockEvents, LeaderElections],
 })
 export class DistributedLockModule extends ConfigurableDistributedLockModule {
   /** A feature module's lock service: its own strategy and key prefix, also used by its `@Locked` methods. */
@@ -47,11 +56,21 @@ export class DistributedLockModule extends ConfigurableDistributedLockModule {
       { provide: LockService, ...serviceFactory },
     ];
     const named = getLockServiceToken(feature.strategy);
-    if (named !== LockService) providers.push({ provide: named, ...serviceFactory });
-    return {
-      module: DistributedLockFeatureModule,
-      providers,
-      exports: named !== LockService ? [LockService, named] : [LockService],
-    };
+    const exported: Array<string | typeof LockService> = [LockService];
+    if (named !== LockService) {
+      providers.push({ provide: named, ...serviceFactory });
+      exported.push(named);
+    }
+    for (const entry of feature.elections ?? []) {
+      const options = typeof entry === 'string' ? { name: entry } : entry;
+      const token = getLeaderElectionToken(options.name);
+      providers.push({
+        provide: token,
+        useFactory: (elections: LeaderElections) => elections.register(options, feature, `DistributedLockModule.forFeature(${JSON.stringify(feature.strategy ?? 'default')})`),
+        inject: [LeaderElections],
+      });
+      exported.push(token);
+    }
+    return { module: DistributedLockFeatureModule, providers, exports: exported };
   }
 }

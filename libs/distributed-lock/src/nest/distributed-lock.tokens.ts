@@ -11,3 +11,8 @@ export const DISTRIBUTED_LOCK_FEATURE_OPTIONS = Symbol('DISTRIBUTED_LOCK_FEATURE
 export function getLockServiceToken(strategy?: string): string | typeof LockService {
   return strategy === undefined || strategy === DEFAULT_STRATEGY_NAME ? LockService : `DistributedLockService:${strategy}`;
 }
+
+/** Injection token of the `LeaderElection` registered under `name` (see `forFeature({ elections })`). */
+export function getLeaderElectionToken(name: string): string {
+  return `DistributedLockLeaderElection:${name}`;
+}

@@ -2,6 +2,7 @@ import { Logger, type OnApplicationShutdown } from '@nestjs/common';
 import { StrategyNotRegisteredError } from '../errors/strategy-not-registered.error';
 import { LockManager } from '../locking/lock-manager';
 import { LockService } from '../locking/lock-service';
+import { ScheduledLockEvents } from '../scheduling/scheduled-lock-events';
 import type { DistributedLockFeatureOptions, DistributedLockModuleOptions } from './distributed-lock-options.interface';
 
 /**
@@ -14,6 +15,8 @@ export class LockRegistry implements OnApplicationShutdown {
   /** Name of the strategy used where none is named. */
   readonly defaultStrategy: string;
   private readonly root: Map<string, LockService> = new Map();
+  /** Events of the application's `@ScheduledLock` jobs (injectable as `ScheduledLockEvents`). */
+  readonly scheduledLockEvents = new ScheduledLockEvents();
 
   constructor(private readonly options: DistributedLockModuleOptions & { defaultStrategy: string }) {
     this.defaultStrategy = options.defaultStrategy;
@@ -24,6 +27,16 @@ export class LockRegistry implements OnApplicationShutdown {
       this.managers.set(name, manager);
       this.root.set(name, new LockService(manager, { keyPrefix: options.keyPrefix, defaults: options.defaults }));
     }
+    if (this.logsEvents) {
+      this.scheduledLockEvents.on('skipped', (event) =>
+        this.logger.debug(`Scheduled job "${event.job}" skipped: its lock "${event.key}" (strategy "${event.strategy}") is held by another instance`),
+      );
+    }
+  }
+
+  /** Whether lock, scheduled-job and election events are logged (`logEvents`). */
+  get logsEvents(): boolean {
+    return this.options.logEvents ?? true;
   }
 
   /** Registered strategy names. */

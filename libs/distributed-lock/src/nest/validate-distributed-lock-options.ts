@@ -1,4 +1,5 @@
 import { InvalidLockOptionsError } from '../errors/invalid-lock-options.error';
+import { validateLeaderElectionOptions } from '../election/leader-election-options';
 import { validateLockKey } from '../locking/lock-key';
 import { assertDuration, assertKnownKeys, describe, validateAcquireOptions } from '../locking/lock-options';
 import type { LockStrategy } from '../locking/lock-strategy.interface';
@@ -6,7 +7,7 @@ import { DEFAULT_STRATEGY_NAME } from './distributed-lock.constants';
 import type { DistributedLockFeatureOptions, DistributedLockModuleOptions } from './distributed-lock-options.interface';
 
 const MODULE_KEYS = ['strategies', 'defaultStrategy', 'keyPrefix', 'defaults', 'operationTimeout', 'logEvents'];
-const FEATURE_KEYS = ['strategy', 'keyPrefix', 'defaults'];
+const FEATURE_KEYS = ['strategy', 'keyPrefix', 'defaults', 'elections'];
 const STRATEGY_NAME = /^[A-Za-z][\w.-]{0,63}$/;
 
 function isLockStrategy(value: unknown): value is LockStrategy {
@@ -70,5 +71,14 @@ export function validateFeatureOptions(options: unknown): DistributedLockFeature
   }
   if (options.keyPrefix !== undefined) validateLockKey(options.keyPrefix, 'keyPrefix', true);
   validateAcquireOptions(options.defaults, 'defaults');
+  if (options.elections !== undefined) {
+    if (!Array.isArray(options.elections)) throw new InvalidLockOptionsError('elections', `expected an array of names or election options, got ${describe(options.elections)}.`);
+    const names = new Set<string>();
+    for (const [index, entry] of (options.elections as unknown[]).entries()) {
+      const { name } = validateLeaderElectionOptions(typeof entry === 'string' ? { name: entry } : entry, `elections[${index}]`);
+      if (names.has(name)) throw new InvalidLockOptionsError(`elections[${index}]`, `the election "${name}" is listed twice.`);
+      names.add(name);
+    }
+  }
   return options as DistributedLockFeatureOptions;
 }

@@ -11,14 +11,17 @@ import type { DistributedLockFeatureOptions } from '../distributed-lock-options.
 import { DISTRIBUTED_LOCK_FEATURE_OPTIONS } from '../distributed-lock.tokens';
 import { LockRegistry } from '../lock-registry';
 import { copyMethodMetadata } from './copy-method-metadata';
+import { providerMethods } from './provider-methods';
 import { LockMetadataAccessor } from './lock-metadata.accessor';
 import { DistributedLockFeatureModule } from './distributed-lock-feature.module';
+import { ScheduledLockBinder } from '../scheduling/scheduled-lock.binder';
 
 type AnyMethod = (this: unknown, ...args: unknown[]) => unknown;
 
 /**
- * Finds `@Locked` and `@OptimisticVersion` methods on every provider once the application starts, and
- * wraps them on the instance (the prototype is left alone, so two apps in one process never interfere).
+ * Finds `@Locked`, `@OptimisticVersion` and `@ScheduledLock` methods on every provider once the application
+ * starts, and wraps them on the instance (the prototype is left alone, so two apps in one process never
+ * interfere; a `@ScheduledLock` dispatcher on the class sends each call to its instance's wrapper).
  * Mistakes fail the bootstrap naming `Class#method`: an unknown strategy, a malformed key template or
  * option, a controller or a request-scoped provider (where a wrapper could not be applied reliably).
  */
@@ -29,6 +32,7 @@ export class LockedMethodExplorer implements OnModuleInit {
     private readonly scanner: MetadataScanner,
     private readonly accessor: LockMetadataAccessor,
     private readonly registry: LockRegistry,
+    private readonly scheduledLocks: ScheduledLockBinder,
   ) {}
 
   onModuleInit(): void {
@@ -37,18 +41,23 @@ export class LockedMethodExplorer implements OnModuleInit {
   }
 
   private explore(wrapper: InstanceWrapper, isController: boolean): void {
-    const prototype = wrapper.metatype && typeof wrapper.metatype === 'function' ? (wrapper.metatype as { prototype?: object }).prototype : undefined;
-    const instance: unknown = wrapper.instance;
-    const target = (instance && typeof instance === 'object' ? Object.getPrototypeOf(instance) : prototype) as object | undefined;
-    if (!target || wrapper.isAlias) return;
-    for (const methodName of this.scanner.getAllMethodNames(target)) {
-      const method = (target as Record<string, unknown>)[methodName];
-      if (typeof method !== 'function') continue;
+    for (const { instance, methodName, method, where } of providerMethods(wrapper, this.scanner)) {
       const locked = this.accessor.locked(method);
       const optimistic = this.accessor.optimisticVersion(method);
-      if (!locked && !optimistic) continue;
-      const where = `${wrapper.name?.toString() ?? 'provider'}#${methodName}`;
-      if (isController) {
+      const scheduled = this.accessor.scheduledLock(method);
+      if (!locked && !optimistic && !scheduled) continue;
+      if (scheduled && locked) {
+        throw new InvalidLockOptionsError(where, '@ScheduledLock already runs the method under a lock; remove @Locked (call assertLocked() inside if the body must check).');
+      }
+      if (locked && this.accessor.schedule(method)) {
+        throw new InvalidLockOptionsError(
+          where,
+          '@Locked on a @Cron/@Interval/@Timeout method: @nestjs/schedule may take the method before it is wrapped, and would run it unlocked. ' +
+            'Use @ScheduledLock({ lockAtMostFor }) instead: it skips a fire that another instance runs.',
+        );
+      }
+      // A scheduled job is called through its dispatcher, not a route binding: it may sit on a controller.
+      if (isController && (locked || optimistic)) {
         throw new InvalidLockOptionsError(
           where,
           '@Locked/@OptimisticVersion are applied to providers only: Nest binds controller handlers before modules initialise. Move the locked work into a service method.',
@@ -61,9 +70,11 @@ export class LockedMethodExplorer implements OnModuleInit {
         );
       }
       const feature = this.featureOf(wrapper.host, where);
-      let wrapped = method as AnyMethod;
+      // A @ScheduledLock method is a dispatcher on the class: the method as written is in its metadata.
+      let wrapped = scheduled?.method ?? (method as AnyMethod);
       if (locked) wrapped = this.wrapLocked(wrapped, locked, feature, where);
       if (optimistic) wrapped = this.wrapOptimistic(wrapped, optimistic, where);
+      if (scheduled) wrapped = this.scheduledLocks.wrap(wrapped, scheduled, method, feature, where);
       copyMethodMetadata(method, wrapped);
       Object.defineProperty(instance, methodName, { value: wrapped, configurable: true, writable: true, enumerable: false });
     }

@@ -1,0 +1,103 @@
+import { InvalidLockOptionsError } from '../errors/invalid-lock-options.error';
+import { LockLostError } from '../errors/lock-lost.error';
+import { InMemoryLockStrategy } from '../strategies/in-memory/in-memory-lock.strategy';
+import type { LeaseGrant } from './lock-lease';
+import { LockManager } from './lock-manager';
+import { LockService } from './lock-service';
+import type { LockStrategy, ReleaseOutcome } from './lock-strategy.interface';
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** A client of one shared in-memory "server" that records what it is asked; closing it closes nothing shared. */
+function recordingClient(server: InMemoryLockStrategy, transactional = false): LockStrategy & { extended: number[]; released: ReleaseOutcome[] } {
+  const extended: number[] = [];
+  const released: ReleaseOutcome[] = [];
+  return {
+    name: 'recording',
+    capabilities: { ...server.capabilities, transactional },
+    extended,
+    released,
+    tryAcquire: (request) => server.tryAcquire(request),
+    extend: (lease: LeaseGrant, ttl: number) => {
+      extended.push(ttl);
+      return server.extend(lease, ttl);
+    },
+    release: (lease: LeaseGrant, outcome: ReleaseOutcome = 'completed') => {
+      released.push(outcome);
+      return server.release(lease);
+    },
+    close: async () => undefined,
+  };
+}
+
+describe('LockHandle.releaseAfter', () => {
+  it('keeps the lock taken for the delay with a lease shortened to it, then releases it', async () => {
+    const server = new InMemoryLockStrategy();
+    const client = recordingClient(server);
+    const locks = new LockService(new LockManager(client));
+    const other = new LockService(new LockManager(server));
+    const lock = await locks.acquire('job', { ttl: 10_000 });
+    expect(await lock.releaseAfter(150)).toBe(true);
+    expect(lock.isHeld).toBe(false);
+    // The lease now ends with the delay: had this process died here, the key would free itself then.
+    expect(client.extended).toHaveLength(1);
+    expect(client.extended[0]).toBeGreaterThan(100);
+    expect(client.extended[0]).toBeLessThanOrEqual(150);
+    expect(await other.tryAcquire('job')).toBeNull();
+    await sleep(220);
+    expect(client.released).toEqual(['completed']);
+    const next = await other.tryAcquire('job');
+    expect(next).not.toBeNull();
+    await next?.release();
+  });
+
+  it('releases at once with a delay of 0, and refuses a bad delay before touching the lock', async () => {
+    const locks = new LockService(new LockManager(new InMemoryLockStrategy()));
+    const lock = await locks.acquire('job');
+    await expect(lock.releaseAfter(-1)).rejects.toBeInstanceOf(InvalidLockOptionsError);
+    await expect(lock.releaseAfter(Number.NaN)).rejects.toBeInstanceOf(InvalidLockOptionsError);
+    expect(lock.isHeld).toBe(true);
+    expect(await lock.releaseAfter(0)).toBe(true);
+    expect(await locks.tryAcquire('job')).not.toBeNull();
+    expect(await lock.releaseAfter(10)).toBe(false);
+  });
+
+  it('reports a lock that was taken away during the section as lost, as a release would', async () => {
+    const server = new InMemoryLockStrategy();
+    const locks = new LockService(new LockManager(server));
+    const lost: string[] = [];
+    locks.events.on('lost', (event) => lost.push(event.reason));
+    const lock = await locks.acquire('job', { ttl: 10_000 });
+    server.forceRelease('job');
+    expect(await lock.releaseAfter(100)).toBe(false);
+    expect(() => lock.throwIfLost()).toThrow(LockLostError);
+    expect(lost).toContain('removed');
+  });
+
+  it('close() does not wait out the delay, and leaves the lock to end in the store', async () => {
+    const server = new InMemoryLockStrategy();
+    const manager = new LockManager(recordingClient(server));
+    const other = new LockService(new LockManager(server));
+    const lock = await new LockService(manager).acquire('job', { ttl: 10_000 });
+    await lock.releaseAfter(300);
+    const started = Date.now();
+    await manager.close();
+    expect(Date.now() - started).toBeLessThan(200);
+    expect(await other.tryAcquire('job')).toBeNull();
+    await sleep(350);
+    const next = await other.tryAcquire('job');
+    expect(next).not.toBeNull();
+    await next?.release();
+  });
+
+  it('where the lock is a transaction, sets the lease past the delay so that the COMMIT at its end comes first', async () => {
+    const server = new InMemoryLockStrategy();
+    const client = recordingClient(server, true);
+    const locks = new LockService(new LockManager(client, { operationTimeout: 1_000 }));
+    const lock = await locks.acquire('job', { ttl: 10_000 });
+    await lock.releaseAfter(100);
+    expect(client.extended[0]).toBeGreaterThan(1_050);
+    await sleep(160);
+    expect(client.released).toEqual(['completed']);
+  });
+});

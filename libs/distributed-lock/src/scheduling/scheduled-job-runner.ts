@@ -1,0 +1,92 @@
+import { InvalidLockOptionsError } from '../errors/invalid-lock-options.error';
+import { LockLostError } from '../errors/lock-lost.error';
+import type { LockHandle } from '../locking/lock-handle';
+import type { LockService } from '../locking/lock-service';
+import type { FireSchedule } from './fire-time';
+import type { ScheduledLockEvents, ScheduledRunEventBase } from './scheduled-lock-events';
+import type { ResolvedScheduledLockOptions } from './scheduled-lock-options';
+
+/** What one scheduled job runs with. */
+export interface ScheduledJobRunnerOptions {
+  /** The job's lock name; the key, or the key's first part with `perRun`. */
+  readonly job: string;
+  /** The lock service (strategy, prefix) the job locks through. */
+  readonly service: LockService;
+  readonly options: Omit<ResolvedScheduledLockOptions, 'name'>;
+  /** Required with `perRun`: how a run's fire time is found. */
+  readonly schedule?: FireSchedule;
+  readonly events: ScheduledLockEvents;
+}
+
+/** What became of one fire: skipped (the lock was held elsewhere), or run, with the job's result. */
+export type ScheduledRun<T> = { readonly ran: false } | { readonly ran: true; readonly value: T };
+
+/**
+ * Runs one scheduled job at most once per cluster per fire: takes the job's lock without waiting (a fire
+ * that finds it held is skipped, not queued), runs the job as the lock's holder (`currentLock()`,
+ * `assertLocked()`), and then keeps the lock until `lockAtLeastFor` after it was taken. The lease is
+ * `lockAtMostFor` and is never renewed: a run that outlasts it is told through the lock's signal and
+ * ends with `LockLostError`. No Nest here: `@ScheduledLock` builds one per decorated method.
+ */
+export class ScheduledJobRunner {
+  constructor(private readonly config: ScheduledJobRunnerOptions) {
+    if (config.options.perRun && !config.schedule) {
+      throw new InvalidLockOptionsError(`${config.job} perRun`, 'a per-run lock needs the job\'s schedule (a @Cron or an @Interval) to find its fire time.');
+    }
+  }
+
+  /** The key a run starting at `now` (local clock, ms) locks, without the service's prefix. */
+  keyAt(now: number): { key: string; fireTime: number | undefined } {
+    const fireTime = this.config.options.perRun ? this.config.schedule?.fireTimeOf(now) : undefined;
+    return { key: fireTime === undefined ? this.config.job : `${this.config.job}@${new Date(fireTime).toISOString()}`, fireTime };
+  }
+
+  /**
+   * One fire of the job. Resolves `{ ran: false }` when the lock is held elsewhere, `{ ran: true, value }`
+   * after the job ran; rejects with the job's error, with `LockLostError` when the lock was lost while
+   * it ran (the job's error, if any, as its cause), or with the lock service's error when the backend
+   * could not be asked (the run did not happen).
+   */
+  async run<T>(job: () => T | Promise<T>): Promise<ScheduledRun<T>> {
+    const { service, events, options } = this.config;
+    const { key, fireTime } = this.keyAt(Date.now());
+    const lock = await service.tryAcquire(key, { ttl: options.lockAtMostFor, autoExtend: false, reentrant: false });
+    const base: ScheduledRunEventBase = { job: this.config.job, key: service.prefix + key, strategy: service.strategyName, fireTime };
+    if (!lock) {
+      events.emit('skipped', base);
+      return { ran: false };
+    }
+    const takenAt = performance.now();
+    events.emit('started', { ...base, fencingToken: lock.fencingToken });
+    let value: T | undefined;
+    let failure: { error: unknown } | undefined;
+    try {
+      value = await service.runAsHolder(lock, job);
+    } catch (error) {
+      failure = { error };
+    }
+    const durationMs = Math.round(performance.now() - takenAt);
+    const keptForMs = lostOf(lock) ? 0 : Math.max(0, Math.ceil(options.lockAtLeastFor - (performance.now() - takenAt)));
+    try {
+      await lock.releaseAfterWith(keptForMs, failure ? 'failed' : 'completed');
+    } catch (error) {
+      // Only a failed commit of the lock's own transaction gets here; it is the run's outcome.
+      failure ??= { error };
+    }
+    const lost = lostOf(lock);
+    const error = lost ? (failure ? new LockLostError(lost.key, lost.strategy, lost.reason, { cause: failure.error }) : lost) : failure?.error;
+    const failed = lost !== undefined || failure !== undefined;
+    events.emit('finished', { ...base, durationMs, keptForMs: lost ? 0 : keptForMs, ...(failed ? { error } : {}) });
+    if (failed) throw error;
+    return { ran: true, value: value as T };
+  }
+}
+
+function lostOf(lock: LockHandle): LockLostError | undefined {
+  try {
+    lock.throwIfLost();
+    return undefined;
+  } catch (error) {
+    return error as LockLostError;
+  }
+}

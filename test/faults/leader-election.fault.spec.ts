@@ -1,0 +1,144 @@
+import { randomUUID } from 'node:crypto';
+import { appendFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startAppProcess, stopAppProcess, type AppProcess } from '../support/app-process';
+import { FencedResource } from '../support/fenced-resource';
+import { monotonicNow } from '../support/history/hold-history';
+import { checkLeadership, type DeathRecord, type FreezeRecord, type TermRecord } from '../support/leader/check-leadership';
+import { APP_STRATEGIES } from '../support/app-strategies';
+import { fencedResourceOf, LEADER_TTL_MS } from '../support/leader/leader-app.config';
+
+const run = randomUUID().slice(0, 8);
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+const WORKER = join(__dirname, '..', 'support', 'leader', 'leader-app.worker.ts');
+const STRATEGIES = Object.keys(APP_STRATEGIES);
+/** Past every lease: the 3 s election lease and ZooKeeper's 4 s session. */
+const FREEZE_MS = 6_500;
+/** A frozen leader is told this soon after it wakes, at the latest. */
+const TOLD_AFTER_WAKE_MS = 2_000;
+/** From the leader's SIGKILL to a new leader, at most: its lease (ZooKeeper: session), the pause of a polling waiter, a loaded machine. */
+const FAILOVER_WITHIN: Record<string, number> = {
+  redis: LEADER_TTL_MS + 2_000,
+  redlock: LEADER_TTL_MS + 2_000,
+  row: LEADER_TTL_MS + 2_000,
+  sqlite: LEADER_TTL_MS + 2_000,
+  pessimistic: 2_000,
+  zookeeper: 4_000 + 2_000,
+  etcd: LEADER_TTL_MS + 1_000 + 2_000,
+};
+
+/** Every term the processes reported, from their "gained" and "lost" lines. */
+function termsOf(apps: readonly AppProcess[]): TermRecord[] {
+  const terms: TermRecord[] = [];
+  for (const app of apps) {
+    const open = new Map<string, { term: number | undefined; from: string }>();
+    for (const line of app.lines) {
+      const gained = /^gained (\S+) (\S+) (\d+)$/.exec(line);
+      if (gained) open.set(gained[1], { term: gained[2] === '-' ? undefined : Number(gained[2]), from: gained[3] });
+      const lost = /^lost (\S+) \S+ \S+ (\d+)$/.exec(line);
+      const current = lost ? open.get(lost[1]) : undefined;
+      if (lost && current) {
+        terms.push({ election: lost[1], process: app.name, ...current, until: lost[2] });
+        open.delete(lost[1]);
+      }
+    }
+    for (const [election, current] of open) terms.push({ election, process: app.name, ...current });
+  }
+  return terms;
+}
+
+/** Which process leads each election now (the last "gained" without a "lost" after it). */
+function leaders(apps: readonly AppProcess[]): Map<string, AppProcess> {
+  const now = new Map<string, AppProcess>();
+  for (const term of termsOf(apps)) {
+    const app = apps.find((candidate) => candidate.name === term.process);
+    if (term.until === undefined && app && app.child.exitCode === null && app.child.signalCode === null) now.set(term.election, app);
+  }
+  return now;
+}
+
+async function until(condition: () => boolean, timeoutMs: number, what: string): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`not within ${timeoutMs} ms: ${what}`);
+    await sleep(20);
+  }
+}
+
+/**
+ * Three app processes campaign in one election per strategy. The first leads every election; it is
+ * killed (the failover time of each backend is measured, and written to LOCK_FAILOVER_REPORT when set);
+ * then each remaining leader is frozen with SIGSTOP past its lease, resumed, and made to write with its
+ * old term at once, before it can have looked at anything.
+ */
+describe('Leader election across three app processes, every strategy at once', () => {
+  it('never has two leaders but a frozen one inside the bound, where its fenced write is refused; fails over after SIGKILL', async () => {
+    process.env.LOCK_TEST_SQLITE_PATH ??= join(tmpdir(), `leader-${run}.sqlite`);
+    const resource = new FencedResource();
+    for (const strategy of STRATEGIES) await resource.reset(fencedResourceOf(run, strategy));
+    const env = (name: string): NodeJS.ProcessEnv => ({ INSTANCE: name, LEADER_RUN: run });
+    const apps: AppProcess[] = [];
+    const freezes: FreezeRecord[] = [];
+    const deaths: DeathRecord[] = [];
+    try {
+      const first = startAppProcess('p1', WORKER, env('p1'));
+      apps.push(first);
+      await until(() => STRATEGIES.every((s) => leaders(apps).get(s) === first), 60_000, 'p1 leads every election');
+      apps.push(startAppProcess('p2', WORKER, env('p2')), startAppProcess('p3', WORKER, env('p3')));
+      await Promise.all(apps.slice(1).map((app) => app.waitForLine(/^ready$/, 60_000)));
+      await sleep(1_000);
+
+      // 1. SIGKILL the leader of every election.
+      first.child.kill('SIGKILL');
+      const killedAt = monotonicNow();
+      deaths.push({ process: 'p1', at: killedAt });
+      await first.exited;
+      await until(() => STRATEGIES.every((s) => leaders(apps).has(s)), 15_000, 'a new leader for every election');
+      const failover: Record<string, number> = {};
+      for (const term of termsOf(apps)) {
+        if (term.process !== 'p1' && BigInt(term.from) > BigInt(killedAt) && failover[term.election] === undefined) {
+          failover[term.election] = Number((BigInt(term.from) - BigInt(killedAt)) / 1_000_000n);
+        }
+      }
+      for (const strategy of STRATEGIES) expect(failover[strategy], `${strategy} failover ${failover[strategy]} ms`).toBeLessThanOrEqual(FAILOVER_WITHIN[strategy]);
+      if (process.env.LOCK_FAILOVER_REPORT) appendFileSync(process.env.LOCK_FAILOVER_REPORT, `${JSON.stringify({ ttlMs: LEADER_TTL_MS, zookeeperSessionMs: 4_000, failoverMs: failover })}\n`);
+
+      // 2. Freeze each process that leads something past its leases, wake it, and have it write at once.
+      const frozenLeaders = new Set<string>();
+      for (const round of [0, 1]) {
+        const current = leaders(apps);
+        const target = [...new Set(current.values())].sort((x, y) => [...current.values()].filter((a) => a === y).length - [...current.values()].filter((a) => a === x).length)[0];
+        const led = STRATEGIES.filter((s) => current.get(s) === target);
+        for (const s of led) frozenLeaders.add(s);
+        const mark = target.lines.length;
+        target.child.kill('SIGSTOP');
+        const stoppedAt = monotonicNow();
+        await sleep(FREEZE_MS);
+        // The careless write waits in its stdin, and goes in with the wake-up, before its timers can run.
+        target.send('write');
+        target.child.kill('SIGCONT');
+        const resumedAt = monotonicNow();
+        freezes.push({ process: target.name, stoppedAt, resumedAt });
+        await until(() => led.every((s) => target.lines.slice(mark).some((line) => line.startsWith(`stale-write ${s} `) || (s === 'redlock' && line.startsWith(`lost ${s} `)))), 10_000, `round ${round}: stale writes`);
+        await until(() => STRATEGIES.every((s) => leaders(apps).has(s)), 15_000, `round ${round}: a leader for every election`);
+        for (const line of target.lines.slice(mark).filter((l) => l.startsWith('stale-write '))) {
+          const [, strategy] = line.split(' ');
+          // Refused exactly where a newer leader wrote meanwhile (the pessimistic lock's row stays locked
+          // while its holder is frozen, so nobody replaced that one, and its write still counts).
+          const replaced = termsOf(apps).some((t) => t.election === strategy && t.process !== target.name && BigInt(t.from) > BigInt(stoppedAt));
+          expect(line, `${target.name} ${line}`).toMatch(replaced ? / rejected / : / accepted /);
+        }
+        await sleep(1_500);
+      }
+      expect(frozenLeaders).toEqual(new Set(STRATEGIES));
+      const anomalies = checkLeadership(termsOf(apps), { freezes, deaths }, TOLD_AFTER_WAKE_MS);
+      expect(anomalies).toEqual([]);
+      // Every stale write that went through came from a leader nobody had replaced; no two accepted writes share a term.
+      for (const app of apps) expect(app.lines.filter((line) => line.startsWith('write ') && line.endsWith(' rejected'))).toEqual([]);
+    } finally {
+      await Promise.all(apps.map((app) => stopAppProcess(app)));
+      await resource.close();
+    }
+  }, 180_000);
+});
