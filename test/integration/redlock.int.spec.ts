@@ -303,3 +303,28 @@ describe('Redlock: the first master keeps the line', () => {
     await lock.release();
   }, 20_000);
 });
+
+describe('Redlock: the first master down', () => {
+  it('grants on the other masters and leaves no unhandled rejection behind', async () => {
+    const unhandled: unknown[] = [];
+    const record = (reason: unknown): void => void unhandled.push(reason);
+    process.on('unhandledRejection', record);
+    // Nothing listens on the first master's port: its connection and its subscription both fail.
+    const manager = new LockManager(new RedlockStrategy({ connections: ['redis://127.0.0.1:1', ...urls().slice(0, 2)], nodeTimeout: 50 }), { operationTimeout: 1_000 });
+    const locks = new LockService(manager);
+    try {
+      const key = `first-down:${run}`;
+      const holder = await locks.acquire(key);
+      // A contender waits while the first master's line cannot be kept: plain Redlock on the other two.
+      const waiter = locks.acquire(key, { waitTimeout: 5_000, reentrant: false });
+      await sleep(100);
+      await holder.release();
+      await (await waiter).release();
+      await sleep(2_000); // the failed subscription gives up after its retries
+    } finally {
+      await manager.close();
+      process.off('unhandledRejection', record);
+    }
+    expect(unhandled).toEqual([]);
+  }, 20_000);
+});

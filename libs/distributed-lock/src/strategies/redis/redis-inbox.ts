@@ -44,6 +44,9 @@ export class RedisInbox {
         throw error;
       },
     );
+    // A caller that does not wait for the subscription (Redlock, while its first master is down) must not
+    // leave an unhandled rejection behind; one that awaits `ready` still gets the error.
+    ready.catch(() => undefined);
     return { ready, stop };
   }
 

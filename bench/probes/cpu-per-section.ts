@@ -1,0 +1,75 @@
+// CPU per critical section across processes: what the clients and the Redis server(s) spend per section.
+// Usage: node -r @swc-node/register bench/probes/cpu-per-section.ts <subject id> <processes> <instances each> <ms>
+// (subject ids as in bench/subjects.ts; Redis ports to read `INFO cpu` from in PROBE_REDIS_PORTS, default 16379).
+// Each child process runs its instances in a loop on one key; the parent sums the children's cpuUsage and the
+// servers' used_cpu_user + used_cpu_sys over the window. Needs the test servers (`npm run services -- up`).
+import { execFileSync, fork } from 'node:child_process';
+import { BENCH_SUBJECTS } from '../subjects';
+
+interface ChildReport {
+  readonly sections: number;
+  readonly cpuSeconds: number;
+}
+
+const [subjectId = 'redis', processesArg = '4', instancesArg = '8', windowArg = '3000'] = process.argv.slice(2);
+const processes = Number(processesArg);
+const instances = Number(instancesArg);
+const windowMs = Number(windowArg);
+const redisPorts = (process.env.PROBE_REDIS_PORTS ?? '16379').split(',');
+
+function redisCpuSeconds(): number {
+  return redisPorts.reduce((sum, port) => {
+    const info = execFileSync('redis-cli', ['-p', port, 'info', 'cpu'], { encoding: 'utf8' });
+    const read = (name: string): number => Number(new RegExp(`${name}:([\\d.]+)`).exec(info)?.[1] ?? 0);
+    return sum + read('used_cpu_user') + read('used_cpu_sys');
+  }, 0);
+}
+
+async function child(): Promise<void> {
+  const subject = BENCH_SUBJECTS.find((s) => s.id === subjectId);
+  if (!subject) throw new Error(`unknown subject ${subjectId}`);
+  const locks = await Promise.all(Array.from({ length: instances }, () => subject.create()));
+  const key = process.env.PROBE_KEY as string;
+  process.send?.('ready');
+  await new Promise<void>((resolve) => process.once('message', () => resolve()));
+  const before = process.cpuUsage();
+  const endAt = Date.now() + windowMs;
+  let sections = 0;
+  await Promise.all(
+    locks.map(async (lock) => {
+      while (Date.now() < endAt) {
+        const release = await lock.acquire(key, 5_000);
+        sections += 1;
+        await release();
+      }
+    }),
+  );
+  const used = process.cpuUsage(before);
+  const report: ChildReport = { sections, cpuSeconds: (used.user + used.system) / 1e6 };
+  process.send?.(report);
+  await Promise.all(locks.map((lock) => lock.close()));
+  process.exit(0);
+}
+
+async function parent(): Promise<void> {
+  const env = { ...process.env, PROBE_CHILD: '1', PROBE_KEY: `probe:${process.pid}:${Date.now()}` };
+  const children = Array.from({ length: processes }, () => fork(__filename, process.argv.slice(2), { env, execArgv: ['-r', '@swc-node/register'] }));
+  await Promise.all(children.map((c) => new Promise((resolve) => c.once('message', resolve))));
+  const serverBefore = redisCpuSeconds();
+  const reports = await Promise.all(
+    children.map((c) => {
+      c.send('go');
+      return new Promise<ChildReport>((resolve) => c.once('message', (message) => resolve(message as ChildReport)));
+    }),
+  );
+  const serverSeconds = redisCpuSeconds() - serverBefore;
+  const sections = reports.reduce((sum, r) => sum + r.sections, 0);
+  const clientSeconds = reports.reduce((sum, r) => sum + r.cpuSeconds, 0);
+  const perSection = (seconds: number): string => ((seconds / sections) * 1e6).toFixed(0);
+  console.log(
+    `${subjectId} ${processes} processes × ${instances} instances: ${Math.round(sections / (windowMs / 1000))} sections/s; ` +
+      `per section: clients ${perSection(clientSeconds)} µs, Redis ${perSection(serverSeconds)} µs`,
+  );
+}
+
+void (process.env.PROBE_CHILD ? child() : parent());
