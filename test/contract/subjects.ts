@@ -121,13 +121,13 @@ export const subjects: readonly ContractSubject[] = [
   },
   {
     name: 'redis (fair)',
-    capabilities: { fencing: true, fifo: true, sharedLocks: true, crossProcess: true },
+    capabilities: { fencing: true, fifo: true, sharedLocks: true, crossProcess: true, semaphores: { fifo: true, fencing: true } },
     create: async () => new RedisLockStrategy({ connection: requiredEnv('LOCK_TEST_REDIS_URL') }),
     removeBehindBack: (_strategy, key) => deleteRedisLock([requiredEnv('LOCK_TEST_REDIS_URL')], key),
   },
   {
     name: 'redis (barging)',
-    capabilities: { fencing: true, fifo: false, sharedLocks: true, crossProcess: true },
+    capabilities: { fencing: true, fifo: false, sharedLocks: true, crossProcess: true, semaphores: { fifo: true, fencing: true } },
     create: async () => new RedisLockStrategy({ connection: requiredEnv('LOCK_TEST_REDIS_URL'), fair: false, name: 'redis-barging' }),
     removeBehindBack: (_strategy, key) => deleteRedisLock([requiredEnv('LOCK_TEST_REDIS_URL')], key),
   },

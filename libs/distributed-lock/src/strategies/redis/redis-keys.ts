@@ -11,9 +11,26 @@ export interface RedisLockKeys {
  * Braces and "%" in the user's key are percent-encoded so the tag cannot be cut short.
  */
 export function redisLockKeys(namespace: string, key: string): RedisLockKeys {
-  const tag = key.replace(/[%{}]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
-  const base = `${namespace}{${tag}}`;
+  const base = taggedBase(namespace, key);
   return { keys: [`${base}:lock`, `${base}:queue`, `${base}:waiters`, `${base}:fence`, `${base}:readers`], channel: `${base}:events` };
+}
+
+/**
+ * Names the keys of a counting semaphore (see redis-semaphore.scripts.ts): [holders, queue, waiters, fence,
+ * info], in the same hash slot as a lock of the same name, but never the same keys.
+ */
+export function redisSemaphoreKeys(namespace: string, key: string): RedisLockKeys {
+  const base = taggedBase(namespace, key);
+  return {
+    keys: [`${base}:permits`, `${base}:permit-queue`, `${base}:permit-waiters`, `${base}:permit-fence`, `${base}:permit-info`],
+    channel: `${base}:permit-events`,
+  };
+}
+
+/** The namespace and the key in a hash tag, braces and "%" percent-encoded so the tag cannot be cut short. */
+function taggedBase(namespace: string, key: string): string {
+  const tag = key.replace(/[%{}]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+  return `${namespace}{${tag}}`;
 }
 
 /**
@@ -27,13 +44,15 @@ export class RedisLockKeyNames {
   constructor(
     readonly namespace: string,
     private readonly limit = 1_000,
+    /** How a key is named: a lock's keys (default) or a semaphore's. */
+    private readonly naming: (namespace: string, key: string) => RedisLockKeys = redisLockKeys,
   ) {}
 
   of(key: string): RedisLockKeys {
     let names = this.cache.get(key);
     if (!names) {
       if (this.cache.size >= this.limit) this.cache.clear();
-      names = redisLockKeys(this.namespace, key);
+      names = this.naming(this.namespace, key);
       this.cache.set(key, names);
     }
     return names;

@@ -10,8 +10,10 @@ import { resolveRedisClient } from './redis-connection';
 import { RedisLockKeyNames, type RedisLockKeys } from './redis-keys';
 import { ACQUIRE_SCRIPT, EXTEND_SCRIPT, LEAVE_QUEUE_SCRIPT, RELEASE_SCRIPT } from './redis-lock.scripts';
 import { RedisScript } from './redis-script';
+import { RedisSemaphore } from './redis-semaphore';
 import { leaseEnd } from '../../locking/lease-end';
 import { budgetAborted, waitForWake } from '../../locking/wait-for-wake';
+import { waitInRedisQueue } from './redis-queue-wait';
 import { closeRedisClient } from './close-redis-client';
 import { strategyName } from '../strategy-name';
 
@@ -40,6 +42,9 @@ export interface RedisLockStrategyOptions {
   readonly recheckInterval?: number;
 }
 
+/** Redis semaphores always queue, and every grant takes a token from the semaphore's counter. */
+const SEMAPHORES = Object.freeze({ fifo: true, fencing: true });
+
 const OPTION_KEYS = ['client', 'connection', 'name', 'namespace', 'fair', 'recheckInterval'];
 
 /**
@@ -57,6 +62,8 @@ export class RedisLockStrategy implements LockStrategy {
   readonly name: string;
   readonly capabilities: LockStrategyCapabilities;
   readonly signalsServerAnswer = true;
+  /** Counting semaphores (`LockService.acquirePermit`): FIFO (in both modes), leased, fenced. */
+  readonly semaphore: RedisSemaphore;
   private readonly client: RedisLockClient;
   private readonly ownsClient: boolean;
   private readonly keyNames: RedisLockKeyNames;
@@ -96,7 +103,15 @@ export class RedisLockStrategy implements LockStrategy {
     this.ownsClient = resolved.owned;
     this.listener = new RedisChannelListener(() => this.client.duplicate());
     this.inbox = new RedisInbox(this.listener, this.keyNames.namespace);
-    this.capabilities = Object.freeze({ fencing: true, fifo: this.fair, sharedLocks: true, crossProcess: true });
+    this.capabilities = Object.freeze({ fencing: true, fifo: this.fair, sharedLocks: true, crossProcess: true, semaphores: SEMAPHORES });
+    this.semaphore = new RedisSemaphore({
+      name: this.name,
+      client: this.client,
+      namespace: this.keyNames.namespace,
+      inbox: this.inbox,
+      recheckMs: this.recheckMs,
+      claimMs: this.claimMs,
+    });
   }
 
   async tryAcquire(request: LockRequest): Promise<LeaseGrant | null> {
@@ -116,44 +131,22 @@ export class RedisLockStrategy implements LockStrategy {
    * inbox), re-checking every `recheckInterval` in case the message was lost.
    */
   private async waitInLine(keys: RedisLockKeys, request: LockRequest, budget: WaitBudget): Promise<LeaseGrant | null> {
-    const deadline = Date.now() + budget.timeoutMs;
-    // Until the first wait, the strategy has no subscriber connection: an uncontended application never
-    // opens one. Afterwards the first check below joins the queue and takes a free lock in one script.
-    if (!this.inbox.isOpen) {
-      const firstTry = Date.now();
-      const [free, firstToken] = await this.runAcquire(keys, request, false);
-      budget.serverAnswered?.();
-      if (free) return this.grantOf(request, firstToken, firstTry);
-    }
-    let wake: (() => void) | undefined;
-    // `queuedSince`: when the last check that left us waiting was sent; a hand-over came after that check
-    // ran on the server.
-    const state: { queuedSince: number; handedOver?: number } = { queuedSince: Date.now() };
-    const expecting = this.inbox.expect(request.owner, (token) => {
-      state.handedOver = token;
-      wake?.();
+    const waited = await waitInRedisQueue(this.inbox, request.owner, this.recheckMs, budget, {
+      attempt: async (waiter) => {
+        const [held, token] = await this.runAcquire(keys, request, waiter);
+        return held ? token : undefined;
+      },
+      leave: async () => {
+        const reply = (await this.scripts.leave.run(this.client, keys.keys, [request.owner, keys.channel])) as [number, (number | string)?];
+        return reply[0] === 1 ? Number(reply[1]) : undefined;
+      },
     });
-    await expecting.ready;
-    try {
-      while (!budgetAborted(budget)) {
-        const sentAt = Date.now();
-        const [held, token] = await this.runAcquire(keys, request, true);
-        budget.serverAnswered?.();
-        if (held) return this.grantOf(request, token, sentAt);
-        if (state.handedOver !== undefined) return this.handedOverGrant(request, state.handedOver, state.queuedSince);
-        state.queuedSince = sentAt;
-        const remaining = deadline - Date.now();
-        if (remaining <= 0) break;
-        await waitForWake(budget, Date.now() + Math.min(remaining, this.recheckMs), (woken) => {
-          wake = woken;
-          return () => (wake = undefined);
-        });
-        if (state.handedOver !== undefined) return this.handedOverGrant(request, state.handedOver, state.queuedSince);
-      }
-      return await this.leaveQueue(keys, request, budgetAborted(budget), state.queuedSince);
-    } finally {
-      expecting.stop();
-    }
+    if (!waited) return null;
+    const grant = waited.handedOver ? this.handedOverGrant(request, waited.token, waited.since) : this.grantOf(request, waited.token, waited.since);
+    // Handed over as the caller aborted: it goes back at once.
+    if (!budgetAborted(budget)) return grant;
+    await this.release(grant);
+    return null;
   }
 
   /** Barging mode: wait for a release announced on the key's channel, then race for the lock. */
@@ -230,16 +223,6 @@ export class RedisLockStrategy implements LockStrategy {
       this.inbox.channel,
     ])) as [number, number | string];
     return [reply[0] === 1, Number(reply[1])];
-  }
-
-  /** Leaves the queue; if the lock was handed over at the last moment it is kept, unless the caller aborted. */
-  private async leaveQueue(keys: RedisLockKeys, request: LockRequest, aborted: boolean, queuedSince: number): Promise<LeaseGrant | null> {
-    const reply = (await this.scripts.leave.run(this.client, keys.keys, [request.owner, keys.channel])) as [number, (number | string)?];
-    if (reply[0] !== 1) return null;
-    const grant = this.handedOverGrant(request, Number(reply[1]), queuedSince);
-    if (!aborted) return grant;
-    await this.release(grant);
-    return null;
   }
 
   /**

@@ -1,0 +1,34 @@
+import type { LockStrategy } from '@app/distributed-lock';
+
+/** Resolves with the signal's reason once it aborts; rejects if that takes longer than `ms`. */
+export function abortedWithin(signal: AbortSignal, ms: number): Promise<unknown> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) return resolve(signal.reason);
+    const timer = setTimeout(() => reject(new Error(`signal not aborted within ${ms} ms`)), ms);
+    signal.addEventListener('abort', () => {
+      clearTimeout(timer);
+      resolve(signal.reason);
+    });
+  });
+}
+
+/**
+ * Counts calls that reach the strategy (or its semaphore), to prove bad input is rejected before any
+ * server is touched.
+ */
+export function countingProxy(strategy: LockStrategy): { strategy: LockStrategy; calls: () => number } {
+  let calls = 0;
+  const count = <T extends object>(target: T): T =>
+    new Proxy(target, {
+      get(inner, property, receiver) {
+        const value: unknown = Reflect.get(inner, property, receiver);
+        if (property === 'semaphore' && typeof value === 'object' && value !== null) return count(value);
+        if (typeof value !== 'function' || property === 'close') return value;
+        return (...args: unknown[]) => {
+          calls += 1;
+          return (value as (...a: unknown[]) => unknown).apply(inner, args);
+        };
+      },
+    });
+  return { strategy: count(strategy), calls: () => calls };
+}
