@@ -6,6 +6,7 @@ export { LockService, type LockServiceOptions } from './locking/lock-service';
 export { LockManager, type LockManagerOptions } from './locking/lock-manager';
 export { LockHandle, MultiLockHandle, type Lock } from './locking/lock-handle';
 export { PermitHandle } from './locking/permit-handle';
+export { currentPermit } from './locking/permit-context';
 export type { PermitOptions } from './locking/permit-options';
 export { currentLock } from './locking/lock-context';
 export { assertLocked } from './locking/assert-locked';
@@ -69,6 +70,7 @@ export type {
 export type { DistributedLockModuleExtras } from './nest/distributed-lock.module-definition';
 export { getLockServiceToken, getLeaderElectionToken } from './nest/distributed-lock.tokens';
 export { Locked, type LockedOptions } from './nest/decorators/locked.decorator';
+export { Limited, type LimitedOptions } from './nest/decorators/limited.decorator';
 export { OptimisticVersion } from './nest/decorators/optimistic-version.decorator';
 export { InjectLockService } from './nest/decorators/inject-lock-service.decorator';
 export { LockRegistry } from './nest/lock-registry';

@@ -8,6 +8,7 @@ import { validateLockKey } from './lock-key';
 import type { LockManager } from './lock-manager';
 import { resolveAcquireOptions, validateAcquireOptions, type AcquireOptions, type LockDefaults } from './lock-options';
 import type { LockStrategyCapabilities, ReleaseOutcome } from './lock-strategy.interface';
+import { runWithPermit } from './permit-context';
 import type { PermitHandle } from './permit-handle';
 import { validatePermitOptions, type PermitOptions } from './permit-options';
 
@@ -154,14 +155,14 @@ export class LockService {
    * Run `fn` while holding a permit of the semaphore `key` (see `acquirePermit`), and give it back
    * afterwards, on success and on failure. If the permit was lost while `fn` ran (noticed during the
    * section, or only by the release), `fn`'s result is discarded and the `LockLostError` is thrown: more
-   * than `permits` callers may have been inside.
+   * than `permits` callers may have been inside. Inside `fn`, `currentPermit()` returns the permit.
    */
   async withPermit<T>(key: string, fn: (permit: PermitHandle) => T | Promise<T>, options: PermitOptions): Promise<T> {
     if (typeof fn !== 'function') throw new InvalidLockOptionsError('fn', 'withPermit needs a function to run under the permit.');
     const permit = await this.acquirePermit(key, options);
     let result: T;
     try {
-      result = await fn(permit);
+      result = await runWithPermit(permit, key, () => fn(permit));
     } catch (error) {
       const lostBefore = permit.signal.aborted ? lossOfPermit(permit) : undefined;
       await this.releaseQuietly(new MultiLockHandle([permit]), 'failed');
