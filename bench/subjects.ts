@@ -20,6 +20,7 @@ import ZooKeeper from 'zookeeper';
 import type { BenchLock, BenchSubject } from './bench-subject';
 import { connectZooKeeper, env, redisUrls } from './bench-env';
 import { PEER_SUBJECTS } from './peers';
+import { SEMAPHORE_SUBJECTS } from './semaphore-subjects';
 import { callbackConnection, callbackPool, rawQuery } from './raw-mysql';
 
 
@@ -532,6 +533,7 @@ export const BENCH_SUBJECTS: readonly BenchSubject[] = [
     create: rawZooKeeperRecipeFloor(),
   },
   ...PEER_SUBJECTS,
+  ...SEMAPHORE_SUBJECTS,
 ];
 
 export function benchSubject(id: string): BenchSubject {

@@ -32,7 +32,7 @@ class PaymentService {
     return { key: permit?.key, permits: permit?.permits, token: permit?.fencingToken, amount };
   }
 
-  @Limited((order: { id: number }) => `refund:${order.id}`, { permits: 1, waitTimeout: 50 })
+  @Limited((order: { id: number }, _holdMs: number) => `refund:${order.id}`, { permits: 1, waitTimeout: 50 })
   async refund(order: { id: number }, holdMs: number): Promise<string | undefined> {
     await sleep(holdMs);
     return currentPermit()?.key;

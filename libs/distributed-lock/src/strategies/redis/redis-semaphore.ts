@@ -5,7 +5,7 @@ import type { SemaphoreStrategy } from '../../locking/lock-strategy.interface';
 import { budgetAborted } from '../../locking/wait-for-wake';
 import type { RedisLockClient } from './redis-client.type';
 import type { RedisInbox } from './redis-inbox';
-import { RedisLockKeyNames, redisSemaphoreKeys, type RedisLockKeys } from './redis-keys';
+import { RedisLockKeyNames, redisSemaphoreKeys, type RedisSemaphoreKeys } from './redis-keys';
 import { waitInRedisQueue } from './redis-queue-wait';
 import { RedisScript } from './redis-script';
 import { PERMIT_ACQUIRE_SCRIPT, PERMIT_EXTEND_SCRIPT, PERMIT_LEAVE_SCRIPT, PERMIT_RELEASE_SCRIPT } from './redis-semaphore.scripts';
@@ -33,7 +33,7 @@ export interface RedisSemaphoreDeps {
  */
 export class RedisSemaphore implements SemaphoreStrategy {
   readonly signalsServerAnswer = true;
-  private readonly keyNames: RedisLockKeyNames;
+  private readonly keyNames: RedisLockKeyNames<RedisSemaphoreKeys>;
   private readonly scripts = {
     acquire: new RedisScript(PERMIT_ACQUIRE_SCRIPT),
     release: new RedisScript(PERMIT_RELEASE_SCRIPT),
@@ -76,11 +76,15 @@ export class RedisSemaphore implements SemaphoreStrategy {
   }
 
   async release(lease: PermitGrant): Promise<boolean> {
-    return (await this.scripts.release.run(this.deps.client, this.keyNames.of(lease.key).keys, [lease.owner])) === 1;
+    const { inbox } = this.deps;
+    const reply = (await this.scripts.release.run(this.deps.client, this.keyNames.of(lease.key).keys, [lease.owner, inbox.channel])) as Array<number | string>;
+    // Places handed to this client's own waiters: told here, without a message through the server.
+    for (let i = 1; i + 1 < reply.length; i += 2) inbox.handOver(String(reply[i]), Number(reply[i + 1]));
+    return reply[0] === 1;
   }
 
   /** One acquire script; resolves the token when held, undefined when not; throws on a size mismatch. */
-  private async attempt(keys: RedisLockKeys, request: PermitRequest, waiter: boolean): Promise<number | undefined> {
+  private async attempt(keys: RedisSemaphoreKeys, request: PermitRequest, waiter: boolean): Promise<number | undefined> {
     const reply = (await this.scripts.acquire.run(this.deps.client, keys.keys, [
       request.owner,
       request.ttlMs,
