@@ -139,7 +139,7 @@ export const subjects: readonly ContractSubject[] = [
   },
   {
     name: 'row (MariaDB)',
-    capabilities: { fencing: true, fifo: false, sharedLocks: false, crossProcess: true },
+    capabilities: { fencing: true, fifo: false, sharedLocks: false, crossProcess: true, semaphores: { fifo: false, fencing: true } },
     create: async () => new RowLockStrategy({ connection: mysqlOptions() }),
     removeBehindBack: async (_strategy, key) => {
       await adminQuery(mysqlOptions(), 'DELETE FROM distributed_lock_leases WHERE lock_key = ?', [key]);
@@ -147,7 +147,7 @@ export const subjects: readonly ContractSubject[] = [
   },
   {
     name: 'row (SQLite)',
-    capabilities: { fencing: true, fifo: false, sharedLocks: false, crossProcess: true },
+    capabilities: { fencing: true, fifo: false, sharedLocks: false, crossProcess: true, semaphores: { fifo: false, fencing: true } },
     create: async () => new RowLockStrategy({ connection: sqliteOptions(), name: 'database-sqlite' }),
     removeBehindBack: async (_strategy, key) => {
       await adminQuery(sqliteOptions(), 'DELETE FROM distributed_lock_leases WHERE lock_key = ?', [key]);

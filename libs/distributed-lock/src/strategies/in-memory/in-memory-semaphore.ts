@@ -1,5 +1,6 @@
 import { PermitsMismatchError } from '../../errors/permits-mismatch.error';
 import type { PermitGrant, PermitRequest, WaitBudget } from '../../locking/lock-lease';
+import { permitGrantOf } from '../../locking/permit-grant';
 import type { LeaseLostListener, SemaphoreStrategy } from '../../locking/lock-strategy.interface';
 import { armMemoryLease, waitInMemoryQueue, type MemoryWaiter } from './memory-queue';
 
@@ -134,15 +135,7 @@ export class InMemorySemaphore implements SemaphoreStrategy {
     state.holders.set(request.owner, holder);
     state.used += request.weight;
     this.armExpiry(request.key, state, holder);
-    return {
-      key: request.key,
-      owner: request.owner,
-      mode: request.mode,
-      permits: request.permits,
-      weight: request.weight,
-      fencingToken: holder.fencingToken,
-      expiresAt: holder.expiresAt,
-    };
+    return permitGrantOf(request, holder.fencingToken, holder.expiresAt);
   }
 
   private armExpiry(key: string, state: SemaphoreState, holder: PermitHolder): void {

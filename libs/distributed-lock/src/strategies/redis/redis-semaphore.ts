@@ -1,6 +1,7 @@
 import { PermitsMismatchError } from '../../errors/permits-mismatch.error';
 import { leaseEnd } from '../../locking/lease-end';
 import type { PermitGrant, PermitRequest, WaitBudget } from '../../locking/lock-lease';
+import { permitGrantOf } from '../../locking/permit-grant';
 import type { SemaphoreStrategy } from '../../locking/lock-strategy.interface';
 import { budgetAborted } from '../../locking/wait-for-wake';
 import type { RedisLockClient } from './redis-client.type';
@@ -99,14 +100,6 @@ export class RedisSemaphore implements SemaphoreStrategy {
   }
 
   private grantOf(request: PermitRequest, token: number, startedAt: number, leaseMs: number): PermitGrant {
-    return {
-      key: request.key,
-      owner: request.owner,
-      mode: request.mode,
-      permits: request.permits,
-      weight: request.weight,
-      fencingToken: token,
-      expiresAt: leaseEnd(startedAt, leaseMs),
-    };
+    return permitGrantOf(request, token, leaseEnd(startedAt, leaseMs));
   }
 }
