@@ -8,6 +8,7 @@ import { CheckoutModule } from './checkout/checkout.module';
 import { demoConfig, type DemoConfig } from './config/demo-config';
 import { HealthModule } from './health/health.module';
 import { InventoryModule } from './inventory/inventory.module';
+import { PaymentsModule } from './payments/payments.module';
 import { LockErrorsFilter } from './inventory/lock-errors.filter';
 import { Order } from './inventory/order.entity';
 import { Product } from './inventory/product.entity';
@@ -43,6 +44,7 @@ export class AppModule {
           }),
         }),
         InventoryModule,
+        PaymentsModule,
         ReportsModule,
         HealthModule,
         ...(config.database === 'mysql' ? [CheckoutModule] : []),

@@ -15,6 +15,7 @@ import { runSale } from './demo/run-sale';
 import { planRuns } from './demo/sale-plan';
 import { renderStockReportHtml, renderStockReportText, runStockReportDemo, type StockReportSummary } from './reports/stock-report-demo';
 import type { SaleTimeline } from './demo/timeline-svg';
+import type { PaymentTimeline } from './demo/payments-svg';
 
 function option(name: string, fallback?: string): string | undefined {
   const at = process.argv.indexOf(`--${name}`);
@@ -35,6 +36,7 @@ async function main(): Promise<void> {
   const running: RunningTopology[] = [];
   const rows: DemoResultRow[] = [];
   const timelines: SaleTimeline[] = [];
+  const payments: PaymentTimeline[] = [];
   let stockReport: StockReportSummary | undefined;
   try {
     if (topologies.length) {
@@ -45,8 +47,9 @@ async function main(): Promise<void> {
     process.stderr.write(`${settings.buyers} buyers, ${settings.stock} items, ${settings.instances} instances per strategy\n`);
     for (const run of runs) {
       const bar = progressBar(run.name, settings.buyers);
-      const { row, outcome, timeline } = await runSale(run, settings, { onProgress: (done) => bar.update(done) });
+      const { row, outcome, timeline, payments: calls } = await runSale(run, settings, { onProgress: (done) => bar.update(done) });
       timelines.push(timeline);
+      payments.push(calls);
       const odd = Object.entries(outcome.statusCounts).filter(([status]) => status !== '201' && status !== '409 SOLD_OUT');
       bar.finish(`${outcome.created} sold in ${(outcome.durationMs / 1000).toFixed(1)} s${odd.length ? ` (other answers: ${odd.map(([s, n]) => `${n}× ${s}`).join(', ')})` : ''}`);
       rows.push(row);
@@ -72,7 +75,7 @@ async function main(): Promise<void> {
     'wall time': `${seconds} s`,
   };
   if (stockReport) writeFileSync(join(outDir, 'stock-report.json'), `${JSON.stringify(stockReport, null, 2)}\n`);
-  writeFileSync(join(outDir, 'report.html'), renderReportHtml(rows, meta, timelines, stockReport ? [renderStockReportHtml(stockReport)] : []));
+  writeFileSync(join(outDir, 'report.html'), renderReportHtml(rows, meta, timelines, stockReport ? [renderStockReportHtml(stockReport)] : [], payments));
   process.stdout.write(`wrote ${join(outDir, 'results.json')} and ${join(outDir, 'report.html')} in ${seconds} s\n`);
   const unguarded = rows.find((row) => !row.guarded);
   if (unguarded) process.stdout.write(`unguarded: ${unguarded.oversold} items oversold — what the locks prevent.\n`);
@@ -80,6 +83,13 @@ async function main(): Promise<void> {
   if (jobBroken) {
     process.stdout.write('SCHEDULED JOB: a tick ran twice, or the job did not move off the killed instance\n');
     process.exitCode = 1;
+  }
+  const overLimit = rows.filter((row) => row.paymentPeak > row.paymentPermits);
+  if (overLimit.length) {
+    process.stdout.write(`PAYMENT LIMIT CROSSED in ${overLimit.map((row) => `${row.strategy} (${row.paymentPeak} at once)`).join(', ')}\n`);
+    process.exitCode = 1;
+  } else {
+    process.stdout.write(`payments: at most ${Math.max(0, ...rows.map((row) => row.paymentPeak))} calls at once in every sale, limit ${rows[0]?.paymentPermits ?? '-'}.\n`);
   }
   if (violations.length) {
     process.stdout.write(`INVARIANT VIOLATED by ${violations.map((row) => row.strategy).join(', ')}\n`);

@@ -33,10 +33,14 @@ function inventoryStrategy(config: DemoConfig, dataSource: DataSource): LockStra
   }
 }
 
-/** Every strategy the app registers: the inventory's, the reports' (in-process), and the pessimistic one on MySQL. */
+/**
+ * Every strategy the app registers: the inventory's, the payment step's semaphore (the lock table, on
+ * SQLite and MySQL alike, whatever guards the stock), the reports' (in-process), and the pessimistic one on MySQL.
+ */
 export function buildLockStrategies(config: DemoConfig, dataSource: DataSource): Record<string, LockStrategy> {
   return {
     inventory: inventoryStrategy(config, dataSource),
+    payments: new RowLockStrategy({ dataSource, name: 'payments' }),
     reports: new InMemoryLockStrategy({ name: 'reports-memory' }),
     ...(config.database === 'mysql' ? { pessimistic: new PessimisticLockStrategy({ dataSource, maxHeldConnections: 12 }) } : {}),
   };
