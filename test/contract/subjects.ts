@@ -163,14 +163,14 @@ export const subjects: readonly ContractSubject[] = [
   {
     name: 'etcd (single node)',
     pushesRemoval: true,
-    capabilities: { fencing: true, fifo: true, sharedLocks: true, crossProcess: true },
+    capabilities: { fencing: true, fifo: true, sharedLocks: true, crossProcess: true, semaphores: { fifo: true, fencing: true } },
     create: async () => new EtcdLockStrategy({ connection: { hosts: requiredEnv('LOCK_TEST_ETCD').split(',') } }),
     removeBehindBack: (_strategy, key) => deleteEtcdLock(requiredEnv('LOCK_TEST_ETCD'), key),
   },
   {
     name: 'etcd (3-node cluster)',
     pushesRemoval: true,
-    capabilities: { fencing: true, fifo: true, sharedLocks: true, crossProcess: true },
+    capabilities: { fencing: true, fifo: true, sharedLocks: true, crossProcess: true, semaphores: { fifo: true, fencing: true } },
     topology: 'etcd3',
     create: async () => new EtcdLockStrategy({ connection: { hosts: requiredEnv('LOCK_TEST_ETCD_CLUSTER').split(',') }, name: 'etcd-cluster' }),
     removeBehindBack: (_strategy, key) => deleteEtcdLock(requiredEnv('LOCK_TEST_ETCD_CLUSTER'), key),
