@@ -65,7 +65,8 @@ describe('memcached strategy against a real memcached', () => {
         }),
       );
       expect(Math.min(...lives)).toBeLessThan(900);
-      expect(Math.max(...lives)).toBeLessThanOrEqual(1_100);
+      // At most the second, and what a late clock tick on a loaded machine adds.
+      expect(Math.max(...lives)).toBeLessThanOrEqual(1_000 + 400);
     });
 
     it('keeps every lease on the server until the holder’s own lease ends, wherever in the second it was granted, and frees it at most ⌈ttl⌉ + 1 s later', async () => {
@@ -85,8 +86,8 @@ describe('memcached strategy against a real memcached', () => {
       );
       for (const outcome of outcomes) {
         expect(outcome.stillThere).toBe(outcome.owner);
-        // ⌈1 000 ms⌉ + 1 s, plus the polling step and a round trip.
-        expect(outcome.freedAfter).toBeLessThan(2_000 + 150);
+        // ⌈1 000 ms⌉ + 1 s, plus the polling step, a round trip and a late clock tick on a loaded machine.
+        expect(outcome.freedAfter).toBeLessThan(2_000 + 400);
       }
     });
 
