@@ -1,3 +1,4 @@
+import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { InvalidLockKeyError, InvalidLockOptionsError, LockLostError, LockManager, LockService, type LeaseGrant, type LockHandle } from '@app/distributed-lock';
 import { MemcachedLockStrategy } from '@app/distributed-lock/strategies/memcached';
@@ -5,6 +6,9 @@ import { memcachedLockKey } from '@app/distributed-lock/strategies/memcached/mem
 import { MEMCACHED_MAX_RELATIVE_EXPIRY_S } from '@app/distributed-lock/strategies/memcached/memcached-expiry';
 import type { MemcacheClient } from 'memcache-client';
 import { memcachedServer, rawMemcached } from '../support/memcached-subject';
+import { closedPort } from '../support/silent-server';
+import { memcachedArgs } from '../../scripts/services/server-kinds';
+import { probe, waitUntil } from '../../scripts/services/probes';
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 const run = randomUUID().slice(0, 8);
@@ -300,3 +304,47 @@ describe('memcached strategy against a real memcached', () => {
     }, 40_000);
   });
 });
+
+/**
+ * memcached started with -C keeps no CAS values: every `gets` answers 0 and every `cas` is refused, so no
+ * lock could ever be extended or released there. The strategy says so at the first read instead of
+ * re-reading and retrying until its retries run out.
+ */
+describe('memcached strategy against a memcached without CAS (-C)', () => {
+  let server: ChildProcess;
+  let address: string;
+  let strategy: MemcachedLockStrategy;
+
+  beforeAll(async () => {
+    const port = await closedPort();
+    server = spawn('memcached', [...memcachedArgs(port), '-C'], { stdio: 'ignore' });
+    address = `127.0.0.1:${port}`;
+    await waitUntil(`memcached -C on ${address}`, async () => (await probe(port, 'version\r\n', 1_000, /\r\n/))?.startsWith('VERSION ') ?? false, 10_000);
+    strategy = new MemcachedLockStrategy({ connection: address });
+  }, 20_000);
+
+  afterAll(async () => {
+    await strategy?.close();
+    server?.kill('SIGKILL');
+  });
+
+  it('answers every gets with the CAS value 0 and refuses every cas, even one sending that 0 back', async () => {
+    const raw = rawMemcached(address);
+    try {
+      await raw.add(`nocas:${run}`, 'a', { lifetime: 60 });
+      const read: { casUniq: string | number } | undefined = await raw.gets(`nocas:${run}`);
+      expect(String(read?.casUniq)).toBe('0');
+      await expect(raw.cas(`nocas:${run}`, 'b', { casUniq: read?.casUniq ?? '0', lifetime: 60 })).rejects.toThrow(/EXISTS/);
+    } finally {
+      raw.shutdown();
+    }
+  });
+
+  it('takes a lock, and says at the first extension or release that memcached runs without CAS', async () => {
+    const grant = await strategy.tryAcquire({ key: `nocas-lock:${run}`, owner: 'o', ttlMs: 5_000, mode: 'exclusive' });
+    if (!grant) throw new Error('not granted');
+    await expect(strategy.extend(grant, 5_000)).rejects.toThrow(/without CAS \(-C\)/);
+    await expect(strategy.release(grant)).rejects.toThrow(/without CAS \(-C\)/);
+  });
+});
+

@@ -26,11 +26,19 @@ export async function addOwner(client: MemcachedLockClient, key: string, owner: 
   }
 }
 
-/** `gets`: the item's value and CAS value, or undefined when the key holds nothing (free, expired, evicted). */
+/**
+ * `gets`: the item's value and CAS value, or undefined when the key holds nothing (free, expired, evicted).
+ * Throws on a CAS value of 0 (never a real one): memcached started with `-C` keeps no CAS values and refuses
+ * every `cas`, so no lock could be extended or released there; better said at once than after the retries.
+ */
 export async function readOwner(client: MemcachedLockClient, key: string): Promise<{ owner: unknown; cas: string | number } | undefined> {
   // memcache-client resolves undefined for a miss, although its types do not say so.
   const item: { value: unknown; casUniq: string | number } | undefined = await client.gets<unknown>(key);
-  return item === undefined ? undefined : { owner: item.value, cas: item.casUniq };
+  if (item === undefined) return undefined;
+  if (String(item.casUniq) === '0') {
+    throw new Error('memcached answered a CAS value of 0: it runs without CAS (-C), so locks can be taken but never extended or released; start it without -C');
+  }
+  return { owner: item.value, cas: item.casUniq };
 }
 
 /**

@@ -26,7 +26,7 @@ class FakeMemcached {
     else this.items.set(key, { value, cas: this.nextCas++, expiry });
   }
 
-  readonly client: MemcachedLockClient = {
+  readonly client: { -readonly [K in keyof MemcachedLockClient]: MemcachedLockClient[K] } = {
     add: (async (key: string, value: string, options: { lifetime: number }) => {
       this.log.push(`add ${key} ${value} ${options.lifetime}`);
       if (this.items.has(key)) throw refused('NOT_STORED');
@@ -131,6 +131,17 @@ describe('MemcachedLockStrategy (fake server)', () => {
     expect(server.log).toEqual(['add dlock:a%20b%25 a 2']);
     expect(() => strategy.validateKey(' '.repeat(82))).toThrow(InvalidLockKeyError);
     expect(server.log).toHaveLength(1);
+  });
+
+  it('says at the first read that memcached runs without CAS (-C), where no compare-and-set is ever stored', async () => {
+    const grant = await strategy.tryAcquire(request('a'));
+    if (!grant) throw new Error('not granted');
+    // memcached -C answers every gets with the CAS value 0 (and refuses every cas).
+    const gets = server.client.gets;
+    server.client.gets = (async (key: string) => ({ ...(await gets(key)), casUniq: '0' })) as unknown as MemcacheClient['gets'];
+    await expect(strategy.extend(grant, 5_000)).rejects.toThrow(/without CAS \(-C\)/);
+    await expect(strategy.release(grant)).rejects.toThrow(/without CAS/);
+    expect(server.log.filter((line) => line.startsWith('cas'))).toEqual([]);
   });
 
   it('shuts down only a client it created', async () => {
