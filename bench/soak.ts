@@ -14,7 +14,7 @@ import type { Backend } from './bench-subject';
 import { runMultiProcess } from './multi-process';
 import { BENCH_SUBJECTS } from './subjects';
 
-const TOPOLOGY_OF: Partial<Record<Backend, TopologyName>> = { redis: 'redis', redis5: 'redis5', mysql: 'mariadb', zookeeper: 'zookeeper', etcd: 'etcd' };
+const TOPOLOGY_OF: Partial<Record<Backend, TopologyName>> = { redis: 'redis', redis5: 'redis5', mysql: 'mariadb', zookeeper: 'zookeeper', etcd: 'etcd', memcached: 'memcached' };
 const ROUND_MS = 30_000;
 
 function option(name: string, fallback: string): string {

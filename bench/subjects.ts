@@ -10,6 +10,8 @@ import { SQL_DIALECTS, type SqlDialect } from '@app/distributed-lock/strategies/
 import { EtcdLockStrategy } from '@app/distributed-lock/strategies/etcd';
 import { etcdContenderKey, etcdLockPrefix } from '@app/distributed-lock/strategies/etcd/etcd-keys';
 import { ZooKeeperLockStrategy } from '@app/distributed-lock/strategies/zookeeper';
+import { MemcachedLockStrategy } from '@app/distributed-lock/strategies/memcached';
+import { MEMCACHED_COMMANDS_FLOOR, MEMCACHED_FLOOR, rawMemcachedCommandsFloor, rawMemcachedFloor } from './floors/memcached';
 import { randomUUID } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -530,6 +532,28 @@ export const BENCH_SUBJECTS: readonly BenchSubject[] = [
     crossProcess: true,
     uncontendedOnly: true,
     create: rawZooKeeperRecipeFloor(),
+  },
+  {
+    id: 'memcached',
+    subject: 'memcached',
+    floor: MEMCACHED_FLOOR,
+    protocolFloor: MEMCACHED_COMMANDS_FLOOR,
+    ours: true,
+    backend: 'memcached',
+    settings: 'MemcachedLockStrategy (memcache-client, text protocol), polling with backoff, one poller per key and process, watchdog lease 30 s, memcached 1.6',
+    crossProcess: true,
+    create: ours(() => new MemcachedLockStrategy({ connection: env('LOCK_TEST_MEMCACHED') })),
+  },
+  { id: MEMCACHED_FLOOR, subject: MEMCACHED_FLOOR, ours: false, backend: 'memcached', settings: 'raw memcache-client, add + delete, retry after setImmediate', crossProcess: true, create: rawMemcachedFloor() },
+  {
+    id: MEMCACHED_COMMANDS_FLOOR,
+    subject: MEMCACHED_COMMANDS_FLOOR,
+    ours: false,
+    backend: 'memcached',
+    settings: "raw memcache-client, the strategy's add and owner-checked release (gets + cas), retry after setImmediate; uncontended only",
+    crossProcess: true,
+    uncontendedOnly: true,
+    create: rawMemcachedCommandsFloor(),
   },
   ...PEER_SUBJECTS,
 ];

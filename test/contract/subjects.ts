@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DataSource, type DataSourceOptions } from 'typeorm';
 import type { ContractSubject } from './contract-subject';
+import { memcachedSubject } from '../support/memcached-subject';
 
 function requiredEnv(name: string): string {
   const value = process.env[name];
@@ -190,6 +191,7 @@ export const subjects: readonly ContractSubject[] = [
     create: async () => new ZooKeeperLockStrategy({ connect: requiredEnv('LOCK_TEST_ZOOKEEPER_ENSEMBLE'), sessionTimeout: 4_000, name: 'zookeeper-ensemble' }),
     removeBehindBack: (_strategy, key) => deleteZooKeeperLock(requiredEnv('LOCK_TEST_ZOOKEEPER_ENSEMBLE'), key),
   },
+  memcachedSubject(),
 ];
 
 export function subjectNamed(name: string): ContractSubject {
