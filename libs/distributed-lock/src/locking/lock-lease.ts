@@ -12,7 +12,12 @@ export interface LockRequest {
   readonly mode: LockMode;
 }
 
-/** A lock a strategy granted. Strategies may return a subclass carrying backend state (a session, a node path). */
+/**
+ * What a strategy returns for a lock it granted: the key, the owner, the fencing token and when the lease
+ * ends. Strategies may return a subclass carrying backend state (a session, a node path). One lock goes by
+ * three nouns: the strategy's `LeaseGrant`; the lock service's `HeldLock`, its internal state of one grant;
+ * and the `LockHandle` that users hold (see docs/writing-a-strategy.md, "One lock, three nouns").
+ */
 export interface LeaseGrant {
   readonly key: string;
   readonly owner: string;

@@ -3,7 +3,7 @@ import { InvalidLockKeyError } from '../../errors/invalid-lock-key.error';
 import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
 import { LockCommitFailedError } from '../../errors/lock-commit-failed.error';
 import { LockBackendUnavailableError } from '../../errors/lock-backend-unavailable.error';
-import { leaseEnd } from '../../locking/lease-end';
+import { leaseExpiry } from '../../locking/lease-expiry';
 import type { LeaseGrant, LockRequest, WaitBudget } from '../../locking/lock-lease';
 import { assertKnownKeys, describe } from '../../locking/lock-options';
 import type { LeaseLostListener, LockStrategy, LockStrategyCapabilities, ReleaseOutcome } from '../../locking/lock-strategy.interface';
@@ -139,7 +139,7 @@ export class PessimisticLockStrategy implements LockStrategy {
       await this.finish(lease.owner, 'lost');
       return null;
     }
-    const expiresAt = leaseEnd(sentAt, ttlMs);
+    const expiresAt = leaseExpiry(sentAt, ttlMs);
     this.armLease(lease.owner, row, expiresAt);
     return { ...lease, expiresAt };
   }
@@ -328,7 +328,7 @@ export class PessimisticLockStrategy implements LockStrategy {
       this.held.set(request.owner, row);
       // A connection that dies (killed, network, server restart) takes the lock with it: tell the holder now.
       row.stopWatchingConnection = watchConnection(runner, () => this.connectionLost(request.owner, row));
-      const expiresAt = leaseEnd(lockedAt, request.ttlMs);
+      const expiresAt = leaseExpiry(lockedAt, request.ttlMs);
       this.armLease(request.owner, row, expiresAt);
       return { key: request.key, owner: request.owner, mode: request.mode, fencingToken: token, expiresAt, manager: runner.manager };
     } catch (error) {

@@ -5,7 +5,7 @@ import type { LeaseGrant, LockRequest } from '../../locking/lock-lease';
 import { assertKnownKeys, describe } from '../../locking/lock-options';
 import { handOverLimits, type HandOverLimits, type LocalHandOverOption } from '../../locking/hand-over-limits';
 import type { LockStrategy, LockStrategyCapabilities } from '../../locking/lock-strategy.interface';
-import { leaseEnd } from '../../locking/lease-end';
+import { leaseExpiry } from '../../locking/lease-expiry';
 import type { LockDataSource } from './database-client.type';
 import { ensureInitialized, resolveDataSource } from './database-connection';
 import { assertKeyDistinct, paddingMigration } from './lock-key-collation';
@@ -107,7 +107,7 @@ export class RowLockStrategy implements LockStrategy {
     const { sql } = await this.prepare();
     const sentAt = Date.now();
     const result = await this.run(sql.extend, [ttlMs, lease.key, lease.owner]);
-    return result.affected === 1 ? { ...lease, expiresAt: leaseEnd(sentAt, ttlMs) } : null;
+    return result.affected === 1 ? { ...lease, expiresAt: leaseExpiry(sentAt, ttlMs) } : null;
   }
 
   async release(lease: LeaseGrant): Promise<boolean> {
@@ -159,6 +159,6 @@ export class RowLockStrategy implements LockStrategy {
   }
 
   private grantOf(request: LockRequest, token: number, sentAt: number): LeaseGrant {
-    return { key: request.key, owner: request.owner, mode: request.mode, fencingToken: token, expiresAt: leaseEnd(sentAt, request.ttlMs) };
+    return { key: request.key, owner: request.owner, mode: request.mode, fencingToken: token, expiresAt: leaseExpiry(sentAt, request.ttlMs) };
   }
 }

@@ -1,12 +1,12 @@
 import type { IOptions } from 'etcd3';
 import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
-import { leaseEnd } from '../../locking/lease-end';
+import { leaseExpiry } from '../../locking/lease-expiry';
 import type { LeaseGrant, LockRequest, WaitBudget } from '../../locking/lock-lease';
 import { assertKnownKeys } from '../../locking/lock-options';
 import { budgetAborted, waitForWake } from '../../locking/wait-for-wake';
 import type { LeaseLostListener, LockStrategy, LockStrategyCapabilities } from '../../locking/lock-strategy.interface';
 import { loadPeerDependency } from '../load-peer-dependency';
-import { LocalLine, type LocalWait } from '../local-line';
+import { SameProcessLine, type SameProcessWait } from '../same-process-line';
 import type { EtcdLockClient } from './etcd-client.type';
 import { etcdContenderKey, etcdLockPrefix, isLeaseGoneError, isWriterKey } from './etcd-keys';
 import { EtcdLeasePool, type PooledLease } from './etcd-lease-pool';
@@ -68,7 +68,7 @@ const LOCAL_RECHECK_MS = 500;
  * that etcd reports gone aborts the lock's signal. etcd rounds TTLs up to whole seconds and to its
  * minimum lease TTL. A release deletes the key and keeps the lease for the next lock (see EtcdLeasePool):
  * an uncontended acquire + release is two writes, and a hand-over is one delete, one watch event and one
- * read. A writer right behind a writer of the same process waits for it here instead (see LocalLine):
+ * read. A writer right behind a writer of the same process waits for it here instead (see SameProcessLine):
  * no watch, and its release tells the next one directly: no watch event, no read (its own key, with a
  * higher create revision, gives it a higher fencing token as usual). A contended section between
  * writers of one process is then two writes, the put and the delete, as in the raw recipe.
@@ -87,7 +87,7 @@ export class EtcdLockStrategy implements LockStrategy {
   /** Watches on the keys of locks held a while (see EtcdOwnKeyWatches). */
   private readonly ownKeys: EtcdOwnKeyWatches;
   /** Writers of this process in the lines of etcd, by key and create revision (see `acquire`). */
-  private readonly line = new LocalLine<'released'>();
+  private readonly line = new SameProcessLine<'released'>();
   /**
    * Keys of our writers whose put-if-absent transaction is on its way (see `waitFor`), with the create
    * revision of the last key their lease had: the same name at that revision or before is an earlier
@@ -204,7 +204,7 @@ export class EtcdLockStrategy implements LockStrategy {
   /** The grant with its lease counted from the last renewal of its etcd lease (it may have waited long). */
   private renewedGrant(grant: EtcdLeaseGrant, ttlMs: number): EtcdLeaseGrant {
     const entry = this.leases.get(grant.owner);
-    return entry ? { ...grant, expiresAt: leaseEnd(entry.renewedAt, ttlMs) } : grant;
+    return entry ? { ...grant, expiresAt: leaseExpiry(entry.renewedAt, ttlMs) } : grant;
   }
 
 
@@ -228,7 +228,7 @@ export class EtcdLockStrategy implements LockStrategy {
     const own = await this.client.get(grant.etcdKey).exec();
     if (own.kvs.length === 0 || String(own.kvs[0].create_revision) !== grant.createRevision) return this.forget(grant);
     // The lease was granted for at least ttlMs (whole seconds, rounded up): counting ttlMs is the safe side.
-    return { ...grant, expiresAt: leaseEnd(sentAt, ttlMs) };
+    return { ...grant, expiresAt: leaseExpiry(sentAt, ttlMs) };
   }
 
   /** Puts our key, if still ours, on a fresh lease of `ttlMs` (rounded up to whole seconds). */
@@ -253,7 +253,7 @@ export class EtcdLockStrategy implements LockStrategy {
     entry.onLost = undefined;
     this.leases.set(grant.owner, longer);
     this.pool.discard(entry);
-    const moved: EtcdLeaseGrant = { ...grant, leaseId: longer.id, expiresAt: leaseEnd(longer.renewedAt, ttlMs) };
+    const moved: EtcdLeaseGrant = { ...grant, leaseId: longer.id, expiresAt: leaseExpiry(longer.renewedAt, ttlMs) };
     return moved;
   }
 
@@ -327,7 +327,7 @@ export class EtcdLockStrategy implements LockStrategy {
       owner: request.owner,
       mode: request.mode,
       fencingToken: Number(createRevision),
-      expiresAt: leaseEnd(entry.renewedAt, request.ttlMs),
+      expiresAt: leaseExpiry(entry.renewedAt, request.ttlMs),
       etcdKey: txn.key,
       createRevision: createRevision.toString(),
       leaseId: entry.id,
@@ -397,7 +397,7 @@ export class EtcdLockStrategy implements LockStrategy {
    * Waits until the blocker is gone, or may be: behind a writer of this process, here (it tells us when
    * it releases or leaves); behind any other, with a watch on its key.
    */
-  private waitFor(blocker: Blocker, mode: LockRequest['mode'], budget: WaitBudget, deadline: number): Promise<LocalWait<'released'>['outcome']> {
+  private waitFor(blocker: Blocker, mode: LockRequest['mode'], budget: WaitBudget, deadline: number): Promise<SameProcessWait<'released'>['outcome']> {
     const id = lineId(blocker.key, blocker.createRevision);
     // A writer of ours whose put landed before ours but whose answer is still on its way (answers can
     // overtake each other) is ours too: it joins the line under the same id once its answer is in.
@@ -416,7 +416,7 @@ export class EtcdLockStrategy implements LockStrategy {
    * listens here for a blocker of this process whose answer reached us after ours ('told' when it
    * released). Resolves 'timeout' when the budget ends.
    */
-  private async watchForDelete(blocker: Blocker, budget: WaitBudget, deadline: number, listenHere: boolean): Promise<LocalWait<'released'>['outcome']> {
+  private async watchForDelete(blocker: Blocker, budget: WaitBudget, deadline: number, listenHere: boolean): Promise<SameProcessWait<'released'>['outcome']> {
     if (budgetAborted(budget) || Date.now() >= deadline) return 'timeout';
     const id = lineId(blocker.key, blocker.createRevision);
     let told = false;

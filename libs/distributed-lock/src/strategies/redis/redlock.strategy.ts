@@ -6,7 +6,7 @@ import { budgetAborted, onBudgetAbort, waitForWake } from '../../locking/wait-fo
 import type { LeaseGrant, LockRequest, WaitBudget } from '../../locking/lock-lease';
 import { assertDuration, assertKnownKeys, describe } from '../../locking/lock-options';
 import type { LockStrategy, LockStrategyCapabilities } from '../../locking/lock-strategy.interface';
-import { CLOCK_DRIFT_FACTOR } from '../../locking/lease-end';
+import { CLOCK_DRIFT_FACTOR } from '../../locking/lease-expiry';
 import { closeRedisClient } from './close-redis-client';
 import { RedisChannelListener } from './redis-channel-listener';
 import type { IoRedisClient, RedisLockClient } from './redis-client.type';
@@ -14,7 +14,7 @@ import { resolveRedisClient, type OwnedRedisClient } from './redis-connection';
 import { RedisLockKeyNames, type RedisLockKeys } from './redis-keys';
 import { REDLOCK_ACQUIRE_SCRIPT, REDLOCK_EXTEND_SCRIPT, REDLOCK_RELEASE_SCRIPT } from './redis-lock.scripts';
 import { RedisScript } from './redis-script';
-import { RedlockCohorts } from './redlock-cohorts';
+import { RedlockLocalHandOver } from './redlock-local-hand-over';
 import { handOverLimits, type LocalHandOverOption } from '../../locking/hand-over-limits';
 import { RedlockQueueMaster } from './redlock-queue-master';
 import { runOnMasters, type NodeOutcome } from './redlock-round';
@@ -69,7 +69,7 @@ export class RedlockStrategy implements LockStrategy {
   /** Local FIFO of contenders per key: only the head asks the masters. */
   private readonly localQueues = new Map<string, Array<() => void>>();
   /** Which local contender holds each key taken on the masters, and the hand-over to the next. */
-  private readonly cohorts: RedlockCohorts;
+  private readonly localHandOver: RedlockLocalHandOver;
   /** The first master, which keeps the line of contenders across processes (see RedlockQueueMaster). */
   private readonly queueMaster: RedlockQueueMaster;
   /** Per key, the one contender of this process asking the masters (the head of the local queue). */
@@ -103,7 +103,7 @@ export class RedlockStrategy implements LockStrategy {
     this.quorum = Math.floor(this.nodes.length / 2) + 1;
     this.nodeTimeoutMs = assertDuration(options.nodeTimeout ?? 100, 'nodeTimeout', 1);
     this.recheckMs = assertDuration(options.recheckInterval ?? 500, 'recheckInterval', 10);
-    this.cohorts = new RedlockCohorts(handOverLimits(options.localHandover));
+    this.localHandOver = new RedlockLocalHandOver(handOverLimits(options.localHandover));
     this.queueMaster = new RedlockQueueMaster(this.listeners[0], this.keyNames.namespace, this.recheckMs * 3);
   }
 
@@ -119,7 +119,7 @@ export class RedlockStrategy implements LockStrategy {
    * holder's keys are on their way out), `split` (the first master did not answer, and other contenders
    * split the votes) or `refused`.
    */
-  private async attempt(request: LockRequest, redisOwner = this.cohorts.newRedisOwner(), inLine = false, firstMasterFirst = false): Promise<Attempt> {
+  private async attempt(request: LockRequest, redisOwner = this.localHandOver.newRedisOwner(), inLine = false, firstMasterFirst = false): Promise<Attempt> {
     this.assertNodeTimeoutFits(request.ttlMs);
     const keys = this.keyNames.of(request.key);
     if (firstMasterFirst) {
@@ -145,7 +145,7 @@ export class RedlockStrategy implements LockStrategy {
     const validUntil = started + request.ttlMs - (Date.now() - started) - Math.ceil(request.ttlMs * CLOCK_DRIFT_FACTOR) - 2;
     // A majority, and not against the first master's line: a contender it refused waits for its turn.
     if (held >= this.quorum && (first.held || !first.answered) && validUntil > Date.now()) {
-      this.cohorts.begin(request, redisOwner, started, validUntil);
+      this.localHandOver.begin(request, redisOwner, started, validUntil);
       return { grant: { key: request.key, owner: request.owner, mode: request.mode, expiresAt: validUntil }, outcome: 'granted' };
     }
     const answered = outcomes.filter((o) => o.answered).length;
@@ -172,7 +172,7 @@ export class RedlockStrategy implements LockStrategy {
     // Fast path: nobody in this process holds or waits for the key, so just try (no queue, no
     // subscription). Once this strategy has waited in the first master's line, its first round below
     // both takes a free lock and joins the line, and this try would only add a round.
-    if (!this.queueMaster.inbox.isOpen && !this.localQueues.has(request.key) && !this.cohorts.heldHere(request.key)) {
+    if (!this.queueMaster.inbox.isOpen && !this.localQueues.has(request.key) && !this.localHandOver.heldHere(request.key)) {
       try {
         const first = await this.attempt(request);
         budget.serverAnswered?.();
@@ -188,8 +188,8 @@ export class RedlockStrategy implements LockStrategy {
     let wake: (() => void) | undefined;
     let leaveLine: (() => void) | undefined;
     // Behind a contender of this process (it reached the masters): waiting here is no sign of a silent server.
-    if (this.localQueues.has(request.key) || this.cohorts.heldHere(request.key)) budget.serverAnswered?.();
-    const stopAwaitingHandover = this.cohorts.awaitHandover(request, (grant) => {
+    if (this.localQueues.has(request.key) || this.localHandOver.heldHere(request.key)) budget.serverAnswered?.();
+    const stopAwaitingHandover = this.localHandOver.awaitHandover(request, (grant) => {
       handed = grant;
       leaveLine?.();
       wake?.();
@@ -202,7 +202,7 @@ export class RedlockStrategy implements LockStrategy {
       return this.keepLateHandover(handed, budget);
     }
     // Our place in the first master's line, for the whole wait (a new id per round would lose it).
-    const redisOwner = this.cohorts.newRedisOwner();
+    const redisOwner = this.localHandOver.newRedisOwner();
     // What we wait for between rounds: the first master's hand-over (told on our inbox; the other
     // masters' release notifications are ignored then, or every waiter of every process would wake and
     // ask), or a release on the masters (notified on the key's channel) when we are next or the first
@@ -242,7 +242,7 @@ export class RedlockStrategy implements LockStrategy {
         const seenHandOvers = handOvers;
         if (handed) return handed;
         // Held by another contender here: the masters would say no; its release hands over or wakes us.
-        if (this.cohorts.heldHere(request.key)) {
+        if (this.localHandOver.heldHere(request.key)) {
           budget.serverAnswered?.();
           waitingFor = 'release';
         } else {
@@ -317,7 +317,7 @@ export class RedlockStrategy implements LockStrategy {
   }
 
   async extend(lease: LeaseGrant, ttlMs: number): Promise<LeaseGrant | null> {
-    const redisOwner = this.cohorts.redisOwnerOf(lease);
+    const redisOwner = this.localHandOver.redisOwnerOf(lease);
     if (!redisOwner) return null; // released, or taken over here after its lease was lost
     const keys = this.keyNames.of(lease.key);
     const started = Date.now();
@@ -325,10 +325,10 @@ export class RedlockStrategy implements LockStrategy {
     const extended = outcomes.filter((o) => o.held).length;
     const validUntil = started + ttlMs - (Date.now() - started) - Math.ceil(ttlMs * CLOCK_DRIFT_FACTOR) - 2;
     if (extended >= this.quorum && validUntil > Date.now()) {
-      this.cohorts.extended(lease, validUntil);
+      this.localHandOver.extended(lease, validUntil);
       return { ...lease, expiresAt: validUntil };
     }
-    this.cohorts.lost(lease);
+    this.localHandOver.lost(lease);
     if (outcomes.filter((o) => o.answered).length < this.quorum) {
       throw new LockBackendUnavailableError(this.name, 'extend on a majority', Date.now() - started, { key: lease.key });
     }
@@ -336,10 +336,10 @@ export class RedlockStrategy implements LockStrategy {
   }
 
   async release(lease: LeaseGrant): Promise<boolean> {
-    const redisOwner = this.cohorts.redisOwnerOf(lease);
+    const redisOwner = this.localHandOver.redisOwnerOf(lease);
     if (!redisOwner) return false;
     const keys = this.keyNames.of(lease.key);
-    const next = this.cohorts.successorOf(lease);
+    const next = this.localHandOver.successorOf(lease);
     if (next) {
       // A local hand-over saves a release and an acquisition on the masters, but the lock may have gone
       // behind our back (deleted, a master restarted empty): one extension round for the successor's lease
@@ -347,8 +347,8 @@ export class RedlockStrategy implements LockStrategy {
       const started = Date.now();
       const outcomes = await this.onEveryNode((client, i) => this.extendOn(client, i, keys, redisOwner, next.request.ttlMs));
       const validUntil = started + next.request.ttlMs - (Date.now() - started) - Math.ceil(next.request.ttlMs * CLOCK_DRIFT_FACTOR) - 2;
-      if (outcomes.filter((o) => o.held).length >= this.quorum && validUntil > Date.now() && this.cohorts.handOver(lease, next, validUntil)) return true;
-      this.cohorts.forget(lease);
+      if (outcomes.filter((o) => o.held).length >= this.quorum && validUntil > Date.now() && this.localHandOver.handOver(lease, next, validUntil)) return true;
+      this.localHandOver.forget(lease);
       const confirmed = outcomes.filter((o) => o.held).length >= this.quorum;
       await this.releaseEverywhere(keys, redisOwner, undefined, undefined, true);
       // Not confirmed: the lock was no longer ours on a majority (or could not be checked in time).

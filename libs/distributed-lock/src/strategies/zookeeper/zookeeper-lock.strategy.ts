@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
-import { leaseEnd } from '../../locking/lease-end';
+import { leaseExpiry } from '../../locking/lease-expiry';
 import type { LeaseGrant, LockRequest, WaitBudget } from '../../locking/lock-lease';
 import { assertDuration, assertKnownKeys, describe } from '../../locking/lock-options';
 import type { LeaseLostListener, LockStrategy, LockStrategyCapabilities } from '../../locking/lock-strategy.interface';
@@ -11,7 +11,7 @@ import { zkContenderPrefix, zkLockPath } from './zookeeper-paths';
 import { ZooKeeperSession, type ZooKeeperConnectionOptions } from './zookeeper-session';
 import { strategyName } from '../strategy-name';
 import { budgetAborted } from '../../locking/wait-for-wake';
-import { LocalLine } from '../local-line';
+import { SameProcessLine } from '../same-process-line';
 
 /** Options of the ZooKeeper strategy. */
 export interface ZooKeeperLockStrategyOptions extends ZooKeeperConnectionOptions {
@@ -88,7 +88,7 @@ export class ZooKeeperLockStrategy implements LockStrategy {
    * Writers of this process in the lines of ZooKeeper, by node path. A release tells the writer right
    * behind with its delete (resolves true once the server applied it).
    */
-  private readonly line = new LocalLine<Promise<boolean>>();
+  private readonly line = new SameProcessLine<Promise<boolean>>();
   /** Protection prefixes of our writers whose create is on its way (see `waitFor`). */
   private readonly writersCreating = new Set<string>();
 
@@ -133,7 +133,7 @@ export class ZooKeeperLockStrategy implements LockStrategy {
       }
       throw error;
     }
-    const expiresAt = leaseEnd(sentAt, ttlMs);
+    const expiresAt = leaseExpiry(sentAt, ttlMs);
     this.armLease(lease.owner, node, expiresAt);
     return { ...lease, expiresAt };
   }
@@ -311,7 +311,7 @@ export class ZooKeeperLockStrategy implements LockStrategy {
       }, client),
     };
     this.held.set(request.owner, node);
-    const expiresAt = leaseEnd(grantedAt, request.ttlMs);
+    const expiresAt = leaseExpiry(grantedAt, request.ttlMs);
     this.armLease(request.owner, node, expiresAt);
     return { node, grant: { key: request.key, owner: request.owner, mode: request.mode, fencingToken: token, expiresAt, znode: path } };
   }
