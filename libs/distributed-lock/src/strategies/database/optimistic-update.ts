@@ -2,9 +2,9 @@ import type { EntityManager, EntityTarget, ObjectLiteral } from 'typeorm';
 import type { ColumnMetadata } from 'typeorm/metadata/ColumnMetadata';
 import type { EntityMetadata } from 'typeorm/metadata/EntityMetadata';
 import type { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity';
-import { InvalidLockOptionsError } from '../errors/invalid-lock-options.error';
-import { VersionConflictError } from '../errors/version-conflict.error';
-import { describe } from '../locking/lock-options';
+import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
+import { VersionConflictError } from '../../errors/version-conflict.error';
+import { describe } from '../../locking/lock-options';
 import { runVersionedUpdateDirect } from './versioned-update.sql';
 
 /** One optimistic update of one row. */

@@ -1,7 +1,7 @@
 import type { EntityManager, ObjectLiteral } from 'typeorm';
 import type { ColumnMetadata } from 'typeorm/metadata/ColumnMetadata';
 import type { EntityMetadata } from 'typeorm/metadata/EntityMetadata';
-import { mysqlConnectionOf, mysqlPoolOf, queryDirect, typeOrmObserves, typeOrmQueryError, type MysqlQueryable } from '../strategies/database/mysql-direct';
+import { mysqlConnectionOf, mysqlPoolOf, queryDirect, typeOrmObserves, typeOrmQueryError, type MysqlQueryable } from './mysql-direct';
 
 /** The version-checked UPDATE of one entity for one shape of change (which columns it sets), built once. */
 interface VersionedUpdatePlan {
