@@ -1,5 +1,6 @@
 import type { IOptions } from 'etcd3';
 import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
+import { LockBackendUnavailableError } from '../../errors/lock-backend-unavailable.error';
 import { leaseExpiry } from '../../locking/lease-expiry';
 import type { LeaseGrant, LockRequest, WaitBudget } from '../../locking/lock-lease';
 import { assertKnownKeys } from '../../locking/lock-options';
@@ -303,6 +304,7 @@ export class EtcdLockStrategy implements LockStrategy {
   /** Our contender key, created if absent on `entry`'s lease (see putContenderKey). */
   private async createKey(prefix: string, request: LockRequest, entry: PooledLease): Promise<CreatedKey> {
     const key = etcdContenderKey(prefix, request.mode, entry.id);
+    const sentAt = Date.now();
     if (request.mode === 'exclusive') this.writersEntering.set(key, entry.lastCreateRevision);
     let txn: EtcdTxnResult;
     try {
@@ -310,7 +312,7 @@ export class EtcdLockStrategy implements LockStrategy {
     } finally {
       this.writersEntering.delete(key);
     }
-    if (!txn.succeeded) throw new Error(`etcd key ${key} already exists`);
+    if (!txn.succeeded) throw new LockBackendUnavailableError(this.name, `acquire (its key ${key} already exists)`, Date.now() - sentAt, { key: request.key });
     return { key, header: txn.header, responses: txn.responses };
   }
 

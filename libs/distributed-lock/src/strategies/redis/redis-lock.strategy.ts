@@ -94,7 +94,7 @@ export class RedisLockStrategy implements LockStrategy {
     const resolved = resolveRedisClient(options.client, options.connection, this.name, 'RedisLockStrategy options');
     this.client = resolved.client;
     this.ownsClient = resolved.owned;
-    this.listener = new RedisChannelListener(() => this.client.duplicate());
+    this.listener = new RedisChannelListener(this.name, () => this.client.duplicate());
     this.inbox = new RedisInbox(this.listener, this.keyNames.namespace);
     this.capabilities = Object.freeze({ fencing: true, fifo: this.fair, sharedLocks: true, crossProcess: true });
   }

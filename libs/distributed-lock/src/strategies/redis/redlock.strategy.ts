@@ -95,7 +95,7 @@ export class RedlockStrategy implements LockStrategy {
         ? resolveRedisClient(entry as IoRedisClient, undefined, this.name, `clients[${i}]`)
         : resolveRedisClient(undefined, entry as string | RedisOptions, this.name, `connections[${i}]`),
     );
-    this.listeners = this.nodes.map((node) => new RedisChannelListener(() => node.client.duplicate()));
+    this.listeners = this.nodes.map((node) => new RedisChannelListener(this.name, () => node.client.duplicate()));
     this.keyNames = new RedisLockKeyNames(options.namespace ?? 'dlock:redlock:');
     this.quorum = Math.floor(this.nodes.length / 2) + 1;
     this.nodeTimeoutMs = assertDuration(options.nodeTimeout ?? 100, 'nodeTimeout', 1);

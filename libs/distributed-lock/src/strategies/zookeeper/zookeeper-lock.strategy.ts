@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
+import { LockBackendUnavailableError } from '../../errors/lock-backend-unavailable.error';
 import { leaseExpiry } from '../../locking/lease-expiry';
 import type { LeaseGrant, LockRequest, WaitBudget } from '../../locking/lock-lease';
 import { assertDuration, assertKnownKeys, describe } from '../../locking/lock-options';
@@ -178,7 +179,7 @@ export class ZooKeeperLockStrategy implements LockStrategy {
     // The lock node is created on demand: createContender makes it (and the base) when it is missing.
     const prefix = zkContenderPrefix(randomUUID(), request.mode);
     if (request.mode === 'exclusive') this.writersCreating.add(prefix);
-    const creating = createContender(client, { base: this.basePath, lockPath, prefix }, request.owner, this.orphans);
+    const creating = createContender(client, { base: this.basePath, lockPath, prefix }, request.owner, this.orphans, this.name);
     // Sent right behind the create, which createContender sent before its first await.
     const firstLook = listRightAfterCreate(client, lockPath);
     let path: string;
@@ -216,7 +217,7 @@ export class ZooKeeperLockStrategy implements LockStrategy {
       });
       ownStat.catch(() => undefined); // awaited below; a failure surfaces there
       for (let round = 0; ; round += 1) {
-        const blocker = round === 0 && firstBlocker !== 'absent' ? firstBlocker : await blockerOf(client, lockPath, name, request.mode);
+        const blocker = round === 0 && firstBlocker !== 'absent' ? firstBlocker : await blockerOf(client, lockPath, name, request.mode, this.name);
         if (!blocker) break;
         if (!budget) {
           await this.deleteNode(path);
@@ -234,7 +235,7 @@ export class ZooKeeperLockStrategy implements LockStrategy {
         if (typeof waited === 'object' && (await waited.deletion.catch(() => false)) && !ownDeleted) break;
       }
       const stat = await ownStat;
-      if (!stat) throw new Error(`our node ${path} is gone (session expired?)`);
+      if (!stat) throw new LockBackendUnavailableError(this.name, `acquire (its node ${path} is gone: session expired?)`, Date.now() - sentAt, { key: request.key });
       // The lease is this process's own timer: it counts from the grant, not from before the wait.
       return this.hold(request, client, path, Number(stat.czxid), Date.now()).grant;
     } catch (error) {

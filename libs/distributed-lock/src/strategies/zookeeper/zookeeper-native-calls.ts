@@ -14,7 +14,9 @@ interface ZooKeeperNative {
 
 /**
  * One call to the native binding as a promise, rejecting the way the package's promise API does
- * ("<code> <text>", which `zkErrorCode` reads).
+ * ("<code> <text>", which `zkErrorCode` reads). A plain `Error` on purpose: it stands for the client's
+ * own answer, so a call fails alike on either path, and the lock service wraps it as the `cause` of
+ * `LockBackendUnavailableError`, as it wraps any driver error.
  */
 function call<T>(send: (callback: Callback) => number, pick: (result: unknown[]) => T): Promise<T> {
   return new Promise<T>((resolve, reject) => {

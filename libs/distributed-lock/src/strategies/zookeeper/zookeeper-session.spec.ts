@@ -170,4 +170,11 @@ describe('ZooKeeperSession: a session cut off from the ensemble', () => {
     expect(ends).toEqual([]);
     expect(vi.getTimerCount()).toBe(0);
   });
+
+  it('opens no session once closed: a late caller gets LockBackendUnavailableError', async () => {
+    const { session, clients } = setUp();
+    await session.close();
+    await expect(session.client()).rejects.toMatchObject({ name: 'LockBackendUnavailableError', strategy: 'zookeeper' });
+    expect(clients).toHaveLength(0);
+  });
 });

@@ -104,7 +104,7 @@ export class ZooKeeperSession {
   client(): Promise<ZooKeeperLockClient> {
     // A late caller (an orphan sweep, a lock attempt that was in flight) must not open a session nobody
     // would close: its native client would keep reconnecting, and the process alive, forever.
-    if (this.closing) return Promise.reject(new Error(`the ZooKeeper lock strategy "${this.strategy}" is closed`));
+    if (this.closing) return Promise.reject(new LockBackendUnavailableError(this.strategy, 'open a session (the strategy is closed)', 0));
     this.current ??= this.open().catch((error: unknown) => {
       this.current = undefined;
       throw error;
