@@ -39,8 +39,7 @@ export interface WaitBudget {
   readonly timeoutMs: number;
   /**
    * Optional, cheaper views of `signal` for hot paths: making and watching an `AbortSignal` for every
-   * waiting acquisition was about 8 % of the CPU at 32 Redlock workers (CPU profile). Given by the lock
-   * service; use them through `budgetAborted` / `onBudgetAbort`, which fall back to `signal`.
+   * waiting acquisition showed in CPU profiles under heavy contention. Given by the lock service; use them through `budgetAborted` / `onBudgetAbort`, which fall back to `signal`.
    */
   readonly aborted?: boolean;
   onAbort?(listener: () => void): () => void;

@@ -22,8 +22,8 @@ function isQueryable(value: unknown): value is MysqlQueryable {
  * The data source's single mysql2 pool, or undefined (SQLite, a replication cluster, a data source that
  * is not TypeORM's own). The strategies send their few, fixed statements straight to it: TypeORM's query
  * runner adds per statement a module lookup, a captured stack, subscriber broadcasts and result copies,
- * about 65 µs (a row lock's two statements: 920 µs through it, 785 µs raw), which was most of the lock's cost over the raw SQL. Those statements therefore
- * do not show in TypeORM's query log.
+ * which was most of what a lock cost over its raw SQL. Those statements therefore do not show in
+ * TypeORM's query log.
  */
 export function mysqlPoolOf(dataSource: LockDataSource): MysqlQueryable | undefined {
   const pool = (dataSource as { driver?: { pool?: unknown } }).driver?.pool;

@@ -20,7 +20,7 @@ export interface OptimisticUpdateOptions<T extends ObjectLiteral> {
   readonly set: QueryDeepPartialEntity<T>;
   /**
    * The property that carries the version. Default: the entity's `@VersionColumn`, else its
-   * `@UpdateDateColumn` (the `updated_at` variant of seed 004).
+   * `@UpdateDateColumn` (an `updated_at` timestamp as the version).
    */
   readonly versionProperty?: string;
 }

@@ -67,7 +67,7 @@ class MissingLockRow extends Error {
 const OPTION_KEYS = ['dataSource', 'connection', 'name', 'table', 'ensureTable', 'maxHeldConnections'];
 
 /**
- * Seed 000/004's exclusive lock: a row found by its primary key, locked with `SELECT … FOR UPDATE` in a
+ * An exclusive lock on a row found by its primary key, locked with `SELECT … FOR UPDATE` in a
  * transaction that stays open for the whole critical section; release is COMMIT. Always a row lock,
  * never a table lock (the key is the primary key, so InnoDB locks one index record). A crashed holder's
  * lock is freed by the server when its connection dies; a live holder past its lease is rolled back.

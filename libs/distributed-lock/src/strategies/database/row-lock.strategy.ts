@@ -40,10 +40,10 @@ export interface RowLockStrategyOptions {
 const OPTION_KEYS = ['dataSource', 'connection', 'name', 'table', 'ensureTable', 'localHandover'];
 
 /**
- * Locks as rows of a table with a unique key (seed 000's lock table, with its four problems fixed):
- * a lease on the database server's clock (a crashed holder's row is taken over once expired), an owner
- * check on release and extend, a hold count for reentrancy, and a fencing token that only grows (a new
- * row starts from the server's clock in microseconds, a takeover adds one).
+ * Locks as rows of a table with a unique key, with what a plain lock table lacks: a lease on the
+ * database server's clock (a crashed holder's row is taken over once expired), an owner check on release
+ * and extend, a hold count for reentrancy, and a fencing token that only grows (a new row starts from the
+ * server's clock in microseconds, a takeover adds one).
  *
  * Acquire is one conditional UPDATE that takes over a free or expired row (or re-enters our own), and an
  * INSERT for a key never seen; each returns its fencing token in the same round trip. Release frees our

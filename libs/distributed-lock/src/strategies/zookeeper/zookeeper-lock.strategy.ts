@@ -60,7 +60,7 @@ const OWN_WATCH_DELAY_MS = 50;
 const OWN_WATCH_RETRY_MS = 250;
 
 /**
- * The ZooKeeper lock of seeds 000/002 and Curator's InterProcessMutex: each attempt creates an ephemeral
+ * ZooKeeper's lock recipe, as Curator's InterProcessMutex implements it: each attempt creates an ephemeral
  * sequential node under the lock's node; the lowest holds; each waiter watches only its predecessor (no
  * herd effect, FIFO by construction; between two writers of this process the release tells the next one
  * directly, sparing it a children listing). Nodes are "protected" (found again after a lost create), lock nodes

@@ -30,10 +30,9 @@ const first = (result: unknown[]): unknown => result[0];
 /**
  * The client with the lock protocol's calls sent straight to its native binding. The package's methods
  * build a log line for every call before they know whether anyone logs (`util.inspect` of the arguments,
- * callbacks included), about 20 µs of CPU per call here (create + delete: 180 µs of client CPU through
- * them, 140 µs straight), and an acquisition makes four calls. Same arguments, same answers, same errors;
- * the rest of the client (connect, events, close, auth) is the package's own. A client without the
- * binding (a different build) is used as it is.
+ * callbacks included): CPU spent on every call for a log nobody reads, and an acquisition makes up to
+ * four calls. Same arguments, same answers, same errors; the rest of the client (connect, events, close,
+ * auth) is the package's own. A client without the binding (a different build) is used as it is.
  */
 export function withNativeCalls(client: ZooKeeperLockClient): ZooKeeperLockClient {
   const native = (client as unknown as { native?: Partial<ZooKeeperNative> }).native;
