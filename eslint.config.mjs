@@ -45,4 +45,12 @@ export default tseslint.config(
       'no-restricted-imports': ['error', { patterns: [{ group: LAYERS.nest, message: 'strategies/ import nothing of Nest: a strategy works without a Nest container.' }] }],
     },
   },
+  // The demo app is an application like a user's: the tooling that runs it (scripts/demo, the test servers)
+  // imports the app, never the other way round.
+  {
+    files: ['apps/**/*.ts'],
+    rules: {
+      'no-restricted-imports': ['error', { patterns: [{ group: ['**/scripts', '**/scripts/**', '**/test/**', '**/bench/**'], message: 'the demo app imports no test or demo tooling.' }] }],
+    },
+  },
 );
