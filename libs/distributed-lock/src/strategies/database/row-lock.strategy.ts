@@ -3,6 +3,7 @@ import { InvalidLockKeyError } from '../../errors/invalid-lock-key.error';
 import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
 import type { LeaseGrant, LockRequest } from '../../locking/lock-lease';
 import { assertKnownKeys, describe } from '../../locking/lock-options';
+import { assertFastPaths } from '../fast-paths-option';
 import { handOverLimits, type HandOverLimits, type LocalHandOverOption } from '../../locking/hand-over-limits';
 import type { LockStrategy, LockStrategyCapabilities } from '../../locking/lock-strategy.interface';
 import { leaseExpiry } from '../../locking/lease-expiry';
@@ -35,9 +36,15 @@ export interface RowLockStrategyOptions {
    * `{ passes: 64, windowMs: 50 }`.
    */
   readonly localHandover?: LocalHandOverOption;
+  /**
+   * On MySQL/MariaDB, send the lock's statements straight to TypeORM's mysql2 pool (found in TypeORM's
+   * internals, see `typeorm-internals.ts`). `false`: through a TypeORM query runner, its public API,
+   * slower; for a TypeORM version whose internals this path no longer fits. Default true.
+   */
+  readonly fastPaths?: boolean;
 }
 
-const OPTION_KEYS = ['dataSource', 'connection', 'name', 'table', 'ensureTable', 'localHandover'];
+const OPTION_KEYS = ['dataSource', 'connection', 'name', 'table', 'ensureTable', 'localHandover', 'fastPaths'];
 
 /**
  * Locks as rows of a table with a unique key, with what a plain lock table lacks: a lease on the
@@ -57,6 +64,7 @@ export class RowLockStrategy implements LockStrategy {
   private readonly ownsDataSource: boolean;
   private readonly table: string;
   private readonly ensureTable: boolean;
+  private readonly fastPaths: boolean;
   private ready: Promise<{ dialect: SqlDialect; sql: RowLockStatements; padding: string | undefined }> | undefined;
 
   constructor(options: RowLockStrategyOptions) {
@@ -66,6 +74,7 @@ export class RowLockStrategy implements LockStrategy {
     this.table = options.table ?? LOCK_TABLES.leases;
     if (!SQL_IDENTIFIER.test(this.table)) throw new InvalidLockOptionsError('table', `expected a plain SQL identifier, got ${describe(this.table)}.`);
     this.ensureTable = options.ensureTable ?? true;
+    this.fastPaths = assertFastPaths(options.fastPaths);
     this.handOverLimits = handOverLimits(options.localHandover);
     const resolved = resolveDataSource(options.dataSource, options.connection, this.name);
     this.dataSource = resolved.dataSource;
@@ -138,7 +147,7 @@ export class RowLockStrategy implements LockStrategy {
   }
 
   private run(query: string, parameters: unknown[]): Promise<DirectResult> {
-    return queryOnDataSource(this.dataSource, query, parameters);
+    return queryOnDataSource(this.dataSource, query, parameters, this.fastPaths);
   }
 
   private prepare(): Promise<{ dialect: SqlDialect; sql: RowLockStatements; padding: string | undefined }> {
