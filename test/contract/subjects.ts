@@ -193,8 +193,8 @@ export const subjects: readonly ContractSubject[] = [
 ];
 
 /**
- * The strategies that take fast paths through their client's internals (typeorm-internals.ts), with
- * `fastPaths: false`: the public-API fallback passes the same contract.
+ * The strategies that take fast paths through their client's internals (typeorm-internals.ts,
+ * zookeeper-internals.ts), with `fastPaths: false`: the public-API fallback passes the same contract.
  * Run by fast-paths-off.spec.ts (the contract only, not the promises and property suites).
  */
 export const fastPathsOffSubjects: readonly ContractSubject[] = [
@@ -212,6 +212,13 @@ export const fastPathsOffSubjects: readonly ContractSubject[] = [
     capabilities: { fencing: true, fifo: false, sharedLocks: false, crossProcess: true },
     create: async () => new PessimisticLockStrategy({ connection: mysqlOptions(), name: 'pessimistic-public-api', fastPaths: false }),
     removeBehindBack: (_strategy, key) => killPessimisticHolder(key),
+  },
+  {
+    name: 'zookeeper (standalone, fastPaths: false)',
+    pushesRemoval: true,
+    capabilities: { fencing: true, fifo: true, sharedLocks: true, crossProcess: true },
+    create: async () => new ZooKeeperLockStrategy({ connect: requiredEnv('LOCK_TEST_ZOOKEEPER'), sessionTimeout: 4_000, name: 'zookeeper-public-api', fastPaths: false }),
+    removeBehindBack: (_strategy, key) => deleteZooKeeperLock(requiredEnv('LOCK_TEST_ZOOKEEPER'), key),
   },
 ];
 

@@ -11,6 +11,7 @@ import { ZooKeeperOrphans } from './zookeeper-orphans';
 import { zkContenderPrefix, zkLockPath } from './zookeeper-paths';
 import { ZooKeeperSession, type ZooKeeperConnectionOptions } from './zookeeper-session';
 import { strategyName } from '../strategy-name';
+import { assertFastPaths } from '../fast-paths-option';
 import { budgetAborted } from '../../locking/wait-for-wake';
 import { SameProcessLine } from '../same-process-line';
 
@@ -38,7 +39,7 @@ interface HeldNode {
   readonly stopWatchingSession: () => void;
 }
 
-const OPTION_KEYS = ['connect', 'sessionTimeout', 'digestAuth', 'name', 'basePath', 'connectTimeout'];
+const OPTION_KEYS = ['connect', 'sessionTimeout', 'digestAuth', 'fastPaths', 'name', 'basePath', 'connectTimeout'];
 
 /**
  * How long a writer waits behind a writer of this process before it lists the children again: the bound
@@ -106,6 +107,7 @@ export class ZooKeeperLockStrategy implements LockStrategy {
     if (options.digestAuth !== undefined && (typeof options.digestAuth !== 'string' || !options.digestAuth.includes(':'))) {
       throw new InvalidLockOptionsError('digestAuth', 'expected "user:password".');
     }
+    assertFastPaths(options.fastPaths);
     this.session = new ZooKeeperSession(options, this.name, assertDuration(options.connectTimeout ?? 10_000, 'connectTimeout', 100), {
       holdsLocks: () => this.held.size > 0,
     });

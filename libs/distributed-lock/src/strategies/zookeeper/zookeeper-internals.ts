@@ -1,5 +1,10 @@
 import type { ZooKeeperLockClient } from './zookeeper-client.type';
 
+// Everything the ZooKeeper strategy uses of the `zookeeper` package that is not its public API: the
+// client's native binding (`client.native`), called directly for the lock protocol's calls. Proven against
+// the version this repository pins (test/integration/zookeeper.int.spec.ts and the contract suite). The
+// strategy's `fastPaths: false` option turns it off: every call then goes through the package's promise API.
+
 type Callback = (rc: number, error: string, ...result: unknown[]) => void;
 
 /** The `zookeeper` package's native binding, the part the lock protocol calls (same callbacks as its `a_*` methods). */
