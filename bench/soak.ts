@@ -1,5 +1,5 @@
 // npm run soak [-- --only redis,etcd --sections 100000 --cap-minutes 30 --out FILE]
-// The long run of issue 10: for each of our cross-process strategies, contended critical sections on one
+// The long run: for each of our cross-process strategies, contended critical sections on one
 // key from 4 processes × 2 workers, in rounds of 30 s, until 100,000 sections or the time cap; an overlap
 // anywhere (in-process gauge or the exclusive marker file shared by the processes) is a violation, and
 // every round's history of holds goes through the history checker (overlaps, token order, untold losses).

@@ -3,7 +3,7 @@ import type { LeaseGrant, LockRequest } from '../../locking/lock-lease';
 import { assertKnownKeys } from '../../locking/lock-options';
 import { handOverLimits, type HandOverLimits, type LocalHandOverOption } from '../../locking/hand-over-limits';
 import type { LockStrategy, LockStrategyCapabilities } from '../../locking/lock-strategy.interface';
-import { leaseEnd } from '../../locking/lease-end';
+import { leaseExpiry } from '../../locking/lease-expiry';
 import { strategyName } from '../strategy-name';
 import type { MemcachedLockClient } from './memcached-client.type';
 import { resolveMemcachedClient } from './memcached-connection';
@@ -95,7 +95,7 @@ export class MemcachedLockStrategy implements LockStrategy {
     const expiry = memcachedExpiry(ttlMs);
     const sentAt = Date.now();
     const extended = await replaceIfOwner(this.client, this.keyOf(lease.key), lease.owner, lease.owner, expiry);
-    return extended ? { ...lease, expiresAt: leaseEnd(sentAt, ttlMs) } : null;
+    return extended ? { ...lease, expiresAt: leaseExpiry(sentAt, ttlMs) } : null;
   }
 
   release(lease: LeaseGrant): Promise<boolean> {
@@ -115,6 +115,6 @@ export class MemcachedLockStrategy implements LockStrategy {
   }
 
   private grantOf(request: LockRequest, sentAt: number): LeaseGrant {
-    return { key: request.key, owner: request.owner, mode: request.mode, expiresAt: leaseEnd(sentAt, request.ttlMs) };
+    return { key: request.key, owner: request.owner, mode: request.mode, expiresAt: leaseExpiry(sentAt, request.ttlMs) };
   }
 }

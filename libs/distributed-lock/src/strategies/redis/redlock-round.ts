@@ -10,6 +10,7 @@ export interface NodeOutcome {
   readonly held: boolean;
   /** It answered at all, in time. */
   readonly answered: boolean;
+  /** Why it did not answer: the client's error, or a plain one for a timeout or a connection that is down (the strategy's `LockBackendUnavailableError` carries it as `cause`). */
   readonly error?: unknown;
 }
 
