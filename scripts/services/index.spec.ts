@@ -17,6 +17,8 @@ describe('services tool', () => {
       'LOCK_TEST_ETCD',
       'LOCK_TEST_ETCD_CLUSTER',
       'LOCK_TEST_FAULT_ETCD_CLUSTER',
+      'LOCK_TEST_MEMCACHED',
+      'LOCK_TEST_FAULT_MEMCACHED',
     ]);
   });
 
@@ -25,5 +27,6 @@ describe('services tool', () => {
     expect(packagesFor(['mariadb', 'zookeeper3'])).toEqual(['mariadb-server', 'zookeeper']);
     // A member of another kind brings its own package: the Sentinel beside its Redis servers.
     expect(packagesFor(['redis-sentinel'])).toEqual(['redis-server', 'redis-sentinel']);
+    expect(packagesFor(['memcached', 'memcached-faults'])).toEqual(['memcached']);
   });
 });

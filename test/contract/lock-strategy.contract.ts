@@ -11,10 +11,11 @@ import {
   type LockStrategy,
 } from '@app/distributed-lock';
 import type { ContractSubject } from './contract-subject';
-import { abortedWithin, countingProxy } from './contract-helpers';
+import { countingProxy } from './contract-helpers';
 import { runCounterFuzz } from './mutual-exclusion.fuzz';
 import { runCrossProcessFuzz } from './cross-process';
 import { startTopology, stopTopology, type RunningTopology } from '../../scripts/services';
+import { abortedWithin } from '../support/aborted-within';
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 

@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DataSource, type DataSourceOptions } from 'typeorm';
 import type { ContractSubject } from './contract-subject';
+import { memcachedSubject } from '../support/memcached-subject';
 
 function requiredEnv(name: string): string {
   const value = process.env[name];
@@ -190,10 +191,41 @@ export const subjects: readonly ContractSubject[] = [
     create: async () => new ZooKeeperLockStrategy({ connect: requiredEnv('LOCK_TEST_ZOOKEEPER_ENSEMBLE'), sessionTimeout: 4_000, name: 'zookeeper-ensemble' }),
     removeBehindBack: (_strategy, key) => deleteZooKeeperLock(requiredEnv('LOCK_TEST_ZOOKEEPER_ENSEMBLE'), key),
   },
+  memcachedSubject(),
+];
+
+/**
+ * The strategies that take fast paths through their client's internals (typeorm-internals.ts,
+ * zookeeper-internals.ts), with `fastPaths: false`: the public-API fallback passes the same contract.
+ * Run by fast-paths-off.spec.ts (the contract only, not the promises and property suites).
+ */
+export const fastPathsOffSubjects: readonly ContractSubject[] = [
+  {
+    name: 'row (MariaDB, fastPaths: false)',
+    capabilities: { fencing: true, fifo: false, sharedLocks: false, crossProcess: true },
+    create: async () => new RowLockStrategy({ connection: mysqlOptions(), name: 'database-public-api', fastPaths: false }),
+    removeBehindBack: async (_strategy, key) => {
+      await adminQuery(mysqlOptions(), 'DELETE FROM distributed_lock_leases WHERE lock_key = ?', [key]);
+    },
+  },
+  {
+    name: 'pessimistic (MariaDB, fastPaths: false)',
+    pushesRemoval: true,
+    capabilities: { fencing: true, fifo: false, sharedLocks: false, crossProcess: true },
+    create: async () => new PessimisticLockStrategy({ connection: mysqlOptions(), name: 'pessimistic-public-api', fastPaths: false }),
+    removeBehindBack: (_strategy, key) => killPessimisticHolder(key),
+  },
+  {
+    name: 'zookeeper (standalone, fastPaths: false)',
+    pushesRemoval: true,
+    capabilities: { fencing: true, fifo: true, sharedLocks: true, crossProcess: true },
+    create: async () => new ZooKeeperLockStrategy({ connect: requiredEnv('LOCK_TEST_ZOOKEEPER'), sessionTimeout: 4_000, name: 'zookeeper-public-api', fastPaths: false }),
+    removeBehindBack: (_strategy, key) => deleteZooKeeperLock(requiredEnv('LOCK_TEST_ZOOKEEPER'), key),
+  },
 ];
 
 export function subjectNamed(name: string): ContractSubject {
-  const subject = subjects.find((candidate) => candidate.name === name);
+  const subject = [...subjects, ...fastPathsOffSubjects].find((candidate) => candidate.name === name);
   if (!subject) throw new Error(`No contract subject named "${name}"`);
   return subject;
 }

@@ -3,9 +3,10 @@ import { InvalidLockKeyError } from '../../errors/invalid-lock-key.error';
 import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
 import type { LeaseGrant, LockRequest } from '../../locking/lock-lease';
 import { assertKnownKeys, describe } from '../../locking/lock-options';
+import { assertFastPaths } from '../fast-paths-option';
 import { handOverLimits, type HandOverLimits, type LocalHandOverOption } from '../../locking/hand-over-limits';
 import type { LockStrategy, LockStrategyCapabilities } from '../../locking/lock-strategy.interface';
-import { leaseEnd } from '../../locking/lease-end';
+import { leaseExpiry } from '../../locking/lease-expiry';
 import type { LockDataSource } from './database-client.type';
 import { ensureInitialized, resolveDataSource } from './database-connection';
 import { assertKeyDistinct, paddingMigration } from './lock-key-collation';
@@ -43,15 +44,21 @@ export interface RowLockStrategyOptions {
    * `{ passes: 64, windowMs: 50 }`.
    */
   readonly localHandover?: LocalHandOverOption;
+  /**
+   * On MySQL/MariaDB, send the lock's statements straight to TypeORM's mysql2 pool (found in TypeORM's
+   * internals, see `typeorm-internals.ts`). `false`: through a TypeORM query runner, its public API,
+   * slower; for a TypeORM version whose internals this path no longer fits. Default true.
+   */
+  readonly fastPaths?: boolean;
 }
 
-const OPTION_KEYS = ['dataSource', 'connection', 'name', 'table', 'semaphoreTables', 'ensureTable', 'localHandover'];
+const OPTION_KEYS = ['dataSource', 'connection', 'name', 'table', 'semaphoreTables', 'ensureTable', 'localHandover', 'fastPaths'];
 
 /**
- * Locks as rows of a table with a unique key (seed 000's lock table, with its four problems fixed):
- * a lease on the database server's clock (a crashed holder's row is taken over once expired), an owner
- * check on release and extend, a hold count for reentrancy, and a fencing token that only grows (a new
- * row starts from the server's clock in microseconds, a takeover adds one).
+ * Locks as rows of a table with a unique key, with what a plain lock table lacks: a lease on the
+ * database server's clock (a crashed holder's row is taken over once expired), an owner check on release
+ * and extend, a hold count for reentrancy, and a fencing token that only grows (a new row starts from the
+ * server's clock in microseconds, a takeover adds one).
  *
  * Acquire is one conditional UPDATE that takes over a free or expired row (or re-enters our own), and an
  * INSERT for a key never seen; each returns its fencing token in the same round trip. Release frees our
@@ -73,6 +80,7 @@ export class RowLockStrategy implements LockStrategy {
   private readonly ownsDataSource: boolean;
   private readonly table: string;
   private readonly ensureTable: boolean;
+  private readonly fastPaths: boolean;
   private ready: Promise<{ dialect: SqlDialect; sql: RowLockStatements; padding: string | undefined }> | undefined;
 
   constructor(options: RowLockStrategyOptions) {
@@ -89,6 +97,7 @@ export class RowLockStrategy implements LockStrategy {
     for (const [option, table] of [['semaphoreTables.semaphores', semaphores], ['semaphoreTables.permits', permits]] as const) {
       if (!SQL_IDENTIFIER.test(table)) throw new InvalidLockOptionsError(option, `expected a plain SQL identifier, got ${describe(table)}.`);
     }
+    this.fastPaths = assertFastPaths(options.fastPaths);
     this.handOverLimits = handOverLimits(options.localHandover);
     const resolved = resolveDataSource(options.dataSource, options.connection, this.name);
     this.dataSource = resolved.dataSource;
@@ -98,6 +107,7 @@ export class RowLockStrategy implements LockStrategy {
     this.semaphore = new RowSemaphore({
       name: this.name,
       dataSource: this.dataSource,
+      fastPaths: this.fastPaths,
       // The semaphores' tables are made on their first use: an application of locks only never has them.
       prepare: () => {
         semaphoreReady ??= this.prepare()
@@ -148,7 +158,7 @@ export class RowLockStrategy implements LockStrategy {
     const { sql } = await this.prepare();
     const sentAt = Date.now();
     const result = await this.run(sql.extend, [ttlMs, lease.key, lease.owner]);
-    return result.affected === 1 ? { ...lease, expiresAt: leaseEnd(sentAt, ttlMs) } : null;
+    return result.affected === 1 ? { ...lease, expiresAt: leaseExpiry(sentAt, ttlMs) } : null;
   }
 
   async release(lease: LeaseGrant): Promise<boolean> {
@@ -179,7 +189,7 @@ export class RowLockStrategy implements LockStrategy {
   }
 
   private run(query: string, parameters: unknown[]): Promise<DirectResult> {
-    return queryOnDataSource(this.dataSource, query, parameters);
+    return queryOnDataSource(this.dataSource, query, parameters, this.fastPaths);
   }
 
   private prepare(): Promise<{ dialect: SqlDialect; sql: RowLockStatements; padding: string | undefined }> {
@@ -200,6 +210,6 @@ export class RowLockStrategy implements LockStrategy {
   }
 
   private grantOf(request: LockRequest, token: number, sentAt: number): LeaseGrant {
-    return { key: request.key, owner: request.owner, mode: request.mode, fencingToken: token, expiresAt: leaseEnd(sentAt, request.ttlMs) };
+    return { key: request.key, owner: request.owner, mode: request.mode, fencingToken: token, expiresAt: leaseExpiry(sentAt, request.ttlMs) };
   }
 }

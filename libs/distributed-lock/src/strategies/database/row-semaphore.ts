@@ -1,6 +1,6 @@
 import { LockBackendUnavailableError } from '../../errors/lock-backend-unavailable.error';
 import { PermitsMismatchError } from '../../errors/permits-mismatch.error';
-import { leaseEnd } from '../../locking/lease-end';
+import { leaseExpiry } from '../../locking/lease-expiry';
 import type { PermitGrant, PermitRequest } from '../../locking/lock-lease';
 import { permitGrantOf } from '../../locking/permit-grant';
 import type { SemaphoreStrategy } from '../../locking/lock-strategy.interface';
@@ -15,6 +15,8 @@ export interface RowSemaphoreDeps {
   /** The strategy's name, for errors. */
   readonly name: string;
   readonly dataSource: LockDataSource;
+  /** The strategy's `fastPaths`: statements straight to mysql2 where TypeORM's internals allow it. */
+  readonly fastPaths: boolean;
   /** Initialises the data source and the tables once; resolves the dialect and the statements. */
   prepare(): Promise<{ dialect: SqlDialect; sql: RowSemaphoreStatements }>;
 }
@@ -51,14 +53,14 @@ export class RowSemaphore implements SemaphoreStrategy {
     const sentAt = Date.now();
     const token = dialect.name === 'sqlite' ? await this.grantOnSqlite(sql, request) : await this.grantOnMysql(dialect, sql, request);
     if (token === null) return null;
-    return permitGrantOf(request, token, leaseEnd(sentAt, request.ttlMs));
+    return permitGrantOf(request, token, leaseExpiry(sentAt, request.ttlMs));
   }
 
   async extend(lease: PermitGrant, ttlMs: number): Promise<PermitGrant | null> {
     const { sql } = await this.deps.prepare();
     const sentAt = Date.now();
     const changed = await this.write(sql.extend, [ttlMs, lease.key, lease.owner]);
-    return changed === 1 ? { ...lease, expiresAt: leaseEnd(sentAt, ttlMs) } : null;
+    return changed === 1 ? { ...lease, expiresAt: leaseExpiry(sentAt, ttlMs) } : null;
   }
 
   async release(lease: PermitGrant): Promise<boolean> {
@@ -73,7 +75,7 @@ export class RowSemaphore implements SemaphoreStrategy {
   private async write(statement: string, parameters: unknown[]): Promise<number> {
     const sqlite = this.sqliteWriter();
     if (sqlite) return sqlite.write((db) => db.prepare(statement).run(...parameters).changes);
-    return (await queryOnDataSource(this.deps.dataSource, statement, parameters)).affected ?? 0;
+    return (await queryOnDataSource(this.deps.dataSource, statement, parameters, this.deps.fastPaths)).affected ?? 0;
   }
 
   private sqliteWriter(): SqliteWriter | undefined {
@@ -109,7 +111,7 @@ export class RowSemaphore implements SemaphoreStrategy {
   private async grantOnMysql(dialect: SqlDialect, sql: RowSemaphoreStatements, request: PermitRequest): Promise<number | null> {
     const runner = this.deps.dataSource.createQueryRunner();
     await runner.connect();
-    const run = (statement: string, parameters: unknown[]): Promise<DirectResult> => queryOnRunner(runner, statement, parameters);
+    const run = (statement: string, parameters: unknown[]): Promise<DirectResult> => queryOnRunner(runner, statement, parameters, this.deps.fastPaths);
     try {
       for (let attempt = 0; attempt < 2; attempt += 1) {
         await run('START TRANSACTION', []);

@@ -1,5 +1,5 @@
 import { PermitsMismatchError } from '../../errors/permits-mismatch.error';
-import { leaseEnd } from '../../locking/lease-end';
+import { leaseExpiry } from '../../locking/lease-expiry';
 import type { PermitGrant, PermitRequest, WaitBudget } from '../../locking/lock-lease';
 import type { SemaphoreStrategy } from '../../locking/lock-strategy.interface';
 import { permitGrantOf } from '../../locking/permit-grant';
@@ -162,7 +162,7 @@ export class EtcdSemaphore implements SemaphoreStrategy {
     }
     const own = await this.client.get(entry.key).exec();
     if (own.kvs.length === 0 || BigInt(String(own.kvs[0].create_revision)) !== entry.createRevision) return this.forget(lease.owner);
-    return { ...lease, expiresAt: leaseEnd(sentAt, ttlMs) };
+    return { ...lease, expiresAt: leaseExpiry(sentAt, ttlMs) };
   }
 
   async release(lease: PermitGrant): Promise<boolean> {
@@ -259,6 +259,6 @@ export class EtcdSemaphore implements SemaphoreStrategy {
   }
 
   private grantOf(request: PermitRequest, entry: PermitKey, renewedAt: number): PermitGrant {
-    return permitGrantOf(request, Number(entry.createRevision), leaseEnd(renewedAt, request.ttlMs));
+    return permitGrantOf(request, Number(entry.createRevision), leaseExpiry(renewedAt, request.ttlMs));
   }
 }

@@ -11,7 +11,7 @@ import { RedisLockKeyNames, type RedisLockKeys } from './redis-keys';
 import { ACQUIRE_SCRIPT, EXTEND_SCRIPT, LEAVE_QUEUE_SCRIPT, RELEASE_SCRIPT } from './redis-lock.scripts';
 import { RedisScript } from './redis-script';
 import { RedisSemaphore } from './redis-semaphore';
-import { leaseEnd } from '../../locking/lease-end';
+import { leaseExpiry } from '../../locking/lease-expiry';
 import { budgetAborted, waitForWake } from '../../locking/wait-for-wake';
 import { waitInRedisQueue } from './redis-queue-wait';
 import { closeRedisClient } from './close-redis-client';
@@ -101,7 +101,7 @@ export class RedisLockStrategy implements LockStrategy {
     const resolved = resolveRedisClient(options.client, options.connection, this.name, 'RedisLockStrategy options');
     this.client = resolved.client;
     this.ownsClient = resolved.owned;
-    this.listener = new RedisChannelListener(() => this.client.duplicate());
+    this.listener = new RedisChannelListener(this.name, () => this.client.duplicate());
     this.inbox = new RedisInbox(this.listener, this.keyNames.namespace);
     this.capabilities = Object.freeze({ fencing: true, fifo: this.fair, sharedLocks: true, crossProcess: true, semaphores: SEMAPHORES });
     this.semaphore = new RedisSemaphore({
@@ -194,7 +194,7 @@ export class RedisLockStrategy implements LockStrategy {
     const keys = this.keyNames.of(lease.key);
     const sentAt = Date.now();
     const extended = await this.scripts.extend.run(this.client, keys.keys, [lease.owner, keys.channel, ttlMs]);
-    return extended === 1 ? { ...lease, expiresAt: leaseEnd(sentAt, ttlMs) } : null;
+    return extended === 1 ? { ...lease, expiresAt: leaseExpiry(sentAt, ttlMs) } : null;
   }
 
   async release(lease: LeaseGrant): Promise<boolean> {
@@ -235,6 +235,6 @@ export class RedisLockStrategy implements LockStrategy {
   }
 
   private grantOf(request: LockRequest, token: number, startedAt: number, leaseMs = request.ttlMs): LeaseGrant {
-    return { key: request.key, owner: request.owner, mode: request.mode, fencingToken: token, expiresAt: leaseEnd(startedAt, leaseMs) };
+    return { key: request.key, owner: request.owner, mode: request.mode, fencingToken: token, expiresAt: leaseExpiry(startedAt, leaseMs) };
   }
 }

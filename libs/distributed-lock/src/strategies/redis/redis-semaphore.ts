@@ -1,5 +1,5 @@
 import { PermitsMismatchError } from '../../errors/permits-mismatch.error';
-import { leaseEnd } from '../../locking/lease-end';
+import { leaseExpiry } from '../../locking/lease-expiry';
 import type { PermitGrant, PermitRequest, WaitBudget } from '../../locking/lock-lease';
 import { permitGrantOf } from '../../locking/permit-grant';
 import type { SemaphoreStrategy } from '../../locking/lock-strategy.interface';
@@ -73,7 +73,7 @@ export class RedisSemaphore implements SemaphoreStrategy {
   async extend(lease: PermitGrant, ttlMs: number): Promise<PermitGrant | null> {
     const sentAt = Date.now();
     const extended = await this.scripts.extend.run(this.deps.client, this.keyNames.of(lease.key).keys, [lease.owner, ttlMs]);
-    return extended === 1 ? { ...lease, expiresAt: leaseEnd(sentAt, ttlMs) } : null;
+    return extended === 1 ? { ...lease, expiresAt: leaseExpiry(sentAt, ttlMs) } : null;
   }
 
   async release(lease: PermitGrant): Promise<boolean> {
@@ -100,6 +100,6 @@ export class RedisSemaphore implements SemaphoreStrategy {
   }
 
   private grantOf(request: PermitRequest, token: number, startedAt: number, leaseMs: number): PermitGrant {
-    return permitGrantOf(request, token, leaseEnd(startedAt, leaseMs));
+    return permitGrantOf(request, token, leaseExpiry(startedAt, leaseMs));
   }
 }

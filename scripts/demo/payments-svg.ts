@@ -1,4 +1,4 @@
-import type { Hold } from '../inventory/hold-log';
+import type { Hold } from '../../apps/demo-inventory/src/inventory/hold-log';
 import { concurrencySteps, peakConcurrency } from './concurrency';
 
 /** One sale's payment calls, for the chart of how many ran at once. */
