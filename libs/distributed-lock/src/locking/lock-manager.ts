@@ -129,7 +129,7 @@ export class LockManager {
       throw new InvalidLockOptionsError(
         'permits',
         `strategy "${this.name}" has no semaphores (capabilities.semaphores is not set). Use a strategy that has them: ` +
-          'in-memory, Redis (RedisLockStrategy), the lock table (RowLockStrategy) or etcd.',
+          'in-memory, Redis (RedisLockStrategy), the lock table (RowLockStrategy), ZooKeeper or etcd.',
       );
     }
     this.permitView = permitStrategyView(this.strategy, semaphore);

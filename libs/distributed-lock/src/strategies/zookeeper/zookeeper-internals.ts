@@ -59,6 +59,8 @@ export function withNativeCalls(client: ZooKeeperLockClient): ZooKeeperLockClien
     once: client.once.bind(client),
     removeListener: client.removeListener.bind(client),
     add_auth: client.add_auth.bind(client),
+    // The semaphore's waiters only (not on the hot path of a lock): the package's own call, looked up when made.
+    w_get_children: (path, watcher) => client.w_get_children(path, watcher),
   };
   return { ...own, ...calls };
 }
