@@ -202,7 +202,7 @@ export const subjects: readonly ContractSubject[] = [
 export const fastPathsOffSubjects: readonly ContractSubject[] = [
   {
     name: 'row (MariaDB, fastPaths: false)',
-    capabilities: { fencing: true, fifo: false, sharedLocks: false, crossProcess: true },
+    capabilities: { fencing: true, fifo: false, sharedLocks: false, crossProcess: true, semaphores: { fifo: false, fencing: true } },
     create: async () => new RowLockStrategy({ connection: mysqlOptions(), name: 'database-public-api', fastPaths: false }),
     removeBehindBack: async (_strategy, key) => {
       await adminQuery(mysqlOptions(), 'DELETE FROM distributed_lock_leases WHERE lock_key = ?', [key]);
@@ -218,7 +218,7 @@ export const fastPathsOffSubjects: readonly ContractSubject[] = [
   {
     name: 'zookeeper (standalone, fastPaths: false)',
     pushesRemoval: true,
-    capabilities: { fencing: true, fifo: true, sharedLocks: true, crossProcess: true },
+    capabilities: { fencing: true, fifo: true, sharedLocks: true, crossProcess: true, semaphores: { fifo: true, fencing: true } },
     create: async () => new ZooKeeperLockStrategy({ connect: requiredEnv('LOCK_TEST_ZOOKEEPER'), sessionTimeout: 4_000, name: 'zookeeper-public-api', fastPaths: false }),
     removeBehindBack: (_strategy, key) => deleteZooKeeperLock(requiredEnv('LOCK_TEST_ZOOKEEPER'), key),
   },
