@@ -10,6 +10,7 @@ import { assertFastPaths } from '../fast-paths-option';
 import type { LeaseLostListener, LockStrategy, LockStrategyCapabilities, ReleaseOutcome } from '../../locking/lock-strategy.interface';
 import type { LockDataSource } from './database-client.type';
 import { ensureInitialized, resolveDataSource } from './database-connection';
+import { createMissingTables } from './ensure-tables';
 import { assertKeyDistinct, paddingMigration } from './lock-key-collation';
 import { fenceTableDdl, LOCK_TABLES, MAX_SQL_KEY_LENGTH, rowTableDdl, SQL_IDENTIFIER } from './lock-table.sql';
 import { queryOnDataSource, queryOnRunner } from './mysql-direct';
@@ -414,8 +415,10 @@ export class PessimisticLockStrategy implements LockStrategy {
       await ensureInitialized(this.dataSource);
       const dialect = await withServerFeatures(this.dataSource, dialectOf(this.dataSource, this.name));
       if (this.ensureTable) {
-        await this.dataSource.query(rowTableDdl(dialect, this.table));
-        await this.dataSource.query(fenceTableDdl(dialect, this.fenceTable));
+        await createMissingTables(this.dataSource, dialect, [
+          { table: this.table, statements: [rowTableDdl(dialect, this.table)] },
+          { table: this.fenceTable, statements: [fenceTableDdl(dialect, this.fenceTable)] },
+        ]);
       }
       const padding = (await paddingMigration(this.dataSource, dialect, this.table)) ?? (await paddingMigration(this.dataSource, dialect, this.fenceTable));
       return { dialect, sql: pessimisticStatements(dialect, this.table, this.fenceTable), padding };

@@ -9,6 +9,7 @@ import type { LockStrategy, LockStrategyCapabilities } from '../../locking/lock-
 import { leaseExpiry } from '../../locking/lease-expiry';
 import type { LockDataSource } from './database-client.type';
 import { ensureInitialized, resolveDataSource } from './database-connection';
+import { createMissingTables } from './ensure-tables';
 import { assertKeyDistinct, paddingMigration } from './lock-key-collation';
 import { leaseClockDdl, leaseTableDdl, LOCK_TABLES, MAX_SQL_KEY_LENGTH, SQL_IDENTIFIER } from './lock-table.sql';
 import { queryOnDataSource, type DirectResult } from './mysql-direct';
@@ -154,10 +155,7 @@ export class RowLockStrategy implements LockStrategy {
     this.ready ??= (async () => {
       await ensureInitialized(this.dataSource);
       const dialect = await withServerFeatures(this.dataSource, dialectOf(this.dataSource, this.name));
-      if (this.ensureTable) {
-        await this.dataSource.query(leaseTableDdl(dialect, this.table));
-        for (const statement of leaseClockDdl(dialect, this.table)) await this.dataSource.query(statement);
-      }
+      if (this.ensureTable) await createMissingTables(this.dataSource, dialect, [{ table: this.table, statements: [leaseTableDdl(dialect, this.table), ...leaseClockDdl(dialect, this.table)] }]);
       const padding = await paddingMigration(this.dataSource, dialect, this.table);
       return { dialect, sql: rowLockStatements(dialect, this.table), padding };
     })().catch((error: unknown) => {
