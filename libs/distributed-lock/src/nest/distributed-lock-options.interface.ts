@@ -1,6 +1,7 @@
 import type { LeaderElectionOptions } from '../election/leader-election-options';
 import type { LockDefaults } from '../locking/lock-options';
 import type { LockStrategy } from '../locking/lock-strategy.interface';
+import type { LogKeys } from './log-keys';
 
 /** Options of `DistributedLockModule.forRoot` (and what a `forRootAsync` factory returns). */
 export interface DistributedLockModuleOptions {
@@ -23,6 +24,12 @@ export interface DistributedLockModuleOptions {
    * Nest's Logger. Default true.
    */
   readonly logEvents?: boolean;
+  /**
+   * How those log lines show lock keys, which can carry user data: `'plain'` (default) or `'hashed'`
+   * (`key#` and the first 12 hex digits of the key's SHA-256, also inside a quoted error message). Errors
+   * and events keep the key itself.
+   */
+  readonly logKeys?: LogKeys;
 }
 
 /** Options of `DistributedLockModule.forFeature`: the strategy and prefix of one feature module. */

@@ -5,6 +5,7 @@ import { LockManager } from '../locking/lock-manager';
 import { LockService } from '../locking/lock-service';
 import { ScheduledLockEvents } from '../scheduling/scheduled-lock-events';
 import type { DistributedLockFeatureOptions, DistributedLockModuleOptions } from './distributed-lock-options.interface';
+import { keysForLog } from './log-keys';
 
 /**
  * The application's lock managers, one per registered strategy, and the lock services built on them.
@@ -32,7 +33,7 @@ export class LockRegistry implements OnApplicationShutdown {
     }
     if (this.logsEvents) {
       this.scheduledLockEvents.on('skipped', (event) =>
-        this.logger.debug(`Scheduled job "${event.job}" skipped: its lock "${event.key}" (strategy "${event.strategy}") is held by another instance`),
+        this.logger.debug(this.logLine(`Scheduled job "${event.job}" skipped: its lock "${event.key}" (strategy "${event.strategy}") is held by another instance`, event.key)),
       );
     }
   }
@@ -40,6 +41,11 @@ export class LockRegistry implements OnApplicationShutdown {
   /** Whether lock, scheduled-job and election events are logged (`logEvents`). */
   get logsEvents(): boolean {
     return this.options.logEvents ?? true;
+  }
+
+  /** A log line with `key` (and the key an error in it carries) shown as `logKeys` says. */
+  logLine(line: string, key: string | undefined): string {
+    return keysForLog(line, key, this.options.logKeys ?? 'plain');
   }
 
   /** Registered strategy names. */
@@ -71,10 +77,10 @@ export class LockRegistry implements OnApplicationShutdown {
 
   private logEvents(name: string, manager: LockManager): void {
     manager.events.on('lost', (event) =>
-      this.logger.warn(`Lock "${event.key}" (strategy "${name}") lost after ${event.heldMs} ms: ${event.reason}`),
+      this.logger.warn(this.logLine(`Lock "${event.key}" (strategy "${name}") lost after ${event.heldMs} ms: ${event.reason}`, event.key)),
     );
     manager.events.on('backgroundError', (event) =>
-      this.logger.error(`Background ${event.operation} of "${event.key}" (strategy "${name}") failed: ${String(event.error)}`),
+      this.logger.error(this.logLine(`Background ${event.operation} of "${event.key}" (strategy "${name}") failed: ${String(event.error)}`, event.key)),
     );
   }
 
