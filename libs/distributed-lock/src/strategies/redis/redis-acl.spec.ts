@@ -22,9 +22,13 @@ describe('Redis ACL rules', () => {
     expect((error as Error).message).toContain('~dlock:*');
   });
 
-  it('blank the credentials a failed HELLO carries, and leave other errors as they are', () => {
+  it('blank the credentials a refused HELLO carries and say to check them, and leave other errors as they are', () => {
     const failed = Object.assign(new Error('WRONGPASS invalid username-password pair'), { command: { name: 'hello', args: ['3', 'AUTH', 'app', 's3cret'] } });
-    expect(redisCallError(failed, { strategy: 'redis', namespace: 'dlock:', operation: 'acquire' })).toBe(failed);
+    const error = redisCallError(failed, { strategy: 'redis', namespace: 'dlock:', operation: 'acquire' });
+    expect(error).toBeInstanceOf(LockPermissionDeniedError);
+    expect((error as Error).cause).toBe(failed);
     expect(JSON.stringify(failed.command)).not.toContain('s3cret');
+    const other = new Error('ECONNREFUSED');
+    expect(redisCallError(other, { strategy: 'redis', namespace: 'dlock:', operation: 'acquire' })).toBe(other);
   });
 });

@@ -45,11 +45,16 @@ export interface RedisCallSite {
 
 /**
  * What to throw for a failed Redis call: a permission reply becomes `LockPermissionDeniedError` naming the
- * ACL rules to grant; any other error is returned as it is, with the credentials a failed AUTH or HELLO
- * carries (ioredis keeps the command's arguments on the error) blanked out first.
+ * ACL rules to grant, a refused login (WRONGPASS) one that says to check the credentials; any other error
+ * is returned as it is. The credentials a failed AUTH or HELLO carries (ioredis keeps the command's
+ * arguments on the error) are blanked out first.
  */
 export function redisCallError(error: unknown, site: RedisCallSite): unknown {
   redactRedisCredentials(error);
+  if (error instanceof Error && /^WRONGPASS\b/.test(error.message)) {
+    const grant = 'the user name and password of `connection` (WRONGPASS: the user does not exist, is off, or has another password)';
+    return new LockPermissionDeniedError(site.strategy, site.operation, grant, { key: site.key, cause: error });
+  }
   if (!isPermissionReply(error)) return error;
   return new LockPermissionDeniedError(site.strategy, site.operation, `ACL SETUSER <user> ${redisAclRules(site.namespace)}`, { key: site.key, cause: error });
 }
