@@ -66,6 +66,7 @@ export const mariadbTlsKind: ServerKind = {
     const user = `'${app.name}'@'127.0.0.1'`;
     const sql = [
       `ALTER USER 'root'@'localhost' IDENTIFIED BY '${root.password}'`,
+      `ALTER USER 'root'@'127.0.0.1' IDENTIFIED BY '${root.password}'`,
       `CREATE DATABASE IF NOT EXISTS \`${db}\``,
       `USE \`${db}\``,
       // The administrator's migration: the tables from the library's DDL helpers.
@@ -77,7 +78,7 @@ export const mariadbTlsKind: ServerKind = {
     ].join(';\n');
     let result = asRoot(record, sql);
     // A restarted instance already has the password.
-    if (result.status !== 0) result = asRoot(record, sql.slice(sql.indexOf(';') + 1), root.password);
+    if (result.status !== 0) result = asRoot(record, sql.split(';\n').slice(2).join(';\n'), root.password);
     if (result.status !== 0) throw new Error(`MariaDB (TLS) set-up failed: ${String(result.stderr)}`);
   },
 };

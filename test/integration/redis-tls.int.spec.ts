@@ -81,7 +81,7 @@ describe('Redis with TLS and ACL users', () => {
     const locks = locksAs(app.name, app.password);
     const key = `tls:${run}:stranger`;
     const lock = await locks.acquire(key, { ttl: 10_000 });
-    const stranger = new Redis({ ...redisTlsOptions('stranger', 'stranger-pw'), maxRetriesPerRequest: 0 });
+    const stranger = new Redis({ ...redisTlsOptions('stranger', 'stranger-pw'), maxRetriesPerRequest: 0, enableReadyCheck: false });
     try {
       const lockKey = redisLockKeys(REDIS_TLS.namespace, key).keys[0];
       await expect(stranger.del(lockKey)).rejects.toThrow(/NOPERM/);
