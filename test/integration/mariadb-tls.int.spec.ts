@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { DataSource } from 'typeorm';
-import { LockManager, LockService } from '@app/distributed-lock';
+import { LockManager, LockPermissionDeniedError, LockService } from '@app/distributed-lock';
 import { PessimisticLockStrategy, RowLockStrategy } from '@app/distributed-lock/strategies/database';
 import { lockTableGrants, MARIADB_TLS, startTopology, stopTopology, type RunningTopology } from '../../scripts/services';
 import { ensureSecurePackages, mariadbTlsOptions } from '../support/secure-servers';
@@ -16,6 +16,7 @@ const run = randomUUID().slice(0, 8);
  */
 describe('MariaDB with TLS required and a least-privilege user', () => {
   let topology: RunningTopology;
+  let root: DataSource;
   const managers: LockManager[] = [];
 
   function locks(strategy: RowLockStrategy | PessimisticLockStrategy): LockService {
@@ -27,10 +28,13 @@ describe('MariaDB with TLS required and a least-privilege user', () => {
   beforeAll(async () => {
     ensureSecurePackages();
     topology = await startTopology('mariadb-tls');
+    root = new DataSource(mariadbTlsOptions(MARIADB_TLS.users.root.name, MARIADB_TLS.users.root.password));
+    await root.initialize();
   }, 300_000);
 
   afterAll(async () => {
     for (const manager of managers) await manager.close().catch(() => undefined);
+    await root?.destroy();
     if (topology?.managed) await stopTopology('mariadb-tls');
   }, 30_000);
 
@@ -79,5 +83,24 @@ describe('MariaDB with TLS required and a least-privilege user', () => {
     const next = await waiting;
     expect(next.fencingToken).toBeGreaterThan(lock.fencingToken ?? 0);
     await next.release();
+  });
+
+  it.each([
+    { strategy: 'row', grants: ['GRANT SELECT, INSERT ON `locktest`.`distributed_lock_leases`'], table: 'distributed_lock_leases' },
+    { strategy: 'pessimistic', grants: ['GRANT SELECT, INSERT, UPDATE ON `locktest`.`distributed_lock_rows`'], table: 'distributed_lock_fences' },
+  ])('a user short of a grant gets LockPermissionDeniedError from the $strategy strategy, naming the GRANT', async ({ strategy, grants, table }) => {
+    const user = `short_${randomUUID().slice(0, 8)}`;
+    const account = `'${user}'@'127.0.0.1'`;
+    await root.query(`CREATE USER ${account} IDENTIFIED BY '${user}-pw' REQUIRE SSL`);
+    try {
+      for (const grant of grants) await root.query(`${grant} TO ${account}`);
+      const options = mariadbTlsOptions(user, `${user}-pw`);
+      const service = locks(strategy === 'row' ? new RowLockStrategy({ connection: options }) : new PessimisticLockStrategy({ connection: options }));
+      const error = await service.acquire(`tls:${run}:${user}`, { waitTimeout: 1_000 }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(LockPermissionDeniedError);
+      expect((error as LockPermissionDeniedError).grant).toContain(`GRANT SELECT, INSERT, UPDATE ON <database>.\`${table}\` TO <user>;`);
+    } finally {
+      await root.query(`DROP USER ${account}`);
+    }
   });
 });
