@@ -12,6 +12,7 @@ import { DistributedLockFeatureModule } from './explorer/distributed-lock-featur
 import { LockedMethodExplorer } from './explorer/locked-method.explorer';
 import { LockMetadataAccessor } from './explorer/lock-metadata.accessor';
 import { LockRegistry } from './lock-registry';
+import { ObserveTelemetryBinder } from './telemetry/observe-telemetry.binder';
 import { validateDistributedLockOptions, validateFeatureOptions } from './validate-distributed-lock-options';
 
 /**
@@ -40,6 +41,7 @@ import { validateDistributedLockOptions, validateFeatureOptions } from './valida
     LockedMethodExplorer,
     LeaderElections,
     LeadershipHookExplorer,
+    ObserveTelemetryBinder,
   ],
   exports: [LockRegistry, LockService, ScheduledLockEvents, LeaderElections],
 })
