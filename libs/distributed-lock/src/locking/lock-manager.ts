@@ -94,9 +94,16 @@ export class LockManager {
    * Acquire one key, waiting up to `options.waitTimeout`. Resolves `null` only when `nullOnTimeout` is set
    * and the wait ran out; otherwise a timeout throws `LockAcquireTimeoutError`.
    */
-  async acquire(key: string, options: ResolvedAcquireOptions, nullOnTimeout: boolean, deadline?: number): Promise<LockHandle | null> {
-    const reentered = this.tryReenter(key, options);
-    if (reentered) return reentered;
+  acquire(key: string, options: ResolvedAcquireOptions, nullOnTimeout: boolean, deadline?: number): Promise<LockHandle | null> {
+    // Not an async function: without an observer, the acquisition's own promise is handed back as it is,
+    // with no promise wrapped around it (telemetry off costs the one test below).
+    let reentered: LockHandle | null;
+    try {
+      reentered = this.tryReenter(key, options);
+    } catch (error) {
+      return Promise.reject(error as Error);
+    }
+    if (reentered) return Promise.resolve(reentered);
     if (!this.observer) return this.acquireNew(key, options, nullOnTimeout, deadline);
     // Asked first, observed second: the observer's work is done while the backend answers.
     const startedAt = performance.now();
