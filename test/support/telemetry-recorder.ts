@@ -10,6 +10,7 @@ import {
   type MetricData,
 } from '@opentelemetry/sdk-metrics';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
+import { OBSERVER_WRITE_DELAY_MS } from '../../libs/distributed-lock/src/telemetry/open-telemetry-lock-observer';
 
 /** A metric reader that exports nothing: the test collects when it wants to look. */
 class CollectingReader extends MetricReader {
@@ -42,11 +43,12 @@ export class TelemetryRecorder {
   }
 
   /**
-   * Waits until what the lock observers write after the caller has moved on (`setImmediate`) is written:
-   * call it before reading spans or histograms.
+   * Waits until what the lock observers write a little after a lock ends is written (their batch timer,
+   * `OBSERVER_WRITE_DELAY_MS`, set before this longer one, fires first): call it before reading spans or
+   * histograms.
    */
   async settled(): Promise<void> {
-    for (let i = 0; i < 2; i += 1) await new Promise((resolve) => setImmediate(resolve));
+    await new Promise((resolve) => setTimeout(resolve, OBSERVER_WRITE_DELAY_MS + 1));
   }
 
   /** Ended spans, optionally only those named `name`. */

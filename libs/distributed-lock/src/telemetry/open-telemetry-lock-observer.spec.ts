@@ -246,6 +246,13 @@ describe('OpenTelemetryLockObserver (real SDK, in-memory strategy)', () => {
     expect(recorder.spans(spans.lock)).toHaveLength(2);
   });
 
+  it('writes what is waiting when the metrics are collected, so that a scrape right after a lock sees it', async () => {
+    await (await locks.acquire('scraped')).release();
+    // No settled(): the collection itself writes the batch before it reads the histograms.
+    expect((await recorder.histogram(metrics.waitDuration, { [a.strategy]: 'orders', [a.outcome]: 'acquired' })).count).toBe(1);
+    expect((await recorder.histogram(metrics.holdDuration, { [a.strategy]: 'orders' })).count).toBe(1);
+  });
+
   it('records nothing for a re-entry, which neither waits nor asks the backend', async () => {
     await locks.withLock('outer', () => locks.withLock('outer', () => undefined));
     await recorder.settled();
