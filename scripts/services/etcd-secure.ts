@@ -58,7 +58,9 @@ function makeCertificates(dir: string): void {
     ['server', '1'],
     ['client', '2'],
   ] as const) {
-    const cn = name === 'server' ? '127.0.0.1' : 'lock-test-client';
+    // The client certificate names the library's user: etcd takes the user from its CN when a request
+    // carries no token (auth by certificate alone); a password login overrides it.
+    const cn = name === 'server' ? '127.0.0.1' : ETCD_SECURE.users.locks.name;
     run('openssl', ['req', ...key, '-keyout', `${name}.key`, '-out', `${name}.csr`, '-subj', `/CN=${cn}`], dir);
     run('openssl', ['x509', '-req', '-in', `${name}.csr`, '-CA', 'ca.crt', '-CAkey', 'ca.key', '-set_serial', serial, '-days', '1', '-extfile', `${name}.ext`, '-out', `${name}.crt`], dir);
   }

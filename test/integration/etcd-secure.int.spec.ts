@@ -110,6 +110,13 @@ describe('etcd strategy under RBAC: strangers and missing permissions', () => {
     expect(leaksOf(password, [...errors.flatMap(errorTexts), ...events, ...printed])).toEqual([]);
   });
 
+  it('authenticates by the client certificate alone: its CN names the user', async () => {
+    const manager = new LockManager(new EtcdLockStrategy({ connection: { hosts: hosts(), credentials: etcdSecureCredentials() }, name: 'etcd-secure' }));
+    managers.push(manager);
+    const lock = await new LockService(manager).acquire(`cn:${run}`);
+    expect(await lock.release()).toBe(true);
+  });
+
   it('cannot connect without a client certificate: unavailable within the operation bound, not a hang', async () => {
     const manager = managerAs(lockUser, { rootCertificate: etcdSecureCredentials().rootCertificate }, 1_000);
     const error = await rejection(new LockService(manager).tryAcquire(`no-cert:${run}`));
