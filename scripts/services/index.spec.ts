@@ -17,6 +17,7 @@ describe('services tool', () => {
       'LOCK_TEST_ETCD',
       'LOCK_TEST_ETCD_CLUSTER',
       'LOCK_TEST_FAULT_ETCD_CLUSTER',
+      'LOCK_TEST_ETCD_SECURE',
       'LOCK_TEST_MEMCACHED',
       'LOCK_TEST_FAULT_MEMCACHED',
       'LOCK_TEST_REDIS_TLS',
@@ -31,6 +32,7 @@ describe('services tool', () => {
     expect(packagesFor(['redis-sentinel'])).toEqual(['redis-server', 'redis-sentinel']);
     expect(packagesFor(['memcached', 'memcached-faults'])).toEqual(['memcached']);
     // A set-up that makes certificates brings openssl.
+    expect(packagesFor(['etcd-secure']).sort()).toEqual(['etcd-client', 'etcd-server', 'openssl']);
     expect(packagesFor(['redis-tls', 'mariadb-tls']).sort()).toEqual(['mariadb-server', 'openssl', 'redis-server']);
   });
 });

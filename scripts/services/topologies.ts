@@ -21,12 +21,13 @@ import {
   zookeeperKind,
   type ServerKind,
 } from './server-kinds';
+import { ETCD_SECURE, etcdSecureArgs, etcdSecureKind } from './etcd-secure';
 import { REDIS_TLS, redisTlsArgs, redisTlsKind } from './redis-tls';
 import { MARIADB_TLS, mariadbTlsArgs, mariadbTlsKind } from './mariadb-tls';
 import { instancesRoot, listRecords, readRecord, removeRecord, type ServerRecord } from './service-state';
 
 /** The server set-ups the tests, the demo and the benchmarks use. */
-export const TOPOLOGY_NAMES = ['redis', 'redis-faults', 'redis-restart', 'redis-sentinel', 'redis5', 'redis5-faults', 'mariadb', 'mariadb-faults', 'zookeeper', 'zookeeper3', 'zookeeper3-faults', 'etcd', 'etcd3', 'etcd3-faults', 'memcached', 'memcached-faults', 'redis-tls', 'mariadb-tls'] as const;
+export const TOPOLOGY_NAMES = ['redis', 'redis-faults', 'redis-restart', 'redis-sentinel', 'redis5', 'redis5-faults', 'mariadb', 'mariadb-faults', 'zookeeper', 'zookeeper3', 'zookeeper3-faults', 'etcd', 'etcd3', 'etcd3-faults', 'etcd-secure', 'memcached', 'memcached-faults', 'redis-tls', 'mariadb-tls'] as const;
 export type TopologyName = (typeof TOPOLOGY_NAMES)[number];
 
 interface MemberPlan {
@@ -209,6 +210,16 @@ const PLANS: Record<TopologyName, TopologyPlan> = {
     command: 'etcd',
     args: (member) => etcdArgs(member, PLANS['etcd3-faults'].members, `lock-test-etcd3-faults-${process.pid}`),
     envValue: () => ETCD3_FAULTS.map(([port]) => `http://127.0.0.1:${port}`).join(','),
+  },
+  // TLS with client certificates and auth on, users with narrow roles (see etcd-secure.ts). Its certificates
+  // and users are made at start: a server of your own cannot stand in for it.
+  'etcd-secure': {
+    kind: etcdSecureKind,
+    envVar: 'LOCK_TEST_ETCD_SECURE',
+    members: [{ name: ETCD_SECURE.member, ports: ETCD_SECURE.ports }],
+    command: 'etcd',
+    args: (member) => etcdSecureArgs(member, `lock-test-etcd-secure-${process.pid}`),
+    envValue: () => `https://127.0.0.1:${ETCD_SECURE.ports[0]}`,
   },
   // memcached's standard port is 11211: never used here.
   memcached: {

@@ -13,8 +13,8 @@ describe('logKeys', () => {
   it('hashes every occurrence of the key, the same way each time', () => {
     const line = keysForLog('Lock "user:alice@example.com" lost: could not extend "user:alice@example.com"', 'user:alice@example.com', 'hashed');
     expect(line).not.toContain('alice');
-    expect(line).toMatch(/^Lock "key#[0-9a-f]{12}" lost: could not extend "key#[0-9a-f]{12}"$/);
-    expect(new Set(line.match(/key#[0-9a-f]{12}/g)).size).toBe(1);
+    expect(line).toMatch(/^Lock "key#[0-9a-f]{16}" lost: could not extend "key#[0-9a-f]{16}"$/);
+    expect(new Set(line.match(/key#[0-9a-f]{16}/g)).size).toBe(1);
     expect(keysForLog('Lock "k" lost', 'k', 'plain')).toBe('Lock "k" lost');
   });
 
@@ -28,7 +28,7 @@ describe('logKeys', () => {
       const lock = await app.get(LockService).acquire('order:alice@example.com', { ttl: 5_000 });
       strategy.forceRelease('shop:order:alice@example.com');
       await vi.waitFor(() => expect(warnings).toHaveLength(1));
-      expect(warnings[0]).toMatch(/^Lock "key#[0-9a-f]{12}" \(strategy "default"\) lost/);
+      expect(warnings[0]).toMatch(/^Lock "key#[0-9a-f]{16}" \(strategy "default"\) lost/);
       expect(lock.isHeld).toBe(false);
     } finally {
       await app.close();

@@ -1,8 +1,9 @@
-import { createHash } from 'node:crypto';
+import { lockKeyHash } from '../locking/lock-key-hash';
 
 /**
  * How the module's log lines show lock keys, which can carry user data: `'plain'` as they are, `'hashed'` as
- * `key#` and the first 12 hex digits of the key's SHA-256 (lines about one lock still match each other).
+ * `key#` and the first 16 hex digits of the key's SHA-256 (lines about one lock still match each other, and
+ * the `lock.key.hash` of its spans).
  */
 export type LogKeys = 'plain' | 'hashed';
 
@@ -11,5 +12,5 @@ export const LOG_KEYS: readonly LogKeys[] = ['plain', 'hashed'];
 /** `text` with every occurrence of `key` shown the `mode` way (an error message in the line quotes it too). */
 export function keysForLog(text: string, key: string | undefined, mode: LogKeys): string {
   if (mode === 'plain' || !key) return text;
-  return text.split(key).join(`key#${createHash('sha256').update(key).digest('hex').slice(0, 12)}`);
+  return text.split(key).join(`key#${lockKeyHash(key)}`);
 }
