@@ -10,7 +10,7 @@ export function ensureSecurePackages(): void {
 
 /** ioredis options for the redis-tls topology as `username`: TLS verified against its throwaway CA. */
 export function redisTlsOptions(username: string, password: string): RedisOptions {
-  return { host: '127.0.0.1', port: REDIS_TLS.port, username, password, tls: { ca: readFileSync(redisTlsCaFile()), servername: '127.0.0.1' } };
+  return { host: '127.0.0.1', port: REDIS_TLS.port, username, password, tls: { ca: readFileSync(redisTlsCaFile()) } };
 }
 
 /** TypeORM options for the mariadb-tls topology as `username`: TLS verified against its throwaway CA. */
