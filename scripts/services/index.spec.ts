@@ -20,6 +20,8 @@ describe('services tool', () => {
       'LOCK_TEST_ETCD_SECURE',
       'LOCK_TEST_MEMCACHED',
       'LOCK_TEST_FAULT_MEMCACHED',
+      'LOCK_TEST_REDIS_TLS',
+      'LOCK_TEST_MYSQL_TLS',
     ]);
   });
 
@@ -31,5 +33,6 @@ describe('services tool', () => {
     expect(packagesFor(['memcached', 'memcached-faults'])).toEqual(['memcached']);
     // A set-up that makes certificates brings openssl.
     expect(packagesFor(['etcd-secure']).sort()).toEqual(['etcd-client', 'etcd-server', 'openssl']);
+    expect(packagesFor(['redis-tls', 'mariadb-tls']).sort()).toEqual(['mariadb-server', 'openssl', 'redis-server']);
   });
 });

@@ -78,6 +78,7 @@ export type {
   DistributedLockTelemetryOptions,
 } from './nest/distributed-lock-options.interface';
 export type { DistributedLockModuleExtras } from './nest/distributed-lock.module-definition';
+export type { LogKeys } from './nest/log-keys';
 export { getLockServiceToken, getLeaderElectionToken } from './nest/distributed-lock.tokens';
 export { Locked, type LockedOptions } from './nest/decorators/locked.decorator';
 export { OptimisticVersion } from './nest/decorators/optimistic-version.decorator';

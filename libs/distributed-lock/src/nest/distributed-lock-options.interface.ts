@@ -1,6 +1,7 @@
 import type { LeaderElectionOptions } from '../election/leader-election-options';
 import type { LockDefaults } from '../locking/lock-options';
 import type { LockStrategy } from '../locking/lock-strategy.interface';
+import type { LogKeys } from './log-keys';
 import type { OpenTelemetryLockObserverOptions } from '../telemetry/lock-telemetry-options';
 
 /** Options of `DistributedLockModule.forRoot` (and what a `forRootAsync` factory returns). */
@@ -24,6 +25,12 @@ export interface DistributedLockModuleOptions {
    * Nest's Logger. Default true.
    */
   readonly logEvents?: boolean;
+  /**
+   * How those log lines show lock keys, which can carry user data: `'plain'` (default) or `'hashed'`
+   * (`key#` and the first 16 hex digits of the key's SHA-256, as spans' `lock.key.hash`, also inside a quoted error message). Errors
+   * and events keep the key itself.
+   */
+  readonly logKeys?: LogKeys;
   /**
    * Traces and metrics of every lock: a span per acquisition (the wait) and per hold, histograms of wait
    * and hold time, counters of acquisitions, losses, extensions and background errors (names and

@@ -7,6 +7,7 @@ import { LockService } from '../locking/lock-service';
 import { ScheduledLockEvents } from '../scheduling/scheduled-lock-events';
 import { LockObservers } from '../telemetry/lock-observers';
 import { OpenTelemetryLockObserver } from '../telemetry/open-telemetry-lock-observer';
+import { keysForLog } from './log-keys';
 import type { DistributedLockFeatureOptions, DistributedLockModuleOptions, DistributedLockTelemetryOptions } from './distributed-lock-options.interface';
 import { validateTelemetryOption } from './validate-distributed-lock-options';
 
@@ -45,7 +46,7 @@ export class LockRegistry implements OnApplicationShutdown {
     }
     if (this.logsEvents) {
       this.scheduledLockEvents.on('skipped', (event) =>
-        this.logger.debug(`Scheduled job "${event.job}" skipped: its lock "${event.key}" (strategy "${event.strategy}") is held by another instance`),
+        this.logger.debug(this.logLine(`Scheduled job "${event.job}" skipped: its lock "${event.key}" (strategy "${event.strategy}") is held by another instance`, event.key)),
       );
     }
   }
@@ -53,6 +54,11 @@ export class LockRegistry implements OnApplicationShutdown {
   /** Whether lock, scheduled-job and election events are logged (`logEvents`). */
   get logsEvents(): boolean {
     return this.options.logEvents ?? true;
+  }
+
+  /** A log line with `key` (and the key an error in it carries) shown as `logKeys` says. */
+  logLine(line: string, key: string | undefined): string {
+    return keysForLog(line, key, this.options.logKeys ?? 'plain');
   }
 
   /**
@@ -92,10 +98,10 @@ export class LockRegistry implements OnApplicationShutdown {
 
   private logEvents(name: string, manager: LockManager): void {
     manager.events.on('lost', (event) =>
-      this.logger.warn(`Lock "${event.key}" (strategy "${name}") lost after ${event.heldMs} ms: ${event.reason}`),
+      this.logger.warn(this.logLine(`Lock "${event.key}" (strategy "${name}") lost after ${event.heldMs} ms: ${event.reason}`, event.key)),
     );
     manager.events.on('backgroundError', (event) =>
-      this.logger.error(`Background ${event.operation} of "${event.key}" (strategy "${name}") failed: ${String(event.error)}`),
+      this.logger.error(this.logLine(`Background ${event.operation} of "${event.key}" (strategy "${name}") failed: ${String(event.error)}`, event.key)),
     );
   }
 

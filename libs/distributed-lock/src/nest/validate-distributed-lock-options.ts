@@ -4,10 +4,11 @@ import { validateLockKey } from '../locking/lock-key';
 import { assertDuration, assertKnownKeys, describe, validateAcquireOptions } from '../locking/lock-options';
 import type { LockStrategy } from '../locking/lock-strategy.interface';
 import { DEFAULT_STRATEGY_NAME } from './distributed-lock.constants';
+import { LOG_KEYS, type LogKeys } from './log-keys';
 import { OPEN_TELEMETRY_OPTION_KEYS, validateOpenTelemetryOptions } from '../telemetry/lock-telemetry-options';
 import type { DistributedLockFeatureOptions, DistributedLockModuleOptions, DistributedLockTelemetryOptions } from './distributed-lock-options.interface';
 
-const MODULE_KEYS = ['strategies', 'defaultStrategy', 'keyPrefix', 'defaults', 'operationTimeout', 'logEvents', 'telemetry'];
+const MODULE_KEYS = ['strategies', 'defaultStrategy', 'keyPrefix', 'defaults', 'operationTimeout', 'logEvents', 'logKeys', 'telemetry'];
 const TELEMETRY_KEYS = [...OPEN_TELEMETRY_OPTION_KEYS, 'openTelemetry', 'observe'];
 const FEATURE_KEYS = ['strategy', 'keyPrefix', 'defaults', 'elections'];
 const STRATEGY_NAME = /^[A-Za-z][\w.-]{0,63}$/;
@@ -56,6 +57,9 @@ export function validateDistributedLockOptions(options: unknown): DistributedLoc
   if (options.operationTimeout !== undefined) assertDuration(options.operationTimeout, 'operationTimeout', 1);
   if (options.logEvents !== undefined && typeof options.logEvents !== 'boolean') {
     throw new InvalidLockOptionsError('logEvents', `expected true or false, got ${describe(options.logEvents)}.`);
+  }
+  if (options.logKeys !== undefined && !LOG_KEYS.includes(options.logKeys as LogKeys)) {
+    throw new InvalidLockOptionsError('logKeys', `expected 'plain' or 'hashed', got ${describe(options.logKeys)}.`);
   }
   const defaults = validateAcquireOptions(options.defaults, 'defaults');
   if (defaults.signal !== undefined) {

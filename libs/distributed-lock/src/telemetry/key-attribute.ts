@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { lockKeyHash } from '../locking/lock-key-hash';
 import { LOCK_TELEMETRY } from './lock-telemetry-names';
 import type { LockKeyAttribute } from './lock-telemetry-options';
 
@@ -26,7 +26,7 @@ export function keyAttribute(mode: LockKeyAttribute): (key: string) => readonly 
     let attribute = hashes.get(key);
     if (!attribute) {
       if (hashes.size >= HASH_CACHE_SIZE) hashes.clear();
-      attribute = [LOCK_TELEMETRY.attributes.keyHash, createHash('sha256').update(key).digest('hex').slice(0, 16)];
+      attribute = [LOCK_TELEMETRY.attributes.keyHash, lockKeyHash(key)];
       hashes.set(key, attribute);
     }
     return attribute;
