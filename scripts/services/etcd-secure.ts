@@ -102,7 +102,7 @@ function httpsGet(port: number, path: string, tls: string, timeoutMs: number): P
 }
 
 /**
- * The users and roles, then auth on: the recipe of docs/security-zookeeper-etcd.md, line for line. Runs
+ * The users and roles, then auth on: the recipe of docs/security.md, line for line. Runs
  * over TLS with the client certificate, as root once auth is on.
  */
 function grantRoles(record: ServerRecord): void {
