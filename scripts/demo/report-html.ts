@@ -1,6 +1,8 @@
 import type { DemoResultRow } from './demo-result';
 import { paymentsSvg, type PaymentTimeline } from './payments-svg';
+import type { WaitDistribution } from './lock-wait-metrics';
 import { timelineSvg, type SaleTimeline } from './timeline-svg';
+import { waitCdfSvg } from './wait-cdf-svg';
 
 const escape = (text: string): string => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
@@ -31,14 +33,16 @@ function barChart(id: string, title: string, unit: string, rows: readonly DemoRe
 }
 
 /**
- * A self-contained page (no script, no external file) with the sale's table, charts, timelines, the
- * concurrent payment calls and `sections` (HTML) after them.
+ * A self-contained page (no script, no external file) with the sale's table, charts, the lock waits of each
+ * locked sale (`waits`, read from the shops' metrics), timelines, the concurrent payment calls (`payments`)
+ * and `sections` (HTML) after them.
  */
 export function renderReportHtml(
   rows: readonly DemoResultRow[],
   meta: Record<string, string>,
   timelines: readonly SaleTimeline[] = [],
   sections: readonly string[] = [],
+  waits: readonly WaitDistribution[] = [],
   payments: readonly PaymentTimeline[] = [],
 ): string {
   const table = `<table><thead><tr>${['strategy', 'database', 'sold', 'oversold', 'final stock', 'conflicts', 'rejected', 'errors', 'sold out s', 'lock busy (sale)', 'lock busy (run)', 'p50 ms', 'p99 ms', 'payments at once', 'invariant']
@@ -75,6 +79,7 @@ ${barChart('latency', 'Purchase latency', 'ms', rows, [
   { label: 'p99', value: (r) => r.p99Ms, colour: '#f59e0b' },
 ])}
 ${barChart('oversold', 'Oversold items', 'items', rows, [{ label: 'oversold', value: (r) => r.oversold, colour: '#ef4444' }])}
+${waits.length ? `<h2>How long buyers waited for the lock</h2><p>Read from each shop's <code>GET /metrics</code> (the library's <code>lock.wait.duration</code> histogram, Prometheus text) before and after the sale, summed over the instances; timed-out waits included.</p>${waitCdfSvg(waits)}` : ''}
 ${timelines.length ? `<h2>Who was inside when</h2><p>One lane per shop instance. Blue: a lock hold (its fencing token in the tooltip). Orange: a section with no lock. Red: a section that overlapped another.</p>${timelines.map(timelineSvg).join('\n')}` : ''}
 ${payments.length ? `<h2>Concurrent payment calls</h2><p>The checkout's payment step holds a permit of one counting semaphore shared by the instances (<code>@Limited('payments', { permits: ${payments[0].permits} })</code>). Blue: how many payment calls ran at once, from every instance; red dashes: the limit, never crossed.</p>${payments.map(paymentsSvg).join('\n')}` : ''}
 ${sections.join('\n')}

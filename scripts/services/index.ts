@@ -13,3 +13,5 @@ export {
   type RunningTopology,
   type TopologyName,
 } from './topologies';
+export { REDIS_TLS, redisTlsCaFile } from './redis-tls';
+export { lockTableGrants, MARIADB_TLS, mariadbTlsCaFile } from './mariadb-tls';

@@ -16,6 +16,7 @@ import { budgetAborted, waitForWake } from '../../locking/wait-for-wake';
 import { waitInRedisQueue } from './redis-queue-wait';
 import { closeRedisClient } from './close-redis-client';
 import { strategyName } from '../strategy-name';
+import { redisCallError } from './redis-acl';
 
 /** Options of the single-instance Redis strategy. */
 export interface RedisLockStrategyOptions {
@@ -117,13 +118,21 @@ export class RedisLockStrategy implements LockStrategy {
   async tryAcquire(request: LockRequest): Promise<LeaseGrant | null> {
     const keys = this.keyNames.of(request.key);
     const sentAt = Date.now();
-    const [held, token] = await this.runAcquire(keys, request, false);
-    return held ? this.grantOf(request, token, sentAt) : null;
+    try {
+      const [held, token] = await this.runAcquire(keys, request, false);
+      return held ? this.grantOf(request, token, sentAt) : null;
+    } catch (error) {
+      throw this.callError(error, 'acquire', request.key);
+    }
   }
 
   async acquire(request: LockRequest, budget: WaitBudget): Promise<LeaseGrant | null> {
     const keys = this.keyNames.of(request.key);
-    return this.fair ? this.waitInLine(keys, request, budget) : this.raceForRelease(keys, request, budget);
+    try {
+      return await (this.fair ? this.waitInLine(keys, request, budget) : this.raceForRelease(keys, request, budget));
+    } catch (error) {
+      throw this.callError(error, 'acquire', request.key);
+    }
   }
 
   /**
@@ -193,17 +202,34 @@ export class RedisLockStrategy implements LockStrategy {
   async extend(lease: LeaseGrant, ttlMs: number): Promise<LeaseGrant | null> {
     const keys = this.keyNames.of(lease.key);
     const sentAt = Date.now();
-    const extended = await this.scripts.extend.run(this.client, keys.keys, [lease.owner, keys.channel, ttlMs]);
-    return extended === 1 ? { ...lease, expiresAt: leaseExpiry(sentAt, ttlMs) } : null;
+    try {
+      const extended = await this.scripts.extend.run(this.client, keys.keys, [lease.owner, keys.channel, ttlMs]);
+      return extended === 1 ? { ...lease, expiresAt: leaseExpiry(sentAt, ttlMs) } : null;
+    } catch (error) {
+      throw this.callError(error, 'extend', lease.key);
+    }
   }
 
   async release(lease: LeaseGrant): Promise<boolean> {
     const keys = this.keyNames.of(lease.key);
-    return (await this.scripts.release.run(this.client, keys.keys, [lease.owner, keys.channel])) === 1;
+    try {
+      return (await this.scripts.release.run(this.client, keys.keys, [lease.owner, keys.channel])) === 1;
+    } catch (error) {
+      throw this.callError(error, 'release', lease.key);
+    }
   }
 
   async ping(): Promise<void> {
-    await this.client.ping();
+    try {
+      await this.client.ping();
+    } catch (error) {
+      throw this.callError(error, 'ping');
+    }
+  }
+
+  /** A refused permission becomes `LockPermissionDeniedError` naming the ACL rules to grant; credentials never travel on. */
+  private callError(error: unknown, operation: string, key?: string): unknown {
+    return redisCallError(error, { strategy: this.name, namespace: this.keyNames.namespace, operation, key });
   }
 
   async close(): Promise<void> {
