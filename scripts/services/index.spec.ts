@@ -19,6 +19,8 @@ describe('services tool', () => {
       'LOCK_TEST_FAULT_ETCD_CLUSTER',
       'LOCK_TEST_MEMCACHED',
       'LOCK_TEST_FAULT_MEMCACHED',
+      'LOCK_TEST_POSTGRES_URL',
+      'LOCK_TEST_FAULT_POSTGRES_URL',
     ]);
   });
 
@@ -28,5 +30,6 @@ describe('services tool', () => {
     // A member of another kind brings its own package: the Sentinel beside its Redis servers.
     expect(packagesFor(['redis-sentinel'])).toEqual(['redis-server', 'redis-sentinel']);
     expect(packagesFor(['memcached', 'memcached-faults'])).toEqual(['memcached']);
+    expect(packagesFor(['postgres', 'postgres-faults'])).toEqual(['postgresql']);
   });
 });

@@ -11,6 +11,11 @@ import {
   mariadbKind,
   memcachedArgs,
   memcachedKind,
+  POSTGRES_DATABASE,
+  POSTGRES_USER,
+  postgresArgs,
+  postgresBinary,
+  postgresKind,
   redisArgs,
   redisKind,
   redisMasterArgs,
@@ -24,7 +29,26 @@ import {
 import { instancesRoot, listRecords, readRecord, removeRecord, type ServerRecord } from './service-state';
 
 /** The server set-ups the tests, the demo and the benchmarks use. */
-export const TOPOLOGY_NAMES = ['redis', 'redis-faults', 'redis-restart', 'redis-sentinel', 'redis5', 'redis5-faults', 'mariadb', 'mariadb-faults', 'zookeeper', 'zookeeper3', 'zookeeper3-faults', 'etcd', 'etcd3', 'etcd3-faults', 'memcached', 'memcached-faults'] as const;
+export const TOPOLOGY_NAMES = [
+  'redis',
+  'redis-faults',
+  'redis-restart',
+  'redis-sentinel',
+  'redis5',
+  'redis5-faults',
+  'mariadb',
+  'mariadb-faults',
+  'zookeeper',
+  'zookeeper3',
+  'zookeeper3-faults',
+  'etcd',
+  'etcd3',
+  'etcd3-faults',
+  'memcached',
+  'memcached-faults',
+  'postgres',
+  'postgres-faults',
+] as const;
 export type TopologyName = (typeof TOPOLOGY_NAMES)[number];
 
 interface MemberPlan {
@@ -39,6 +63,7 @@ interface TopologyPlan {
   /** Environment variable through which clients find it; a user who sets it brings their own server. */
   readonly envVar: string;
   readonly members: readonly MemberPlan[];
+  /** The program (read when the topology starts: PostgreSQL's path is known only once its package is installed). */
   readonly command: string;
   args(member: { name: string; dir: string; ports: readonly number[] }): string[];
   envValue(): string;
@@ -227,6 +252,29 @@ const PLANS: Record<TopologyName, TopologyPlan> = {
     args: (member) => memcachedArgs(member.ports[0]),
     envValue: () => '127.0.0.1:11312',
   },
+  // PostgreSQL's standard port is 5432: never used here. Without fsync (a test server needs no
+  // durability) unless LOCK_SERVICES_DURABLE=1, which the benchmark sets to compare with MariaDB's defaults.
+  postgres: {
+    kind: postgresKind,
+    envVar: 'LOCK_TEST_POSTGRES_URL',
+    members: [{ name: 'postgres', ports: [15432] }],
+    get command() {
+      return postgresBinary('postgres');
+    },
+    args: (member) => postgresArgs(member.ports[0], member.dir, process.env.LOCK_SERVICES_DURABLE === '1'),
+    envValue: () => `postgres://${POSTGRES_USER}@127.0.0.1:15432/${POSTGRES_DATABASE}`,
+  },
+  // A server of its own for fault tests, which restart it mid-sale while other suites use postgres.
+  'postgres-faults': {
+    kind: postgresKind,
+    envVar: 'LOCK_TEST_FAULT_POSTGRES_URL',
+    members: [{ name: 'postgres-faults', ports: [15433] }],
+    get command() {
+      return postgresBinary('postgres');
+    },
+    args: (member) => postgresArgs(member.ports[0], member.dir, process.env.LOCK_SERVICES_DURABLE === '1'),
+    envValue: () => `postgres://${POSTGRES_USER}@127.0.0.1:15433/${POSTGRES_DATABASE}`,
+  },
 };
 
 /** The environment variable of a topology (e.g. `LOCK_TEST_REDIS_URL`). */
@@ -282,7 +330,10 @@ export async function startTopology(name: TopologyName): Promise<RunningTopology
     const dir = join(instancesRoot(), member.name);
     rmSync(dir, { recursive: true, force: true });
     mkdirSync(dir, { recursive: true });
+    const kind = member.own?.kind ?? plan.kind;
     records.push({
+      ...kind.runAs?.(),
+      ...(kind.stopSignal ? { stopSignal: kind.stopSignal } : {}),
       name: member.name,
       topology: name,
       command: member.own?.command ?? plan.command,
