@@ -37,6 +37,8 @@ const redisUrls = (): string[] => requiredEnv('LOCK_TEST_REDIS_URLS').split(',')
 
 const mysqlOptions = (): DataSourceOptions => ({ type: 'mysql', url: requiredEnv('LOCK_TEST_MYSQL_URL'), poolSize: 12, connectTimeout: 5_000 });
 
+const postgresOptions = (): DataSourceOptions => ({ type: 'postgres', url: requiredEnv('LOCK_TEST_POSTGRES_URL'), poolSize: 12, connectTimeoutMS: 5_000 });
+
 /** One SQLite file per test run, shared by every client and child process of the run. */
 function sqliteOptions(): DataSourceOptions {
   process.env.LOCK_TEST_SQLITE_PATH ??= join(tmpdir(), `lock-contract-${process.pid}-${Date.now()}.sqlite`);
@@ -97,6 +99,13 @@ async function killPessimisticHolder(key: string): Promise<void> {
   await new Promise((resolve) => setTimeout(resolve, 50));
 }
 
+/** Terminates the PostgreSQL backend whose transaction holds the row lock (the fencing table names it), as an operator would. */
+async function terminatePessimisticHolder(key: string): Promise<void> {
+  await adminQuery(postgresOptions(), 'SELECT pg_terminate_backend(locked_by_connection::int) FROM distributed_lock_fences WHERE lock_key = $1 AND locked_by_connection IS NOT NULL', [key]);
+  // Let the holder's client read the server's goodbye (see killPessimisticHolder).
+  await new Promise((resolve) => setTimeout(resolve, 50));
+}
+
 /**
  * Every strategy the contract suite runs against. Backends whose servers the test setup starts add
  * their line here; the cross-process worker looks subjects up by name.
@@ -153,6 +162,21 @@ export const subjects: readonly ContractSubject[] = [
     removeBehindBack: async (_strategy, key) => {
       await adminQuery(sqliteOptions(), 'DELETE FROM distributed_lock_leases WHERE lock_key = ?', [key]);
     },
+  },
+  {
+    name: 'row (PostgreSQL)',
+    capabilities: { fencing: true, fifo: false, sharedLocks: false, crossProcess: true },
+    create: async () => new RowLockStrategy({ connection: postgresOptions(), name: 'database-postgres' }),
+    removeBehindBack: async (_strategy, key) => {
+      await adminQuery(postgresOptions(), 'DELETE FROM distributed_lock_leases WHERE lock_key = $1', [key]);
+    },
+  },
+  {
+    name: 'pessimistic (PostgreSQL)',
+    pushesRemoval: true,
+    capabilities: { fencing: true, fifo: false, sharedLocks: false, crossProcess: true },
+    create: async () => new PessimisticLockStrategy({ connection: postgresOptions(), name: 'pessimistic-postgres' }),
+    removeBehindBack: (_strategy, key) => terminatePessimisticHolder(key),
   },
   {
     name: 'pessimistic (MariaDB)',

@@ -9,7 +9,7 @@ import { assertKnownKeys, describe } from '../../locking/lock-options';
 import { assertFastPaths } from '../fast-paths-option';
 import type { LeaseLostListener, LockStrategy, LockStrategyCapabilities, ReleaseOutcome } from '../../locking/lock-strategy.interface';
 import type { LockDataSource } from './database-client.type';
-import { ensureInitialized, resolveDataSource } from './database-connection';
+import { ensureInitialized, resolveDataSource, runDdl } from './database-connection';
 import { assertKeyDistinct, paddingMigration } from './lock-key-collation';
 import { fenceTableDdl, LOCK_TABLES, MAX_SQL_KEY_LENGTH, rowTableDdl, SQL_IDENTIFIER } from './lock-table.sql';
 import { queryOnDataSource, queryOnRunner } from './mysql-direct';
@@ -22,7 +22,7 @@ import { strategyName } from '../strategy-name';
 
 /** Options of the pessimistic (`SELECT … FOR UPDATE`) strategy. */
 export interface PessimisticLockStrategyOptions {
-  /** Your TypeORM DataSource (MySQL 8 or MariaDB 10.6+). Never destroyed by the strategy. */
+  /** Your TypeORM DataSource (MySQL 8, MariaDB 10.6+ or PostgreSQL 12+). Never destroyed by the strategy. */
   readonly dataSource?: LockDataSource;
   /** Or options for a separate pool that the strategy creates and destroys. */
   readonly connection?: DataSourceOptions;
@@ -121,8 +121,8 @@ export class PessimisticLockStrategy implements LockStrategy {
     const resolved = resolveDataSource(options.dataSource, options.connection, this.name);
     this.dataSource = resolved.dataSource;
     this.ownsDataSource = resolved.owned;
-    if (dialectOf(this.dataSource, this.name).name !== 'mysql') {
-      throw new InvalidLockOptionsError('dataSource', 'the pessimistic strategy needs MySQL or MariaDB (InnoDB row locks); use RowLockStrategy on SQLite.');
+    if (dialectOf(this.dataSource, this.name).name === 'sqlite') {
+      throw new InvalidLockOptionsError('dataSource', 'the pessimistic strategy needs MySQL, MariaDB or PostgreSQL (row locks held by a transaction); use RowLockStrategy on SQLite.');
     }
   }
 
@@ -294,12 +294,12 @@ export class PessimisticLockStrategy implements LockStrategy {
     }
     const connectionId = connectionIdOf(runner);
     // One bound over every statement that can wait on the server (the insert of a new row, the row lock):
-    // the server counts whole seconds, so the wait is stopped at the exact end of the budget, on abort,
-    // or when the strategy closes.
+    // MySQL counts whole seconds, so the wait is stopped at the exact end of the budget, on abort, or when
+    // the strategy closes (KILL QUERY; pg_cancel_backend on PostgreSQL, whose lock_timeout is exact anyway).
     let killing: Promise<unknown> | undefined;
     const stop = (): void => {
       if (killing || connectionId === undefined) return;
-      killing = this.dataSource.query(`KILL QUERY ${connectionId}`).catch(() => undefined);
+      killing = this.dataSource.query(sql.cancel(connectionId)).catch(() => undefined);
     };
     const killTimer = budget ? setTimeout(stop, budget.timeoutMs) : undefined;
     const stopWatchingAbort = budget ? onBudgetAbort(budget, stop) : undefined;
@@ -325,6 +325,7 @@ export class PessimisticLockStrategy implements LockStrategy {
         return null;
       }
       const waitSeconds = budget ? Math.max(1, Math.ceil(budget.timeoutMs / 1000)) : undefined;
+      if (budget && sql.lockTimeout) await queryOnRunner(runner, sql.lockTimeout, [`${Math.max(1, Math.ceil(budget.timeoutMs))}ms`], this.fastPaths);
       // On the runner's own connection, inside the transaction TypeORM started (see mysqlPoolOf).
       const rows = (await queryOnRunner(runner, sql.lockRow(waitSeconds), [request.key], this.fastPaths)).records;
       // The lease is this process's own timer (the server frees the row when the connection dies): it
@@ -334,8 +335,7 @@ export class PessimisticLockStrategy implements LockStrategy {
       if (rows.length !== 1) throw new MissingLockRow(request.key);
       // We hold the row lock, so nobody else runs this for the key: the token grows by one per holder,
       // in autocommit, so that rolling the section back never hands the same token out twice.
-      const fenced = (await queryOnDataSource(this.dataSource, sql.nextToken, [request.key, request.owner, connectionId ?? null], this.fastPaths)).raw as { insertId?: number | string };
-      const token = Number(fenced.insertId);
+      const token = dialect.tokenOf(await queryOnDataSource(this.dataSource, sql.nextToken, [request.key, request.owner, connectionId ?? null], this.fastPaths));
       const row: HeldRow = { key: request.key, runner, timer: undefined, listeners: new Set(), connectionLost: false, stopWatchingConnection: () => undefined };
       this.held.set(request.owner, row);
       // A connection that dies (killed, network, server restart) takes the lock with it: tell the holder now.
@@ -414,8 +414,7 @@ export class PessimisticLockStrategy implements LockStrategy {
       await ensureInitialized(this.dataSource);
       const dialect = await withServerFeatures(this.dataSource, dialectOf(this.dataSource, this.name));
       if (this.ensureTable) {
-        await this.dataSource.query(rowTableDdl(dialect, this.table));
-        await this.dataSource.query(fenceTableDdl(dialect, this.fenceTable));
+        await runDdl(this.dataSource, [rowTableDdl(dialect, this.table), fenceTableDdl(dialect, this.fenceTable)]);
       }
       const padding = (await paddingMigration(this.dataSource, dialect, this.table)) ?? (await paddingMigration(this.dataSource, dialect, this.fenceTable));
       return { dialect, sql: pessimisticStatements(dialect, this.table, this.fenceTable), padding };
@@ -427,17 +426,20 @@ export class PessimisticLockStrategy implements LockStrategy {
   }
 }
 
-/** mysql2 refused to send the statement: the connection was already closed. */
+/** The driver refused to send the statement: the connection was already closed (mysql2, pg), or TypeORM had released it after its error. */
 function isNotSent(error: unknown): boolean {
-  return /closed state/.test(String((error as { message?: unknown })?.message ?? ''));
+  const e = error as { name?: unknown; message?: unknown };
+  return /closed state|not queryable|Client was closed/.test(String(e?.message ?? '')) || e?.name === 'QueryRunnerAlreadyReleasedError';
 }
 
 /** The connection failed (dropped, reset, killed) rather than the server refusing the statement. */
 function isConnectionError(error: unknown): boolean {
-  const e = error as { fatal?: unknown; code?: unknown; driverError?: { fatal?: unknown; code?: unknown } };
+  const e = error as { fatal?: unknown; code?: unknown; message?: unknown; driverError?: { fatal?: unknown; code?: unknown; message?: unknown } };
   const fatal = e?.driverError?.fatal ?? e?.fatal;
   const code = String(e?.driverError?.code ?? e?.code ?? '');
-  return fatal === true || /^(PROTOCOL_CONNECTION_LOST|ECONNRESET|EPIPE|ETIMEDOUT|ER_CONNECTION_KILLED)$/.test(code);
+  const message = String(e?.driverError?.message ?? e?.message ?? '');
+  // PostgreSQL: the backend was terminated (57P01–57P03), or pg saw the socket close under the statement.
+  return fatal === true || /^(PROTOCOL_CONNECTION_LOST|ECONNRESET|EPIPE|ETIMEDOUT|ER_CONNECTION_KILLED|57P0[123])$/.test(code) || /Connection terminated/.test(message);
 }
 
 async function rollbackAndRelease(runner: QueryRunner): Promise<void> {

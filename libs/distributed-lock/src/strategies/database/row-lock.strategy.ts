@@ -8,7 +8,7 @@ import { handOverLimits, type HandOverLimits, type LocalHandOverOption } from '.
 import type { LockStrategy, LockStrategyCapabilities } from '../../locking/lock-strategy.interface';
 import { leaseExpiry } from '../../locking/lease-expiry';
 import type { LockDataSource } from './database-client.type';
-import { ensureInitialized, resolveDataSource } from './database-connection';
+import { ensureInitialized, resolveDataSource, runDdl } from './database-connection';
 import { assertKeyDistinct, paddingMigration } from './lock-key-collation';
 import { leaseClockDdl, leaseTableDdl, LOCK_TABLES, MAX_SQL_KEY_LENGTH, SQL_IDENTIFIER } from './lock-table.sql';
 import { queryOnDataSource, type DirectResult } from './mysql-direct';
@@ -18,7 +18,7 @@ import { strategyName } from '../strategy-name';
 
 /** Options of the row (lock table) strategy. */
 export interface RowLockStrategyOptions {
-  /** Your TypeORM DataSource (MySQL, MariaDB or SQLite via better-sqlite3). Never destroyed by the strategy. */
+  /** Your TypeORM DataSource (MySQL, MariaDB, PostgreSQL, or SQLite via better-sqlite3). Never destroyed by the strategy. */
   readonly dataSource?: LockDataSource;
   /** Or options for a separate pool that the strategy creates and destroys. */
   readonly connection?: DataSourceOptions;
@@ -142,7 +142,7 @@ export class RowLockStrategy implements LockStrategy {
    */
   async sweepIdle(idleMs: number): Promise<number> {
     const { dialect } = await this.prepare();
-    const result = await this.run(`DELETE FROM ${dialect.quote(this.table)} WHERE expires_at <= ${dialect.nowMs} - ?`, [idleMs]);
+    const result = await this.run(dialect.bind(`DELETE FROM ${dialect.quote(this.table)} WHERE expires_at <= ${dialect.nowMs} - ?`), [idleMs]);
     return result.affected ?? 0;
   }
 
@@ -155,8 +155,7 @@ export class RowLockStrategy implements LockStrategy {
       await ensureInitialized(this.dataSource);
       const dialect = await withServerFeatures(this.dataSource, dialectOf(this.dataSource, this.name));
       if (this.ensureTable) {
-        await this.dataSource.query(leaseTableDdl(dialect, this.table));
-        for (const statement of leaseClockDdl(dialect, this.table)) await this.dataSource.query(statement);
+        await runDdl(this.dataSource, [leaseTableDdl(dialect, this.table), ...leaseClockDdl(dialect, this.table)]);
       }
       const padding = await paddingMigration(this.dataSource, dialect, this.table);
       return { dialect, sql: rowLockStatements(dialect, this.table), padding };
