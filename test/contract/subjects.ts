@@ -2,7 +2,7 @@ import { InMemoryLockStrategy, type LockStrategy } from '@app/distributed-lock';
 import { RedisLockStrategy, RedlockStrategy } from '@app/distributed-lock/strategies/redis';
 import { Redis } from 'ioredis';
 import { redisLockKeys } from '../../libs/distributed-lock/src/strategies/redis/redis-keys';
-import { PessimisticLockStrategy, RowLockStrategy } from '@app/distributed-lock/strategies/database';
+import { AdvisoryLockStrategy, getLockName, PessimisticLockStrategy, postgresAdvisoryKey, RowLockStrategy } from '@app/distributed-lock/strategies/database';
 import { EtcdLockStrategy } from '@app/distributed-lock/strategies/etcd';
 import { Etcd3 } from 'etcd3';
 import { ZooKeeperLockStrategy } from '@app/distributed-lock/strategies/zookeeper';
@@ -106,6 +106,24 @@ async function terminatePessimisticHolder(key: string): Promise<void> {
   await new Promise((resolve) => setTimeout(resolve, 50));
 }
 
+/** Terminates the PostgreSQL backend holding a key's advisory lock (session or transaction level), as an operator would. */
+async function terminateAdvisoryHolder(key: string): Promise<void> {
+  const bits = BigInt.asUintN(64, BigInt(postgresAdvisoryKey(key)));
+  await adminQuery(
+    postgresOptions(),
+    "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND granted AND classid = $1::oid AND objid = $2::oid AND objsubid = 1",
+    [String(bits >> 32n), String(bits & 0xffffffffn)],
+  );
+  await new Promise((resolve) => setTimeout(resolve, 50));
+}
+
+/** Kills the MariaDB connection holding a key's GET_LOCK, as an operator would. */
+async function killGetLockHolder(key: string): Promise<void> {
+  const rows = (await adminQuery(mysqlOptions(), 'SELECT IS_USED_LOCK(?) AS id', [getLockName(key)])) as Array<{ id: number | null }>;
+  if (rows[0]?.id) await adminQuery(mysqlOptions(), `KILL ${Number(rows[0].id)}`);
+  await new Promise((resolve) => setTimeout(resolve, 50));
+}
+
 /**
  * Every strategy the contract suite runs against. Backends whose servers the test setup starts add
  * their line here; the cross-process worker looks subjects up by name.
@@ -177,6 +195,27 @@ export const subjects: readonly ContractSubject[] = [
     capabilities: { fencing: true, fifo: false, sharedLocks: false, crossProcess: true },
     create: async () => new PessimisticLockStrategy({ connection: postgresOptions(), name: 'pessimistic-postgres' }),
     removeBehindBack: (_strategy, key) => terminatePessimisticHolder(key),
+  },
+  {
+    name: 'advisory (PostgreSQL)',
+    pushesRemoval: true,
+    capabilities: { fencing: true, fifo: true, sharedLocks: false, crossProcess: true },
+    create: async () => new AdvisoryLockStrategy({ connection: postgresOptions() }),
+    removeBehindBack: (_strategy, key) => terminateAdvisoryHolder(key),
+  },
+  {
+    name: 'advisory transaction (PostgreSQL)',
+    pushesRemoval: true,
+    capabilities: { fencing: true, fifo: true, sharedLocks: false, crossProcess: true, transactional: true },
+    create: async () => new AdvisoryLockStrategy({ connection: postgresOptions(), scope: 'transaction', name: 'advisory-xact' }),
+    removeBehindBack: (_strategy, key) => terminateAdvisoryHolder(key),
+  },
+  {
+    name: 'advisory GET_LOCK (MariaDB)',
+    pushesRemoval: true,
+    capabilities: { fencing: true, fifo: true, sharedLocks: false, crossProcess: true },
+    create: async () => new AdvisoryLockStrategy({ connection: mysqlOptions(), name: 'advisory-mysql' }),
+    removeBehindBack: (_strategy, key) => killGetLockHolder(key),
   },
   {
     name: 'pessimistic (MariaDB)',

@@ -14,31 +14,13 @@ import { LOCK_TABLES, lockTransaction, optimisticUpdate, PessimisticLockStrategy
 import { MysqlQueryRunner } from 'typeorm/driver/mysql/MysqlQueryRunner';
 import { StockRow as Stock } from '../support/stock-row.entity';
 import { PricedItem } from '../support/priced-item.entity';
+import { expectCommitsWithRelease } from '../support/lock-transaction-check';
 
 
 const run = randomUUID().slice(0, 8);
 const mysql = (): DataSourceOptions => ({ type: 'mysql', url: process.env.LOCK_TEST_MYSQL_URL, entities: [Stock], synchronize: true, poolSize: 16 });
 const sqlite = (): DataSourceOptions => ({ type: 'better-sqlite3', database: join(tmpdir(), `lock-it-${run}.sqlite`), entities: [Stock], synchronize: true, enableWAL: true, timeout: 10_000 });
 const postgres = (): DataSourceOptions => ({ type: 'postgres', url: process.env.LOCK_TEST_POSTGRES_URL, entities: [Stock], synchronize: true, poolSize: 16 });
-
-/** Writes through the lock's transaction commit with the release, and roll back when the section fails. */
-async function expectCommitsWithRelease(dataSource: DataSource, locks: LockService, prefix: string): Promise<void> {
-  const sku = `${prefix}-${randomUUID().slice(0, 8)}`;
-  await dataSource.getRepository(Stock).insert({ sku, quantity: 10 });
-  await locks.withLock(`stock:${sku}`, async (lock) => {
-    await lockTransaction(lock).getRepository(Stock).decrement({ sku }, 'quantity', 1);
-    // Not visible outside the lock's transaction before the release.
-    expect((await dataSource.getRepository(Stock).findOneByOrFail({ sku })).quantity).toBe(10);
-  });
-  expect((await dataSource.getRepository(Stock).findOneByOrFail({ sku })).quantity).toBe(9);
-  await expect(
-    locks.withLock(`stock:${sku}`, async (lock) => {
-      await lockTransaction(lock).getRepository(Stock).decrement({ sku }, 'quantity', 5);
-      throw new Error('payment declined');
-    }),
-  ).rejects.toThrow('payment declined');
-  expect((await dataSource.getRepository(Stock).findOneByOrFail({ sku })).quantity).toBe(9);
-}
 
 /** With 4 connections allowed and all pinned, the next acquisition waits for a slot, then fails naming the option. */
 async function expectSlotLimit(locks: LockService, prefix: string): Promise<void> {

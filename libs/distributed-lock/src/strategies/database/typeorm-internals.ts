@@ -124,3 +124,21 @@ export function watchConnection(runner: QueryRunner, onDeath: () => void): () =>
     connection.off('error', onError);
   };
 }
+
+/**
+ * Gives the runner's connection back to no one: closes it, so that the pool never hands out a connection
+ * that may still hold a session lock (an advisory lock whose unlock failed). mysql2: `destroy()` takes it
+ * out of the pool; pg: TypeORM's `releasePostgresConnection(error)` has pg-pool discard it. Falls back to
+ * a plain release where neither is there.
+ */
+export async function discardConnection(runner: QueryRunner): Promise<void> {
+  const connection = connectionUnder(runner) as { destroy?: () => void } | undefined;
+  const pgRelease = (runner as unknown as { releasePostgresConnection?: (error: Error) => Promise<void> }).releasePostgresConnection;
+  try {
+    if (typeof pgRelease === 'function') return await pgRelease.call(runner, new Error('discarded: it may still hold a session lock'));
+    if (typeof connection?.destroy === 'function') connection.destroy();
+  } catch {
+    // Closing a connection that already failed: nothing more to do.
+  }
+  await runner.release().catch(() => undefined);
+}
