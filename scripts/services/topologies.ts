@@ -98,6 +98,23 @@ const ETCD3_FAULTS = [
   [12979, 12980],
 ];
 
+/**
+ * A single PostgreSQL server. Without fsync (a test server needs no durability) unless
+ * LOCK_SERVICES_DURABLE=1, which the benchmark sets to compare with MariaDB's defaults.
+ */
+function postgresPlan(name: string, envVar: string, port: number): TopologyPlan {
+  return {
+    kind: postgresKind,
+    envVar,
+    members: [{ name, ports: [port] }],
+    get command() {
+      return postgresBinary('postgres');
+    },
+    args: (member) => postgresArgs(member.ports[0], member.dir, process.env.LOCK_SERVICES_DURABLE === '1'),
+    envValue: () => `postgres://${POSTGRES_USER}@127.0.0.1:${port}/${POSTGRES_DATABASE}`,
+  };
+}
+
 const PLANS: Record<TopologyName, TopologyPlan> = {
   redis: {
     kind: redisKind,
@@ -252,29 +269,10 @@ const PLANS: Record<TopologyName, TopologyPlan> = {
     args: (member) => memcachedArgs(member.ports[0]),
     envValue: () => '127.0.0.1:11312',
   },
-  // PostgreSQL's standard port is 5432: never used here. Without fsync (a test server needs no
-  // durability) unless LOCK_SERVICES_DURABLE=1, which the benchmark sets to compare with MariaDB's defaults.
-  postgres: {
-    kind: postgresKind,
-    envVar: 'LOCK_TEST_POSTGRES_URL',
-    members: [{ name: 'postgres', ports: [15432] }],
-    get command() {
-      return postgresBinary('postgres');
-    },
-    args: (member) => postgresArgs(member.ports[0], member.dir, process.env.LOCK_SERVICES_DURABLE === '1'),
-    envValue: () => `postgres://${POSTGRES_USER}@127.0.0.1:15432/${POSTGRES_DATABASE}`,
-  },
+  // PostgreSQL's standard port is 5432: never used here.
+  postgres: postgresPlan('postgres', 'LOCK_TEST_POSTGRES_URL', 15432),
   // A server of its own for fault tests, which restart it mid-sale while other suites use postgres.
-  'postgres-faults': {
-    kind: postgresKind,
-    envVar: 'LOCK_TEST_FAULT_POSTGRES_URL',
-    members: [{ name: 'postgres-faults', ports: [15433] }],
-    get command() {
-      return postgresBinary('postgres');
-    },
-    args: (member) => postgresArgs(member.ports[0], member.dir, process.env.LOCK_SERVICES_DURABLE === '1'),
-    envValue: () => `postgres://${POSTGRES_USER}@127.0.0.1:15433/${POSTGRES_DATABASE}`,
-  },
+  'postgres-faults': postgresPlan('postgres-faults', 'LOCK_TEST_FAULT_POSTGRES_URL', 15433),
 };
 
 /** The environment variable of a topology (e.g. `LOCK_TEST_REDIS_URL`). */
