@@ -197,7 +197,7 @@ describe('Redlock: local hand-over', () => {
       .catch((error: unknown) => error);
     expect(outcome).toBeInstanceOf(LockLostError);
     await second?.release();
-  });
+  }, 20_000);
 
   it('never hands a lock that is gone on the masters to the next contender of its process', async () => {
     const locks = serviceOf({ connections: urls(), localHandover: { passes: 16, windowMs: 10_000 } });

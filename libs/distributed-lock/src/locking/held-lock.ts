@@ -263,6 +263,11 @@ export class HeldLock {
       this.markLost('extension-refused');
       throw new LockNotHeldError(this.lease.key, this.deps.name);
     }
+    // Extended, but the strategy could not vouch for any time left (a Redlock round slower than the lease).
+    if (this.lease.expiresAt <= Date.now()) {
+      this.markLost('expired');
+      throw new LockNotHeldError(this.lease.key, this.deps.name, { cause: this.lostError });
+    }
     this.watchdog.reset();
   }
 

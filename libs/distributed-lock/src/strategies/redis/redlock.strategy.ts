@@ -322,8 +322,11 @@ export class RedlockStrategy implements LockStrategy {
     const outcomes = await this.onEveryNode((client, i) => this.extendOn(client, i, keys, redisOwner, ttlMs));
     const extended = outcomes.filter((o) => o.held).length;
     const validUntil = started + ttlMs - (Date.now() - started) - Math.ceil(ttlMs * CLOCK_DRIFT_FACTOR) - 2;
-    if (extended >= this.quorum && validUntil > Date.now()) {
-      this.localHandOver.extended(lease, validUntil);
+    if (extended >= this.quorum) {
+      // A majority extended it. A round slow enough to use up the validity (a slow minority master, a short
+      // ttl) still says so, with a lease end already past: the caller treats it as expired, not as taken.
+      if (validUntil > Date.now()) this.localHandOver.extended(lease, validUntil);
+      else this.localHandOver.lost(lease);
       return { ...lease, expiresAt: validUntil };
     }
     this.localHandOver.lost(lease);
