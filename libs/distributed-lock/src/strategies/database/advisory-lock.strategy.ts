@@ -59,6 +59,13 @@ export interface AdvisoryLockStrategyOptions {
   readonly fastPaths?: boolean;
 }
 
+/**
+ * How long before the caller's deadline the wait on the server ends (at most a tenth of the wait): more
+ * than the time the server takes to start the statement, so that the server's answer "not granted" comes
+ * before the caller gives up and its holder's release can reach the server.
+ */
+const SERVER_WAIT_EARLY_END_MS = 5;
+
 /** A grant of the advisory strategy; with `scope: 'transaction'` it carries the lock's EntityManager. */
 export interface AdvisoryLeaseGrant extends LeaseGrant {
   /** Only with `scope: 'transaction'`: writes through it commit with the release (see `lockTransaction`). */
@@ -155,17 +162,23 @@ export class AdvisoryLockStrategy implements LockStrategy {
   }
 
   private async lockOnConnection(request: LockRequest, budget: WaitBudget | undefined): Promise<AdvisoryLeaseGrant | null> {
+    // The wait on the server ends a little before the caller's deadline, counted from now (preparing and
+    // connecting spend part of it). A server-side wait that outlived the deadline would be granted when the
+    // holder lets go right after the caller gave up, and hold the lock as an orphan (until the lock service
+    // releases it) just when the holder's release should free it for the next one.
+    const deadline = budget ? Date.now() + budget.timeoutMs - Math.min(SERVER_WAIT_EARLY_END_MS, budget.timeoutMs / 10) : 0;
     const { dialect, sql } = await this.prepare();
     const runner = this.dataSource.createQueryRunner();
     await runner.connect();
-    if (budget && budgetAborted(budget)) {
+    const waitMs = deadline - Date.now();
+    if (budget && (budgetAborted(budget) || waitMs <= 0)) {
       await runner.release();
       return null;
     }
     // The server bounds the wait by itself (lock_timeout, GET_LOCK's timeout); the exact deadline, an
     // abort and close() cancel it from another connection (pg_cancel_backend, KILL QUERY).
     const cancel = (id: number): string => (dialect.name === 'postgres' ? `SELECT pg_cancel_backend(${id})` : `KILL QUERY ${id}`);
-    const { stopped, disarm } = this.locks.cancelWait(this.dataSource, connectionIdOf(runner), cancel, budget);
+    const { stopped, disarm } = this.locks.cancelWait(this.dataSource, connectionIdOf(runner), cancel, budget, waitMs);
     try {
       // PostgreSQL's transaction-level lock is taken inside the transaction; MySQL's GET_LOCK (and its token
       // row, which a rolled-back section must not undo) before it.
@@ -176,7 +189,7 @@ export class AdvisoryLockStrategy implements LockStrategy {
         await rollbackAndRelease(runner);
         return null;
       }
-      const result = await queryOnRunner(runner, budget ? sql.lock : sql.tryLock, this.lockParameters(dialect, request.key, budget), this.fastPaths);
+      const result = await queryOnRunner(runner, budget ? sql.lock : sql.tryLock, this.lockParameters(dialect, request.key, budget ? deadline - Date.now() : undefined), this.fastPaths);
       const lockedAt = Date.now();
       await disarm();
       const token = tokenOf(dialect, result);
@@ -201,10 +214,12 @@ export class AdvisoryLockStrategy implements LockStrategy {
     }
   }
 
-  private lockParameters(dialect: SqlDialect, key: string, budget: WaitBudget | undefined): unknown[] {
-    if (dialect.name === 'postgres') return budget ? [postgresAdvisoryKey(key), `${Math.max(1, Math.ceil(budget.timeoutMs))}ms`] : [postgresAdvisoryKey(key)];
+  /** `waitMs`: what is left of the caller's wait when the statement goes (undefined: tryAcquire, no wait). */
+  private lockParameters(dialect: SqlDialect, key: string, waitMs: number | undefined): unknown[] {
+    const wait = waitMs === undefined ? undefined : Math.max(1, Math.ceil(waitMs));
+    if (dialect.name === 'postgres') return wait === undefined ? [postgresAdvisoryKey(key)] : [postgresAdvisoryKey(key), `${wait}ms`];
     // GET_LOCK takes fractional seconds on MariaDB; the cancel at the deadline bounds it on MySQL too.
-    return [key, getLockName(key), budget ? Math.max(1, Math.ceil(budget.timeoutMs)) / 1000 : 0];
+    return [key, getLockName(key), wait === undefined ? 0 : wait / 1000];
   }
 
   /**

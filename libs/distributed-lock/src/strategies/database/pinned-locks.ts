@@ -83,15 +83,16 @@ export class PinnedLocks<H extends PinnedLock> {
   /**
    * Bounds the server-side wait of an acquisition on the connection with server id `connectionId`: at
    * the budget's end, on abort, or on close, `cancel` (KILL QUERY, pg_cancel_backend) is sent from another
-   * connection. The server's own bound counts whole seconds on MySQL: this one is exact.
+   * connection. The server's own bound counts whole seconds on MySQL: this one is exact. `waitMs`: what
+   * is left of the budget when the wait starts (default: all of it).
    */
-  cancelWait(dataSource: LockDataSource, connectionId: number | undefined, cancel: (id: number) => string, budget: WaitBudget | undefined): WaitCancel {
+  cancelWait(dataSource: LockDataSource, connectionId: number | undefined, cancel: (id: number) => string, budget: WaitBudget | undefined, waitMs = budget?.timeoutMs): WaitCancel {
     let cancelling: Promise<unknown> | undefined;
     const stop = (): void => {
       if (cancelling || connectionId === undefined) return;
       cancelling = dataSource.query(cancel(connectionId)).catch(() => undefined);
     };
-    const timer = budget ? setTimeout(stop, budget.timeoutMs) : undefined;
+    const timer = budget ? setTimeout(stop, Math.max(0, waitMs ?? 0)) : undefined;
     const stopWatchingAbort = budget ? onBudgetAbort(budget, stop) : undefined;
     this.waitStoppers.add(stop);
     return {
