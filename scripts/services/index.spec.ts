@@ -17,13 +17,13 @@ describe('services tool', () => {
       'LOCK_TEST_ETCD',
       'LOCK_TEST_ETCD_CLUSTER',
       'LOCK_TEST_FAULT_ETCD_CLUSTER',
-      'LOCK_TEST_ETCD_SECURE',
       'LOCK_TEST_MEMCACHED',
       'LOCK_TEST_FAULT_MEMCACHED',
-      'LOCK_TEST_REDIS_TLS',
-      'LOCK_TEST_MYSQL_TLS',
       'LOCK_TEST_POSTGRES_URL',
       'LOCK_TEST_FAULT_POSTGRES_URL',
+      'LOCK_TEST_ETCD_SECURE',
+      'LOCK_TEST_REDIS_TLS',
+      'LOCK_TEST_MYSQL_TLS',
     ]);
   });
 
