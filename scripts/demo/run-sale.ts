@@ -51,7 +51,8 @@ export async function runSale(
     DEMO_SYNC: '0',
   };
   const mysqlUrl = hooks.env?.LOCK_TEST_MYSQL_URL ?? process.env.LOCK_TEST_MYSQL_URL;
-  const dbConfig = { database: run.database as DemoDatabase, sqlitePath: settings.sqlitePath, mysqlUrl };
+  const postgresUrl = hooks.env?.LOCK_TEST_POSTGRES_URL ?? process.env.LOCK_TEST_POSTGRES_URL;
+  const dbConfig = { database: run.database as DemoDatabase, sqlitePath: settings.sqlitePath, mysqlUrl, postgresUrl };
   const data = await new DataSource(demoDataSourceOptions(dbConfig, true)).initialize();
   const sku = `flash-${run.name}`;
   try {
@@ -92,7 +93,7 @@ export async function runSale(
     const row: DemoResultRow = {
       strategy: run.name,
       mode: run.mode,
-      database: run.database === 'mysql' ? 'mariadb' : 'sqlite',
+      database: run.database === 'mysql' ? 'mariadb' : run.database === 'postgres' ? 'postgresql' : 'sqlite',
       instances: settings.instances,
       buyers: settings.buyers,
       initialStock: settings.stock,

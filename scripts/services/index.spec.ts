@@ -17,9 +17,11 @@ describe('services tool', () => {
       'LOCK_TEST_ETCD',
       'LOCK_TEST_ETCD_CLUSTER',
       'LOCK_TEST_FAULT_ETCD_CLUSTER',
-      'LOCK_TEST_ETCD_SECURE',
       'LOCK_TEST_MEMCACHED',
       'LOCK_TEST_FAULT_MEMCACHED',
+      'LOCK_TEST_POSTGRES_URL',
+      'LOCK_TEST_FAULT_POSTGRES_URL',
+      'LOCK_TEST_ETCD_SECURE',
       'LOCK_TEST_REDIS_TLS',
       'LOCK_TEST_MYSQL_TLS',
     ]);
@@ -34,5 +36,6 @@ describe('services tool', () => {
     // A set-up that makes certificates brings openssl.
     expect(packagesFor(['etcd-secure']).sort()).toEqual(['etcd-client', 'etcd-server', 'openssl']);
     expect(packagesFor(['redis-tls', 'mariadb-tls']).sort()).toEqual(['mariadb-server', 'openssl', 'redis-server']);
+    expect(packagesFor(['postgres', 'postgres-faults'])).toEqual(['postgresql']);
   });
 });

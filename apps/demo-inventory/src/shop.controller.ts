@@ -15,7 +15,7 @@ export class ShopController {
     private readonly inventory: InventoryService,
     private readonly reports: ReportsService,
     private readonly holds: HoldLog,
-    private readonly payments: PaymentService,
+    @Optional() private readonly payments?: PaymentService,
     @Optional() private readonly pessimistic?: PessimisticCheckoutService,
   ) {}
 
@@ -34,7 +34,7 @@ export class ShopController {
   async buy(@Body() dto: BuyDto): Promise<Pick<Order, 'id' | 'instance' | 'strategy' | 'fencingToken'>> {
     const order = await this.place(dto);
     // The stock is taken; the payment runs outside the stock lock, at most PAYMENT_PERMITS at once.
-    await this.payments.charge();
+    await this.payments?.charge();
     return { id: order.id, instance: order.instance, strategy: order.strategy, fencingToken: order.fencingToken };
   }
 
@@ -65,7 +65,7 @@ export class ShopController {
       case 'optimistic':
         return this.inventory.buyOptimistic(dto.sku, dto.buyer);
       case 'pessimistic':
-        if (!this.pessimistic) throw new BadRequestException('the pessimistic checkout needs MySQL/MariaDB (DEMO_DATABASE=mysql)');
+        if (!this.pessimistic) throw new BadRequestException('the pessimistic checkout needs MySQL/MariaDB or PostgreSQL (DEMO_DATABASE=mysql or postgres)');
         return this.pessimistic.buy(dto.sku, dto.buyer);
     }
   }

@@ -1,10 +1,10 @@
 import { InMemoryLockStrategy, type LockStrategy } from '@app/distributed-lock';
-import { PessimisticLockStrategy, RowLockStrategy } from '@app/distributed-lock/strategies/database';
+import { AdvisoryLockStrategy, PessimisticLockStrategy, RowLockStrategy } from '@app/distributed-lock/strategies/database';
 import { EtcdLockStrategy } from '@app/distributed-lock/strategies/etcd';
 import { RedisLockStrategy, RedlockStrategy } from '@app/distributed-lock/strategies/redis';
 import { ZooKeeperLockStrategy } from '@app/distributed-lock/strategies/zookeeper';
 import type { DataSource } from 'typeorm';
-import type { DemoConfig } from '../config/demo-config';
+import { SERVER_DATABASES, type DemoConfig } from '../config/demo-config';
 
 function required(value: string | undefined, name: string): string {
   if (!value) throw new Error(`${name} must be set for this lock strategy (run-demo sets it from the services it starts)`);
@@ -16,6 +16,9 @@ function inventoryStrategy(config: DemoConfig, dataSource: DataSource): LockStra
   switch (config.inventoryLock) {
     case 'row':
       return new RowLockStrategy({ dataSource, name: 'row' });
+    case 'advisory':
+      // The database's own lock queue (pg_advisory_lock, GET_LOCK): one pinned connection per held lock.
+      return new AdvisoryLockStrategy({ dataSource, name: 'advisory', maxHeldConnections: 12 });
     case 'redis':
       return new RedisLockStrategy({ connection: required(config.redisUrl, 'LOCK_TEST_REDIS_URL'), name: 'redis' });
     case 'redis-barging':
@@ -34,14 +37,15 @@ function inventoryStrategy(config: DemoConfig, dataSource: DataSource): LockStra
 }
 
 /**
- * Every strategy the app registers: the inventory's, the payment step's semaphore (the lock table, on
- * SQLite and MySQL alike, whatever guards the stock), the reports' (in-process), and the pessimistic one on MySQL.
+ * Every strategy the app registers: the inventory's, the payment step's semaphore (the lock table, on SQLite
+ * and MySQL, whatever guards the stock; PostgreSQL's lock table has no semaphores yet), the reports'
+ * (in-process), and the pessimistic one on MySQL and PostgreSQL.
  */
 export function buildLockStrategies(config: DemoConfig, dataSource: DataSource): Record<string, LockStrategy> {
   return {
     inventory: inventoryStrategy(config, dataSource),
-    payments: new RowLockStrategy({ dataSource, name: 'payments' }),
+    ...(config.database !== 'postgres' ? { payments: new RowLockStrategy({ dataSource, name: 'payments' }) } : {}),
     reports: new InMemoryLockStrategy({ name: 'reports-memory' }),
-    ...(config.database === 'mysql' ? { pessimistic: new PessimisticLockStrategy({ dataSource, maxHeldConnections: 12 }) } : {}),
+    ...(SERVER_DATABASES.includes(config.database) ? { pessimistic: new PessimisticLockStrategy({ dataSource, maxHeldConnections: 12 }) } : {}),
   };
 }

@@ -22,7 +22,7 @@ import { rowSemaphoreStatements, semaphoreTablesDdl, SEMAPHORE_TABLES, type RowS
 
 /** Options of the row (lock table) strategy. */
 export interface RowLockStrategyOptions {
-  /** Your TypeORM DataSource (MySQL, MariaDB or SQLite via better-sqlite3). Never destroyed by the strategy. */
+  /** Your TypeORM DataSource (MySQL, MariaDB, PostgreSQL, or SQLite via better-sqlite3). Never destroyed by the strategy. */
   readonly dataSource?: LockDataSource;
   /** Or options for a separate pool that the strategy creates and destroys. */
   readonly connection?: DataSourceOptions;
@@ -68,15 +68,12 @@ const OPTION_KEYS = ['dataSource', 'connection', 'name', 'table', 'semaphoreTabl
  */
 export class RowLockStrategy implements LockStrategy {
   readonly name: string;
-  readonly capabilities: LockStrategyCapabilities = Object.freeze({
-    fencing: true,
-    fifo: false,
-    sharedLocks: false,
-    crossProcess: true,
-    semaphores: Object.freeze({ fifo: false, fencing: true }),
-  });
-  /** Counting semaphores in two tables of their own (`LockService.acquirePermit`): leased, fenced, polled (not FIFO). */
-  readonly semaphore: RowSemaphore;
+  readonly capabilities: LockStrategyCapabilities;
+  /**
+   * Counting semaphores in two tables of their own (`LockService.acquirePermit`): leased, fenced, polled (not
+   * FIFO). On MySQL/MariaDB and SQLite; none yet on PostgreSQL (permits are then refused with a typed error).
+   */
+  readonly semaphore: RowSemaphore | undefined;
   readonly handOverLimits: HandOverLimits;
   private readonly dataSource: LockDataSource;
   private readonly ownsDataSource: boolean;
@@ -104,9 +101,16 @@ export class RowLockStrategy implements LockStrategy {
     const resolved = resolveDataSource(options.dataSource, options.connection, this.name);
     this.dataSource = resolved.dataSource;
     this.ownsDataSource = resolved.owned;
-    dialectOf(this.dataSource, this.name);
+    const hasSemaphores = dialectOf(this.dataSource, this.name).name !== 'postgres';
+    this.capabilities = Object.freeze({
+      fencing: true,
+      fifo: false,
+      sharedLocks: false,
+      crossProcess: true,
+      ...(hasSemaphores ? { semaphores: Object.freeze({ fifo: false, fencing: true }) } : {}),
+    });
     let semaphoreReady: Promise<{ dialect: SqlDialect; sql: RowSemaphoreStatements }> | undefined;
-    this.semaphore = new RowSemaphore({
+    this.semaphore = !hasSemaphores ? undefined : new RowSemaphore({
       name: this.name,
       dataSource: this.dataSource,
       fastPaths: this.fastPaths,
@@ -208,7 +212,7 @@ export class RowLockStrategy implements LockStrategy {
    */
   async sweepIdle(idleMs: number): Promise<number> {
     const { dialect } = await this.prepare();
-    const result = await this.run(`DELETE FROM ${dialect.quote(this.table)} WHERE expires_at <= ${dialect.nowMs} - ?`, [idleMs]);
+    const result = await this.run(dialect.bind(`DELETE FROM ${dialect.quote(this.table)} WHERE expires_at <= ${dialect.nowMs} - ?`), [idleMs]);
     return result.affected ?? 0;
   }
 
