@@ -1,6 +1,7 @@
 // Throwaway Redis, MariaDB, ZooKeeper and etcd servers on loopback, from Debian's packages.
 // Usage: npm run services -- up [topology…] | down | status
-//   topologies: redis, redis5, mariadb, zookeeper, zookeeper3, etcd, etcd3 (default for "up": what npm test starts: the single ones, redis5, zookeeper3 and etcd3)
+//   topologies: redis, redis5, redis-cluster, redis-cluster-replicas, mariadb, zookeeper, zookeeper3, etcd, etcd3, and the
+//   fault ones (default for "up": what npm test starts: the single ones, redis5, zookeeper3 and etcd3)
 import { describeServers, ensureDebianPackages, packagesFor, startTopology, stopAll, TOPOLOGY_NAMES, type TopologyName } from './services/index';
 
 const DEFAULT_UP: TopologyName[] = ['redis', 'redis5', 'mariadb', 'zookeeper', 'etcd', 'zookeeper3', 'etcd3'];

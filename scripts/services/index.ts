@@ -13,3 +13,4 @@ export {
   type RunningTopology,
   type TopologyName,
 } from './topologies';
+export { clusterNodes, parseClusterNodes, type ClusterNode } from './redis-cluster';

@@ -10,6 +10,7 @@ import {
   mariadbArgs,
   mariadbKind,
   redisArgs,
+  redisClusterNodeArgs,
   redisKind,
   redisMasterArgs,
   redisReplicaArgs,
@@ -19,10 +20,11 @@ import {
   zookeeperKind,
   type ServerKind,
 } from './server-kinds';
+import { formRedisCluster } from './redis-cluster';
 import { instancesRoot, listRecords, readRecord, removeRecord, type ServerRecord } from './service-state';
 
 /** The server set-ups the tests, the demo and the benchmarks use. */
-export const TOPOLOGY_NAMES = ['redis', 'redis-faults', 'redis-restart', 'redis-sentinel', 'redis5', 'redis5-faults', 'mariadb', 'mariadb-faults', 'zookeeper', 'zookeeper3', 'zookeeper3-faults', 'etcd', 'etcd3', 'etcd3-faults'] as const;
+export const TOPOLOGY_NAMES = ['redis', 'redis-faults', 'redis-restart', 'redis-sentinel', 'redis-cluster', 'redis-cluster-replicas', 'redis5', 'redis5-faults', 'mariadb', 'mariadb-faults', 'zookeeper', 'zookeeper3', 'zookeeper3-faults', 'etcd', 'etcd3', 'etcd3-faults'] as const;
 export type TopologyName = (typeof TOPOLOGY_NAMES)[number];
 
 interface MemberPlan {
@@ -40,6 +42,8 @@ interface TopologyPlan {
   readonly command: string;
   args(member: { name: string; dir: string; ports: readonly number[] }): string[];
   envValue(): string;
+  /** Runs once every member serves, to make one system of them (a Redis Cluster's `--cluster create`). */
+  form?(members: readonly ServerRecord[]): Promise<void>;
 }
 
 // Dedicated loopback ports, never the standard ones (6379, 3306, 2181, 2379).
@@ -48,6 +52,23 @@ const REDIS5_PORTS = [16380, 16381, 16382, 16383, 16384];
 const REDIS5_FAULT_PORTS = [16390, 16391, 16392, 16393, 16394];
 // A master, its replica and one Sentinel, for failover tests (SIGKILL of the master, promotion of the replica).
 const SENTINEL = { masterPort: 16500, replicaPort: 16501, sentinelPort: 16600, masterName: 'lock-test' };
+// Redis Cluster: 3 masters; and, for failover tests, 3 masters with one replica each. Each node also listens
+// on its cluster bus, port + 10 000 (26700–26702, 26710–26715).
+const CLUSTER_PORTS = [16700, 16701, 16702];
+const CLUSTER_REPLICAS_PORTS = [16710, 16711, 16712, 16713, 16714, 16715];
+
+/** A Redis Cluster of `ports` (members named `<prefix>-N`), formed once they serve, `replicas` per master. */
+function clusterPlan(prefix: string, envVar: string, ports: readonly number[], replicas: number): TopologyPlan {
+  return {
+    kind: redisKind,
+    envVar,
+    members: ports.map((port, i) => ({ name: `${prefix}-${i + 1}`, ports: [port, port + 10_000] })),
+    command: 'redis-server',
+    args: (member) => redisClusterNodeArgs(member.ports[0], member.dir),
+    envValue: () => ports.map((port) => `redis://127.0.0.1:${port}`).join(','),
+    form: (members) => formRedisCluster(members, replicas),
+  };
+}
 const ZK3 = [
   [12182, 12888, 13888],
   [12183, 12889, 13889],
@@ -125,6 +146,12 @@ const PLANS: Record<TopologyName, TopologyPlan> = {
     args: (member) => redisMasterArgs(member.ports[0], member.dir),
     envValue: () => `redis+sentinel://127.0.0.1:${SENTINEL.sentinelPort}/${SENTINEL.masterName}`,
   },
+  // Three masters sharing the 16 384 slots (services.md, "More servers"): one lock's keys share a hash tag,
+  // so each lock lives on one of them. The variable lists every node; a client finds the rest itself.
+  'redis-cluster': clusterPlan('redis-cluster', 'LOCK_TEST_REDIS_CLUSTER', CLUSTER_PORTS, 0),
+  // The same with a replica per master, for failover tests (a master killed, its replica promoted after
+  // CLUSTER_NODE_TIMEOUT_MS): the first three nodes start as masters.
+  'redis-cluster-replicas': clusterPlan('redis-cluster-replicas', 'LOCK_TEST_FAULT_REDIS_CLUSTER', CLUSTER_REPLICAS_PORTS, 1),
   redis5: {
     kind: redisKind,
     envVar: 'LOCK_TEST_REDIS_URLS',
@@ -278,6 +305,7 @@ export async function startTopology(name: TopologyName): Promise<RunningTopology
     for (const record of records) launch(record);
     await Promise.all(records.map((record) => waitServing(kindOf(name, record.name), record)));
     for (const record of records) kindOf(name, record.name).initialise?.(record);
+    await plan.form?.(records);
   } catch (error) {
     await stopTopology(name);
     throw error;

@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DataSource, type DataSourceOptions } from 'typeorm';
 import type { ContractSubject } from './contract-subject';
+import { clusterClient, clusterStrategy } from '../support/redis-cluster-client';
 
 function requiredEnv(name: string): string {
   const value = process.env[name];
@@ -33,6 +34,16 @@ async function deleteRedisLock(urls: readonly string[], key: string, namespace =
 }
 
 const redisUrls = (): string[] => requiredEnv('LOCK_TEST_REDIS_URLS').split(',');
+
+/** Deletes a lock's key in a Redis Cluster with a throwaway client, which finds the key's master itself. */
+async function deleteClusterLock(urls: string, key: string): Promise<void> {
+  const raw = clusterClient(urls);
+  try {
+    await raw.del(redisLockKeys('dlock:', key).keys[0]);
+  } finally {
+    raw.disconnect();
+  }
+}
 
 const mysqlOptions = (): DataSourceOptions => ({ type: 'mysql', url: requiredEnv('LOCK_TEST_MYSQL_URL'), poolSize: 12, connectTimeout: 5_000 });
 
@@ -130,6 +141,13 @@ export const subjects: readonly ContractSubject[] = [
     capabilities: { fencing: true, fifo: false, sharedLocks: true, crossProcess: true },
     create: async () => new RedisLockStrategy({ connection: requiredEnv('LOCK_TEST_REDIS_URL'), fair: false, name: 'redis-barging' }),
     removeBehindBack: (_strategy, key) => deleteRedisLock([requiredEnv('LOCK_TEST_REDIS_URL')], key),
+  },
+  {
+    name: 'redis (Cluster, 3 masters)',
+    capabilities: { fencing: true, fifo: true, sharedLocks: true, crossProcess: true },
+    topology: 'redis-cluster',
+    create: async () => clusterStrategy(requiredEnv('LOCK_TEST_REDIS_CLUSTER'), { name: 'redis-cluster' }),
+    removeBehindBack: (_strategy, key) => deleteClusterLock(requiredEnv('LOCK_TEST_REDIS_CLUSTER'), key),
   },
   {
     name: 'redlock (5 masters)',
