@@ -10,10 +10,9 @@ import {
   type Lock,
   type LockStrategy,
 } from '@app/distributed-lock';
-import type { ContractSubject } from './contract-subject';
+import { setUpSubject, type ContractSubject } from './contract-subject';
 import { runCounterFuzz } from './mutual-exclusion.fuzz';
 import { runCrossProcessFuzz } from './cross-process';
-import { startTopology, stopTopology, type RunningTopology } from '../../scripts/services';
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -64,10 +63,10 @@ export function describeLockStrategyContract(subject: ContractSubject): void {
     let seq = 0;
     const key = (): string => `contract:${run}:${(seq += 1)}`;
 
-    let topology: RunningTopology | undefined;
+    let tearDown: (() => Promise<void>) | undefined;
 
     beforeAll(async () => {
-      if (subject.topology) topology = await startTopology(subject.topology);
+      tearDown = await setUpSubject(subject);
       strategy = await subject.create();
       manager = new LockManager(strategy);
       locks = new LockService(manager);
@@ -80,7 +79,7 @@ export function describeLockStrategyContract(subject: ContractSubject): void {
     afterAll(async () => {
       await manager?.close();
       await contenderManager?.close();
-      if (topology?.managed) await stopTopology(topology.name);
+      await tearDown?.();
     }, 30_000);
 
     it('grants a free lock and releases it; release is safe to call twice', async () => {

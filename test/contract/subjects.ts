@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DataSource, type DataSourceOptions } from 'typeorm';
 import type { ContractSubject } from './contract-subject';
+import { atDistance } from './at-distance';
 import { clusterClient, clusterStrategy } from '../support/redis-cluster-client';
 
 function requiredEnv(name: string): string {
@@ -210,8 +211,26 @@ export const subjects: readonly ContractSubject[] = [
   },
 ];
 
-export function subjectNamed(name: string): ContractSubject {
-  const subject = subjects.find((candidate) => candidate.name === name);
+/**
+ * Subjects whose servers are 20 ms of round trip away (a latency proxy in front of each): the watchdog,
+ * operation timeouts and Redlock's drift allowance must hold across zones too. Long: run by `npm run
+ * test:long`, not `npm test`.
+ */
+export const distantSubjects: readonly ContractSubject[] = [
+  atDistance(find(subjects, 'redis (fair)'), ['LOCK_TEST_REDIS_URL'], 20),
+  atDistance(find(subjects, 'redlock (5 masters)'), ['LOCK_TEST_REDIS_URLS'], 20),
+  atDistance(find(subjects, 'row (MariaDB)'), ['LOCK_TEST_MYSQL_URL'], 20),
+  atDistance(find(subjects, 'etcd (single node)'), ['LOCK_TEST_ETCD'], 20),
+  atDistance(find(subjects, 'zookeeper (standalone)'), ['LOCK_TEST_ZOOKEEPER'], 20),
+];
+
+function find(list: readonly ContractSubject[], name: string): ContractSubject {
+  const subject = list.find((candidate) => candidate.name === name);
   if (!subject) throw new Error(`No contract subject named "${name}"`);
   return subject;
+}
+
+/** A subject of either list, by name (the cross-process worker finds its subject this way). */
+export function subjectNamed(name: string): ContractSubject {
+  return find([...subjects, ...distantSubjects], name);
 }
