@@ -193,9 +193,12 @@ export function describeLockStrategyContract(subject: ContractSubject): void {
         .withLock(k, () => locks.withLock(k, () => 'never', { reentrant: false, waitTimeout: 150 }))
         .catch((e: unknown) => e);
       expect(error).toBeInstanceOf(LockAcquireTimeoutError);
-      const after = await contender.tryAcquire(k);
-      expect(after).not.toBeNull();
-      await after?.release();
+      // The timed-out inner wait leaves the queue in the background: the outer release can hand it the lock
+      // in that moment, and it gives it straight back (docs/guarantees.md). So the lock is free again soon,
+      // not necessarily at once.
+      const after = await contender.acquire(k, { waitTimeout: 2_000 });
+      expect(after.isHeld).toBe(true);
+      await after.release();
     });
 
     it('keeps a slow holder’s lease alive with the watchdog', async () => {
