@@ -5,7 +5,7 @@ export interface BenchLock {
   close(): Promise<void>;
 }
 
-export type Backend = 'memory' | 'redis' | 'redis5' | 'mysql' | 'sqlite' | 'zookeeper' | 'etcd';
+export type Backend = 'memory' | 'redis' | 'redis5' | 'mysql' | 'sqlite' | 'zookeeper' | 'etcd' | 'memcached';
 
 export interface BenchSubject {
   /** Unique among subjects (a peer package runs on several backends). */
@@ -19,7 +19,7 @@ export interface BenchSubject {
   /** For our subjects: the floor subject that measures the same server operations (ratios are taken to it). */
   readonly floor?: string;
   /**
-   * For our subjects whose floor (as issue 9 sets it) does less on the server than the strategy: a floor
+   * For our subjects whose floor (the bare server operations of a lock) does less on the server than the strategy: a floor
    * that sends the strategy's own server operations raw. Ours against it is what the library's code adds;
    * it against `floor`, what the strategy's protocol costs on the server.
    */

@@ -66,7 +66,7 @@ function find(rows: readonly BenchRow[], id: string, workers: number, processes 
   );
 }
 
-/** The targets of issue 9, checked against this run's rows (only those whose rows ran). */
+/** The benchmark's targets against the floors and the peers, checked against this run's rows (only those whose rows ran). */
 export function targetChecks(rows: readonly BenchRow[]): TargetCheck[] {
   const checks: TargetCheck[] = [];
   for (const workers of [8, 32]) {
@@ -125,7 +125,7 @@ const DEPLOYMENT_SHAPES: readonly BenchShape[] = ['instances', 'flash-sale'];
 const caseLabel = (row: BenchRow): string => `${shapeOf(row)} ${row.workers}×${row.processes}p`;
 
 /**
- * The targets of issue 29, in the shapes users deploy (separate instances, the flash sale): against the
+ * The targets in the shapes users deploy (separate instances, the flash sale): against the
  * best peer in the same shape and run, or against the recipe a user would otherwise write.
  */
 export function shapeTargetChecks(rows: readonly BenchRow[]): TargetCheck[] {

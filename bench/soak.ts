@@ -1,5 +1,5 @@
 // npm run soak [-- --only redis,etcd --sections 100000 --cap-minutes 30 --out FILE]
-// The long run of issue 10: for each of our cross-process strategies, contended critical sections on one
+// The long run: for each of our cross-process strategies, contended critical sections on one
 // key from 4 processes × 2 workers, in rounds of 30 s, until 100,000 sections or the time cap; an overlap
 // anywhere (in-process gauge or the exclusive marker file shared by the processes) is a violation, and
 // every round's history of holds goes through the history checker (overlaps, token order, untold losses).
@@ -14,7 +14,7 @@ import type { Backend } from './bench-subject';
 import { runMultiProcess } from './multi-process';
 import { BENCH_SUBJECTS } from './subjects';
 
-const TOPOLOGY_OF: Partial<Record<Backend, TopologyName>> = { redis: 'redis', redis5: 'redis5', mysql: 'mariadb', zookeeper: 'zookeeper', etcd: 'etcd' };
+const TOPOLOGY_OF: Partial<Record<Backend, TopologyName>> = { redis: 'redis', redis5: 'redis5', mysql: 'mariadb', zookeeper: 'zookeeper', etcd: 'etcd', memcached: 'memcached' };
 const ROUND_MS = 30_000;
 
 function option(name: string, fallback: string): string {

@@ -19,6 +19,8 @@ describe('services tool', () => {
       'LOCK_TEST_ETCD',
       'LOCK_TEST_ETCD_CLUSTER',
       'LOCK_TEST_FAULT_ETCD_CLUSTER',
+      'LOCK_TEST_MEMCACHED',
+      'LOCK_TEST_FAULT_MEMCACHED',
     ]);
   });
 
@@ -27,6 +29,7 @@ describe('services tool', () => {
     expect(packagesFor(['mariadb', 'zookeeper3'])).toEqual(['mariadb-server', 'zookeeper']);
     // A member of another kind brings its own package: the Sentinel beside its Redis servers.
     expect(packagesFor(['redis-sentinel'])).toEqual(['redis-server', 'redis-sentinel']);
+    expect(packagesFor(['memcached', 'memcached-faults'])).toEqual(['memcached']);
     // A Cluster needs nothing but redis-server (redis-cli, which forms it, comes with it).
     expect(packagesFor(['redis-cluster', 'redis-cluster-replicas'])).toEqual(['redis-server']);
   });

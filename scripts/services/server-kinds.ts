@@ -268,3 +268,20 @@ export const etcdKind: ServerKind = {
     }
   },
 };
+
+/**
+ * memcached (Debian's package, 1.6): in the foreground, on loopback only, no UDP, 64 MB. As root it needs
+ * `-u <user>` (it refuses to run as root otherwise); the current user works for root and others alike.
+ */
+export function memcachedArgs(port: number): string[] {
+  return ['-u', userInfo().username, '-l', '127.0.0.1', '-p', String(port), '-U', '0', '-m', '64', '-c', '1024'];
+}
+
+export const memcachedKind: ServerKind = {
+  packageName: 'memcached',
+  startTimeoutMs: 10_000,
+  async ready(record) {
+    const answer = await probe(record.ports[0], 'version\r\n', 1_000, /\r\n/);
+    return answer?.startsWith('VERSION ') ?? false;
+  },
+};

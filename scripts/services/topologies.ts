@@ -9,6 +9,8 @@ import {
   MARIADB_PASSWORD,
   mariadbArgs,
   mariadbKind,
+  memcachedArgs,
+  memcachedKind,
   redisArgs,
   redisClusterNodeArgs,
   redisKind,
@@ -24,7 +26,7 @@ import { formRedisCluster } from './redis-cluster';
 import { instancesRoot, listRecords, readRecord, removeRecord, type ServerRecord } from './service-state';
 
 /** The server set-ups the tests, the demo and the benchmarks use. */
-export const TOPOLOGY_NAMES = ['redis', 'redis-faults', 'redis-restart', 'redis-sentinel', 'redis-cluster', 'redis-cluster-replicas', 'redis5', 'redis5-faults', 'mariadb', 'mariadb-faults', 'zookeeper', 'zookeeper3', 'zookeeper3-faults', 'etcd', 'etcd3', 'etcd3-faults'] as const;
+export const TOPOLOGY_NAMES = ['redis', 'redis-faults', 'redis-restart', 'redis-sentinel', 'redis-cluster', 'redis-cluster-replicas', 'redis5', 'redis5-faults', 'mariadb', 'mariadb-faults', 'zookeeper', 'zookeeper3', 'zookeeper3-faults', 'etcd', 'etcd3', 'etcd3-faults', 'memcached', 'memcached-faults'] as const;
 export type TopologyName = (typeof TOPOLOGY_NAMES)[number];
 
 interface MemberPlan {
@@ -232,6 +234,25 @@ const PLANS: Record<TopologyName, TopologyPlan> = {
     command: 'etcd',
     args: (member) => etcdArgs(member, PLANS['etcd3-faults'].members, `lock-test-etcd3-faults-${process.pid}`),
     envValue: () => ETCD3_FAULTS.map(([port]) => `http://127.0.0.1:${port}`).join(','),
+  },
+  // memcached's standard port is 11211: never used here.
+  memcached: {
+    kind: memcachedKind,
+    envVar: 'LOCK_TEST_MEMCACHED',
+    members: [{ name: 'memcached', ports: [11311] }],
+    command: 'memcached',
+    args: (member) => memcachedArgs(member.ports[0]),
+    envValue: () => '127.0.0.1:11311',
+  },
+  // A server of its own for fault tests, which kill and restart it (every lock in it is lost) while other
+  // suites use memcached.
+  'memcached-faults': {
+    kind: memcachedKind,
+    envVar: 'LOCK_TEST_FAULT_MEMCACHED',
+    members: [{ name: 'memcached-faults', ports: [11312] }],
+    command: 'memcached',
+    args: (member) => memcachedArgs(member.ports[0]),
+    envValue: () => '127.0.0.1:11312',
   },
 };
 

@@ -13,20 +13,9 @@ import {
 import { setUpSubject, type ContractSubject } from './contract-subject';
 import { runCounterFuzz } from './mutual-exclusion.fuzz';
 import { runCrossProcessFuzz } from './cross-process';
+import { abortedWithin } from '../support/aborted-within';
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** Resolves with the signal's reason once it aborts; rejects if that takes longer than `ms`. */
-function abortedWithin(signal: AbortSignal, ms: number): Promise<unknown> {
-  return new Promise((resolve, reject) => {
-    if (signal.aborted) return resolve(signal.reason);
-    const timer = setTimeout(() => reject(new Error(`signal not aborted within ${ms} ms`)), ms);
-    signal.addEventListener('abort', () => {
-      clearTimeout(timer);
-      resolve(signal.reason);
-    });
-  });
-}
 
 /** Counts calls that reach the strategy, to prove bad input is rejected before any server is touched. */
 function countingProxy(strategy: LockStrategy): { strategy: LockStrategy; calls: () => number } {

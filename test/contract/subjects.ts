@@ -13,6 +13,7 @@ import { DataSource, type DataSourceOptions } from 'typeorm';
 import type { ContractSubject } from './contract-subject';
 import { atDistance } from './at-distance';
 import { clusterClient, clusterStrategy } from '../support/redis-cluster-client';
+import { memcachedSubject } from '../support/memcached-subject';
 
 function requiredEnv(name: string): string {
   const value = process.env[name];
@@ -209,6 +210,37 @@ export const subjects: readonly ContractSubject[] = [
     create: async () => new ZooKeeperLockStrategy({ connect: requiredEnv('LOCK_TEST_ZOOKEEPER_ENSEMBLE'), sessionTimeout: 4_000, name: 'zookeeper-ensemble' }),
     removeBehindBack: (_strategy, key) => deleteZooKeeperLock(requiredEnv('LOCK_TEST_ZOOKEEPER_ENSEMBLE'), key),
   },
+  memcachedSubject(),
+];
+
+/**
+ * The strategies that take fast paths through their client's internals (typeorm-internals.ts,
+ * zookeeper-internals.ts), with `fastPaths: false`: the public-API fallback passes the same contract.
+ * Run by fast-paths-off.spec.ts (the contract only, not the promises and property suites).
+ */
+export const fastPathsOffSubjects: readonly ContractSubject[] = [
+  {
+    name: 'row (MariaDB, fastPaths: false)',
+    capabilities: { fencing: true, fifo: false, sharedLocks: false, crossProcess: true },
+    create: async () => new RowLockStrategy({ connection: mysqlOptions(), name: 'database-public-api', fastPaths: false }),
+    removeBehindBack: async (_strategy, key) => {
+      await adminQuery(mysqlOptions(), 'DELETE FROM distributed_lock_leases WHERE lock_key = ?', [key]);
+    },
+  },
+  {
+    name: 'pessimistic (MariaDB, fastPaths: false)',
+    pushesRemoval: true,
+    capabilities: { fencing: true, fifo: false, sharedLocks: false, crossProcess: true },
+    create: async () => new PessimisticLockStrategy({ connection: mysqlOptions(), name: 'pessimistic-public-api', fastPaths: false }),
+    removeBehindBack: (_strategy, key) => killPessimisticHolder(key),
+  },
+  {
+    name: 'zookeeper (standalone, fastPaths: false)',
+    pushesRemoval: true,
+    capabilities: { fencing: true, fifo: true, sharedLocks: true, crossProcess: true },
+    create: async () => new ZooKeeperLockStrategy({ connect: requiredEnv('LOCK_TEST_ZOOKEEPER'), sessionTimeout: 4_000, name: 'zookeeper-public-api', fastPaths: false }),
+    removeBehindBack: (_strategy, key) => deleteZooKeeperLock(requiredEnv('LOCK_TEST_ZOOKEEPER'), key),
+  },
 ];
 
 /**
@@ -230,7 +262,7 @@ function find(list: readonly ContractSubject[], name: string): ContractSubject {
   return subject;
 }
 
-/** A subject of either list, by name (the cross-process worker finds its subject this way). */
+/** A subject of any list, by name (the cross-process worker finds its subject this way). */
 export function subjectNamed(name: string): ContractSubject {
-  return find([...subjects, ...distantSubjects], name);
+  return find([...subjects, ...fastPathsOffSubjects, ...distantSubjects], name);
 }

@@ -3,8 +3,8 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import type { DemoResultRow } from '../../apps/demo-inventory/src/demo/demo-result';
-import type { StockReportSummary } from '../../apps/demo-inventory/src/reports/stock-report-demo';
+import type { DemoResultRow } from '../../scripts/demo/demo-result';
+import type { StockReportSummary } from '../../scripts/demo/stock-report-demo';
 import { launchChromium } from '../support/chromium';
 
 const ROOT = resolve(__dirname, '..', '..');
@@ -12,7 +12,7 @@ const ROOT = resolve(__dirname, '..', '..');
 /** Runs `npm run demo` with arguments; bounded, returns its exit code and output. */
 function runDemo(args: string[], timeoutMs: number): Promise<{ code: number | null; output: string }> {
   return new Promise((resolvePromise) => {
-    const child = spawn(process.execPath, ['-r', '@swc-node/register', 'apps/demo-inventory/src/run-demo.ts', ...args], { cwd: ROOT, env: process.env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['-r', '@swc-node/register', 'scripts/demo/run-demo.ts', ...args], { cwd: ROOT, env: process.env, stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';
     child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
     child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));

@@ -38,7 +38,7 @@ describe('the packed library', () => {
       expect(manifest.peerDependencies[peer]).toBeDefined();
       expect(manifest.peerDependenciesMeta[peer]).toBeUndefined();
     }
-    for (const client of ['ioredis', 'typeorm', 'mysql2', 'zookeeper', 'etcd3', '@nestjs/terminus']) {
+    for (const client of ['ioredis', 'typeorm', 'mysql2', 'zookeeper', 'etcd3', 'memcache-client', '@nestjs/terminus']) {
       expect(manifest.peerDependenciesMeta[client]).toEqual({ optional: true });
     }
   });
@@ -47,7 +47,7 @@ describe('the packed library', () => {
     const script = `
       require('reflect-metadata');
       const lib = require(${JSON.stringify(join(LIB, 'dist', 'index.js'))});
-      const loaded = Object.keys(require.cache).filter((p) => /node_modules\\/(ioredis|typeorm|mysql2|zookeeper|etcd3|@nestjs\\/terminus)\\//.test(p));
+      const loaded = Object.keys(require.cache).filter((p) => /node_modules\\/(ioredis|typeorm|mysql2|zookeeper|etcd3|memcache-client|@nestjs\\/terminus)\\//.test(p));
       console.log(JSON.stringify({ exports: Object.keys(lib).sort(), loaded }));`;
     const out = JSON.parse(execFileSync(process.execPath, ['-e', script], { cwd: ROOT, encoding: 'utf8' })) as { exports: string[]; loaded: string[] };
     expect(out.loaded).toEqual([]);

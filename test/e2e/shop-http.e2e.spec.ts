@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DataSource } from 'typeorm';
 import { demoDataSourceOptions } from '../../apps/demo-inventory/src/app.module';
-import { startInstances, stopInstances, type ShopInstance } from '../../apps/demo-inventory/src/demo/instances';
+import { startInstances, stopInstances, type ShopInstance } from '../../scripts/demo/instances';
 
 /** The shop over HTTP, one instance on SQLite: validation, error mapping, health. */
 describe('shop HTTP API', () => {

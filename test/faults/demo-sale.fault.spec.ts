@@ -1,7 +1,7 @@
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { runSale } from '../../apps/demo-inventory/src/demo/run-sale';
-import { SALE_RUNS } from '../../apps/demo-inventory/src/demo/sale-plan';
+import { runSale } from '../../scripts/demo/run-sale';
+import { SALE_RUNS } from '../../scripts/demo/sale-plan';
 import { faults, startTopology, stopTopology, type TopologyName } from '../../scripts/services';
 
 const SETTINGS = { buyers: 300, stock: 50, instances: 3, sqlitePath: join(tmpdir(), `demo-faults-${process.pid}.sqlite`) };

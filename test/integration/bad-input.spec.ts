@@ -23,11 +23,14 @@ import { RedisLockStrategy, RedlockStrategy } from '@app/distributed-lock/strate
 import { PessimisticLockStrategy, RowLockStrategy } from '@app/distributed-lock/strategies/database';
 import { EtcdLockStrategy } from '@app/distributed-lock/strategies/etcd';
 import { ZooKeeperLockStrategy } from '@app/distributed-lock/strategies/zookeeper';
+import { MemcachedLockStrategy } from '@app/distributed-lock/strategies/memcached';
+import { memcachedLockKey } from '@app/distributed-lock/strategies/memcached/memcached-keys';
 import { Etcd3 } from 'etcd3';
 import { Redis } from 'ioredis';
 import { createConnection } from 'mysql2/promise';
 import ZooKeeper from 'zookeeper';
 import { closedPort, SilentServer } from '../support/silent-server';
+import { memcachedServer, rawMemcached } from '../support/memcached-subject';
 
 const ROOT = resolve(__dirname, '..', '..');
 const run = randomUUID().slice(0, 8);
@@ -41,6 +44,7 @@ const AIMED_AT: Record<string, (port: number) => LockStrategy> = {
   pessimistic: (port) => new PessimisticLockStrategy({ connection: { type: 'mysql', url: `mysql://root:x@127.0.0.1:${port}/db`, connectTimeout: 60_000 } }),
   zookeeper: (port) => new ZooKeeperLockStrategy({ connect: `127.0.0.1:${port}`, connectTimeout: 60_000 }),
   etcd: (port) => new EtcdLockStrategy({ connection: { hosts: `http://127.0.0.1:${port}` } }),
+  memcached: (port) => new MemcachedLockStrategy({ connection: `127.0.0.1:${port}` }),
 };
 
 async function expectTyped(action: () => Promise<unknown>, type: ErrorClass, says: RegExp): Promise<DistributedLockError> {
@@ -96,6 +100,13 @@ describe('Bad input: refused before any server is touched', () => {
     }
   });
 
+  it('key longer than memcached’s 250 bytes once encoded with the namespace: InvalidLockKeyError from the memcached strategy', async () => {
+    const memcached = new LockService(managers.memcached);
+    await expectTyped(() => memcached.acquire('k'.repeat(245)), InvalidLockKeyError, /at most 250 bytes.*hash long identifiers/);
+    // Short as text, too long once its spaces are escaped (3 bytes each).
+    await expectTyped(() => memcached.acquire(`a${' '.repeat(81)}b`), InvalidLockKeyError, /at most 250 bytes/);
+  });
+
   const optionCases: Array<[kind: string, options: Record<string, unknown>, says: RegExp]> = [
     ['ttl not a number (NaN)', { ttl: Number.NaN }, /ttl/],
     ['ttl infinite', { ttl: Number.POSITIVE_INFINITY }, /ttl/],
@@ -116,7 +127,7 @@ describe('Bad input: refused before any server is touched', () => {
   }
 
   it('shared (read) lock on a strategy without read locks: InvalidLockOptionsError', async () => {
-    for (const name of ['redlock', 'row', 'pessimistic']) {
+    for (const name of ['redlock', 'row', 'pessimistic', 'memcached']) {
       await expectTyped(() => new LockService(managers[name]).acquire(`bad:${run}`, { mode: 'shared' }), InvalidLockOptionsError, /does not support shared/);
     }
   });
@@ -134,6 +145,19 @@ describe('Bad input: refused before any server is touched', () => {
     expect(() => new EtcdLockStrategy({ client: new Etcd3({ hosts: 'http://127.0.0.1:1' }), connection: { hosts: 'x' } })).toThrow(/either `client`.*or `connection`/);
     expect(() => new RowLockStrategy({ connection: { type: 'mysql', url: 'mysql://u:p@127.0.0.1:1/db' }, table: 'locks; DROP TABLE x' })).toThrow(/plain SQL identifier/);
     expect(() => new LockManager(new InMemoryLockStrategy(), { operationTimeout: -1 })).toThrow(InvalidLockOptionsError);
+    expect(() => new MemcachedLockStrategy({ connection: '127.0.0.1:1', fair: false } as never)).toThrow(/fair.*unknown option/);
+    expect(() => new MemcachedLockStrategy({ connection: 'localhost' })).toThrow(/host:port/);
+    expect(() => new MemcachedLockStrategy({ connection: '127.0.0.1:1', namespace: 'my locks:' })).toThrow(/namespace/);
+    expect(() => new MemcachedLockStrategy({ connection: '127.0.0.1:1', localHandover: { windowMs: -1 } })).toThrow(InvalidLockOptionsError);
+  });
+
+  it('memcached: a lease memcached would read as a Unix time (above 30 days) is refused before any command', async () => {
+    const strategy = new MemcachedLockStrategy({ connection: '127.0.0.1:1' });
+    try {
+      await expect(strategy.tryAcquire({ key: `bad:${run}`, owner: 'o', ttlMs: 31 * 24 * 3_600_000, mode: 'exclusive' })).rejects.toThrow(/at most .* ms on memcached/);
+    } finally {
+      await strategy.close();
+    }
   });
 });
 
@@ -219,6 +243,7 @@ describe('Bad input: client package not installed', () => {
     ['etcd3', 'etcd'],
     ['zookeeper', 'zookeeper'],
     ['typeorm', 'database'],
+    ['memcache-client', 'memcached'],
   ])('without %s, the %s strategy says what to install (MissingPeerDependencyError)', (pkg, strategy) => {
     const child = spawnSync(process.execPath, ['--import', 'tsx', join(ROOT, 'test', 'support', 'missing-peer.worker.ts'), pkg, strategy], { cwd: ROOT, encoding: 'utf8', timeout: 60_000 });
     const outcome = JSON.parse(child.stdout) as { name: string; message: string };
@@ -342,6 +367,24 @@ describe('Injection through keys', () => {
     } finally {
       client.close();
       await manager.close();
+    }
+  });
+
+  it('memcached: keys are escaped for the text protocol, so a key never ends a command early or adds one', async () => {
+    const raw = rawMemcached();
+    const manager = new LockManager(new MemcachedLockStrategy({ connection: memcachedServer() }));
+    try {
+      await raw.set(`sentinel:${run}`, 'still here', { lifetime: 60 });
+      // Control characters are refused by every strategy; spaces and "%" reach memcached escaped.
+      const attacks = [...ATTACKS, 'k 0 0 1 noreply', `sentinel:${run} x`, '%20'];
+      for (const key of attacks) await (await new LockService(manager).acquire(`${run}:${key}`)).release();
+      expect(await raw.get(`sentinel:${run}`)).toMatchObject({ value: 'still here' });
+      const held = await new LockService(manager).acquire(`${run}:a b`);
+      expect(await raw.get(memcachedLockKey('dlock:', `${run}:a b`))).toMatchObject({ value: held.owner });
+      await held.release();
+    } finally {
+      await manager.close();
+      raw.shutdown();
     }
   });
 

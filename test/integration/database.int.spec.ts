@@ -176,6 +176,21 @@ describe('optimisticUpdate straight to the mysql2 pool (MariaDB)', () => {
     expect(await direct.getRepository(PricedItem).findOneByOrFail({ id })).toMatchObject({ name: 'kept', version: 2 });
   });
 
+  it('with fastPaths: false, always goes through the query builder', async () => {
+    const id = `public-${randomUUID().slice(0, 8)}`;
+    await direct.getRepository(PricedItem).insert(fresh(id));
+    const builder = vi.spyOn(direct.manager, 'createQueryBuilder');
+    try {
+      await optimisticUpdate({ manager: direct.manager, entity: PricedItem, id, expectedVersion: 1, set: { name: 'public' }, fastPaths: false });
+      expect(builder).toHaveBeenCalledTimes(1);
+    } finally {
+      builder.mockRestore();
+    }
+    expect(await direct.getRepository(PricedItem).findOneByOrFail({ id })).toMatchObject({ name: 'public', version: 2 });
+    const stale = await optimisticUpdate({ manager: direct.manager, entity: PricedItem, id, expectedVersion: 1, set: { name: 'stale' }, fastPaths: false }).catch((e: unknown) => e);
+    expect(stale).toMatchObject({ name: 'VersionConflictError', expectedVersion: 1, actualVersion: 2 });
+  });
+
   it('steps aside for subscribers, which hear every query-builder update', async () => {
     const heard: unknown[] = [];
     @EventSubscriber()
@@ -368,6 +383,41 @@ describe('database strategies: statements straight to the mysql2 pool (MariaDB)'
       await lockTransaction(lock).getRepository(Stock).update({ sku }, { quantity: 2 });
       expect(await lock.release()).toBe(true);
       expect(logged.filter((query) => /FOR UPDATE|fencing_token/.test(query))).toEqual([]);
+      expect(logged).toEqual(expect.arrayContaining(['START TRANSACTION', 'COMMIT']));
+      expect((await dataSource.getRepository(Stock).findOneByOrFail({ sku })).quantity).toBe(2);
+    } finally {
+      await manager.close();
+    }
+  });
+
+  it('row strategy with fastPaths: false: every statement goes through TypeORM\'s query runner', async () => {
+    const manager = new LockManager(new RowLockStrategy({ dataSource, name: 'row-public-api', fastPaths: false }));
+    try {
+      const locks = new LockService(manager);
+      await (await locks.acquire(`public-row:${run}`)).release();
+      logged.length = 0;
+      const lock = await locks.acquire(`public-row:${run}`);
+      expect(lock.fencingToken).toBeGreaterThan(0);
+      expect(await lock.release()).toBe(true);
+      expect(logged.filter((query) => query.includes(LOCK_TABLES.leases)).length).toBeGreaterThanOrEqual(2);
+    } finally {
+      await manager.close();
+    }
+  });
+
+  it('pessimistic strategy with fastPaths: false: its statements go through TypeORM too, and a write through the lock commits with the release', async () => {
+    const manager = new LockManager(new PessimisticLockStrategy({ dataSource, name: 'pessimistic-public-api', fastPaths: false }));
+    try {
+      const locks = new LockService(manager);
+      const sku = `public-${randomUUID().slice(0, 8)}`;
+      await dataSource.getRepository(Stock).insert({ sku, quantity: 3 });
+      await (await locks.acquire(`public-pessimistic:${run}`)).release();
+      logged.length = 0;
+      const lock = await locks.acquire(`public-pessimistic:${run}`);
+      await lockTransaction(lock).getRepository(Stock).update({ sku }, { quantity: 2 });
+      expect(await lock.release()).toBe(true);
+      expect(logged.some((query) => /FOR UPDATE/.test(query))).toBe(true);
+      expect(logged.some((query) => /fencing_token/.test(query))).toBe(true);
       expect(logged).toEqual(expect.arrayContaining(['START TRANSACTION', 'COMMIT']));
       expect((await dataSource.getRepository(Stock).findOneByOrFail({ sku })).quantity).toBe(2);
     } finally {

@@ -162,7 +162,7 @@ describe('Redlock: local hand-over', () => {
   });
 
   it('takes the lock, or leaves nothing behind, when this process stalls past the node timeout during a round', async () => {
-    // The newcomer's case of issue 22: a call followed by CPU work. The masters all say yes, but the
+    // A newcomer's usual case: a call followed by CPU work. The masters all say yes, but the
     // answers are read only after the 100 ms node timer has fired.
     const locks = serviceOf({ connections: urls(), nodeTimeout: 100 });
     const other = serviceOf();
@@ -197,7 +197,7 @@ describe('Redlock: local hand-over', () => {
       .catch((error: unknown) => error);
     expect(outcome).toBeInstanceOf(LockLostError);
     await second?.release();
-  });
+  }, 20_000);
 
   it('never hands a lock that is gone on the masters to the next contender of its process', async () => {
     const locks = serviceOf({ connections: urls(), localHandover: { passes: 16, windowMs: 10_000 } });

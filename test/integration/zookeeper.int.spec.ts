@@ -67,7 +67,7 @@ describe('ZooKeeper strategy: creates whose answer was lost', () => {
   it('finds its node again, even when the first look-ups fail, and creates no second one', async () => {
     const { lockPath, prefix, ours } = await prepare('found-again');
     const lossy = lossyClient(client, 3);
-    const path = await createContender(lossy, { base: BASE, lockPath, prefix }, 'owner', orphans);
+    const path = await createContender(lossy, { base: BASE, lockPath, prefix }, 'owner', orphans, 'zookeeper');
     expect(lossy.creates).toBe(1);
     expect(await ours()).toEqual([path.slice(lockPath.length + 1)]);
     await client.delete_(path, -1);
@@ -78,7 +78,7 @@ describe('ZooKeeper strategy: creates whose answer was lost', () => {
     const key = `unknown-fate:${run}`;
     // Every look-up fails: the create's outcome stays unknown, and the recipe gives up rather than create again.
     const lossy = lossyClient(client, Number.POSITIVE_INFINITY);
-    await expect(createContender(lossy, { base: BASE, lockPath, prefix }, 'owner', orphans)).rejects.toThrow(/connection loss/);
+    await expect(createContender(lossy, { base: BASE, lockPath, prefix }, 'owner', orphans, 'zookeeper')).rejects.toThrow(/connection loss/);
     expect(lossy.creates).toBe(1);
     expect(await ours()).toHaveLength(1); // the node is there, ahead of every contender
     const blocked = await new LockService(manager).tryAcquire(key);

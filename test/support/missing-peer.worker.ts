@@ -21,6 +21,9 @@ async function main(): Promise<void> {
     } else if (strategy === 'etcd') {
       const { EtcdLockStrategy } = await import('@app/distributed-lock/strategies/etcd');
       new EtcdLockStrategy({ connection: { hosts: 'http://127.0.0.1:1' } });
+    } else if (strategy === 'memcached') {
+      const { MemcachedLockStrategy } = await import('@app/distributed-lock/strategies/memcached');
+      new MemcachedLockStrategy({ connection: '127.0.0.1:1' });
     } else if (strategy === 'zookeeper') {
       const { ZooKeeperLockStrategy } = await import('@app/distributed-lock/strategies/zookeeper');
       // At construction, like the others (it used to say so only at the first lock).

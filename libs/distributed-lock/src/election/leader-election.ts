@@ -4,6 +4,7 @@ import { LockAcquireAbortedError } from '../errors/lock-acquire-aborted.error';
 import { LockAcquireTimeoutError } from '../errors/lock-acquire-timeout.error';
 import { LockLostError } from '../errors/lock-lost.error';
 import { abortableDelay } from '../locking/abortable-delay';
+import { assertDuration } from '../locking/lock-options';
 import type { LockHandle } from '../locking/lock-handle';
 import type { LockService } from '../locking/lock-service';
 import { retryDelay } from '../locking/retry-policy';
@@ -97,10 +98,12 @@ export class LeaderElection {
     if (this.closed) throw new InvalidLockOptionsError(`election "${this.name}"`, 'it was closed; create a new LeaderElection to campaign again.');
     if (this.campaigning) return;
     this.campaigning = true;
-    this.stop = new AbortController();
-    this.loop = this.campaign().catch((error: unknown) => {
+    // Each campaign has its own stop: a resignation still under way stops its own loop, never a new one.
+    const stop = new AbortController();
+    this.stop = stop;
+    this.loop = this.campaign(stop.signal).catch((error: unknown) => {
       // Not expected (every step handles its own failures): reported rather than left unhandled.
-      this.campaigning = false;
+      if (this.stop === stop) this.campaigning = false;
       this.events.emit('campaignError', { election: this.name, error, retryInMs: -1 });
     });
   }
@@ -127,6 +130,12 @@ export class LeaderElection {
    * `timeout` ms, with `LockAcquireAbortedError` when `signal` aborts.
    */
   waitForLeadership(options: { readonly timeout?: number; readonly signal?: AbortSignal } = {}): Promise<void> {
+    let timeout: number | undefined;
+    try {
+      timeout = options.timeout === undefined ? undefined : assertDuration(options.timeout, 'timeout', 0);
+    } catch (error) {
+      return Promise.reject(error as Error);
+    }
     if (this.isLeader) return Promise.resolve();
     return new Promise((resolve, reject) => {
       const started = Date.now();
@@ -139,7 +148,7 @@ export class LeaderElection {
       };
       const onGained = (): void => done();
       const onAbort = (): void => done(new LockAcquireAbortedError(this.key, this.strategyName, Date.now() - started, { cause: options.signal?.reason }));
-      const timer = options.timeout === undefined ? undefined : setTimeout(() => done(new LockAcquireTimeoutError(this.key, this.strategyName, Date.now() - started)), options.timeout);
+      const timer = timeout === undefined ? undefined : setTimeout(() => done(new LockAcquireTimeoutError(this.key, this.strategyName, Date.now() - started)), timeout);
       this.events.on('gained', onGained);
       if (options.signal?.aborted) onAbort();
       else options.signal?.addEventListener('abort', onAbort, { once: true });
@@ -147,6 +156,8 @@ export class LeaderElection {
   }
 
   private async stepDown(rejoin: boolean, reason: LeadershipLostReason): Promise<void> {
+    // The campaign being stopped, taken before any wait: start() may begin another one meanwhile.
+    const loop = this.loop;
     if (!rejoin) {
       this.campaigning = false;
       this.stop.abort();
@@ -160,7 +171,7 @@ export class LeaderElection {
         this.events.emit('campaignError', { election: this.name, error, retryInMs: 0 });
       }
     }
-    if (!rejoin) await this.loop;
+    if (!rejoin) await loop;
   }
 
   /** The running term, after ending it if its lease passed on the local clock (a process that was frozen). */
@@ -186,40 +197,40 @@ export class LeaderElection {
     return term;
   }
 
-  private async campaign(): Promise<void> {
-    while (this.campaigning) {
+  private async campaign(stopped: AbortSignal): Promise<void> {
+    while (!stopped.aborted) {
       let lock: LockHandle;
       try {
         lock = await this.service.acquire(this.key, {
           ttl: this.options.ttl,
           autoExtend: true,
           waitTimeout: LEADER_ELECTION_DEFAULTS.campaignRound,
-          signal: this.stop.signal,
+          signal: stopped,
           reentrant: false,
         });
       } catch (error) {
-        if (!this.campaigning) return;
+        if (stopped.aborted) return;
         if (error instanceof LockAcquireTimeoutError) continue; // a round in line ended: line up again
-        await this.pauseAfterFailure(error);
+        await this.pauseAfterFailure(error, stopped);
         continue;
       }
-      if (!this.campaigning) {
+      if (stopped.aborted) {
         await lock.release().catch(() => false);
         return;
       }
       const { reason, heldMs } = await this.lead(lock);
       if (heldMs > this.options.ttl) this.failures = 0;
-      if (!this.campaigning) return;
+      if (stopped.aborted) return;
       // Lost: come back after a growing pause. Resigned to rejoin: let the others have it first.
       const pause = reason === 'lock-lost' ? retryDelay(this.failures++, this.options.retry) : this.options.retry.initialDelay;
-      await abortableDelay(pause, this.stop.signal);
+      await abortableDelay(pause, stopped);
     }
   }
 
-  private async pauseAfterFailure(error: unknown): Promise<void> {
+  private async pauseAfterFailure(error: unknown, stopped: AbortSignal): Promise<void> {
     const retryInMs = retryDelay(this.failures++, this.options.retry);
     this.events.emit('campaignError', { election: this.name, error, retryInMs });
-    await abortableDelay(retryInMs, this.stop.signal);
+    await abortableDelay(retryInMs, stopped);
   }
 
   /** Leads until the term ends; resolves how it ended. */

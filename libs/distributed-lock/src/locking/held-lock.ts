@@ -25,8 +25,9 @@ export interface HeldLockDeps {
 }
 
 /**
- * One grant from a strategy, shared by every reentrant handle on it. Owns the lease's liveness (the
- * watchdog), the hold count, and the lost signal. Internal: users see `LockHandle`.
+ * The lock service's state of one `LeaseGrant` from a strategy, shared by every reentrant handle on it.
+ * Owns the lease's liveness (the watchdog), the hold count, and the lost signal. Internal: users see
+ * `LockHandle` (see docs/writing-a-strategy.md, "One lock, three nouns").
  */
 export class HeldLock {
   /** `lingering`: the holder is done, but the lock stays taken until a `releaseAfter` delay ends. */
@@ -261,6 +262,11 @@ export class HeldLock {
     if (!renewed) {
       this.markLost('extension-refused');
       throw new LockNotHeldError(this.lease.key, this.deps.name);
+    }
+    // Extended, but the strategy could not vouch for any time left (a Redlock round slower than the lease).
+    if (this.lease.expiresAt <= Date.now()) {
+      this.markLost('expired');
+      throw new LockNotHeldError(this.lease.key, this.deps.name, { cause: this.lostError });
     }
     this.watchdog.reset();
   }

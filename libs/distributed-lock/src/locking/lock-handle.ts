@@ -25,7 +25,11 @@ export interface Lock extends AsyncDisposable {
   throwIfLost(): void;
 }
 
-/** A held lock on one key. Returned by `LockService.acquire(key)`. */
+/**
+ * A held lock on one key, as users hold it. Returned by `LockService.acquire(key)`. Each acquisition gets
+ * its own handle; reentrant handles share one `HeldLock` (the lock service's state of the strategy's
+ * `LeaseGrant`, see docs/writing-a-strategy.md, "One lock, three nouns").
+ */
 export class LockHandle implements Lock {
   private released = false;
 

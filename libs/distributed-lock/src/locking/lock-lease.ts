@@ -12,7 +12,12 @@ export interface LockRequest {
   readonly mode: LockMode;
 }
 
-/** A lock a strategy granted. Strategies may return a subclass carrying backend state (a session, a node path). */
+/**
+ * What a strategy returns for a lock it granted: the key, the owner, the fencing token and when the lease
+ * ends. Strategies may return a subclass carrying backend state (a session, a node path). One lock goes by
+ * three nouns: the strategy's `LeaseGrant`; the lock service's `HeldLock`, its internal state of one grant;
+ * and the `LockHandle` that users hold (see docs/writing-a-strategy.md, "One lock, three nouns").
+ */
 export interface LeaseGrant {
   readonly key: string;
   readonly owner: string;
@@ -34,8 +39,7 @@ export interface WaitBudget {
   readonly timeoutMs: number;
   /**
    * Optional, cheaper views of `signal` for hot paths: making and watching an `AbortSignal` for every
-   * waiting acquisition was about 8 % of the CPU at 32 Redlock workers (CPU profile). Given by the lock
-   * service; use them through `budgetAborted` / `onBudgetAbort`, which fall back to `signal`.
+   * waiting acquisition showed in CPU profiles under heavy contention. Given by the lock service; use them through `budgetAborted` / `onBudgetAbort`, which fall back to `signal`.
    */
   readonly aborted?: boolean;
   onAbort?(listener: () => void): () => void;

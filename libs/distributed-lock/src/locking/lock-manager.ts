@@ -2,7 +2,7 @@ import { InvalidLockOptionsError } from '../errors/invalid-lock-options.error';
 import { LockAcquireAbortedError } from '../errors/lock-acquire-aborted.error';
 import { LockAcquireTimeoutError } from '../errors/lock-acquire-timeout.error';
 import { LockBackendUnavailableError } from '../errors/lock-backend-unavailable.error';
-import { CallerBudget } from './caller-budget';
+import { CallerBudget } from './wait-budget';
 import { runBounded } from './bounded-operation';
 import { DEFAULT_HAND_OVER_LIMITS } from './hand-over-limits';
 import { HandOverLine, type LineWaiter } from './hand-over-line';

@@ -1,4 +1,4 @@
-import { CallerBudget } from './caller-budget';
+import { CallerBudget } from './wait-budget';
 import { budgetAborted, budgetWithin, onBudgetAbort, waitForWake } from './wait-for-wake';
 
 const budget = (signal: AbortSignal = new AbortController().signal) => ({ signal, timeoutMs: 1_000 });

@@ -1,3 +1,4 @@
+import { InvalidLockOptionsError } from '../errors/invalid-lock-options.error';
 import { Logger, type OnApplicationShutdown } from '@nestjs/common';
 import { StrategyNotRegisteredError } from '../errors/strategy-not-registered.error';
 import { LockManager } from '../locking/lock-manager';
@@ -17,6 +18,8 @@ export class LockRegistry implements OnApplicationShutdown {
   private readonly root: Map<string, LockService> = new Map();
   /** Events of the application's `@ScheduledLock` jobs (injectable as `ScheduledLockEvents`). */
   readonly scheduledLockEvents = new ScheduledLockEvents();
+  /** The scheduled-job locks taken so far, by strategy and full key: which method each belongs to. */
+  private readonly scheduledJobs = new Map<string, { method: object; where: string }>();
 
   constructor(private readonly options: DistributedLockModuleOptions & { defaultStrategy: string }) {
     this.defaultStrategy = options.defaultStrategy;
@@ -72,6 +75,26 @@ export class LockRegistry implements OnApplicationShutdown {
     );
     manager.events.on('backgroundError', (event) =>
       this.logger.error(`Background ${event.operation} of "${event.key}" (strategy "${name}") failed: ${String(event.error)}`),
+    );
+  }
+
+  /**
+   * Records that `method` (at `where`) runs under the scheduled-job lock `key` of `strategy`. Two different
+   * methods under one lock would skip each other's runs without a word: that fails the bootstrap. The same
+   * method found twice (a class provided in two modules) shares its lock on purpose.
+   */
+  claimScheduledJob(strategy: string, key: string, method: object, where: string): void {
+    const id = `${strategy}\u0000${key}`;
+    const claimed = this.scheduledJobs.get(id);
+    if (!claimed) {
+      this.scheduledJobs.set(id, { method, where });
+      return;
+    }
+    if (claimed.method === method) return;
+    throw new InvalidLockOptionsError(
+      `${where} @ScheduledLock`,
+      `its lock "${key}" on strategy "${strategy}" is also ${claimed.where}'s, so one job would skip the other's runs. ` +
+        'Give one of them its own name: @ScheduledLock({ name: "…" }).',
     );
   }
 }

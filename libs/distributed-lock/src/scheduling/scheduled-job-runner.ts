@@ -1,3 +1,4 @@
+import { LockCommitFailedError } from '../errors/lock-commit-failed.error';
 import { InvalidLockOptionsError } from '../errors/invalid-lock-options.error';
 import { LockLostError } from '../errors/lock-lost.error';
 import type { LockHandle } from '../locking/lock-handle';
@@ -70,8 +71,10 @@ export class ScheduledJobRunner {
     try {
       await lock.releaseAfterWith(keptForMs, failure ? 'failed' : 'completed');
     } catch (error) {
-      // Only a failed commit of the lock's own transaction gets here; it is the run's outcome.
-      failure ??= { error };
+      // A failed commit of the lock's own transaction is the run's outcome. Any other failure to release
+      // (an unreachable store) does not undo the run: reported, and the lease frees the lock by itself.
+      if (error instanceof LockCommitFailedError) failure ??= { error };
+      else service.events.emit('backgroundError', { strategy: service.strategyName, key: service.prefix + key, operation: 'release', error });
     }
     const lost = lostOf(lock);
     const error = lost ? (failure ? new LockLostError(lost.key, lost.strategy, lost.reason, { cause: failure.error }) : lost) : failure?.error;

@@ -44,6 +44,7 @@ export class ScheduledLockBinder {
     const job = options.name ?? `${metadata.className}.${metadata.methodName}`;
     const fullKey = validateLockKey(service.prefix + job + (options.perRun ? SAMPLE_FIRE_TIME : ''), `${where} @ScheduledLock key with its prefix "${service.prefix}"`);
     this.registry.manager(service.strategyName, where).strategy.validateKey?.(fullKey);
+    this.registry.claimScheduledJob(service.strategyName, service.prefix + job, decorated, where);
     const schedule = options.perRun ? this.fireSchedule(this.accessor.schedule(decorated), where) : undefined;
     const runner = new ScheduledJobRunner({ job, service, options, schedule, events: this.registry.scheduledLockEvents });
     return function scheduledLockMethod(this: unknown, ...args: unknown[]): Promise<unknown> {

@@ -32,11 +32,10 @@ export function resolveDataSource(dataSource: LockDataSource | undefined, connec
 
 /**
  * Defaults for a pool the strategy opens for itself. On MySQL/MariaDB, `trace: false`: mysql2 otherwise
- * captures a stack trace on every statement for the "long stack traces" of its errors, about 10 µs per
- * statement here (CPU profile of the pessimistic strategy, whose transaction runs two statements through
- * TypeORM; a raw SELECT: 92 µs through the promise API that captures it, 83 µs without). The
- * lock's statements are few and fixed, and their errors reach callers wrapped in this library's typed
- * errors, so those traces tell nobody anything. An explicit `trace` is kept.
+ * captures a stack trace on every statement for the "long stack traces" of its errors, which showed in
+ * CPU profiles of the pessimistic strategy (its transaction runs statements through TypeORM). The lock's
+ * statements are few and fixed, and their errors reach callers wrapped in this library's typed errors,
+ * so those traces tell nobody anything. An explicit `trace` is kept.
  */
 export function withLockPoolDefaults(connection: DataSourceOptions): DataSourceOptions {
   if (connection.type !== 'mysql' && connection.type !== 'mariadb') return connection;

@@ -1,33 +1,17 @@
 import type { DataSource } from 'typeorm';
 import { loadPeerDependency } from '../load-peer-dependency';
 import type { LockDataSource } from './database-client.type';
+import { mysqlConnectionOf, mysqlPoolOf, type MysqlQueryable } from './typeorm-internals';
 
-/** The callback `query` of a mysql2 pool or connection. */
-export interface MysqlQueryable {
-  query(sql: string, values: readonly unknown[], callback: (error: Error | null, result: unknown) => void): unknown;
-}
+// The fast path of the database strategies: their few, fixed statements sent straight to the mysql2 pool
+// or connection under TypeORM (found through typeorm-internals.ts), or through TypeORM's query runner where
+// there is none, or when the strategy's `fastPaths` option is false.
 
 /** A statement's result in the shape TypeORM's query runner gives with `useStructuredResult`. */
 export interface DirectResult {
   readonly raw: unknown;
   readonly records: unknown[];
   readonly affected?: number;
-}
-
-function isQueryable(value: unknown): value is MysqlQueryable {
-  return typeof (value as MysqlQueryable | undefined)?.query === 'function';
-}
-
-/**
- * The data source's single mysql2 pool, or undefined (SQLite, a replication cluster, a data source that
- * is not TypeORM's own). The strategies send their few, fixed statements straight to it: TypeORM's query
- * runner adds per statement a module lookup, a captured stack, subscriber broadcasts and result copies,
- * about 65 µs (a row lock's two statements: 920 µs through it, 785 µs raw), which was most of the lock's cost over the raw SQL. Those statements therefore
- * do not show in TypeORM's query log.
- */
-export function mysqlPoolOf(dataSource: LockDataSource): MysqlQueryable | undefined {
-  const pool = (dataSource as { driver?: { pool?: unknown } }).driver?.pool;
-  return dataSource.options.type !== 'better-sqlite3' && isQueryable(pool) ? pool : undefined;
 }
 
 /**
@@ -48,12 +32,6 @@ export function typeOrmQueryError(sql: string, values: readonly unknown[], error
   return new QueryFailedError(sql, [...values], error as Error);
 }
 
-/** The mysql2 connection under a connected TypeORM query runner, if it is one. */
-export function mysqlConnectionOf(runner: unknown): MysqlQueryable | undefined {
-  const connection = (runner as { databaseConnection?: unknown }).databaseConnection;
-  return isQueryable(connection) ? connection : undefined;
-}
-
 /** Runs one statement on a mysql2 pool or connection. */
 export function queryDirect(target: MysqlQueryable, sql: string, values: readonly unknown[]): Promise<DirectResult> {
   return new Promise((resolve, reject) => {
@@ -71,11 +49,14 @@ interface StatementRunner {
 }
 
 /**
- * One statement of a strategy on the data source: straight to its mysql2 pool when it has one (see
- * `mysqlPoolOf`), otherwise through a TypeORM query runner taken for it (SQLite, replication).
+ * One statement of a strategy on the data source: straight to its mysql2 pool when it has one and
+ * `fastPaths` allows it, otherwise through a TypeORM query runner taken for it (SQLite, replication).
+ * TypeORM's query runner adds per statement a module lookup, a captured stack, subscriber broadcasts and
+ * result copies, which was most of what a lock cost over its raw SQL. Statements sent straight therefore
+ * do not show in TypeORM's query log.
  */
-export async function queryOnDataSource(dataSource: LockDataSource, sql: string, values: unknown[]): Promise<DirectResult> {
-  const pool = mysqlPoolOf(dataSource);
+export async function queryOnDataSource(dataSource: LockDataSource, sql: string, values: unknown[], fastPaths: boolean): Promise<DirectResult> {
+  const pool = fastPaths ? mysqlPoolOf(dataSource) : undefined;
   if (pool) return queryDirect(pool, sql, values);
   const runner = dataSource.createQueryRunner();
   try {
@@ -85,14 +66,8 @@ export async function queryOnDataSource(dataSource: LockDataSource, sql: string,
   }
 }
 
-/** One statement on a connected query runner's own connection (inside its transaction): direct when it is mysql2's. */
-export function queryOnRunner(runner: unknown, sql: string, values: unknown[]): Promise<DirectResult> {
-  const connection = mysqlConnectionOf(runner);
+/** One statement on a connected query runner's own connection (inside its transaction): direct when it is mysql2's and `fastPaths` allows it. */
+export function queryOnRunner(runner: unknown, sql: string, values: unknown[], fastPaths: boolean): Promise<DirectResult> {
+  const connection = fastPaths ? mysqlConnectionOf(runner) : undefined;
   return connection ? queryDirect(connection, sql, values) : (runner as StatementRunner).query(sql, values, true);
-}
-
-/** The server's id for the connection under a connected query runner (for KILL QUERY and the audit column), if known. */
-export function connectionIdOf(runner: unknown): number | undefined {
-  const id = (runner as { databaseConnection?: { threadId?: unknown } }).databaseConnection?.threadId;
-  return Number.isInteger(id) ? (id as number) : undefined;
 }

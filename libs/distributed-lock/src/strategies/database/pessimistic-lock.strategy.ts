@@ -3,16 +3,18 @@ import { InvalidLockKeyError } from '../../errors/invalid-lock-key.error';
 import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
 import { LockCommitFailedError } from '../../errors/lock-commit-failed.error';
 import { LockBackendUnavailableError } from '../../errors/lock-backend-unavailable.error';
-import { leaseEnd } from '../../locking/lease-end';
+import { leaseExpiry } from '../../locking/lease-expiry';
 import type { LeaseGrant, LockRequest, WaitBudget } from '../../locking/lock-lease';
 import { assertKnownKeys, describe } from '../../locking/lock-options';
+import { assertFastPaths } from '../fast-paths-option';
 import type { LeaseLostListener, LockStrategy, LockStrategyCapabilities, ReleaseOutcome } from '../../locking/lock-strategy.interface';
 import type { LockDataSource } from './database-client.type';
 import { ensureInitialized, resolveDataSource } from './database-connection';
 import { assertKeyDistinct, paddingMigration } from './lock-key-collation';
 import { fenceTableDdl, LOCK_TABLES, MAX_SQL_KEY_LENGTH, rowTableDdl, SQL_IDENTIFIER } from './lock-table.sql';
-import { connectionIdOf, queryOnDataSource, queryOnRunner } from './mysql-direct';
+import { queryOnDataSource, queryOnRunner } from './mysql-direct';
 import { beginLockTransaction, commitLockTransaction } from './runner-transaction';
+import { connectionIdOf, isConnectionClosed, watchConnection } from './typeorm-internals';
 import { pessimisticStatements, type PessimisticStatements } from './pessimistic-lock.sql';
 import { dialectOf, withServerFeatures, type SqlDialect } from './sql-dialect';
 import { budgetAborted, budgetWithin, onBudgetAbort } from '../../locking/wait-for-wake';
@@ -36,6 +38,14 @@ export interface PessimisticLockStrategyOptions {
    * wait; `tryAcquire` resolves null. Keep it below the pool size. Default 8.
    */
   readonly maxHeldConnections?: number;
+  /**
+   * Send the lock's statements and its transaction's START TRANSACTION and COMMIT straight to the mysql2
+   * connection under TypeORM (found in TypeORM's internals, see `typeorm-internals.ts`), as TypeORM would
+   * send them. `false`: through TypeORM's public API only (query runner, `startTransaction`,
+   * `commitTransaction`), slower; for a TypeORM version whose internals these paths no longer fit.
+   * Default true.
+   */
+  readonly fastPaths?: boolean;
 }
 
 /** A grant of the pessimistic strategy: the lock is a transaction, and its EntityManager writes inside it. */
@@ -64,10 +74,10 @@ class MissingLockRow extends Error {
   }
 }
 
-const OPTION_KEYS = ['dataSource', 'connection', 'name', 'table', 'ensureTable', 'maxHeldConnections'];
+const OPTION_KEYS = ['dataSource', 'connection', 'name', 'table', 'ensureTable', 'maxHeldConnections', 'fastPaths'];
 
 /**
- * Seed 000/004's exclusive lock: a row found by its primary key, locked with `SELECT … FOR UPDATE` in a
+ * An exclusive lock on a row found by its primary key, locked with `SELECT … FOR UPDATE` in a
  * transaction that stays open for the whole critical section; release is COMMIT. Always a row lock,
  * never a table lock (the key is the primary key, so InnoDB locks one index record). A crashed holder's
  * lock is freed by the server when its connection dies; a live holder past its lease is rolled back.
@@ -85,6 +95,7 @@ export class PessimisticLockStrategy implements LockStrategy {
   private readonly fenceTable: string;
   private readonly ensureTable: boolean;
   private readonly maxHeld: number;
+  private readonly fastPaths: boolean;
   private readonly held = new Map<string, HeldRow>();
   /** Acquisitions that have a slot and are getting their connection and row lock. */
   private pending = 0;
@@ -106,6 +117,7 @@ export class PessimisticLockStrategy implements LockStrategy {
     const max = options.maxHeldConnections ?? 8;
     if (!Number.isInteger(max) || max < 1) throw new InvalidLockOptionsError('maxHeldConnections', `expected a whole number ≥ 1, got ${describe(max)}.`);
     this.maxHeld = max;
+    this.fastPaths = assertFastPaths(options.fastPaths);
     const resolved = resolveDataSource(options.dataSource, options.connection, this.name);
     this.dataSource = resolved.dataSource;
     this.ownsDataSource = resolved.owned;
@@ -139,7 +151,7 @@ export class PessimisticLockStrategy implements LockStrategy {
       await this.finish(lease.owner, 'lost');
       return null;
     }
-    const expiresAt = leaseEnd(sentAt, ttlMs);
+    const expiresAt = leaseExpiry(sentAt, ttlMs);
     this.armLease(lease.owner, row, expiresAt);
     return { ...lease, expiresAt };
   }
@@ -259,8 +271,8 @@ export class PessimisticLockStrategy implements LockStrategy {
    * that both found no row race to insert it, and the loser's insert waits for the winner's row lock.
    */
   private async ensureRow(runner: QueryRunner, sql: PessimisticStatements, key: string, wait: boolean): Promise<void> {
-    const exists = (await queryOnRunner(runner, sql.rowExists, [key])).records;
-    if (exists.length === 0) await queryOnRunner(runner, wait ? sql.insertRow : sql.insertRowNoWait, [key]);
+    const exists = (await queryOnRunner(runner, sql.rowExists, [key], this.fastPaths)).records;
+    if (exists.length === 0) await queryOnRunner(runner, wait ? sql.insertRow : sql.insertRowNoWait, [key], this.fastPaths);
     // Bounded memory: forgetting every key costs one extra read per key, never correctness.
     if (this.knownRows.size >= KNOWN_ROWS_LIMIT) this.knownRows.clear();
     this.knownRows.add(key);
@@ -304,7 +316,7 @@ export class PessimisticLockStrategy implements LockStrategy {
     const stopped = (): boolean => killing !== undefined || (budget !== undefined && budgetAborted(budget));
     try {
       if (ensureRow && !stopped()) await this.ensureRow(runner, sql, request.key, budget !== undefined);
-      await beginLockTransaction(runner);
+      await beginLockTransaction(runner, this.fastPaths);
       // The server answers: from here the wait for the row lock is bounded by the caller's budget.
       budget?.serverAnswered?.();
       if (stopped()) {
@@ -314,7 +326,7 @@ export class PessimisticLockStrategy implements LockStrategy {
       }
       const waitSeconds = budget ? Math.max(1, Math.ceil(budget.timeoutMs / 1000)) : undefined;
       // On the runner's own connection, inside the transaction TypeORM started (see mysqlPoolOf).
-      const rows = (await queryOnRunner(runner, sql.lockRow(waitSeconds), [request.key])).records;
+      const rows = (await queryOnRunner(runner, sql.lockRow(waitSeconds), [request.key], this.fastPaths)).records;
       // The lease is this process's own timer (the server frees the row when the connection dies): it
       // counts from the moment the row lock was granted, not from before the wait for it.
       const lockedAt = Date.now();
@@ -322,13 +334,13 @@ export class PessimisticLockStrategy implements LockStrategy {
       if (rows.length !== 1) throw new MissingLockRow(request.key);
       // We hold the row lock, so nobody else runs this for the key: the token grows by one per holder,
       // in autocommit, so that rolling the section back never hands the same token out twice.
-      const fenced = (await queryOnDataSource(this.dataSource, sql.nextToken, [request.key, request.owner, connectionId ?? null])).raw as { insertId?: number | string };
+      const fenced = (await queryOnDataSource(this.dataSource, sql.nextToken, [request.key, request.owner, connectionId ?? null], this.fastPaths)).raw as { insertId?: number | string };
       const token = Number(fenced.insertId);
       const row: HeldRow = { key: request.key, runner, timer: undefined, listeners: new Set(), connectionLost: false, stopWatchingConnection: () => undefined };
       this.held.set(request.owner, row);
       // A connection that dies (killed, network, server restart) takes the lock with it: tell the holder now.
       row.stopWatchingConnection = watchConnection(runner, () => this.connectionLost(request.owner, row));
-      const expiresAt = leaseEnd(lockedAt, request.ttlMs);
+      const expiresAt = leaseExpiry(lockedAt, request.ttlMs);
       this.armLease(request.owner, row, expiresAt);
       return { key: request.key, owner: request.owner, mode: request.mode, fencingToken: token, expiresAt, manager: runner.manager };
     } catch (error) {
@@ -386,7 +398,7 @@ export class PessimisticLockStrategy implements LockStrategy {
       return wasHeld;
     }
     try {
-      await commitLockTransaction(row.runner);
+      await commitLockTransaction(row.runner, this.fastPaths);
     } catch (error) {
       await rollbackAndRelease(row.runner);
       // Not sent at all (the connection had closed): nothing was committed, the lock was simply lost.
@@ -415,12 +427,6 @@ export class PessimisticLockStrategy implements LockStrategy {
   }
 }
 
-/** A mysql2 connection under the runner that has closed (killed, dropped): nothing more can be sent on it. */
-function isConnectionClosed(runner: QueryRunner): boolean {
-  const connection = (runner as unknown as { databaseConnection?: { _closing?: boolean; stream?: { destroyed?: boolean } } }).databaseConnection;
-  return Boolean(connection?._closing || connection?.stream?.destroyed);
-}
-
 /** mysql2 refused to send the statement: the connection was already closed. */
 function isNotSent(error: unknown): boolean {
   return /closed state/.test(String((error as { message?: unknown })?.message ?? ''));
@@ -432,24 +438,6 @@ function isConnectionError(error: unknown): boolean {
   const fatal = e?.driverError?.fatal ?? e?.fatal;
   const code = String(e?.driverError?.code ?? e?.code ?? '');
   return fatal === true || /^(PROTOCOL_CONNECTION_LOST|ECONNRESET|EPIPE|ETIMEDOUT|ER_CONNECTION_KILLED)$/.test(code);
-}
-
-/** Calls `onDeath` once if the runner's mysql2 connection ends or fails for good; returns the way to stop watching. */
-function watchConnection(runner: QueryRunner, onDeath: () => void): () => void {
-  const connection = (runner as unknown as { databaseConnection?: { on?: unknown; off?: unknown } }).databaseConnection as
-    | { on(event: string, listener: (error?: { fatal?: boolean }) => void): void; off(event: string, listener: (error?: { fatal?: boolean }) => void): void }
-    | undefined;
-  if (typeof connection?.on !== 'function') return () => undefined;
-  const onEnd = (): void => onDeath();
-  const onError = (error?: { fatal?: boolean }): void => {
-    if (error?.fatal) onDeath();
-  };
-  connection.on('end', onEnd);
-  connection.on('error', onError);
-  return () => {
-    connection.off('end', onEnd);
-    connection.off('error', onError);
-  };
 }
 
 async function rollbackAndRelease(runner: QueryRunner): Promise<void> {

@@ -3,9 +3,10 @@ import { InvalidLockKeyError } from '../../errors/invalid-lock-key.error';
 import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
 import type { LeaseGrant, LockRequest } from '../../locking/lock-lease';
 import { assertKnownKeys, describe } from '../../locking/lock-options';
+import { assertFastPaths } from '../fast-paths-option';
 import { handOverLimits, type HandOverLimits, type LocalHandOverOption } from '../../locking/hand-over-limits';
 import type { LockStrategy, LockStrategyCapabilities } from '../../locking/lock-strategy.interface';
-import { leaseEnd } from '../../locking/lease-end';
+import { leaseExpiry } from '../../locking/lease-expiry';
 import type { LockDataSource } from './database-client.type';
 import { ensureInitialized, resolveDataSource } from './database-connection';
 import { assertKeyDistinct, paddingMigration } from './lock-key-collation';
@@ -35,15 +36,21 @@ export interface RowLockStrategyOptions {
    * `{ passes: 64, windowMs: 50 }`.
    */
   readonly localHandover?: LocalHandOverOption;
+  /**
+   * On MySQL/MariaDB, send the lock's statements straight to TypeORM's mysql2 pool (found in TypeORM's
+   * internals, see `typeorm-internals.ts`). `false`: through a TypeORM query runner, its public API,
+   * slower; for a TypeORM version whose internals this path no longer fits. Default true.
+   */
+  readonly fastPaths?: boolean;
 }
 
-const OPTION_KEYS = ['dataSource', 'connection', 'name', 'table', 'ensureTable', 'localHandover'];
+const OPTION_KEYS = ['dataSource', 'connection', 'name', 'table', 'ensureTable', 'localHandover', 'fastPaths'];
 
 /**
- * Locks as rows of a table with a unique key (seed 000's lock table, with its four problems fixed):
- * a lease on the database server's clock (a crashed holder's row is taken over once expired), an owner
- * check on release and extend, a hold count for reentrancy, and a fencing token that only grows (a new
- * row starts from the server's clock in microseconds, a takeover adds one).
+ * Locks as rows of a table with a unique key, with what a plain lock table lacks: a lease on the
+ * database server's clock (a crashed holder's row is taken over once expired), an owner check on release
+ * and extend, a hold count for reentrancy, and a fencing token that only grows (a new row starts from the
+ * server's clock in microseconds, a takeover adds one).
  *
  * Acquire is one conditional UPDATE that takes over a free or expired row (or re-enters our own), and an
  * INSERT for a key never seen; each returns its fencing token in the same round trip. Release frees our
@@ -57,6 +64,7 @@ export class RowLockStrategy implements LockStrategy {
   private readonly ownsDataSource: boolean;
   private readonly table: string;
   private readonly ensureTable: boolean;
+  private readonly fastPaths: boolean;
   private ready: Promise<{ dialect: SqlDialect; sql: RowLockStatements; padding: string | undefined }> | undefined;
 
   constructor(options: RowLockStrategyOptions) {
@@ -66,6 +74,7 @@ export class RowLockStrategy implements LockStrategy {
     this.table = options.table ?? LOCK_TABLES.leases;
     if (!SQL_IDENTIFIER.test(this.table)) throw new InvalidLockOptionsError('table', `expected a plain SQL identifier, got ${describe(this.table)}.`);
     this.ensureTable = options.ensureTable ?? true;
+    this.fastPaths = assertFastPaths(options.fastPaths);
     this.handOverLimits = handOverLimits(options.localHandover);
     const resolved = resolveDataSource(options.dataSource, options.connection, this.name);
     this.dataSource = resolved.dataSource;
@@ -107,7 +116,7 @@ export class RowLockStrategy implements LockStrategy {
     const { sql } = await this.prepare();
     const sentAt = Date.now();
     const result = await this.run(sql.extend, [ttlMs, lease.key, lease.owner]);
-    return result.affected === 1 ? { ...lease, expiresAt: leaseEnd(sentAt, ttlMs) } : null;
+    return result.affected === 1 ? { ...lease, expiresAt: leaseExpiry(sentAt, ttlMs) } : null;
   }
 
   async release(lease: LeaseGrant): Promise<boolean> {
@@ -138,7 +147,7 @@ export class RowLockStrategy implements LockStrategy {
   }
 
   private run(query: string, parameters: unknown[]): Promise<DirectResult> {
-    return queryOnDataSource(this.dataSource, query, parameters);
+    return queryOnDataSource(this.dataSource, query, parameters, this.fastPaths);
   }
 
   private prepare(): Promise<{ dialect: SqlDialect; sql: RowLockStatements; padding: string | undefined }> {
@@ -159,6 +168,6 @@ export class RowLockStrategy implements LockStrategy {
   }
 
   private grantOf(request: LockRequest, token: number, sentAt: number): LeaseGrant {
-    return { key: request.key, owner: request.owner, mode: request.mode, fencingToken: token, expiresAt: leaseEnd(sentAt, request.ttlMs) };
+    return { key: request.key, owner: request.owner, mode: request.mode, fencingToken: token, expiresAt: leaseExpiry(sentAt, request.ttlMs) };
   }
 }

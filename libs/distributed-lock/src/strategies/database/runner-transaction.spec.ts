@@ -33,9 +33,9 @@ const sent = (fake: FakeRunner): string[] => fake.databaseConnection.query.mock.
 describe('beginLockTransaction / commitLockTransaction', () => {
   it('sends START TRANSACTION and COMMIT straight when nothing observes, leaving TypeORM\'s bookkeeping as its methods do', async () => {
     const runner = fakeRunner();
-    await beginLockTransaction(asRunner(runner));
+    await beginLockTransaction(asRunner(runner), true);
     expect(runner).toMatchObject({ isTransactionActive: true, transactionDepth: 1 });
-    await commitLockTransaction(asRunner(runner));
+    await commitLockTransaction(asRunner(runner), true);
     expect(runner).toMatchObject({ isTransactionActive: false, transactionDepth: 0 });
     expect(sent(runner)).toEqual(['START TRANSACTION', 'COMMIT']);
     expect(runner.startTransaction).not.toHaveBeenCalled();
@@ -48,11 +48,13 @@ describe('beginLockTransaction / commitLockTransaction', () => {
     ['an isolation level of the data source', (runner) => (runner.connection.options.isolationLevel = 'SERIALIZABLE')],
     ['subscribers, which hear transaction events', (runner) => runner.connection.subscribers.push({ beforeTransactionStart: () => undefined })],
     ['a runner that keeps no numeric depth (another TypeORM)', (runner) => delete runner.transactionDepth],
-  ])('leaves the transaction to TypeORM with %s', async (_what, arrange) => {
+    ['fastPaths: false (the public API only)', () => undefined],
+  ])('leaves the transaction to TypeORM with %s', async (what, arrange) => {
+    const fastPaths = !what.startsWith('fastPaths: false');
     const runner = fakeRunner();
     arrange(runner);
-    await beginLockTransaction(asRunner(runner));
-    await commitLockTransaction(asRunner(runner));
+    await beginLockTransaction(asRunner(runner), fastPaths);
+    await commitLockTransaction(asRunner(runner), fastPaths);
     expect(runner.startTransaction).toHaveBeenCalledTimes(1);
     expect(runner.commitTransaction).toHaveBeenCalledTimes(1);
     expect(sent(runner)).toEqual([]);
@@ -60,16 +62,16 @@ describe('beginLockTransaction / commitLockTransaction', () => {
 
   it('leaves a savepoint the caller left open (depth above 1) to TypeORM\'s commit', async () => {
     const runner = fakeRunner();
-    await beginLockTransaction(asRunner(runner));
+    await beginLockTransaction(asRunner(runner), true);
     runner.transactionDepth = 2;
-    await commitLockTransaction(asRunner(runner));
+    await commitLockTransaction(asRunner(runner), true);
     expect(runner.commitTransaction).toHaveBeenCalledTimes(1);
     expect(sent(runner)).toEqual(['START TRANSACTION']);
   });
 
   it('fails with TypeORM\'s QueryFailedError and leaves the runner untouched when the statement fails', async () => {
     const runner = fakeRunner(new Error('Connection lost: The server closed the connection.'));
-    const error = await beginLockTransaction(asRunner(runner)).catch((e: unknown) => e);
+    const error = await beginLockTransaction(asRunner(runner), true).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(QueryFailedError);
     expect((error as Error).message).toMatch(/Connection lost/);
     expect(runner).toMatchObject({ isTransactionActive: false, transactionDepth: 0 });

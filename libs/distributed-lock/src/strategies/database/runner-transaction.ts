@@ -1,56 +1,45 @@
 import type { QueryRunner } from 'typeorm';
-import { mysqlConnectionOf, queryDirect, typeOrmObserves, typeOrmQueryError, type MysqlQueryable } from './mysql-direct';
-
-/** TypeORM's transaction bookkeeping on a query runner (`transactionDepth` is protected in its types). */
-interface TransactionBookkeeping {
-  isTransactionActive: boolean;
-  isReleased: boolean;
-  transactionDepth?: unknown;
-}
+import { queryDirect, typeOrmObserves, typeOrmQueryError } from './mysql-direct';
+import { mysqlConnectionOf, recordTransaction, transactionDepthOf, type MysqlQueryable } from './typeorm-internals';
 
 /**
  * The runner's mysql2 connection when its transaction statements may skip TypeORM, else undefined.
- * Only where nothing of TypeORM's is skipped: nothing observes its statements (subscribers hear
- * transaction starts and commits, a query log lists START TRANSACTION and COMMIT) and no data-source
- * isolation level (TypeORM sets it before starting). The callers also require the depth TypeORM keeps
- * today (0 before, 1 inside): a TypeORM that keeps it otherwise takes its own path again.
+ * Only where `fastPaths` allows it and nothing of TypeORM's is skipped: nothing observes its statements
+ * (subscribers hear transaction starts and commits, a query log lists START TRANSACTION and COMMIT) and
+ * no data-source isolation level (TypeORM sets it before starting). The callers also require the depth
+ * TypeORM keeps today (0 before, 1 inside): a TypeORM that keeps it otherwise takes its own path again.
  */
-function directConnectionOf(runner: QueryRunner): MysqlQueryable | undefined {
-  if (typeOrmObserves(runner.connection) || runner.connection.options.isolationLevel) return undefined;
+function directConnectionOf(runner: QueryRunner, fastPaths: boolean): MysqlQueryable | undefined {
+  if (!fastPaths || typeOrmObserves(runner.connection) || runner.connection.options.isolationLevel) return undefined;
   return mysqlConnectionOf(runner);
 }
 
 /**
- * Starts the lock's transaction on a connected runner, leaving it exactly as TypeORM's
- * `startTransaction()` does: active, depth 1, so writes through the runner's EntityManager run inside it
- * and a nested `manager.transaction()` takes a savepoint.
+ * Starts the lock's transaction on a connected runner (straight, unless `fastPaths` is false), leaving it
+ * exactly as TypeORM's `startTransaction()` does: active, depth 1, so writes through the runner's
+ * EntityManager run inside it and a nested `manager.transaction()` takes a savepoint.
  *
  * Why not always `startTransaction()`: it and `commitTransaction()` send their statement through the
  * runner's `query()` (mysql2's promise wrapper, which looks its module up and captures a stack on every
- * call, then broadcasts and result copies). Measured in one process, locks taken and freed in turns
- * (medians of 7 rounds of 1,500): 459 µs per lock through TypeORM's methods, 411 µs sent straight,
- * 378 µs for the same SQL on a raw mysql2 pool; that is 0.82× the raw SQL before, 0.92× after.
+ * call, then broadcasts and result copies): twice per lock, a cost the same SQL on a raw mysql2
+ * connection does not pay.
  */
-export async function beginLockTransaction(runner: QueryRunner): Promise<void> {
-  const state = runner as unknown as TransactionBookkeeping;
-  const connection = directConnectionOf(runner);
-  if (!connection || state.isTransactionActive || state.transactionDepth !== 0) return runner.startTransaction();
+export async function beginLockTransaction(runner: QueryRunner, fastPaths: boolean): Promise<void> {
+  const connection = directConnectionOf(runner, fastPaths);
+  if (!connection || runner.isTransactionActive || transactionDepthOf(runner) !== 0) return runner.startTransaction();
   await queryDirect(connection, 'START TRANSACTION', []).catch((error: unknown) => {
     throw typeOrmQueryError('START TRANSACTION', [], error, 'PessimisticLockStrategy');
   });
-  state.isTransactionActive = true;
-  state.transactionDepth = 1;
+  recordTransaction(runner, true);
 }
 
 /** Commits the lock's transaction, leaving the runner as TypeORM's `commitTransaction()` does; see `beginLockTransaction`. */
-export async function commitLockTransaction(runner: QueryRunner): Promise<void> {
-  const state = runner as unknown as TransactionBookkeeping;
-  const connection = directConnectionOf(runner);
+export async function commitLockTransaction(runner: QueryRunner, fastPaths: boolean): Promise<void> {
+  const connection = directConnectionOf(runner, fastPaths);
   // A savepoint the caller left open (depth above 1) is TypeORM's to unwind, as it always was.
-  if (!connection || state.isReleased || !state.isTransactionActive || state.transactionDepth !== 1) return runner.commitTransaction();
+  if (!connection || runner.isReleased || !runner.isTransactionActive || transactionDepthOf(runner) !== 1) return runner.commitTransaction();
   await queryDirect(connection, 'COMMIT', []).catch((error: unknown) => {
     throw typeOrmQueryError('COMMIT', [], error, 'PessimisticLockStrategy');
   });
-  state.isTransactionActive = false;
-  state.transactionDepth = 0;
+  recordTransaction(runner, false);
 }

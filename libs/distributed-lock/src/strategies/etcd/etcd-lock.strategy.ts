@@ -1,15 +1,31 @@
 import type { IOptions } from 'etcd3';
 import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
-import { leaseEnd } from '../../locking/lease-end';
+import { LockBackendUnavailableError } from '../../errors/lock-backend-unavailable.error';
+import { leaseExpiry } from '../../locking/lease-expiry';
 import type { LeaseGrant, LockRequest, WaitBudget } from '../../locking/lock-lease';
 import { assertKnownKeys } from '../../locking/lock-options';
-import { budgetAborted, waitForWake } from '../../locking/wait-for-wake';
+import { budgetAborted } from '../../locking/wait-for-wake';
 import type { LeaseLostListener, LockStrategy, LockStrategyCapabilities } from '../../locking/lock-strategy.interface';
-import { loadPeerDependency } from '../load-peer-dependency';
-import { LocalLine, type LocalWait } from '../local-line';
+import { SameProcessLine } from '../same-process-line';
+import { watchBlocker, type BlockerWaitOutcome } from './etcd-blocker-watch';
 import type { EtcdLockClient } from './etcd-client.type';
-import { etcdContenderKey, etcdLockPrefix, isLeaseGoneError, isWriterKey } from './etcd-keys';
+import { resolveEtcdClient } from './etcd-connection';
+import { etcdContenderKey, etcdLockPrefix, isLeaseGoneError } from './etcd-keys';
+import { keepAliveWhileWaiting } from './etcd-lease-keepalive';
 import { EtcdLeasePool, type PooledLease } from './etcd-lease-pool';
+import {
+  blockerAfterPut,
+  deleteIfStillOurs,
+  isStillOurs,
+  keyAhead,
+  keyAheadIfStillOurs,
+  lineId,
+  moveKeyToLease,
+  putContenderKey,
+  type Blocker,
+  type Contender,
+  type EtcdTxnResult,
+} from './etcd-lock.recipe';
 import { EtcdOwnKeyWatches } from './etcd-own-key-watch';
 import { strategyName } from '../strategy-name';
 
@@ -33,20 +49,6 @@ export interface EtcdLeaseGrant extends LeaseGrant {
   readonly leaseId: string;
 }
 
-interface Contender {
-  readonly key: string;
-  readonly createRevision: bigint;
-}
-
-/**
- * A key ahead of ours, by name and create revision: a released lease is reused, so the same name can come
- * back as a new contender (behind us) after the one we wait for is gone.
- */
-interface Blocker {
-  readonly key: string;
-  readonly createRevision: string;
-}
-
 const OPTION_KEYS = ['client', 'connection', 'name', 'namespace'];
 
 /**
@@ -68,7 +70,7 @@ const LOCAL_RECHECK_MS = 500;
  * that etcd reports gone aborts the lock's signal. etcd rounds TTLs up to whole seconds and to its
  * minimum lease TTL. A release deletes the key and keeps the lease for the next lock (see EtcdLeasePool):
  * an uncontended acquire + release is two writes, and a hand-over is one delete, one watch event and one
- * read. A writer right behind a writer of the same process waits for it here instead (see LocalLine):
+ * read. A writer right behind a writer of the same process waits for it here instead (see SameProcessLine):
  * no watch, and its release tells the next one directly: no watch event, no read (its own key, with a
  * higher create revision, gives it a higher fencing token as usual). A contended section between
  * writers of one process is then two writes, the put and the delete, as in the raw recipe.
@@ -87,7 +89,7 @@ export class EtcdLockStrategy implements LockStrategy {
   /** Watches on the keys of locks held a while (see EtcdOwnKeyWatches). */
   private readonly ownKeys: EtcdOwnKeyWatches;
   /** Writers of this process in the lines of etcd, by key and create revision (see `acquire`). */
-  private readonly line = new LocalLine<'released'>();
+  private readonly line = new SameProcessLine<'released'>();
   /**
    * Keys of our writers whose put-if-absent transaction is on its way (see `waitFor`), with the create
    * revision of the last key their lease had: the same name at that revision or before is an earlier
@@ -101,27 +103,16 @@ export class EtcdLockStrategy implements LockStrategy {
     this.name = strategyName(options.name, 'etcd');
     this.namespace = options.namespace ?? 'dlock/';
     if (typeof this.namespace !== 'string' || this.namespace.length === 0) throw new InvalidLockOptionsError('namespace', 'expected a non-empty string such as "dlock/".');
-    if (options.client !== undefined && options.connection !== undefined) {
-      throw new InvalidLockOptionsError('EtcdLockStrategy options', 'give either `client` (your Etcd3 instance) or `connection` (its options), not both.');
-    }
-    if (options.client) {
-      this.client = options.client;
-      this.ownsClient = false;
-    } else {
-      if (!options.connection || typeof options.connection !== 'object') {
-        throw new InvalidLockOptionsError('EtcdLockStrategy options', 'give `client` (your Etcd3 instance) or `connection` (e.g. { hosts: "http://127.0.0.1:2379" }).');
-      }
-      const { Etcd3 } = loadPeerDependency<typeof import('etcd3')>('etcd3', this.name);
-      this.client = new Etcd3(options.connection);
-      this.ownsClient = true;
-    }
+    const resolved = resolveEtcdClient(options.client, options.connection, this.name);
+    this.client = resolved.client;
+    this.ownsClient = resolved.owned;
     this.pool = new EtcdLeasePool(this.client);
     this.ownKeys = new EtcdOwnKeyWatches(this.client);
   }
 
   async tryAcquire(request: LockRequest): Promise<LeaseGrant | null> {
     const attempt = await this.enter(request);
-    const blocker = attempt.blocker === 'unknown' ? await this.blockerOf(attempt.prefix, attempt.own, request.mode) : attempt.blocker;
+    const blocker = attempt.blocker === 'unknown' ? await keyAhead(this.client, attempt.prefix, attempt.own, request.mode) : attempt.blocker;
     if (!blocker) return attempt.grant;
     await this.leave(attempt.grant);
     return null;
@@ -135,10 +126,10 @@ export class EtcdLockStrategy implements LockStrategy {
     budget.serverAnswered?.();
     let stopKeepingAlive: (() => void) | undefined;
     try {
-      let blocker = attempt.blocker === 'unknown' ? await this.blockerOf(attempt.prefix, attempt.own, request.mode) : attempt.blocker;
+      let blocker = attempt.blocker === 'unknown' ? await keyAhead(this.client, attempt.prefix, attempt.own, request.mode) : attempt.blocker;
       // Our key must outlive the wait, which may be longer than the lease: keep the lease alive meanwhile,
       // as etcd's own concurrency session does. The grant then counts its lease from the last renewal.
-      if (blocker) stopKeepingAlive = this.keepAliveWhileWaiting(request);
+      if (blocker) stopKeepingAlive = keepAliveWhileWaiting(() => this.leases.get(request.owner), request.ttlMs);
       while (blocker) {
         const waited = await this.waitFor(blocker, request.mode, budget, deadline);
         if (waited === 'timeout') {
@@ -156,7 +147,7 @@ export class EtcdLockStrategy implements LockStrategy {
         }
         // Who is ahead now, and is our key still there? Only a key that still exists holds the lock
         // (Jepsen found etcd 3.4.3's recipe skipped that check): one read-only transaction for both.
-        const next = await this.aheadOf(attempt.prefix, attempt.own, request.mode, true);
+        const next = await keyAheadIfStillOurs(this.client, attempt.prefix, attempt.own, request.mode);
         if (next === 'gone') {
           await this.leave(attempt.grant);
           return null;
@@ -172,41 +163,11 @@ export class EtcdLockStrategy implements LockStrategy {
     }
   }
 
-  /** Keeps the lease of a waiting contender alive at a third of its TTL until the returned function is called. */
-  private keepAliveWhileWaiting(request: LockRequest): () => void {
-    const everyMs = Math.max(100, Math.floor(request.ttlMs / 3));
-    let timer: NodeJS.Timeout | undefined;
-    let stopped = false;
-    const tick = (): void => {
-      const entry = this.leases.get(request.owner);
-      if (stopped || !entry) return;
-      const sentAt = Date.now();
-      entry.lease.keepaliveOnce().then(
-        (response) => {
-          if (Number(response.TTL) > 0) entry.renewedAt = Math.max(entry.renewedAt, sentAt);
-        },
-        // A lease etcd no longer knows is reported by its 'lost' event; a failed round trip is retried.
-        () => undefined,
-      ).finally(() => {
-        if (stopped) return;
-        timer = setTimeout(tick, everyMs);
-        timer.unref?.();
-      });
-    };
-    timer = setTimeout(tick, everyMs);
-    timer.unref?.();
-    return () => {
-      stopped = true;
-      clearTimeout(timer);
-    };
-  }
-
   /** The grant with its lease counted from the last renewal of its etcd lease (it may have waited long). */
   private renewedGrant(grant: EtcdLeaseGrant, ttlMs: number): EtcdLeaseGrant {
     const entry = this.leases.get(grant.owner);
-    return entry ? { ...grant, expiresAt: leaseEnd(entry.renewedAt, ttlMs) } : grant;
+    return entry ? { ...grant, expiresAt: leaseExpiry(entry.renewedAt, ttlMs) } : grant;
   }
-
 
   async extend(lease: LeaseGrant, ttlMs: number): Promise<LeaseGrant | null> {
     const grant = lease as EtcdLeaseGrant;
@@ -225,10 +186,9 @@ export class EtcdLockStrategy implements LockStrategy {
     }
     entry.renewedAt = sentAt;
     // A keep-alive renews the lease for the TTL it was granted with; the key must still be ours.
-    const own = await this.client.get(grant.etcdKey).exec();
-    if (own.kvs.length === 0 || String(own.kvs[0].create_revision) !== grant.createRevision) return this.forget(grant);
+    if (!(await isStillOurs(this.client, grant.etcdKey, grant.createRevision))) return this.forget(grant);
     // The lease was granted for at least ttlMs (whole seconds, rounded up): counting ttlMs is the safe side.
-    return { ...grant, expiresAt: leaseEnd(sentAt, ttlMs) };
+    return { ...grant, expiresAt: leaseExpiry(sentAt, ttlMs) };
   }
 
   /** Puts our key, if still ours, on a fresh lease of `ttlMs` (rounded up to whole seconds). */
@@ -236,8 +196,7 @@ export class EtcdLockStrategy implements LockStrategy {
     const longer = await this.pool.take(Math.ceil(ttlMs / 1000), true);
     let stillOurs: boolean;
     try {
-      const txn = await this.client.if(grant.etcdKey, 'Create', '==', grant.createRevision).then(this.client.put(grant.etcdKey).value(grant.owner).lease(longer.id)).commit();
-      stillOurs = txn.succeeded;
+      stillOurs = await moveKeyToLease(this.client, grant.etcdKey, grant.createRevision, grant.owner, longer.id);
     } catch (error) {
       this.pool.discard(longer);
       throw error;
@@ -253,7 +212,7 @@ export class EtcdLockStrategy implements LockStrategy {
     entry.onLost = undefined;
     this.leases.set(grant.owner, longer);
     this.pool.discard(entry);
-    const moved: EtcdLeaseGrant = { ...grant, leaseId: longer.id, expiresAt: leaseEnd(longer.renewedAt, ttlMs) };
+    const moved: EtcdLeaseGrant = { ...grant, leaseId: longer.id, expiresAt: leaseExpiry(longer.renewedAt, ttlMs) };
     return moved;
   }
 
@@ -298,13 +257,13 @@ export class EtcdLockStrategy implements LockStrategy {
   /**
    * Creates our contender key under the lock's prefix, if absent, bound to a lease, in one transaction
    * that also reads who is ahead: for a writer the newest key before ours (read before our put, in the
-   * same transaction), for a reader only whether it is first (otherwise `blockerOf` decides).
+   * same transaction), for a reader only whether it is first (otherwise `keyAhead` decides).
    */
   private async enter(request: LockRequest): Promise<{ prefix: string; own: Contender; grant: EtcdLeaseGrant; blocker: Blocker | undefined | 'unknown' }> {
     const prefix = etcdLockPrefix(this.namespace, request.key);
     const ttlSeconds = Math.max(1, Math.ceil(request.ttlMs / 1000));
     let entry = await this.pool.take(ttlSeconds);
-    let txn: Awaited<ReturnType<typeof this.createKey>>;
+    let txn: CreatedKey;
     try {
       txn = await this.createKey(prefix, request, entry);
     } catch (error) {
@@ -327,7 +286,7 @@ export class EtcdLockStrategy implements LockStrategy {
       owner: request.owner,
       mode: request.mode,
       fencingToken: Number(createRevision),
-      expiresAt: leaseEnd(entry.renewedAt, request.ttlMs),
+      expiresAt: leaseExpiry(entry.renewedAt, request.ttlMs),
       etcdKey: txn.key,
       createRevision: createRevision.toString(),
       leaseId: entry.id,
@@ -338,128 +297,37 @@ export class EtcdLockStrategy implements LockStrategy {
       for (const listener of listeners) listener('session-ended');
     };
     const own = { key: txn.key, createRevision };
-    if (request.mode === 'exclusive') {
-      this.line.enter(lineId(txn.key, grant.createRevision));
-      const newest = txn.responses[0]?.response_range?.kvs?.[0];
-      return { prefix, own, grant, blocker: newest === undefined ? undefined : { key: newest.key.toString(), createRevision: String(newest.create_revision) } };
-    }
-    // A reader is also free to go when the oldest contender is itself; otherwise the full check decides.
-    const oldest = txn.responses[1]?.response_range?.kvs?.[0]?.key?.toString();
-    return { prefix, own, grant, blocker: oldest === txn.key ? undefined : 'unknown' };
+    if (request.mode === 'exclusive') this.line.enter(lineId(txn.key, grant.createRevision));
+    return { prefix, own, grant, blocker: blockerAfterPut(txn, txn.key, request.mode) };
   }
 
-  private async createKey(prefix: string, request: LockRequest, entry: PooledLease) {
+  /** Our contender key, created if absent on `entry`'s lease (see putContenderKey). */
+  private async createKey(prefix: string, request: LockRequest, entry: PooledLease): Promise<CreatedKey> {
     const key = etcdContenderKey(prefix, request.mode, entry.id);
-    const put = this.client.put(key).value(request.owner).lease(entry.id);
-    const ops =
-      request.mode === 'exclusive'
-        ? [this.client.getAll().prefix(prefix).sort('Create', 'Descend').limit(1), put]
-        : [put, this.client.getAll().prefix(prefix).sort('Create', 'Ascend').limit(1)];
+    const sentAt = Date.now();
     if (request.mode === 'exclusive') this.writersEntering.set(key, entry.lastCreateRevision);
-    let txn: Awaited<ReturnType<ReturnType<EtcdLockClient['if']>['commit']>>;
+    let txn: EtcdTxnResult;
     try {
-      txn = await this.client.if(key, 'Create', '==', 0).then(...ops).commit();
+      txn = await putContenderKey(this.client, prefix, key, request.owner, entry.id, request.mode);
     } finally {
       this.writersEntering.delete(key);
     }
-    if (!txn.succeeded) throw new Error(`etcd key ${key} already exists`);
+    if (!txn.succeeded) throw new LockBackendUnavailableError(this.name, `acquire (its key ${key} already exists)`, Date.now() - sentAt, { key: request.key });
     return { key, header: txn.header, responses: txn.responses };
-  }
-
-  /** The key we must wait for, or undefined when we hold the lock (our key was just created). */
-  private async blockerOf(prefix: string, own: Contender, mode: LockRequest['mode']): Promise<Blocker | undefined> {
-    const ahead = await this.aheadOf(prefix, own, mode, false);
-    if (ahead === 'gone') throw new Error('unreachable: own key not checked'); // never "we hold it" by mistake
-    return ahead;
-  }
-
-  /**
-   * The key we must wait for, or undefined when we hold the lock: for a writer, the key created just before
-   * ours; for a reader, the last writer created before ours. With `checkOwn`, in the same read-only
-   * transaction, whether our own key still exists ('gone' when not).
-   */
-  private async aheadOf(prefix: string, own: Contender, mode: LockRequest['mode'], checkOwn: boolean): Promise<Blocker | undefined | 'gone'> {
-    const all = this.client.getAll().prefix(prefix).sort('Create', 'Descend').maxCreateRevision(String(own.createRevision - 1n));
-    const range = mode === 'exclusive' ? all.limit(1) : all;
-    let ahead: Array<{ key: Buffer; create_revision: string | number }>;
-    if (checkOwn) {
-      const txn = await this.client.if(own.key, 'Create', '==', String(own.createRevision)).then(range).commit();
-      if (!txn.succeeded) return 'gone';
-      ahead = txn.responses[0]?.response_range?.kvs ?? [];
-    } else {
-      ahead = (await range.exec()).kvs;
-    }
-    const blocker = mode === 'exclusive' ? ahead[0] : ahead.find((kv) => isWriterKey(kv.key.toString()));
-    return blocker === undefined ? undefined : { key: blocker.key.toString(), createRevision: String(blocker.create_revision) };
   }
 
   /**
    * Waits until the blocker is gone, or may be: behind a writer of this process, here (it tells us when
    * it releases or leaves); behind any other, with a watch on its key.
    */
-  private waitFor(blocker: Blocker, mode: LockRequest['mode'], budget: WaitBudget, deadline: number): Promise<LocalWait<'released'>['outcome']> {
+  private waitFor(blocker: Blocker, mode: LockRequest['mode'], budget: WaitBudget, deadline: number): Promise<BlockerWaitOutcome> {
     const id = lineId(blocker.key, blocker.createRevision);
     // A writer of ours whose put landed before ours but whose answer is still on its way (answers can
     // overtake each other) is ours too: it joins the line under the same id once its answer is in.
     const entering = this.writersEntering.get(blocker.key);
     const ahead = this.line.has(id) || (entering !== undefined && BigInt(blocker.createRevision) > entering);
     if (mode === 'exclusive' && ahead) return this.line.waitBehind(id, budget, deadline, LOCAL_RECHECK_MS).then((waited) => waited.outcome);
-    return this.watchForDelete(blocker, budget, deadline, mode === 'exclusive');
-  }
-
-  /**
-   * Watches the blocker's key until that contender is gone. The watch starts at the current revision, not
-   * at the one we read the key at: etcd serves a watch that starts in the past from its "unsynced" group,
-   * which catches up only every 100 ms, and that delay would land on every hand-over. A deletion between
-   * our read and the watch is caught by reading the key once the watch is in place. Any event on the key
-   * (its deletion, or the same name created again by a reused lease) means: look again. A writer also
-   * listens here for a blocker of this process whose answer reached us after ours ('told' when it
-   * released). Resolves 'timeout' when the budget ends.
-   */
-  private async watchForDelete(blocker: Blocker, budget: WaitBudget, deadline: number, listenHere: boolean): Promise<LocalWait<'released'>['outcome']> {
-    if (budgetAborted(budget) || Date.now() >= deadline) return 'timeout';
-    const id = lineId(blocker.key, blocker.createRevision);
-    let told = false;
-    let wakeOnNews: () => void = () => undefined;
-    const stopListening = listenHere
-      ? this.line.listen(id, (news) => {
-          told = news !== undefined;
-          wakeOnNews();
-        })
-      : () => undefined;
-    let watcher: Awaited<ReturnType<ReturnType<EtcdLockClient['watch']>['create']>>;
-    try {
-      watcher = await this.client.watch().key(blocker.key).create();
-    } catch (error) {
-      stopListening();
-      throw error;
-    }
-    try {
-      if (told) return 'told';
-      let gone: () => void = () => undefined;
-      const goneBeforeWatch = new Promise<void>((resolve) => (gone = resolve));
-      void this.client
-        .get(blocker.key)
-        .exec()
-        .then(
-          (response) => (response.kvs.length === 0 || String(response.kvs[0].create_revision) !== blocker.createRevision) && gone(),
-          () => gone(), // cannot tell: look again
-        );
-      const woken = await waitForWake(budget, deadline, (wake) => {
-        watcher.on('delete', wake);
-        watcher.on('put', wake);
-        // A broken watch is not a deletion, but a reason to look again (the caller re-reads who is ahead).
-        watcher.on('error', wake);
-        void goneBeforeWatch.then(wake);
-        wakeOnNews = wake;
-      });
-      if (told) return 'told';
-      return woken ? 'look-again' : 'timeout';
-    } finally {
-      stopListening();
-      // Not awaited: the cancel round trip is not on the hand-over's path.
-      watcher.cancel().catch(() => undefined);
-    }
+    return watchBlocker(this.client, blocker, budget, deadline, mode === 'exclusive' ? (onNews) => this.line.listen(id, onNews) : undefined);
   }
 
   /**
@@ -476,8 +344,7 @@ export class EtcdLockStrategy implements LockStrategy {
     entry.onLost = undefined;
     let wasOurs: boolean;
     try {
-      const txn = await this.client.if(grant.etcdKey, 'Create', '==', grant.createRevision).then(this.client.delete().key(grant.etcdKey)).commit();
-      wasOurs = txn.succeeded;
+      wasOurs = await deleteIfStillOurs(this.client, grant.etcdKey, grant.createRevision);
     } catch (error) {
       this.pool.discard(entry);
       throw error;
@@ -501,7 +368,5 @@ export class EtcdLockStrategy implements LockStrategy {
   }
 }
 
-/** Names a contender key at one create revision (a reused lease brings the same name back later). */
-function lineId(key: string, createRevision: string): string {
-  return `${createRevision}@${key}`;
-}
+/** Our contender key as its creating transaction answered: its name, the revision it was created at, what was read. */
+type CreatedKey = Pick<EtcdTxnResult, 'header' | 'responses'> & { readonly key: string };

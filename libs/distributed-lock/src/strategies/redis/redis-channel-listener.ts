@@ -1,3 +1,4 @@
+import { LockBackendUnavailableError } from '../../errors/lock-backend-unavailable.error';
 import type { RedisSubscriberClient } from './redis-client.type';
 import { closeRedisClient } from './close-redis-client';
 
@@ -24,6 +25,8 @@ export class RedisChannelListener {
   };
 
   constructor(
+    /** The strategy's name, for its errors. */
+    private readonly strategy: string,
     private readonly createSubscriber: () => RedisSubscriberClient,
     private readonly lingerMs = 2_000,
   ) {}
@@ -38,9 +41,12 @@ export class RedisChannelListener {
     return this.confirmed.has(channel);
   }
 
-  /** Calls `handler` for every message on `channel` until the returned function is called. */
+  /**
+   * Calls `handler` for every message on `channel` until the returned function is called. Rejects with
+   * `LockBackendUnavailableError` once the strategy is closed.
+   */
   async listen(channel: string, handler: MessageHandler): Promise<() => void> {
-    if (this.closed) throw new Error('the Redis lock strategy is closed');
+    if (this.closed) throw new LockBackendUnavailableError(this.strategy, 'subscribe (the strategy is closed)', 0);
     let set = this.handlers.get(channel);
     if (!set) {
       set = new Set();

@@ -18,7 +18,7 @@ export function redisLockKeys(namespace: string, key: string): RedisLockKeys {
 
 /**
  * The key names of recently used locks, so that a hot key's acquire and release do not rebuild seven
- * strings each (an escape pass and six concatenations, a few hundred ns per call, and garbage). Bounded:
+ * strings each (an escape pass and six concatenations per call, and their garbage). Bounded:
  * cleared when it holds `limit` locks, so many distinct keys cost a rebuild now and then, never memory.
  */
 export class RedisLockKeyNames {

@@ -159,6 +159,11 @@ if mode == 'x' and writer == owner then
   return {1, redis.call('HGET', KEYS[1], 't')}
 end
 if mode == 's' and live_readers() > 0 and redis.call('ZSCORE', KEYS[5], owner) then
+  -- A reader that finds a hand-over it missed: its lease becomes the one it asked for, as a writer's does
+  -- above (the hand-over only reserved it for the claim).
+  redis.call('ZADD', KEYS[5], 'XX', now_ms() + ttl, owner)
+  keep_for(KEYS[5], ttl)
+  keep_for(KEYS[1], ttl)
   return {1, redis.call('HGET', KEYS[1], 'r:' .. owner)}
 end
 local queued = fair and redis.call('ZRANGE', KEYS[2], 0, 0)[1]

@@ -11,7 +11,7 @@ import { RedisLockKeyNames, type RedisLockKeys } from './redis-keys';
 import { ACQUIRE_SCRIPT, EXTEND_SCRIPT, LEAVE_QUEUE_SCRIPT, RELEASE_SCRIPT } from './redis-lock.scripts';
 import { RedisScript } from './redis-script';
 import { ReplicaAck, type RedisReplicaAckOptions } from './redis-replica-ack';
-import { leaseEnd } from '../../locking/lease-end';
+import { leaseExpiry } from '../../locking/lease-expiry';
 import { budgetAborted, waitForWake } from '../../locking/wait-for-wake';
 import { closeRedisClient } from './close-redis-client';
 import { strategyName } from '../strategy-name';
@@ -111,7 +111,7 @@ export class RedisLockStrategy implements LockStrategy {
     const resolved = resolveRedisClient(options.client, options.connection, this.name, 'RedisLockStrategy options');
     this.client = resolved.client;
     this.ownsClient = resolved.owned;
-    this.listener = new RedisChannelListener(() => this.client.duplicate());
+    this.listener = new RedisChannelListener(this.name, () => this.client.duplicate());
     this.inbox = new RedisInbox(this.listener, this.keyNames.namespace);
     this.capabilities = Object.freeze({ fencing: true, fifo: this.fair, sharedLocks: true, crossProcess: true });
   }
@@ -222,13 +222,13 @@ export class RedisLockStrategy implements LockStrategy {
     const args = [lease.owner, keys.channel, ttlMs];
     if (!this.replicaAck) {
       const extended = await this.scripts.extend.run(this.client, keys.keys, args);
-      return extended === 1 ? { ...lease, expiresAt: leaseEnd(sentAt, ttlMs) } : null;
+      return extended === 1 ? { ...lease, expiresAt: leaseExpiry(sentAt, ttlMs) } : null;
     }
     const { reply, acknowledged } = await this.replicaAck.run(this.client, this.scripts.extend, keys.keys, args, async () => undefined, lease.key, 'extend');
     if (reply !== 1) return null;
     // Extended on the master only: a promoted replica would end the lease where it last confirmed it.
     if (!this.replicaAck.enough(acknowledged)) throw this.replicaAck.tooFew(lease.key, 'extend', acknowledged);
-    return { ...lease, expiresAt: leaseEnd(sentAt, ttlMs) };
+    return { ...lease, expiresAt: leaseExpiry(sentAt, ttlMs) };
   }
 
   async release(lease: LeaseGrant): Promise<boolean> {
@@ -317,6 +317,6 @@ export class RedisLockStrategy implements LockStrategy {
   }
 
   private grantOf(request: LockRequest, token: number, startedAt: number, leaseMs = request.ttlMs): LeaseGrant {
-    return { key: request.key, owner: request.owner, mode: request.mode, fencingToken: token, expiresAt: leaseEnd(startedAt, leaseMs) };
+    return { key: request.key, owner: request.owner, mode: request.mode, fencingToken: token, expiresAt: leaseExpiry(startedAt, leaseMs) };
   }
 }

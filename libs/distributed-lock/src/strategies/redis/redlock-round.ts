@@ -10,6 +10,7 @@ export interface NodeOutcome {
   readonly held: boolean;
   /** It answered at all, in time. */
   readonly answered: boolean;
+  /** Why it did not answer: the client's error, or a plain one for a timeout or a connection that is down (the strategy's `LockBackendUnavailableError` carries it as `cause`). */
   readonly error?: unknown;
 }
 
@@ -66,8 +67,14 @@ export function runOnMasters(
       }
       operation(client, index).then(
         (held) => settle(index, { held, answered: true }),
-        (error: unknown) => settle(index, { held: false, answered: false, error }),
+        // WRONGTYPE: the key holds the other kind of value, another owner's vote (an instance that lists the
+        // masters in another order, whose first master keeps a hash): a no, not a master that did not answer.
+        (error: unknown) => settle(index, isWrongType(error) ? { held: false, answered: true } : { held: false, answered: false, error }),
       );
     });
   });
+}
+
+function isWrongType(error: unknown): boolean {
+  return error instanceof Error && error.message.startsWith('WRONGTYPE');
 }

@@ -2,11 +2,11 @@ import type { RedisOptions } from 'ioredis';
 import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
 import { LockBackendUnavailableError } from '../../errors/lock-backend-unavailable.error';
 import { abortableDelay } from '../../locking/abortable-delay';
-import { budgetAborted, onBudgetAbort, waitForWake } from '../../locking/wait-for-wake';
+import { budgetAborted, waitForWake } from '../../locking/wait-for-wake';
 import type { LeaseGrant, LockRequest, WaitBudget } from '../../locking/lock-lease';
 import { assertDuration, assertKnownKeys, describe } from '../../locking/lock-options';
 import type { LockStrategy, LockStrategyCapabilities } from '../../locking/lock-strategy.interface';
-import { CLOCK_DRIFT_FACTOR } from '../../locking/lease-end';
+import { CLOCK_DRIFT_FACTOR } from '../../locking/lease-expiry';
 import { closeRedisClient } from './close-redis-client';
 import { RedisChannelListener } from './redis-channel-listener';
 import type { IoRedisClient, RedisLockClient } from './redis-client.type';
@@ -14,8 +14,9 @@ import { resolveRedisClient, type OwnedRedisClient } from './redis-connection';
 import { RedisLockKeyNames, type RedisLockKeys } from './redis-keys';
 import { REDLOCK_ACQUIRE_SCRIPT, REDLOCK_EXTEND_SCRIPT, REDLOCK_RELEASE_SCRIPT } from './redis-lock.scripts';
 import { RedisScript } from './redis-script';
-import { RedlockCohorts } from './redlock-cohorts';
+import { RedlockLocalHandOver } from './redlock-local-hand-over';
 import { handOverLimits, type LocalHandOverOption } from '../../locking/hand-over-limits';
+import { RedlockProcessLine } from './redlock-process-line';
 import { RedlockQueueMaster } from './redlock-queue-master';
 import { runOnMasters, type NodeOutcome } from './redlock-round';
 import { strategyName } from '../strategy-name';
@@ -66,16 +67,12 @@ export class RedlockStrategy implements LockStrategy {
   private readonly quorum: number;
   private readonly nodeTimeoutMs: number;
   private readonly recheckMs: number;
-  /** Local FIFO of contenders per key: only the head asks the masters. */
-  private readonly localQueues = new Map<string, Array<() => void>>();
+  /** This process's contenders per key, in arrival order: only the head asks the masters. */
+  private readonly processLine: RedlockProcessLine;
   /** Which local contender holds each key taken on the masters, and the hand-over to the next. */
-  private readonly cohorts: RedlockCohorts;
+  private readonly localHandOver: RedlockLocalHandOver;
   /** The first master, which keeps the line of contenders across processes (see RedlockQueueMaster). */
   private readonly queueMaster: RedlockQueueMaster;
-  /** Per key, the one contender of this process asking the masters (the head of the local queue). */
-  private readonly localReleaseWatchers = new Map<string, () => void>();
-  /** The masters' subscriptions of each key's local line (see listenForLine). */
-  private readonly lineSubscriptions = new Map<string, { stops: Array<() => void>; over: boolean }>();
   private readonly scripts = {
     acquire: new RedisScript(REDLOCK_ACQUIRE_SCRIPT),
     release: new RedisScript(REDLOCK_RELEASE_SCRIPT),
@@ -98,13 +95,14 @@ export class RedlockStrategy implements LockStrategy {
         ? resolveRedisClient(entry as IoRedisClient, undefined, this.name, `clients[${i}]`)
         : resolveRedisClient(undefined, entry as string | RedisOptions, this.name, `connections[${i}]`),
     );
-    this.listeners = this.nodes.map((node) => new RedisChannelListener(() => node.client.duplicate()));
+    this.listeners = this.nodes.map((node) => new RedisChannelListener(this.name, () => node.client.duplicate()));
     this.keyNames = new RedisLockKeyNames(options.namespace ?? 'dlock:redlock:');
     this.quorum = Math.floor(this.nodes.length / 2) + 1;
     this.nodeTimeoutMs = assertDuration(options.nodeTimeout ?? 100, 'nodeTimeout', 1);
     this.recheckMs = assertDuration(options.recheckInterval ?? 500, 'recheckInterval', 10);
-    this.cohorts = new RedlockCohorts(handOverLimits(options.localHandover));
+    this.localHandOver = new RedlockLocalHandOver(handOverLimits(options.localHandover));
     this.queueMaster = new RedlockQueueMaster(this.listeners[0], this.keyNames.namespace, this.recheckMs * 3);
+    this.processLine = new RedlockProcessLine(this.listeners, this.keyNames);
   }
 
   async tryAcquire(request: LockRequest): Promise<LeaseGrant | null> {
@@ -119,7 +117,7 @@ export class RedlockStrategy implements LockStrategy {
    * holder's keys are on their way out), `split` (the first master did not answer, and other contenders
    * split the votes) or `refused`.
    */
-  private async attempt(request: LockRequest, redisOwner = this.cohorts.newRedisOwner(), inLine = false, firstMasterFirst = false): Promise<Attempt> {
+  private async attempt(request: LockRequest, redisOwner = this.localHandOver.newRedisOwner(), inLine = false, firstMasterFirst = false): Promise<Attempt> {
     this.assertNodeTimeoutFits(request.ttlMs);
     const keys = this.keyNames.of(request.key);
     if (firstMasterFirst) {
@@ -145,7 +143,7 @@ export class RedlockStrategy implements LockStrategy {
     const validUntil = started + request.ttlMs - (Date.now() - started) - Math.ceil(request.ttlMs * CLOCK_DRIFT_FACTOR) - 2;
     // A majority, and not against the first master's line: a contender it refused waits for its turn.
     if (held >= this.quorum && (first.held || !first.answered) && validUntil > Date.now()) {
-      this.cohorts.begin(request, redisOwner, started, validUntil);
+      this.localHandOver.begin(request, redisOwner, started, validUntil);
       return { grant: { key: request.key, owner: request.owner, mode: request.mode, expiresAt: validUntil }, outcome: 'granted' };
     }
     const answered = outcomes.filter((o) => o.answered).length;
@@ -172,7 +170,7 @@ export class RedlockStrategy implements LockStrategy {
     // Fast path: nobody in this process holds or waits for the key, so just try (no queue, no
     // subscription). Once this strategy has waited in the first master's line, its first round below
     // both takes a free lock and joins the line, and this try would only add a round.
-    if (!this.queueMaster.inbox.isOpen && !this.localQueues.has(request.key) && !this.cohorts.heldHere(request.key)) {
+    if (!this.queueMaster.inbox.isOpen && !this.processLine.has(request.key) && !this.localHandOver.heldHere(request.key)) {
       try {
         const first = await this.attempt(request);
         budget.serverAnswered?.();
@@ -188,21 +186,21 @@ export class RedlockStrategy implements LockStrategy {
     let wake: (() => void) | undefined;
     let leaveLine: (() => void) | undefined;
     // Behind a contender of this process (it reached the masters): waiting here is no sign of a silent server.
-    if (this.localQueues.has(request.key) || this.cohorts.heldHere(request.key)) budget.serverAnswered?.();
-    const stopAwaitingHandover = this.cohorts.awaitHandover(request, (grant) => {
+    if (this.processLine.has(request.key) || this.localHandOver.heldHere(request.key)) budget.serverAnswered?.();
+    const stopAwaitingHandover = this.localHandOver.awaitHandover(request, (grant) => {
       handed = grant;
       leaveLine?.();
       wake?.();
     });
     // A plain callback rather than an AbortController: one per contended acquisition showed up in
     // profiles (signal creation, and the DOMException that abort() builds).
-    const turn = await this.waitLocalTurn(request.key, budget, deadline, (leave) => (leaveLine = leave));
+    const turn = await this.processLine.waitTurn(request.key, budget, deadline, (leave) => (leaveLine = leave));
     if (!turn) {
       stopAwaitingHandover();
       return this.keepLateHandover(handed, budget);
     }
     // Our place in the first master's line, for the whole wait (a new id per round would lose it).
-    const redisOwner = this.cohorts.newRedisOwner();
+    const redisOwner = this.localHandOver.newRedisOwner();
     // What we wait for between rounds: the first master's hand-over (told on our inbox; the other
     // masters' release notifications are ignored then, or every waiter of every process would wake and
     // ask), or a release on the masters (notified on the key's channel) when we are next or the first
@@ -215,9 +213,9 @@ export class RedlockStrategy implements LockStrategy {
       if (waitingFor === 'release') wake?.();
     };
     // The masters' release notifications reach the head of the local line through the line's
-    // subscription (see listenForLine); a holder of this process that gives the key back to the masters
-    // may tell us directly, sparing us the wait for the notification.
-    this.localReleaseWatchers.set(request.key, released);
+    // subscription (see RedlockProcessLine.listenForReleases); a holder of this process that gives the key
+    // back to the masters may tell us directly, sparing us the wait for the notification.
+    const stopWatchingReleases = this.processLine.watchReleases(request.key, released);
     const expecting = this.queueMaster.inbox.expect(redisOwner, () => {
       handOvers += 1;
       wake?.();
@@ -242,7 +240,7 @@ export class RedlockStrategy implements LockStrategy {
         const seenHandOvers = handOvers;
         if (handed) return handed;
         // Held by another contender here: the masters would say no; its release hands over or wakes us.
-        if (this.cohorts.heldHere(request.key)) {
+        if (this.localHandOver.heldHere(request.key)) {
           budget.serverAnswered?.();
           waitingFor = 'release';
         } else {
@@ -258,7 +256,7 @@ export class RedlockStrategy implements LockStrategy {
             if (handed) return handed;
             waitingFor = round.outcome === 'queued' ? 'hand-over' : 'release';
             split = round.outcome === 'split';
-            if (round.outcome === 'split' || round.outcome === 'refused') this.listenForLine(request.key);
+            if (round.outcome === 'split' || round.outcome === 'refused') this.processLine.listenForReleases(request.key);
             nextRounds = round.outcome === 'first' ? nextRounds + 1 : 0;
             nextInLine = round.outcome === 'first';
             seenHandOversBefore = handOvers;
@@ -267,7 +265,7 @@ export class RedlockStrategy implements LockStrategy {
             if (!(error instanceof LockBackendUnavailableError)) throw error;
             unavailable = error;
             waitingFor = 'release';
-            this.listenForLine(request.key);
+            this.processLine.listenForReleases(request.key);
           }
         }
         const remaining = deadline - Date.now();
@@ -297,7 +295,7 @@ export class RedlockStrategy implements LockStrategy {
     } finally {
       expecting.stop();
       stopAwaitingHandover();
-      if (this.localReleaseWatchers.get(request.key) === released) this.localReleaseWatchers.delete(request.key);
+      stopWatchingReleases();
       // Not granted by our own rounds: give up our place in the first master's line (a vote it handed us
       // meanwhile goes on to the next) and whatever votes we kept while next in line.
       if (inLine) await this.leaveLine(request.key, redisOwner);
@@ -317,18 +315,21 @@ export class RedlockStrategy implements LockStrategy {
   }
 
   async extend(lease: LeaseGrant, ttlMs: number): Promise<LeaseGrant | null> {
-    const redisOwner = this.cohorts.redisOwnerOf(lease);
+    const redisOwner = this.localHandOver.redisOwnerOf(lease);
     if (!redisOwner) return null; // released, or taken over here after its lease was lost
     const keys = this.keyNames.of(lease.key);
     const started = Date.now();
     const outcomes = await this.onEveryNode((client, i) => this.extendOn(client, i, keys, redisOwner, ttlMs));
     const extended = outcomes.filter((o) => o.held).length;
     const validUntil = started + ttlMs - (Date.now() - started) - Math.ceil(ttlMs * CLOCK_DRIFT_FACTOR) - 2;
-    if (extended >= this.quorum && validUntil > Date.now()) {
-      this.cohorts.extended(lease, validUntil);
+    if (extended >= this.quorum) {
+      // A majority extended it. A round slow enough to use up the validity (a slow minority master, a short
+      // ttl) still says so, with a lease end already past: the caller treats it as expired, not as taken.
+      if (validUntil > Date.now()) this.localHandOver.extended(lease, validUntil);
+      else this.localHandOver.lost(lease);
       return { ...lease, expiresAt: validUntil };
     }
-    this.cohorts.lost(lease);
+    this.localHandOver.lost(lease);
     if (outcomes.filter((o) => o.answered).length < this.quorum) {
       throw new LockBackendUnavailableError(this.name, 'extend on a majority', Date.now() - started, { key: lease.key });
     }
@@ -336,10 +337,10 @@ export class RedlockStrategy implements LockStrategy {
   }
 
   async release(lease: LeaseGrant): Promise<boolean> {
-    const redisOwner = this.cohorts.redisOwnerOf(lease);
+    const redisOwner = this.localHandOver.redisOwnerOf(lease);
     if (!redisOwner) return false;
     const keys = this.keyNames.of(lease.key);
-    const next = this.cohorts.successorOf(lease);
+    const next = this.localHandOver.successorOf(lease);
     if (next) {
       // A local hand-over saves a release and an acquisition on the masters, but the lock may have gone
       // behind our back (deleted, a master restarted empty): one extension round for the successor's lease
@@ -347,8 +348,8 @@ export class RedlockStrategy implements LockStrategy {
       const started = Date.now();
       const outcomes = await this.onEveryNode((client, i) => this.extendOn(client, i, keys, redisOwner, next.request.ttlMs));
       const validUntil = started + next.request.ttlMs - (Date.now() - started) - Math.ceil(next.request.ttlMs * CLOCK_DRIFT_FACTOR) - 2;
-      if (outcomes.filter((o) => o.held).length >= this.quorum && validUntil > Date.now() && this.cohorts.handOver(lease, next, validUntil)) return true;
-      this.cohorts.forget(lease);
+      if (outcomes.filter((o) => o.held).length >= this.quorum && validUntil > Date.now() && this.localHandOver.handOver(lease, next, validUntil)) return true;
+      this.localHandOver.forget(lease);
       const confirmed = outcomes.filter((o) => o.held).length >= this.quorum;
       await this.releaseEverywhere(keys, redisOwner, undefined, undefined, true);
       // Not confirmed: the lock was no longer ours on a majority (or could not be checked in time).
@@ -363,7 +364,7 @@ export class RedlockStrategy implements LockStrategy {
     // listen for this key too: then it waits for the masters' notification like them, so that a process
     // whose hand-over limit ran out does not win the key straight back.
     const othersWaiting = heard.some((count, i) => count > (subscribedHere[i] ? 1 : 0));
-    if (!othersWaiting) this.localReleaseWatchers.get(lease.key)?.();
+    if (!othersWaiting) this.processLine.tellRelease(lease.key);
     // Held until now only if a majority still had it: the masters that deleted our key, and those whose
     // answer did not come in time (which cannot be counted against us), reach the quorum.
     return outcomes.filter((o) => o.held || !o.answered).length >= this.quorum;
@@ -430,83 +431,6 @@ export class RedlockStrategy implements LockStrategy {
    */
   private onEveryNodeAt(evenIfDown: boolean, operation: (client: RedisLockClient, index: number) => Promise<boolean>): Promise<NodeOutcome[]> {
     return runOnMasters(this.nodes, this.nodeTimeoutMs, operation, Infinity, evenIfDown);
-  }
-
-  /**
-   * Resolves a function that passes the turn on, or null when the budget ended while queued locally or
-   * the function given to `onLeave` was called first (a hand-over made the turn unnecessary).
-   */
-  private waitLocalTurn(key: string, budget: WaitBudget, deadline: number, onLeave: (leave: () => void) => void): Promise<(() => void) | null> {
-    let queue = this.localQueues.get(key);
-    if (!queue) {
-      queue = [];
-      this.localQueues.set(key, queue);
-    }
-    const line = queue;
-    const passOn = (): void => {
-      line.shift();
-      if (line.length > 0) line[0]();
-      else {
-        this.localQueues.delete(key);
-        this.stopListeningForLine(key);
-      }
-    };
-    return new Promise((resolve) => {
-      const entry = (): void => {
-        clearTimeout(timer);
-        stopWatchingAbort();
-        resolve(passOn);
-      };
-      const giveUp = (): void => {
-        const index = line.indexOf(entry);
-        if (index > 0) line.splice(index, 1);
-        else if (index === 0) return; // already our turn: entry() has run or will
-        clearTimeout(timer);
-        stopWatchingAbort();
-        resolve(null);
-      };
-      const timer = setTimeout(giveUp, Math.max(0, deadline - Date.now()));
-      const stopWatchingAbort = onBudgetAbort(budget, giveUp);
-      onLeave(giveUp);
-      line.push(entry);
-      if (line.length === 1) entry();
-    });
-  }
-
-  /**
-   * While contenders of this process line up for a key and the first master does not keep their line (it
-   * does not answer), one subscription per master to the key's channel serves them all: each release
-   * there wakes whoever is at the head of the line. Not made while the first master answers: its
-   * hand-over tells the one contender whose turn it is, where a release notification would wake every
-   * waiting instance of every process. Subscribing per
-   * contender cost five listens and five leaves per critical section when the key is passed along
-   * locally. Made without waiting: a master that is down must not hold up the others. A master whose
-   * subscription fails is not asked again while this line lasts; the head still hears the other masters,
-   * and its re-check (`recheckInterval`) bounds what a missed notification costs.
-   */
-  private listenForLine(key: string): void {
-    if (this.lineSubscriptions.has(key) || !this.localQueues.has(key)) return;
-    const { channel } = this.keyNames.of(key);
-    const subscription = { stops: [] as Array<() => void>, over: false };
-    this.lineSubscriptions.set(key, subscription);
-    for (const listener of this.listeners) {
-      listener
-        .listen(channel, (message) => {
-          if (message === 'r') this.localReleaseWatchers.get(key)?.();
-        })
-        .then(
-          (stop) => (subscription.over ? stop() : subscription.stops.push(stop)),
-          () => undefined,
-        );
-    }
-  }
-
-  private stopListeningForLine(key: string): void {
-    const subscription = this.lineSubscriptions.get(key);
-    if (!subscription) return;
-    this.lineSubscriptions.delete(key);
-    subscription.over = true;
-    for (const stop of subscription.stops) stop();
   }
 
   private assertNodeTimeoutFits(ttlMs: number): void {

@@ -1,4 +1,6 @@
-import { blockerAmong, tokenFromFirstLook } from './zookeeper-lock.recipe';
+import { LockBackendUnavailableError } from '../../errors/lock-backend-unavailable.error';
+import type { ZooKeeperLockClient } from './zookeeper-client.type';
+import { blockerAmong, blockerOf, tokenFromFirstLook } from './zookeeper-lock.recipe';
 
 const LOCK = '/dlock/k';
 const writer = (id: string, sequence: number): string => `_c_${id}-write-${String(sequence).padStart(10, '0')}`;
@@ -19,6 +21,13 @@ describe('ZooKeeper recipe over a listing already made', () => {
 
   it("says 'absent' when our node is not listed", () => {
     expect(blockerAmong([writer('a', 3)], LOCK, writer('z', 9), 'exclusive')).toBe('absent');
+  });
+
+  it('rejects with LockBackendUnavailableError when a fresh listing no longer has our node (its session expired)', async () => {
+    const client = { get_children: async () => [writer('a', 3)] } as unknown as ZooKeeperLockClient;
+    const error = await blockerOf(client, LOCK, writer('z', 9), 'exclusive', 'orders-zk').catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(LockBackendUnavailableError);
+    expect(error).toMatchObject({ strategy: 'orders-zk', message: expect.stringContaining('is gone') });
   });
 });
 

@@ -1,3 +1,4 @@
+import { LockBackendUnavailableError } from '../../errors/lock-backend-unavailable.error';
 import type { WaitBudget } from '../../locking/lock-lease';
 import { budgetAborted, waitForWake } from '../../locking/wait-for-wake';
 import { ZK_ERRORS, zkErrorCode, type ZooKeeperLockClient } from './zookeeper-client.type';
@@ -34,15 +35,18 @@ const LOOKUP_DELAYS_MS = [0, 50, 100, 200, 400, 800, 1_000, 1_000];
  * again blindly would leave the first node alive for the whole session, ahead of us and of everyone
  * after us: the lock would block until this process ends. Extra nodes found with our prefix (possible
  * only if an earlier look-up missed a create still in flight) are handed to `orphans`; the caller hands
- * `prefix` to them too when this throws, since the outcome of the last create is then unknown.
+ * `prefix` to them too when this throws, since the outcome of the last create is then unknown. After five
+ * tries without a node, rejects with `LockBackendUnavailableError` naming `strategy`.
  */
 export async function createContender(
   client: ZooKeeperLockClient,
   paths: { readonly base: string; readonly lockPath: string; readonly prefix: string },
   owner: string,
   orphans: Pick<ZooKeeperOrphans, 'adopt'>,
+  strategy: string,
 ): Promise<string> {
   const { base, lockPath, prefix } = paths;
+  const started = Date.now();
   for (let attempt = 0; attempt < 5; attempt += 1) {
     try {
       return await client.create(`${lockPath}/${prefix}`, owner, EPHEMERAL_SEQUENTIAL);
@@ -59,7 +63,7 @@ export async function createContender(
       if (mine) return `${lockPath}/${mine}`;
     }
   }
-  throw new Error(`could not create a contender node under ${lockPath}`);
+  throw new LockBackendUnavailableError(strategy, `acquire (no contender node could be created under ${lockPath})`, Date.now() - started);
 }
 
 /** Our nodes (names starting with `prefix`), lowest sequence first; retries until a look-up answers. */
@@ -81,11 +85,13 @@ async function findProtected(client: ZooKeeperLockClient, lockPath: string, pref
 /**
  * Who we must wait for, or undefined when we hold the lock. A writer waits for the node just before it,
  * a reader for the last writer before it: each waiter watches one node, so a release wakes one waiter
- * (no herd effect), in arrival order.
+ * (no herd effect), in arrival order. Rejects with `LockBackendUnavailableError` naming `strategy` when our
+ * node is no longer listed (its session expired).
  */
-export async function blockerOf(client: ZooKeeperLockClient, lockPath: string, ownName: string, mode: 'exclusive' | 'shared'): Promise<string | undefined> {
+export async function blockerOf(client: ZooKeeperLockClient, lockPath: string, ownName: string, mode: 'exclusive' | 'shared', strategy: string): Promise<string | undefined> {
+  const sentAt = Date.now();
   const blocker = blockerAmong(await client.get_children(lockPath, false), lockPath, ownName, mode);
-  if (blocker === 'absent') throw new Error(`our node ${ownName} is gone (session expired?)`);
+  if (blocker === 'absent') throw new LockBackendUnavailableError(strategy, `acquire (its node ${ownName} under ${lockPath} is gone: session expired?)`, Date.now() - sentAt);
   return blocker;
 }
 

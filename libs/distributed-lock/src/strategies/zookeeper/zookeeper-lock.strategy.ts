@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
-import { leaseEnd } from '../../locking/lease-end';
+import { LockBackendUnavailableError } from '../../errors/lock-backend-unavailable.error';
+import { leaseExpiry } from '../../locking/lease-expiry';
 import type { LeaseGrant, LockRequest, WaitBudget } from '../../locking/lock-lease';
 import { assertDuration, assertKnownKeys, describe } from '../../locking/lock-options';
 import type { LeaseLostListener, LockStrategy, LockStrategyCapabilities } from '../../locking/lock-strategy.interface';
@@ -10,8 +11,9 @@ import { ZooKeeperOrphans } from './zookeeper-orphans';
 import { zkContenderPrefix, zkLockPath } from './zookeeper-paths';
 import { ZooKeeperSession, type ZooKeeperConnectionOptions } from './zookeeper-session';
 import { strategyName } from '../strategy-name';
+import { assertFastPaths } from '../fast-paths-option';
 import { budgetAborted } from '../../locking/wait-for-wake';
-import { LocalLine } from '../local-line';
+import { SameProcessLine } from '../same-process-line';
 
 /** Options of the ZooKeeper strategy. */
 export interface ZooKeeperLockStrategyOptions extends ZooKeeperConnectionOptions {
@@ -37,7 +39,7 @@ interface HeldNode {
   readonly stopWatchingSession: () => void;
 }
 
-const OPTION_KEYS = ['connect', 'sessionTimeout', 'digestAuth', 'name', 'basePath', 'connectTimeout'];
+const OPTION_KEYS = ['connect', 'sessionTimeout', 'digestAuth', 'fastPaths', 'name', 'basePath', 'connectTimeout'];
 
 /**
  * How long a writer waits behind a writer of this process before it lists the children again: the bound
@@ -59,7 +61,7 @@ const OWN_WATCH_DELAY_MS = 50;
 const OWN_WATCH_RETRY_MS = 250;
 
 /**
- * The ZooKeeper lock of seeds 000/002 and Curator's InterProcessMutex: each attempt creates an ephemeral
+ * ZooKeeper's lock recipe, as Curator's InterProcessMutex implements it: each attempt creates an ephemeral
  * sequential node under the lock's node; the lowest holds; each waiter watches only its predecessor (no
  * herd effect, FIFO by construction; between two writers of this process the release tells the next one
  * directly, sparing it a children listing). Nodes are "protected" (found again after a lost create), lock nodes
@@ -88,7 +90,7 @@ export class ZooKeeperLockStrategy implements LockStrategy {
    * Writers of this process in the lines of ZooKeeper, by node path. A release tells the writer right
    * behind with its delete (resolves true once the server applied it).
    */
-  private readonly line = new LocalLine<Promise<boolean>>();
+  private readonly line = new SameProcessLine<Promise<boolean>>();
   /** Protection prefixes of our writers whose create is on its way (see `waitFor`). */
   private readonly writersCreating = new Set<string>();
 
@@ -105,6 +107,7 @@ export class ZooKeeperLockStrategy implements LockStrategy {
     if (options.digestAuth !== undefined && (typeof options.digestAuth !== 'string' || !options.digestAuth.includes(':'))) {
       throw new InvalidLockOptionsError('digestAuth', 'expected "user:password".');
     }
+    assertFastPaths(options.fastPaths);
     this.session = new ZooKeeperSession(options, this.name, assertDuration(options.connectTimeout ?? 10_000, 'connectTimeout', 100), {
       holdsLocks: () => this.held.size > 0,
     });
@@ -133,7 +136,7 @@ export class ZooKeeperLockStrategy implements LockStrategy {
       }
       throw error;
     }
-    const expiresAt = leaseEnd(sentAt, ttlMs);
+    const expiresAt = leaseExpiry(sentAt, ttlMs);
     this.armLease(lease.owner, node, expiresAt);
     return { ...lease, expiresAt };
   }
@@ -178,7 +181,7 @@ export class ZooKeeperLockStrategy implements LockStrategy {
     // The lock node is created on demand: createContender makes it (and the base) when it is missing.
     const prefix = zkContenderPrefix(randomUUID(), request.mode);
     if (request.mode === 'exclusive') this.writersCreating.add(prefix);
-    const creating = createContender(client, { base: this.basePath, lockPath, prefix }, request.owner, this.orphans);
+    const creating = createContender(client, { base: this.basePath, lockPath, prefix }, request.owner, this.orphans, this.name);
     // Sent right behind the create, which createContender sent before its first await.
     const firstLook = listRightAfterCreate(client, lockPath);
     let path: string;
@@ -216,7 +219,7 @@ export class ZooKeeperLockStrategy implements LockStrategy {
       });
       ownStat.catch(() => undefined); // awaited below; a failure surfaces there
       for (let round = 0; ; round += 1) {
-        const blocker = round === 0 && firstBlocker !== 'absent' ? firstBlocker : await blockerOf(client, lockPath, name, request.mode);
+        const blocker = round === 0 && firstBlocker !== 'absent' ? firstBlocker : await blockerOf(client, lockPath, name, request.mode, this.name);
         if (!blocker) break;
         if (!budget) {
           await this.deleteNode(path);
@@ -234,7 +237,7 @@ export class ZooKeeperLockStrategy implements LockStrategy {
         if (typeof waited === 'object' && (await waited.deletion.catch(() => false)) && !ownDeleted) break;
       }
       const stat = await ownStat;
-      if (!stat) throw new Error(`our node ${path} is gone (session expired?)`);
+      if (!stat) throw new LockBackendUnavailableError(this.name, `acquire (its node ${path} is gone: session expired?)`, Date.now() - sentAt, { key: request.key });
       // The lease is this process's own timer: it counts from the grant, not from before the wait.
       return this.hold(request, client, path, Number(stat.czxid), Date.now()).grant;
     } catch (error) {
@@ -311,7 +314,7 @@ export class ZooKeeperLockStrategy implements LockStrategy {
       }, client),
     };
     this.held.set(request.owner, node);
-    const expiresAt = leaseEnd(grantedAt, request.ttlMs);
+    const expiresAt = leaseExpiry(grantedAt, request.ttlMs);
     this.armLease(request.owner, node, expiresAt);
     return { node, grant: { key: request.key, owner: request.owner, mode: request.mode, fencingToken: token, expiresAt, znode: path } };
   }

@@ -1,7 +1,7 @@
 import { LockBackendUnavailableError } from '../../errors/lock-backend-unavailable.error';
 import { loadPeerDependency } from '../load-peer-dependency';
 import { ZK_ERRORS, zkErrorCode, type ZooKeeperLockClient, type ZooKeeperSessionClient } from './zookeeper-client.type';
-import { withNativeCalls } from './zookeeper-native-calls';
+import { withNativeCalls } from './zookeeper-internals';
 
 /** How to open a ZooKeeper session. */
 export interface ZooKeeperConnectionOptions {
@@ -11,6 +11,13 @@ export interface ZooKeeperConnectionOptions {
   readonly sessionTimeout?: number;
   /** Digest authentication, "user:password". */
   readonly digestAuth?: string;
+  /**
+   * Send the lock protocol's calls (create, exists, children, delete) straight to the `zookeeper` package's
+   * native binding, with the same arguments, answers and errors as its promise API (see
+   * `zookeeper-internals.ts`). `false`: through the package's promise API only, a little slower; for a
+   * package version whose binding this path no longer fits. Default true.
+   */
+  readonly fastPaths?: boolean;
 }
 
 /** How a session ended, as its listeners are told. */
@@ -104,7 +111,7 @@ export class ZooKeeperSession {
   client(): Promise<ZooKeeperLockClient> {
     // A late caller (an orphan sweep, a lock attempt that was in flight) must not open a session nobody
     // would close: its native client would keep reconnecting, and the process alive, forever.
-    if (this.closing) return Promise.reject(new Error(`the ZooKeeper lock strategy "${this.strategy}" is closed`));
+    if (this.closing) return Promise.reject(new LockBackendUnavailableError(this.strategy, 'open a session (the strategy is closed)', 0));
     this.current ??= this.open().catch((error: unknown) => {
       this.current = undefined;
       throw error;
@@ -174,7 +181,7 @@ export class ZooKeeperSession {
       });
       raw.init({});
     });
-    const client = withNativeCalls(raw);
+    const client = this.options.fastPaths === false ? raw : withNativeCalls(raw);
     const liveness = new SessionLiveness({
       // An answer is what counts, also "no node" (a chroot whose root is not created yet).
       probe: () =>

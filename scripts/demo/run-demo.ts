@@ -7,14 +7,14 @@ import 'reflect-metadata';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { ensureDebianPackages, packagesFor, startTopology, stopTopology, type RunningTopology, type TopologyName } from '../../../scripts/services';
-import { renderTable, type DemoResultRow } from './demo/demo-result';
-import { progressBar } from './demo/progress-bar';
-import { renderReportHtml } from './demo/report-html';
-import { runSale } from './demo/run-sale';
-import { planRuns } from './demo/sale-plan';
-import { renderStockReportHtml, renderStockReportText, runStockReportDemo, type StockReportSummary } from './reports/stock-report-demo';
-import type { SaleTimeline } from './demo/timeline-svg';
+import { ensureDebianPackages, packagesFor, startTopology, stopTopology, type RunningTopology, type TopologyName } from '../services';
+import { renderTable, type DemoResultRow } from './demo-result';
+import { progressBar } from './progress-bar';
+import { renderReportHtml } from './report-html';
+import { runSale } from './run-sale';
+import { planRuns } from './sale-plan';
+import type { SaleTimeline } from './timeline-svg';
+import { renderStockReportHtml, renderStockReportText, runStockReportDemo, type StockReportSummary } from './stock-report-demo';
 
 function option(name: string, fallback?: string): string | undefined {
   const at = process.argv.indexOf(`--${name}`);

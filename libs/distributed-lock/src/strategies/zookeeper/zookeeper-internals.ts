@@ -1,5 +1,10 @@
 import type { ZooKeeperLockClient } from './zookeeper-client.type';
 
+// Everything the ZooKeeper strategy uses of the `zookeeper` package that is not its public API: the
+// client's native binding (`client.native`), called directly for the lock protocol's calls. Proven against
+// the version this repository pins (test/integration/zookeeper.int.spec.ts and the contract suite). The
+// strategy's `fastPaths: false` option turns it off: every call then goes through the package's promise API.
+
 type Callback = (rc: number, error: string, ...result: unknown[]) => void;
 
 /** The `zookeeper` package's native binding, the part the lock protocol calls (same callbacks as its `a_*` methods). */
@@ -14,7 +19,9 @@ interface ZooKeeperNative {
 
 /**
  * One call to the native binding as a promise, rejecting the way the package's promise API does
- * ("<code> <text>", which `zkErrorCode` reads).
+ * ("<code> <text>", which `zkErrorCode` reads). A plain `Error` on purpose: it stands for the client's
+ * own answer, so a call fails alike on either path, and the lock service wraps it as the `cause` of
+ * `LockBackendUnavailableError`, as it wraps any driver error.
  */
 function call<T>(send: (callback: Callback) => number, pick: (result: unknown[]) => T): Promise<T> {
   return new Promise<T>((resolve, reject) => {
@@ -28,10 +35,9 @@ const first = (result: unknown[]): unknown => result[0];
 /**
  * The client with the lock protocol's calls sent straight to its native binding. The package's methods
  * build a log line for every call before they know whether anyone logs (`util.inspect` of the arguments,
- * callbacks included), about 20 µs of CPU per call here (create + delete: 180 µs of client CPU through
- * them, 140 µs straight), and an acquisition makes four calls. Same arguments, same answers, same errors;
- * the rest of the client (connect, events, close, auth) is the package's own. A client without the
- * binding (a different build) is used as it is.
+ * callbacks included): CPU spent on every call for a log nobody reads, and an acquisition makes up to
+ * four calls. Same arguments, same answers, same errors; the rest of the client (connect, events, close,
+ * auth) is the package's own. A client without the binding (a different build) is used as it is.
  */
 export function withNativeCalls(client: ZooKeeperLockClient): ZooKeeperLockClient {
   const native = (client as unknown as { native?: Partial<ZooKeeperNative> }).native;

@@ -1,4 +1,4 @@
-import type { Hold } from '../inventory/hold-log';
+import type { Hold } from '../../apps/demo-inventory/src/inventory/hold-log';
 import { overlapping, timelineSvg } from './timeline-svg';
 
 const hold = (instance: string, startedAt: number, endedAt: number, fencingToken: number | null = null): Hold => ({

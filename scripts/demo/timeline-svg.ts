@@ -1,4 +1,4 @@
-import type { Hold } from '../inventory/hold-log';
+import type { Hold } from '../../apps/demo-inventory/src/inventory/hold-log';
 
 /** One sale's critical sections, for its timeline. */
 export interface SaleTimeline {

@@ -1,7 +1,8 @@
 import type { EntityManager, ObjectLiteral } from 'typeorm';
 import type { ColumnMetadata } from 'typeorm/metadata/ColumnMetadata';
 import type { EntityMetadata } from 'typeorm/metadata/EntityMetadata';
-import { mysqlConnectionOf, mysqlPoolOf, queryDirect, typeOrmObserves, typeOrmQueryError, type MysqlQueryable } from '../strategies/database/mysql-direct';
+import { queryDirect, typeOrmObserves, typeOrmQueryError } from './mysql-direct';
+import { mysqlConnectionOf, mysqlPoolOf, type MysqlQueryable } from './typeorm-internals';
 
 /** The version-checked UPDATE of one entity for one shape of change (which columns it sets), built once. */
 interface VersionedUpdatePlan {
@@ -16,14 +17,15 @@ const plans = new WeakMap<EntityMetadata, Map<string, VersionedUpdatePlan | null
 
 /**
  * Runs `UPDATE … SET …, version = version + 1 WHERE id = ? AND version = ?` straight on the mysql2
- * pool (or on the transaction's connection) and resolves the number of rows changed, or returns
- * undefined when this change must go through TypeORM's query builder instead.
+ * pool (or on the transaction's connection, both found through typeorm-internals.ts) and resolves the
+ * number of rows changed, or returns undefined when this change must go through TypeORM's query builder
+ * instead. It rebuilds the statement TypeORM's query builder writes: `optimisticUpdate`'s `fastPaths:
+ * false` turns it off.
  *
- * Why: on MySQL/MariaDB the query builder and query runner cost 140–165 µs per update here (a raw read
- * and this update: 390–411 µs sent this way, 550–556 µs through the query builder), a third of a whole
- * read-modify-write. The statement is what the query builder
- * would write (values prepared by the driver, so transformers, JSON and dates behave the same; the
- * `@VersionColumn` and `@UpdateDateColumn` bumped the same way), built once per entity and shape.
+ * Why: on MySQL/MariaDB the query builder and the query runner add CPU to every update, a large share of
+ * a whole read-modify-write. The statement is what the query builder would write (values prepared by the
+ * driver, so transformers, JSON and dates behave the same; the `@VersionColumn` and `@UpdateDateColumn`
+ * bumped the same way), built once per entity and shape.
  *
  * Taken only where nothing of TypeORM's is skipped: no subscribers (they hear query-builder updates), no
  * query logging, a numeric version, a single-column primary key given as a plain value, and plain

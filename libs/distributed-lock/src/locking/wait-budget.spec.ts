@@ -1,4 +1,4 @@
-import { CallerBudget } from './caller-budget';
+import { CallerBudget } from './wait-budget';
 
 describe('CallerBudget', () => {
   it('calls each abort listener once when given up, and not those that stopped listening', () => {

@@ -1,5 +1,5 @@
-import type { TopologyName } from '../../../../scripts/services';
-import type { DemoDatabase, DemoLockStrategy } from '../config/demo-config';
+import type { TopologyName } from '../services';
+import type { DemoDatabase, DemoLockStrategy } from '../../apps/demo-inventory/src/config/demo-config';
 
 /** One sale of the demo: how purchases are guarded, over which database and servers. */
 export interface SaleRun {

@@ -1,8 +1,8 @@
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { DataSource } from 'typeorm';
-import { demoDataSourceOptions } from '../app.module';
-import { startInstances, stopInstances } from '../demo/instances';
-import type { StockReportLine } from './stock-report.job';
+import { demoDataSourceOptions } from '../../apps/demo-inventory/src/app.module';
+import { startInstances, stopInstances } from './instances';
+import type { StockReportLine } from '../../apps/demo-inventory/src/reports/stock-report.job';
 
 /** One tick of the stock report: which instance ran it, and whether it finished. */
 export interface StockReportTick {

@@ -35,7 +35,7 @@ export interface Successor {
  * masters granted it, the lock goes back to the masters. A hand-over also needs the remaining validity
  * to cover two thirds of the next holder's lease; its watchdog extends it from there.
  */
-export class RedlockCohorts {
+export class RedlockLocalHandOver {
   private readonly cohorts = new Map<string, Cohort>();
   /** Per key, this process's waiters in arrival order: a hand-over goes to the first. */
   private readonly successors = new Map<string, Successor[]>();

@@ -2,9 +2,10 @@ import type { EntityManager, EntityTarget, ObjectLiteral } from 'typeorm';
 import type { ColumnMetadata } from 'typeorm/metadata/ColumnMetadata';
 import type { EntityMetadata } from 'typeorm/metadata/EntityMetadata';
 import type { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity';
-import { InvalidLockOptionsError } from '../errors/invalid-lock-options.error';
-import { VersionConflictError } from '../errors/version-conflict.error';
-import { describe } from '../locking/lock-options';
+import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
+import { VersionConflictError } from '../../errors/version-conflict.error';
+import { describe } from '../../locking/lock-options';
+import { assertFastPaths } from '../fast-paths-option';
 import { runVersionedUpdateDirect } from './versioned-update.sql';
 
 /** One optimistic update of one row. */
@@ -20,9 +21,16 @@ export interface OptimisticUpdateOptions<T extends ObjectLiteral> {
   readonly set: QueryDeepPartialEntity<T>;
   /**
    * The property that carries the version. Default: the entity's `@VersionColumn`, else its
-   * `@UpdateDateColumn` (the `updated_at` variant of seed 004).
+   * `@UpdateDateColumn` (an `updated_at` timestamp as the version).
    */
   readonly versionProperty?: string;
+  /**
+   * On MySQL/MariaDB, send the UPDATE straight to the mysql2 pool (or the transaction's connection) under
+   * TypeORM, as its query builder would write it (see `typeorm-internals.ts` and `versioned-update.sql.ts`).
+   * `false`: always through TypeORM's query builder, its public API, slower; for a TypeORM version whose
+   * internals this path no longer fits. Default true.
+   */
+  readonly fastPaths?: boolean;
 }
 
 /**
@@ -44,7 +52,7 @@ export async function optimisticUpdate<T extends ObjectLiteral>(options: Optimis
       `${metadata.name} has no @VersionColumn or @UpdateDateColumn${options.versionProperty ? ` and no property "${options.versionProperty}"` : ''}; add one or name the property.`,
     );
   }
-  const direct = runVersionedUpdateDirect(options.manager, metadata, column, options.id, options.expectedVersion, options.set as ObjectLiteral);
+  const direct = options.fastPaths === false ? undefined : runVersionedUpdateDirect(options.manager, metadata, column, options.id, options.expectedVersion, options.set as ObjectLiteral);
   const affected = direct ? await direct : await updateThroughQueryBuilder(options, metadata, column);
   if (affected === 1) return;
   const current = (await options.manager.findOne(options.entity, { where: metadata.getEntityIdMap(normaliseId(metadata.primaryColumns.map((c) => c.propertyName), options.id)) as never })) as Record<string, unknown> | null;
@@ -65,6 +73,7 @@ function assertUpdateInput(options: OptimisticUpdateOptions<ObjectLiteral>): voi
   if (typeof options.set !== 'object' || options.set === null || Array.isArray(options.set)) {
     throw new InvalidLockOptionsError('set', `expected an object of the columns to change, got ${describe(options.set)}.`);
   }
+  assertFastPaths(options.fastPaths);
 }
 
 /** Any data source, any change: the query builder writes the statement. Resolves the rows changed. */

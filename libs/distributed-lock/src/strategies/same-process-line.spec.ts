@@ -1,10 +1,10 @@
-import { LocalLine } from './local-line';
+import { SameProcessLine } from './same-process-line';
 
 const budget = (signal: AbortSignal = new AbortController().signal) => ({ signal, timeoutMs: 5_000 });
 
-describe('LocalLine', () => {
+describe('SameProcessLine', () => {
   it('tells the waiter behind an entry that released, with the news, and forgets the listener', async () => {
-    const line = new LocalLine<string>();
+    const line = new SameProcessLine<string>();
     line.enter('a');
     expect(line.has('a')).toBe(true);
     const waiting = line.waitBehind('a', budget(), Date.now() + 5_000, 5_000);
@@ -18,7 +18,7 @@ describe('LocalLine', () => {
   });
 
   it('sends the waiter behind an entry that left without releasing to look again', async () => {
-    const line = new LocalLine<string>();
+    const line = new SameProcessLine<string>();
     line.enter('a');
     const waiting = line.waitBehind('a', budget(), Date.now() + 5_000, 5_000);
     line.leave('a');
@@ -26,7 +26,7 @@ describe('LocalLine', () => {
   });
 
   it('looks again after the recheck interval, and times out at the deadline or on abort', async () => {
-    const line = new LocalLine<string>();
+    const line = new SameProcessLine<string>();
     line.enter('a');
     expect(await line.waitBehind('a', budget(), Date.now() + 5_000, 20)).toEqual({ outcome: 'look-again' });
     expect(await line.waitBehind('a', budget(), Date.now() + 20, 5_000)).toEqual({ outcome: 'timeout' });
@@ -36,7 +36,7 @@ describe('LocalLine', () => {
   });
 
   it('does not call a listener that stopped listening', () => {
-    const line = new LocalLine<string>();
+    const line = new SameProcessLine<string>();
     line.enter('a');
     const heard: Array<string | undefined> = [];
     const stop = line.listen('a', (news) => heard.push(news));

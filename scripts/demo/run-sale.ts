@@ -1,12 +1,12 @@
 import { DataSource } from 'typeorm';
-import { demoDataSourceOptions } from '../app.module';
-import type { DemoDatabase } from '../config/demo-config';
-import { Order } from '../inventory/order.entity';
-import { Product } from '../inventory/product.entity';
+import { demoDataSourceOptions } from '../../apps/demo-inventory/src/app.module';
+import type { DemoDatabase } from '../../apps/demo-inventory/src/config/demo-config';
+import { Order } from '../../apps/demo-inventory/src/inventory/order.entity';
+import { Product } from '../../apps/demo-inventory/src/inventory/product.entity';
 import { quantile, type DemoResultRow } from './demo-result';
 import { runFlashSale, type SaleOutcome } from './flash-sale';
 import { startInstances, stopInstances, type ShopInstance } from './instances';
-import type { Hold } from '../inventory/hold-log';
+import type { Hold } from '../../apps/demo-inventory/src/inventory/hold-log';
 import type { SaleRun } from './sale-plan';
 import type { SaleTimeline } from './timeline-svg';
 

@@ -2,7 +2,7 @@ import type { WaitBudget } from '../locking/lock-lease';
 import { budgetAborted, waitForWake } from '../locking/wait-for-wake';
 
 /** How a wait behind a contender of this process ended. */
-export type LocalWait<News> = { readonly outcome: 'told'; readonly news: News } | { readonly outcome: 'look-again' | 'timeout' };
+export type SameProcessWait<News> = { readonly outcome: 'told'; readonly news: News } | { readonly outcome: 'look-again' | 'timeout' };
 
 /**
  * The writers of one strategy instance (one process) that queue in a server-side line (etcd keys,
@@ -15,7 +15,7 @@ export type LocalWait<News> = { readonly outcome: 'told'; readonly news: News } 
  * at most, because an entry can also vanish behind this process's back (an operator, an expired lease
  * not yet noticed); a strategy only acts on `news` when the server's order makes it safe.
  */
-export class LocalLine<News> {
+export class SameProcessLine<News> {
   private readonly present = new Set<string>();
   /** Entries that released the lock but whose removal from the server's line has not landed yet. */
   private readonly released = new Map<string, News>();
@@ -62,7 +62,7 @@ export class LocalLine<News> {
    * Waits behind our entry `id` (call only while `has(id)`, in the same tick): until it tells us, the
    * budget ends, or `recheckMs` pass ('look-again': the caller asks the server who is ahead now).
    */
-  async waitBehind(id: string, budget: WaitBudget, deadline: number, recheckMs: number): Promise<LocalWait<News>> {
+  async waitBehind(id: string, budget: WaitBudget, deadline: number, recheckMs: number): Promise<SameProcessWait<News>> {
     if (this.released.has(id)) return { outcome: 'told', news: this.released.get(id) as News };
     let heard: { news: News | undefined } | undefined;
     const woken = await waitForWake(budget, Math.min(deadline, Date.now() + recheckMs), (wake) =>

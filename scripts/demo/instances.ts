@@ -1,8 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { resolve } from 'node:path';
 
-const ROOT = resolve(__dirname, '..', '..', '..', '..');
-const MAIN = resolve(__dirname, '..', 'main.ts');
+const ROOT = resolve(__dirname, '..', '..');
+const MAIN = resolve(ROOT, 'apps', 'demo-inventory', 'src', 'main.ts');
 
 /** One running shop process. */
 export interface ShopInstance {

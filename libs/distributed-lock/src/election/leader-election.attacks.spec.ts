@@ -1,0 +1,67 @@
+import { LockManager } from '../locking/lock-manager';
+import { LockService } from '../locking/lock-service';
+import { InMemoryLockStrategy } from '../strategies/in-memory/in-memory-lock.strategy';
+import { LeaderElection } from './leader-election';
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** One process's election over an in-memory "server". */
+function election(initialDelay: number): { election: LeaderElection; manager: LockManager } {
+  const manager = new LockManager(new InMemoryLockStrategy());
+  return { manager, election: new LeaderElection(new LockService(manager), { name: 'primary', ttl: 300, retry: { initialDelay, maxDelay: initialDelay * 2 } }) };
+}
+
+describe('LeaderElection: start() while a resignation is on its way', () => {
+  it('resign() resolves once the lock is released, also when start() is called before it has', async () => {
+    const { election: primary, manager } = election(20);
+    primary.start();
+    await primary.waitForLeadership({ timeout: 1_000 });
+    const resigning = primary.resign();
+    primary.start(); // e.g. an admin endpoint that re-enables campaigning, racing the resignation
+    const outcome = await Promise.race([resigning.then(() => 'resolved'), sleep(1_500).then(() => 'still pending after 1.5 s')]);
+    expect(outcome).toBe('resolved');
+    await primary.close();
+    await manager.close();
+  });
+
+  it('campaigns once: a later resign({ rejoin: true }) pauses retry.initialDelay before leading again', async () => {
+    const { election: primary, manager } = election(200);
+    primary.start();
+    await primary.waitForLeadership({ timeout: 1_000 });
+    void primary.resign();
+    primary.start();
+    await primary.waitForLeadership({ timeout: 2_000 });
+    await sleep(400); // leading for a while
+    let gainedAfterMs: number | undefined;
+    const resignedAt = Date.now();
+    primary.events.on('gained', () => (gainedAfterMs ??= Date.now() - resignedAt));
+    await primary.resign({ rejoin: true });
+    await sleep(100);
+    // "After a resignation with rejoin, the pause is exactly this long" (200 ms): not led again before it.
+    expect(gainedAfterMs === undefined ? 'not yet' : `led again after ${gainedAfterMs} ms`).toBe('not yet');
+    await Promise.race([primary.close(), sleep(1_000)]);
+    await manager.close();
+  });
+});
+
+describe('LeaderElection.waitForLeadership: its timeout is a duration like every other', () => {
+  // docs/guarantees.md: durations take 10 ms to about 24.8 days; 0, negatives, NaN and 3e9 are refused
+  // with InvalidLockOptionsError (as acquire's waitTimeout is), never turned into another outcome.
+  for (const timeout of [Number.NaN, -1, 3e9]) {
+    it(`refuses timeout ${timeout} with InvalidLockOptionsError instead of timing out at once`, async () => {
+      const manager = new LockManager(new InMemoryLockStrategy());
+      const locks = new LockService(manager);
+      const holder = await locks.acquire('leader:primary'); // someone else leads
+      const follower = new LeaderElection(locks, { name: 'primary', ttl: 300 });
+      follower.start();
+      const outcome = await follower.waitForLeadership({ timeout }).then(
+        () => 'leading',
+        (error: unknown) => (error as Error).name,
+      );
+      expect(outcome).toBe('InvalidLockOptionsError');
+      await follower.close();
+      await holder.release();
+      await manager.close();
+    });
+  }
+});

@@ -1,0 +1,101 @@
+import type { QueryRunner } from 'typeorm';
+import type { LockDataSource } from './database-client.type';
+
+// Everything the database strategies and `optimisticUpdate` read or write of TypeORM's state that is not
+// its public API, and of the mysql2 objects under it. Proven against the TypeORM and mysql2 versions this
+// repository pins (test/integration/database.int.spec.ts); each accessor answers "not available" (undefined,
+// false, a no-op) when the shape it expects is not there, and the caller then does without.
+//
+// Two kinds:
+// - fast paths, which have a public equivalent: the mysql2 pool and connection under TypeORM (statements
+//   sent straight, see mysql-direct.ts), and the query runner's transaction bookkeeping (see
+//   runner-transaction.ts). The `fastPaths: false` option of RowLockStrategy, PessimisticLockStrategy and
+//   optimisticUpdate turns them off: everything then goes through TypeORM's public API;
+// - what the pessimistic strategy knows of its connection and TypeORM does not expose (the server's id for
+//   the connection, its end and error events, whether it closed). There is no public equivalent; without
+//   them it kills no waiting statement at the caller's deadline and finds a dead connection only at the
+//   next extension or at the release.
+
+/** The callback `query` of a mysql2 pool or connection. */
+export interface MysqlQueryable {
+  query(sql: string, values: readonly unknown[], callback: (error: Error | null, result: unknown) => void): unknown;
+}
+
+function isQueryable(value: unknown): value is MysqlQueryable {
+  return typeof (value as MysqlQueryable | undefined)?.query === 'function';
+}
+
+/** The mysql2 connection TypeORM keeps under a connected query runner (`databaseConnection`). */
+interface Mysql2Connection {
+  threadId?: unknown;
+  _closing?: boolean;
+  stream?: { destroyed?: boolean };
+}
+
+function connectionUnder(runner: unknown): Mysql2Connection | undefined {
+  return (runner as { databaseConnection?: Mysql2Connection }).databaseConnection;
+}
+
+/** The data source's single mysql2 pool (TypeORM's `driver.pool`), or undefined (SQLite, a replication cluster, a data source that is not TypeORM's own). */
+export function mysqlPoolOf(dataSource: LockDataSource): MysqlQueryable | undefined {
+  const pool = (dataSource as { driver?: { pool?: unknown } }).driver?.pool;
+  return dataSource.options.type !== 'better-sqlite3' && isQueryable(pool) ? pool : undefined;
+}
+
+/** The mysql2 connection under a connected TypeORM query runner, if it is one. */
+export function mysqlConnectionOf(runner: unknown): MysqlQueryable | undefined {
+  const connection = connectionUnder(runner);
+  return isQueryable(connection) ? connection : undefined;
+}
+
+/**
+ * TypeORM's transaction bookkeeping on a query runner: `isTransactionActive` (read-only in its types) and
+ * `transactionDepth` (protected), which its `startTransaction()` and `commitTransaction()` keep.
+ */
+interface TransactionBookkeeping {
+  isTransactionActive: boolean;
+  isReleased: boolean;
+  transactionDepth?: unknown;
+}
+
+/** The runner's transaction depth as TypeORM keeps it (0 before a transaction, 1 inside, more in savepoints); undefined if it keeps none. */
+export function transactionDepthOf(runner: QueryRunner): unknown {
+  return (runner as unknown as TransactionBookkeeping).transactionDepth;
+}
+
+/** Records on the runner what TypeORM's `startTransaction()` (`true`) or `commitTransaction()` (`false`) leaves. */
+export function recordTransaction(runner: QueryRunner, active: boolean): void {
+  const state = runner as unknown as TransactionBookkeeping;
+  state.isTransactionActive = active;
+  state.transactionDepth = active ? 1 : 0;
+}
+
+/** The server's id for the connection under a connected query runner (for KILL QUERY and the audit column), if known. */
+export function connectionIdOf(runner: unknown): number | undefined {
+  const id = connectionUnder(runner)?.threadId;
+  return Number.isInteger(id) ? (id as number) : undefined;
+}
+
+/** A mysql2 connection under the runner that has closed (killed, dropped): nothing more can be sent on it. */
+export function isConnectionClosed(runner: QueryRunner): boolean {
+  const connection = connectionUnder(runner);
+  return Boolean(connection?._closing || connection?.stream?.destroyed);
+}
+
+/** Calls `onDeath` once if the runner's mysql2 connection ends or fails for good; returns the way to stop watching. */
+export function watchConnection(runner: QueryRunner, onDeath: () => void): () => void {
+  const connection = connectionUnder(runner) as
+    | { on(event: string, listener: (error?: { fatal?: boolean }) => void): void; off(event: string, listener: (error?: { fatal?: boolean }) => void): void }
+    | undefined;
+  if (typeof connection?.on !== 'function') return () => undefined;
+  const onEnd = (): void => onDeath();
+  const onError = (error?: { fatal?: boolean }): void => {
+    if (error?.fatal) onDeath();
+  };
+  connection.on('end', onEnd);
+  connection.on('error', onError);
+  return () => {
+    connection.off('end', onEnd);
+    connection.off('error', onError);
+  };
+}

@@ -1,0 +1,7 @@
+import { describeLockStrategyContract } from './lock-strategy.contract';
+import { fastPathsOffSubjects } from './subjects';
+
+// The strategies whose fast paths reach into their client's internals, with those paths turned off
+// (`fastPaths: false`): the fallback through the client's public API keeps the whole contract, so a user
+// who turns them off (say, for a client version they no longer fit) loses speed, never a guarantee.
+for (const subject of fastPathsOffSubjects) describeLockStrategyContract(subject);
