@@ -3,6 +3,7 @@ import { PessimisticLockStrategy, RowLockStrategy } from '@app/distributed-lock/
 import { EtcdLockStrategy } from '@app/distributed-lock/strategies/etcd';
 import { RedisLockStrategy, RedlockStrategy } from '@app/distributed-lock/strategies/redis';
 import { ZooKeeperLockStrategy } from '@app/distributed-lock/strategies/zookeeper';
+import type { RedisOptions } from 'ioredis';
 import type { DataSource } from 'typeorm';
 import type { DemoConfig } from '../config/demo-config';
 
@@ -11,15 +12,29 @@ function required(value: string | undefined, name: string): string {
   return value;
 }
 
+/**
+ * A Redis URL as ioredis takes it, or, for `redis+sentinel://host:port[,host:port]/masterName`, ioredis's
+ * Sentinel options: the client asks the Sentinels for the master, and again after a failover.
+ */
+export function redisConnection(url: string): string | RedisOptions {
+  const sentinel = /^redis\+sentinel:\/\/([^/]+)\/(.+)$/.exec(url);
+  if (!sentinel) return url;
+  const sentinels = sentinel[1].split(',').map((address) => {
+    const at = address.lastIndexOf(':');
+    return { host: address.slice(0, at), port: Number(address.slice(at + 1)) };
+  });
+  return { sentinels, name: sentinel[2] };
+}
+
 /** The inventory strategy named by the configuration. Built on the app's own DataSource where it is a database one. */
 function inventoryStrategy(config: DemoConfig, dataSource: DataSource): LockStrategy {
   switch (config.inventoryLock) {
     case 'row':
       return new RowLockStrategy({ dataSource, name: 'row' });
     case 'redis':
-      return new RedisLockStrategy({ connection: required(config.redisUrl, 'LOCK_TEST_REDIS_URL'), name: 'redis' });
+      return new RedisLockStrategy({ connection: redisConnection(required(config.redisUrl, 'LOCK_TEST_REDIS_URL')), name: 'redis', replicaAck: config.redisReplicaAck });
     case 'redis-barging':
-      return new RedisLockStrategy({ connection: required(config.redisUrl, 'LOCK_TEST_REDIS_URL'), name: 'redis-barging', fair: false });
+      return new RedisLockStrategy({ connection: redisConnection(required(config.redisUrl, 'LOCK_TEST_REDIS_URL')), name: 'redis-barging', fair: false, replicaAck: config.redisReplicaAck });
     case 'redlock':
       if (config.redisUrls.length < 3) throw new Error('LOCK_TEST_REDIS_URLS must list at least 3 masters for redlock');
       return new RedlockStrategy({ connections: config.redisUrls });
