@@ -120,27 +120,35 @@ describe('Redis strategy with replica acknowledgement', () => {
     await held.release();
   }, 20_000);
 
-  it('refuses at the first use, and at once afterwards, on a server without WAIT', async () => {
-    const managed = await startPrivateRedis(['--rename-command', 'WAIT', '']);
-    const raw = inspector(managed.url);
-    try {
-      const locks = locksOn({ connection: managed.url, replicaAck: { replicas: 1 } });
-      const key = `ack:${run}:no-wait`;
-      const error = await locks.acquire(key).catch((e: unknown) => e);
-      expect(error).toBeInstanceOf(LockNotReplicatedError);
-      expect(error).toMatchObject({ key, reason: 'wait-unsupported', acknowledged: undefined });
-      expect((error as Error).message).toMatch(/refused WAIT.*unknown command.*managed services/s);
-      expect(await raw.exists(lockKeyOf(key))).toBe(0);
-      // Known now: the next acquisition fails before it reaches the server.
-      const scriptsRun = await callsOf(raw, 'evalsha');
-      await expect(locks.tryAcquire(`${key}:2`)).rejects.toMatchObject({ reason: 'wait-unsupported' });
-      expect(await callsOf(raw, 'evalsha')).toBe(scriptsRun);
-      // Without replicaAck the same server serves locks as before.
-      const plain = await locksOn({ connection: managed.url }).acquire(key);
-      await plain.release();
-    } finally {
-      raw.disconnect();
-      await managed.stop();
-    }
-  });
+  // Managed services take WAIT away by renaming it (the command is unknown) or by ACL (not permitted).
+  const refusals = [
+    { server: 'WAIT renamed away', args: ['--rename-command', 'WAIT', ''], answer: /unknown command/ },
+    { server: 'WAIT denied by ACL', args: ['--user', 'default', 'on', 'nopass', '~*', '&*', '+@all', '-wait'], answer: /NOPERM/ },
+  ];
+  for (const refusal of refusals) {
+    it(`refuses at the first use, and at once afterwards, on a server without WAIT (${refusal.server})`, async () => {
+      const managed = await startPrivateRedis(refusal.args);
+      const raw = inspector(managed.url);
+      try {
+        const locks = locksOn({ connection: managed.url, replicaAck: { replicas: 1 } });
+        const key = `ack:${run}:no-wait`;
+        const error = await locks.acquire(key).catch((e: unknown) => e);
+        expect(error).toBeInstanceOf(LockNotReplicatedError);
+        expect(error).toMatchObject({ key, reason: 'wait-unsupported', acknowledged: undefined });
+        expect((error as Error).message).toMatch(/refused WAIT.*managed services.*Remove `replicaAck`/s);
+        expect((error as Error).message).toMatch(refusal.answer);
+        expect(await raw.exists(lockKeyOf(key))).toBe(0);
+        // Known now: the next acquisition fails before it reaches the server.
+        const scriptsRun = await callsOf(raw, 'evalsha');
+        await expect(locks.tryAcquire(`${key}:2`)).rejects.toMatchObject({ reason: 'wait-unsupported' });
+        expect(await callsOf(raw, 'evalsha')).toBe(scriptsRun);
+        // Without replicaAck the same server serves locks as before.
+        const plain = await locksOn({ connection: managed.url }).acquire(key);
+        await plain.release();
+      } finally {
+        raw.disconnect();
+        await managed.stop();
+      }
+    });
+  }
 });
