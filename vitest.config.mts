@@ -29,8 +29,8 @@ export default defineConfig({
       project('faults', ['test/faults/**/*.spec.ts']),
       project('e2e', ['test/e2e/**/*.spec.ts']),
       // Long runs, not in `npm test` (scripts/run-tests.mjs leaves them out): `npm run test:long`, which CI
-      // runs after it. The contract at 20 ms of round trip, Sentinel and Cluster failovers measured over
-      // many trials. A step at 20 ms RTT takes far longer than on loopback: 60 s per test.
+      // runs after it. The contract at 20 ms of round trip, and the flash sale through a Sentinel failover.
+      // A step at 20 ms RTT takes far longer than on loopback: 60 s per test.
       project('long', ['test/long/**/*.spec.ts'], 60_000),
     ],
   },
