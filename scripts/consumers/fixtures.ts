@@ -4,8 +4,12 @@
 export type NodeMajor = 20 | 22 | 24;
 
 export interface ConsumerFixture {
-  /** Folder under test/consumers. */
+  /** Name in the report, and folder under test/consumers unless `app` names another. */
   readonly name: string;
+  /** Folder under test/consumers when one app is installed twice, with other packages. */
+  readonly app?: string;
+  /** The app's database: its own SQLite file, or `mariadb` (the test server, given to the app as MYSQL_URL). */
+  readonly database?: 'sqlite' | 'mariadb';
   /** Packages installed beside the library's tarball, as a user would name them. */
   readonly packages: readonly string[];
   /** Node whose npm installs and whose toolchain builds the app (Nest CLI 12 wants Node ≥ 22.12). */
@@ -33,6 +37,19 @@ export const FIXTURES: readonly ConsumerFixture[] = [
     // app's generated test fails the same way before our library is installed.
     unitNodes: [24],
     nativeModules: ['better-sqlite3'],
+  },
+  {
+    // The same app on the lowest TypeORM and mysql2 of the peer ranges, on MariaDB, where the database
+    // strategies' fast paths reach into them (typeorm-internals.ts): a floor they no longer fit fails here,
+    // not in a user's app. No SQLite: the app proves that on the newest 0.3 above.
+    name: 'nest12-cjs-typeorm-floor',
+    app: 'nest12-cjs',
+    packages: ['ioredis@5', '@nestjs/typeorm', 'typeorm@0.3.21', 'mysql2@3.9.0'],
+    database: 'mariadb',
+    buildNode: 22,
+    scenarios: ['row', 'pessimistic'],
+    unitNodes: [],
+    nativeModules: [],
   },
   { name: 'nest11-cjs', packages: ['ioredis'], buildNode: 20, scenarios: ['redis'], unitNodes: ALL_NODES, nativeModules: [] },
 ];

@@ -1,7 +1,8 @@
 // `npm run test:consumers`: the library as users receive it. Packs the tarball, installs it into each
 // consumer app under test/consumers (copied outside the workspace) with no flags, fails on any peer
 // warning, builds the app, runs two instances of it against one Redis on Node 20, 22 and 24, and runs
-// the app's own unit tests in its own runner. Options: --only <fixture>, --nodes 20,22.
+// the app's own unit tests in its own runner. An app whose database is MariaDB gets the test server's (started
+// here unless LOCK_TEST_MYSQL_URL names one). Options: --only <fixture>, --nodes 20,22.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -44,7 +45,7 @@ function packLibrary(into: string): string {
   return join(into, tarball);
 }
 
-const REPORTED_PACKAGES = ['@nestjs/core', '@nestjs/typeorm', 'typescript', 'vitest', 'jest', 'ioredis', 'typeorm', 'better-sqlite3'];
+const REPORTED_PACKAGES = ['@nestjs/core', '@nestjs/typeorm', 'typescript', 'vitest', 'jest', 'ioredis', 'typeorm', 'better-sqlite3', 'mysql2'];
 
 /** The versions npm chose, so that the supported-versions table can name what was proven. */
 function installedVersions(appDir: string): string {
@@ -54,9 +55,22 @@ function installedVersions(appDir: string): string {
   }).join(', ');
 }
 
-async function checkFixture(fixture: ConsumerFixture, tarball: string, nodes: Map<NodeMajor, NodeBinary>, redisUrl: string, work: string): Promise<void> {
+interface Servers {
+  readonly redisUrl: string;
+  readonly mysqlUrl: string | undefined;
+}
+
+/** Where the app's DataSource points: MYSQL_URL for a MariaDB app, else a SQLite file of its own. */
+function databaseEnv(fixture: ConsumerFixture, servers: Servers, sqliteFile: string): Record<string, string> {
+  if (fixture.database !== 'mariadb') return { SQLITE_FILE: sqliteFile };
+  if (!servers.mysqlUrl) throw new Error(`${fixture.name} runs on MariaDB, but no MariaDB was started`);
+  return { MYSQL_URL: servers.mysqlUrl };
+}
+
+async function checkFixture(fixture: ConsumerFixture, tarball: string, nodes: Map<NodeMajor, NodeBinary>, servers: Servers, work: string): Promise<void> {
   const appDir = join(work, fixture.name);
-  cpSync(join(ROOT, 'test', 'consumers', fixture.name), appDir, { recursive: true });
+  cpSync(join(ROOT, 'test', 'consumers', fixture.app ?? fixture.name), appDir, { recursive: true });
+  const { redisUrl } = servers;
   const buildNode = nodes.get(fixture.buildNode) ?? nodeBinary(fixture.buildNode);
   const started = Date.now();
   const installLog = run('npm', ['install', tarball, ...fixture.packages], appDir, envFor(buildNode));
@@ -77,8 +91,8 @@ async function checkFixture(fixture: ConsumerFixture, tarball: string, nodes: Ma
   let controlDone = false;
   for (const node of order) {
     if (node.major !== fixture.buildNode && fixture.nativeModules.length) run('npm', ['rebuild', ...fixture.nativeModules], appDir, envFor(node));
+    const env: Record<string, string> = databaseEnv(fixture, servers, join(appDir, `locks-${node.major}.sqlite`));
     for (const mode of fixture.scenarios) {
-      const env = { SQLITE_FILE: join(appDir, `locks-${node.major}.sqlite`) };
       try {
         const result = await runTwoInstances({ appDir, node, redisUrl, mode, env });
         const ok = result.counted === result.expected;
@@ -89,7 +103,7 @@ async function checkFixture(fixture: ConsumerFixture, tarball: string, nodes: Ma
     }
     if (!controlDone) {
       controlDone = true;
-      const result = await runTwoInstances({ appDir, node, redisUrl, mode: 'off' });
+      const result = await runTwoInstances({ appDir, node, redisUrl, mode: 'off', env });
       record({
         fixture: fixture.name,
         node: node.version,
@@ -124,18 +138,20 @@ async function main(): Promise<void> {
   const started = Date.now();
   const work = mkdtempSync(join(tmpdir(), 'lock-consumers-'));
   const redis = await startTopology('redis');
+  const mariadb = fixtures.some((fixture) => fixture.database === 'mariadb') ? await startTopology('mariadb') : undefined;
   try {
     const tarball = packLibrary(work);
     const nodes = new Map(majors.map((major) => [major, nodeBinary(major)] as const));
     for (const fixture of fixtures) {
       try {
-        await checkFixture(fixture, tarball, nodes, redis.value, work);
+        await checkFixture(fixture, tarball, nodes, { redisUrl: redis.value, mysqlUrl: mariadb?.value }, work);
       } catch (error) {
         record({ fixture: fixture.name, node: '-', check: 'setup', ok: false, detail: String(error) });
       }
     }
   } finally {
     if (redis.managed) await stopTopology('redis');
+    if (mariadb?.managed) await stopTopology('mariadb');
     rmSync(work, { recursive: true, force: true });
   }
   const failed = outcomes.filter((outcome) => !outcome.ok).length;

@@ -5,12 +5,14 @@ import { ScheduledLockEvents } from '../scheduling/scheduled-lock-events';
 import { ScheduledLockBinder } from './scheduling/scheduled-lock.binder';
 import type { DistributedLockFeatureOptions, DistributedLockModuleOptions } from './distributed-lock-options.interface';
 import { ConfigurableDistributedLockModule, DISTRIBUTED_LOCK_MODULE_OPTIONS } from './distributed-lock.module-definition';
-import { DISTRIBUTED_LOCK_FEATURE_OPTIONS, getLeaderElectionToken, getLockServiceToken } from './distributed-lock.tokens';
+import { DistributedLockFeature } from './distributed-lock-feature';
+import { DISTRIBUTED_LOCK_FEATURE, getLeaderElectionToken, getLockServiceToken } from './distributed-lock.tokens';
 import { LeaderElections } from './election/leader-elections';
 import { LeadershipHookExplorer } from './explorer/leadership-hook.explorer';
 import { DistributedLockFeatureModule } from './explorer/distributed-lock-feature.module';
 import { LockedMethodExplorer } from './explorer/locked-method.explorer';
 import { LockMetadataAccessor } from './explorer/lock-metadata.accessor';
+import { ModuleFeatures } from './explorer/module-features';
 import { LockRegistry } from './lock-registry';
 import { validateDistributedLockOptions, validateFeatureOptions } from './validate-distributed-lock-options';
 
@@ -36,6 +38,7 @@ import { validateDistributedLockOptions, validateFeatureOptions } from './valida
     { provide: LockService, useFactory: (registry: LockRegistry) => registry.service(), inject: [LockRegistry] },
     { provide: ScheduledLockEvents, useFactory: (registry: LockRegistry) => registry.scheduledLockEvents, inject: [LockRegistry] },
     LockMetadataAccessor,
+    ModuleFeatures,
     ScheduledLockBinder,
     LockedMethodExplorer,
     LeaderElections,
@@ -44,21 +47,30 @@ import { validateDistributedLockOptions, validateFeatureOptions } from './valida
   exports: [LockRegistry, LockService, ScheduledLockEvents, LeaderElections],
 })
 export class DistributedLockModule extends ConfigurableDistributedLockModule {
-  /** A feature module's lock service: its own strategy and key prefix, also used by its `@Locked` methods. */
+  /**
+   * A feature module's lock service: its own strategy and key prefix. The one `LockService` it builds is the
+   * module's `LockService`, its `@InjectLockService(strategy)` and the service of its `@Locked` and
+   * `@ScheduledLock` methods.
+   */
   static forFeature(options: DistributedLockFeatureOptions = {}): DynamicModule {
     const feature = validateFeatureOptions(options);
-    const serviceFactory: Omit<FactoryProvider<LockService>, 'provide'> = {
-      useFactory: (registry: LockRegistry) => registry.service(feature, `DistributedLockModule.forFeature(${JSON.stringify(feature.strategy ?? 'default')})`),
-      inject: [LockRegistry],
+    const usedBy = `DistributedLockModule.forFeature(${JSON.stringify(feature.strategy ?? 'default')})`;
+    const theFeatureService: Omit<FactoryProvider<LockService>, 'provide'> = {
+      useFactory: (registered: DistributedLockFeature) => registered.service,
+      inject: [DISTRIBUTED_LOCK_FEATURE],
     };
     const providers: Provider[] = [
-      { provide: DISTRIBUTED_LOCK_FEATURE_OPTIONS, useValue: feature },
-      { provide: LockService, ...serviceFactory },
+      {
+        provide: DISTRIBUTED_LOCK_FEATURE,
+        useFactory: (registry: LockRegistry) => new DistributedLockFeature(feature, registry.service(feature, usedBy), registry),
+        inject: [LockRegistry],
+      },
+      { provide: LockService, ...theFeatureService },
     ];
     const named = getLockServiceToken(feature.strategy);
-    const exported: Array<string | typeof LockService> = [LockService];
+    const exported: Array<string | symbol | typeof LockService> = [DISTRIBUTED_LOCK_FEATURE, LockService];
     if (named !== LockService) {
-      providers.push({ provide: named, ...serviceFactory });
+      providers.push({ provide: named, ...theFeatureService });
       exported.push(named);
     }
     for (const entry of feature.elections ?? []) {
@@ -66,8 +78,8 @@ export class DistributedLockModule extends ConfigurableDistributedLockModule {
       const token = getLeaderElectionToken(options.name);
       providers.push({
         provide: token,
-        useFactory: (elections: LeaderElections) => elections.register(options, feature, `DistributedLockModule.forFeature(${JSON.stringify(feature.strategy ?? 'default')})`),
-        inject: [LeaderElections],
+        useFactory: (elections: LeaderElections, registered: DistributedLockFeature) => elections.register(options, registered.service, usedBy),
+        inject: [LeaderElections, DISTRIBUTED_LOCK_FEATURE],
       });
       exported.push(token);
     }

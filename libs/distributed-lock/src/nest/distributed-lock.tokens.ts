@@ -1,8 +1,8 @@
 import { LockService } from '../locking/lock-service';
 import { DEFAULT_STRATEGY_NAME } from './distributed-lock.constants';
 
-/** Token of the `forFeature` options of the module that imported them. */
-export const DISTRIBUTED_LOCK_FEATURE_OPTIONS = Symbol('DISTRIBUTED_LOCK_FEATURE_OPTIONS');
+/** Token of a module's `forFeature` registration (`DistributedLockFeature`), exported to the module that imports it. */
+export const DISTRIBUTED_LOCK_FEATURE = Symbol('DISTRIBUTED_LOCK_FEATURE');
 
 /**
  * Injection token of the `LockService` for a named strategy. Without a name (or "default") it is the

@@ -18,9 +18,15 @@ export class CounterService {
     return this.readPauseWrite(name);
   }
 
-  /** The same read-modify-write under the SQLite lock table (registered as "orders"). */
+  /** The same read-modify-write under the database's lock table (registered as "orders"). */
   @Locked('tally:{0}', { strategy: 'orders' })
   async incrementUnderRowLock(name: string): Promise<number> {
+    return this.readPauseWrite(name);
+  }
+
+  /** The same under the "ledger" strategy: a row lock held by a transaction on MariaDB. */
+  @Locked('ledger:{0}', { strategy: 'ledger' })
+  async incrementUnderLedgerLock(name: string): Promise<number> {
     return this.readPauseWrite(name);
   }
 

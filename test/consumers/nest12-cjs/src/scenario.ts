@@ -13,13 +13,19 @@ const mode = process.env.LOCKS ?? 'redis';
 async function main(): Promise<void> {
   const app = await NestFactory.createApplicationContext(AppModule, { logger: ['error', 'warn'] });
   const counter = app.get(CounterService);
+  const increments: Record<string, (name: string) => Promise<number>> = {
+    off: (n) => counter.incrementUnlocked(n),
+    row: (n) => counter.incrementUnderRowLock(n),
+    pessimistic: (n) => counter.incrementUnderLedgerLock(n),
+  };
+  const increment = increments[mode] ?? ((n: string) => counter.increment(n));
   console.log('ready');
   await once(process.stdin, 'data');
   let started = 0;
   const worker = async (): Promise<void> => {
     while (started < calls) {
       started += 1;
-      await (mode === 'off' ? counter.incrementUnlocked(name) : mode === 'row' ? counter.incrementUnderRowLock(name) : counter.increment(name));
+      await increment(name);
     }
   };
   await Promise.all(Array.from({ length: parallel }, worker));

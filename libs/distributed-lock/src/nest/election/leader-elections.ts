@@ -2,7 +2,7 @@ import { Injectable, Logger, type BeforeApplicationShutdown, type OnApplicationB
 import { LeaderElection } from '../../election/leader-election';
 import { validateLeaderElectionOptions, type LeaderElectionOptions } from '../../election/leader-election-options';
 import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
-import type { DistributedLockFeatureOptions } from '../distributed-lock-options.interface';
+import type { LockService } from '../../locking/lock-service';
 import { LockRegistry } from '../lock-registry';
 
 interface Registered {
@@ -35,13 +35,12 @@ export class LeaderElections implements OnApplicationBootstrap, BeforeApplicatio
   }
 
   /**
-   * @internal The election of `options.name` on the feature's strategy and prefix: created once, the
-   * same instance for every module that registers it alike; a second registration that differs (another
-   * strategy, prefix, lease) fails the bootstrap.
+   * @internal The election of `options.name` on a feature module's lock service (its strategy and prefix):
+   * created once, the same instance for every module that registers it alike; a second registration that
+   * differs (another strategy, prefix, lease) fails the bootstrap.
    */
-  register(options: LeaderElectionOptions, feature: DistributedLockFeatureOptions, usedBy: string): LeaderElection {
+  register(options: LeaderElectionOptions, service: LockService, usedBy: string): LeaderElection {
     const resolved = validateLeaderElectionOptions(options, `${usedBy} elections`);
-    const service = this.registry.service(feature, usedBy);
     const signature = JSON.stringify([service.strategyName, service.prefix, resolved.ttl, resolved.retry]);
     const known = this.byName.get(resolved.name);
     if (known) {

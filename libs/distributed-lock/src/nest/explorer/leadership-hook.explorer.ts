@@ -1,12 +1,11 @@
 import { Injectable, Logger, type OnModuleInit } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner } from '@nestjs/core';
-import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper';
 import type { LeaderElection } from '../../election/leader-election';
 import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
 import type { LeadershipHookMetadata } from '../decorators/leadership-hooks.decorator';
 import { LeaderElections } from '../election/leader-elections';
 import { LockMetadataAccessor } from './lock-metadata.accessor';
-import { providerMethods } from './provider-methods';
+import { providerMethods, type DiscoveredWrapper } from './provider-methods';
 
 type Hook = (this: unknown, event: unknown) => unknown;
 
@@ -30,7 +29,7 @@ export class LeadershipHookExplorer implements OnModuleInit {
     for (const wrapper of this.discovery.getProviders()) this.explore(wrapper);
   }
 
-  private explore(wrapper: InstanceWrapper): void {
+  private explore(wrapper: DiscoveredWrapper): void {
     for (const { instance, method, where } of providerMethods(wrapper, this.scanner)) {
       const gained = this.accessor.leadershipGained(method);
       const lost = this.accessor.leadershipLost(method);

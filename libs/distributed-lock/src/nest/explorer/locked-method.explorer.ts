@@ -1,19 +1,16 @@
 import { Injectable, type OnModuleInit } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner } from '@nestjs/core';
-import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper';
-import type { Module } from '@nestjs/core/injector/module';
 import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
 import { toKeyResolver } from '../../locking/key-template';
 import { validateLockKey } from '../../locking/lock-key';
 import { validateAcquireOptions } from '../../locking/lock-options';
 import { runWithOptimisticRetry, validateOptimisticRetryOptions } from '../../versioning/optimistic-retry';
-import type { DistributedLockFeatureOptions } from '../distributed-lock-options.interface';
-import { DISTRIBUTED_LOCK_FEATURE_OPTIONS } from '../distributed-lock.tokens';
+import { lockServiceOf, type DistributedLockFeature } from '../distributed-lock-feature';
 import { LockRegistry } from '../lock-registry';
 import { copyMethodMetadata } from './copy-method-metadata';
-import { providerMethods } from './provider-methods';
+import { providerMethods, type DiscoveredWrapper } from './provider-methods';
 import { LockMetadataAccessor } from './lock-metadata.accessor';
-import { DistributedLockFeatureModule } from './distributed-lock-feature.module';
+import { ModuleFeatures } from './module-features';
 import { ScheduledLockBinder } from '../scheduling/scheduled-lock.binder';
 
 type AnyMethod = (this: unknown, ...args: unknown[]) => unknown;
@@ -21,7 +18,8 @@ type AnyMethod = (this: unknown, ...args: unknown[]) => unknown;
 /**
  * Finds `@Locked`, `@OptimisticVersion` and `@ScheduledLock` methods on every provider once the application
  * starts, and wraps them on the instance (the prototype is left alone, so two apps in one process never
- * interfere; a `@ScheduledLock` dispatcher on the class sends each call to its instance's wrapper).
+ * interfere; a `@ScheduledLock` dispatcher on the class sends each call to its instance's wrapper). A method
+ * locks through its module's `forFeature` service (the one its class is injected), else the application's.
  * Mistakes fail the bootstrap naming `Class#method`: an unknown strategy, a malformed key template or
  * option, a controller or a request-scoped provider (where a wrapper could not be applied reliably).
  */
@@ -33,6 +31,7 @@ export class LockedMethodExplorer implements OnModuleInit {
     private readonly accessor: LockMetadataAccessor,
     private readonly registry: LockRegistry,
     private readonly scheduledLocks: ScheduledLockBinder,
+    private readonly features: ModuleFeatures,
   ) {}
 
   onModuleInit(): void {
@@ -40,7 +39,7 @@ export class LockedMethodExplorer implements OnModuleInit {
     for (const wrapper of this.discovery.getControllers()) this.explore(wrapper, true);
   }
 
-  private explore(wrapper: InstanceWrapper, isController: boolean): void {
+  private explore(wrapper: DiscoveredWrapper, isController: boolean): void {
     for (const { instance, methodName, method, where } of providerMethods(wrapper, this.scanner)) {
       const locked = this.accessor.locked(method);
       const optimistic = this.accessor.optimisticVersion(method);
@@ -69,7 +68,7 @@ export class LockedMethodExplorer implements OnModuleInit {
           'the provider is request- or transient-scoped, so its method cannot be wrapped at bootstrap. Make it a singleton, or call LockService.withLock inside the method.',
         );
       }
-      const feature = this.featureOf(wrapper.host, where);
+      const feature = this.features.of(wrapper, where);
       // A @ScheduledLock method is a dispatcher on the class: the method as written is in its metadata.
       let wrapped = scheduled?.method ?? (method as AnyMethod);
       if (locked) wrapped = this.wrapLocked(wrapped, locked, feature, where);
@@ -83,12 +82,12 @@ export class LockedMethodExplorer implements OnModuleInit {
   private wrapLocked(
     method: AnyMethod,
     metadata: NonNullable<ReturnType<LockMetadataAccessor['locked']>>,
-    feature: DistributedLockFeatureOptions | undefined,
+    feature: DistributedLockFeature | undefined,
     where: string,
   ): AnyMethod {
     const { strategy, ...acquireOptions } = metadata.options;
     const options = validateAcquireOptions(acquireOptions, `${where} @Locked options`);
-    const service = this.registry.service({ ...feature, strategy: strategy ?? feature?.strategy }, where);
+    const service = lockServiceOf(this.registry, feature, strategy, where);
     const resolveKeys = toKeyResolver(metadata.key, `${where} @Locked key`);
     // A fixed key must also fit with the prefix the service puts before it.
     for (const fixed of typeof metadata.key === 'function' ? [] : [metadata.key].flat()) {
@@ -107,23 +106,5 @@ export class LockedMethodExplorer implements OnModuleInit {
     return function optimisticMethod(this: unknown, ...args: unknown[]): Promise<unknown> {
       return runWithOptimisticRetry(() => method.apply(this, args), checked);
     };
-  }
-
-  /** The `forFeature` options of the module that declares the provider, if it imported any. */
-  private featureOf(host: Module | undefined, where: string): DistributedLockFeatureOptions | undefined {
-    if (!host) return undefined;
-    const features: DistributedLockFeatureOptions[] = [];
-    for (const imported of host.imports) {
-      if (imported?.metatype !== DistributedLockFeatureModule) continue;
-      const options = imported.providers.get(DISTRIBUTED_LOCK_FEATURE_OPTIONS)?.instance as DistributedLockFeatureOptions | undefined;
-      if (options) features.push(options);
-    }
-    if (features.length > 1) {
-      throw new InvalidLockOptionsError(
-        where,
-        `its module imports DistributedLockModule.forFeature ${features.length} times; import it once per module, or name the strategy in @Locked({ strategy }).`,
-      );
-    }
-    return features[0];
   }
 }

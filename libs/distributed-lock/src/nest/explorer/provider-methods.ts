@@ -1,5 +1,7 @@
-import type { MetadataScanner } from '@nestjs/core';
-import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper';
+import type { DiscoveryService, MetadataScanner } from '@nestjs/core';
+
+/** A provider or controller as `DiscoveryService` hands it out (Nest's `InstanceWrapper`, which its public entry does not export). */
+export type DiscoveredWrapper = ReturnType<DiscoveryService['getProviders']>[number];
 
 /** One method of a discovered provider or controller, as the explorers visit it. */
 export interface ProviderMethod {
@@ -13,7 +15,7 @@ export interface ProviderMethod {
 }
 
 /** Every method of a discovered provider's class (none for aliases). */
-export function providerMethods(wrapper: InstanceWrapper, scanner: MetadataScanner): ProviderMethod[] {
+export function providerMethods(wrapper: DiscoveredWrapper, scanner: MetadataScanner): ProviderMethod[] {
   const prototype = wrapper.metatype && typeof wrapper.metatype === 'function' ? (wrapper.metatype as { prototype?: object }).prototype : undefined;
   const instance: unknown = wrapper.instance;
   const target = (instance && typeof instance === 'object' ? Object.getPrototypeOf(instance) : prototype) as object | undefined;

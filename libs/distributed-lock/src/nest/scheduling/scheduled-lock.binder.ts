@@ -5,7 +5,7 @@ import { cronFireSchedule } from '../../scheduling/cron-fire-schedule';
 import { intervalSchedule, type FireSchedule } from '../../scheduling/fire-time';
 import { ScheduledJobRunner } from '../../scheduling/scheduled-job-runner';
 import { validateScheduledLockOptions } from '../../scheduling/scheduled-lock-options';
-import type { DistributedLockFeatureOptions } from '../distributed-lock-options.interface';
+import { lockServiceOf, type DistributedLockFeature } from '../distributed-lock-feature';
 import type { ScheduledLockMetadata } from '../decorators/scheduled-lock.decorator';
 import { LockMetadataAccessor, type MethodSchedule } from '../explorer/lock-metadata.accessor';
 import { LockRegistry } from '../lock-registry';
@@ -32,15 +32,14 @@ export class ScheduledLockBinder {
    * The method that runs `method` under the job's lock. `decorated` is the method as found on the class
    * (it carries the schedule's metadata).
    */
-  wrap(method: AnyMethod, metadata: ScheduledLockMetadata, decorated: object, feature: DistributedLockFeatureOptions | undefined, where: string): AnyMethod {
+  wrap(method: AnyMethod, metadata: ScheduledLockMetadata, decorated: object, feature: DistributedLockFeature | undefined, where: string): AnyMethod {
     const path = `${where} @ScheduledLock options`;
     const options = validateScheduledLockOptions(metadata.options, path, ['strategy']);
     const strategyName = metadata.options.strategy;
     if (strategyName !== undefined && typeof strategyName !== 'string') {
       throw new InvalidLockOptionsError(`${path}.strategy`, 'expected a registered strategy name.');
     }
-    const strategy = strategyName ?? feature?.strategy;
-    const service = this.registry.service({ ...feature, strategy }, where);
+    const service = lockServiceOf(this.registry, feature, strategyName, where);
     const job = options.name ?? `${metadata.className}.${metadata.methodName}`;
     const fullKey = validateLockKey(service.prefix + job + (options.perRun ? SAMPLE_FIRE_TIME : ''), `${where} @ScheduledLock key with its prefix "${service.prefix}"`);
     this.registry.manager(service.strategyName, where).strategy.validateKey?.(fullKey);
