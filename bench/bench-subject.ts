@@ -24,6 +24,11 @@ export interface BenchSubject {
    * it against `floor`, what the strategy's protocol costs on the server.
    */
   readonly protocolFloor?: string;
+  /**
+   * For our subjects that are another of ours plus one option (telemetry): that subject's id. The report
+   * gives this one's throughput as a ratio to it, case by case: what the option costs.
+   */
+  readonly baseline?: string;
   /** Measured in the uncontended case only (a floor that exists to split the uncontended gap). */
   readonly uncontendedOnly?: boolean;
   /** False for in-process locks, which cannot run the multi-process case. */

@@ -1,4 +1,4 @@
-import { gapSplits, shapeTargetChecks, type BenchRow } from './report';
+import { gapSplits, optionCosts, shapeTargetChecks, targetChecks, type BenchRow } from './report';
 
 const row = (id: string, csPerSec: number, extra: Partial<BenchRow> = {}): BenchRow => ({
   id,
@@ -49,5 +49,25 @@ describe('shapeTargetChecks', () => {
     expect(checks).toHaveLength(1);
     expect(checks[0].measured).toContain('900 vs peer:a 1000 (0.9×)');
     expect(checks[0].met).toBe(false);
+  });
+});
+
+describe('optionCosts', () => {
+  it('gives a subject with an option as a ratio to its baseline in the same case, and checks the uncontended one against 0.95', () => {
+    const contended = { case: 'contended' as const, workers: 8, processes: 1 };
+    const rows = [
+      row('redis', 1_000, { ours: true }),
+      row('redis-telemetry', 960, { ours: true, baseline: 'redis' }),
+      row('redis', 500, { ...contended, ours: true }),
+      row('redis-telemetry', 450, { ...contended, ours: true, baseline: 'redis' }),
+    ];
+    expect(optionCosts(rows).map((cost) => [cost.row.case, cost.throughputRatio])).toEqual([
+      ['uncontended', 0.96],
+      ['contended', 0.9],
+    ]);
+    const check = targetChecks(rows).find((c) => c.target.startsWith('redis-telemetry'));
+    expect(check).toMatchObject({ measured: '960 vs 1000 (0.96×)', met: true });
+    rows[1] = row('redis-telemetry', 940, { ours: true, baseline: 'redis' });
+    expect(targetChecks(rows).find((c) => c.target.startsWith('redis-telemetry'))?.met).toBe(false);
   });
 });

@@ -10,6 +10,8 @@ export interface BenchRow {
   floor?: string;
   /** The floor of the strategy's own server operations, when `floor` does less (see BenchSubject.protocolFloor). */
   protocolFloor?: string;
+  /** The subject this one is plus an option (see BenchSubject.baseline). */
+  baseline?: string;
   ours: boolean;
   backend: Backend;
   case: 'uncontended' | 'contended';
@@ -109,6 +111,13 @@ export function targetChecks(rows: readonly BenchRow[]): TargetCheck[] {
       met: zk.csPerSec >= zkPeer.csPerSec,
     });
   }
+  for (const cost of optionCosts(rows).filter((c) => c.row.case === 'uncontended' && shapeOf(c.row) === 'shared')) {
+    checks.push({
+      target: `${cost.row.subject} uncontended: ≥ ${OPTION_COST_TARGET}× ${cost.baseline.subject} (in the same turns)`,
+      measured: `${cost.row.csPerSec} vs ${cost.baseline.csPerSec} (${cost.throughputRatio}×)`,
+      met: cost.throughputRatio >= OPTION_COST_TARGET,
+    });
+  }
   for (const row of rows.filter((r) => r.ours && r.case === 'uncontended')) {
     const floor = floorOf(rows, row);
     if (!floor) continue;
@@ -160,6 +169,27 @@ export function shapeTargetChecks(rows: readonly BenchRow[]): TargetCheck[] {
   return checks;
 }
 
+/** What an option costs: a subject against its baseline (the same subject without it), in one case. */
+export interface OptionCost {
+  readonly row: BenchRow;
+  readonly baseline: BenchRow;
+  /** Sections per second with the option over those without it. */
+  readonly throughputRatio: number;
+}
+
+/** The largest cost the telemetry may have in the uncontended case: 5 % of the throughput. */
+export const OPTION_COST_TARGET = 0.95;
+
+export function optionCosts(rows: readonly BenchRow[]): OptionCost[] {
+  const costs: OptionCost[] = [];
+  for (const row of rows) {
+    const baseline = row.baseline === undefined ? undefined : rows.find((r) => r.id === row.baseline && sameCase(r, row));
+    if (!baseline || baseline.csPerSec <= 0) continue;
+    costs.push({ row, baseline, throughputRatio: round(row.csPerSec / baseline.csPerSec, 3) });
+  }
+  return costs;
+}
+
 /** An uncontended gap to the floor split in two: the strategy's server operations, and the library's code around them. */
 export interface GapSplit {
   readonly subject: string;
@@ -186,6 +216,14 @@ export function gapSplits(rows: readonly BenchRow[]): GapSplit[] {
     });
   }
   return splits;
+}
+
+/** A titled markdown table with its introduction; nothing when it has no rows. */
+function pushTable(lines: string[], title: string, intro: string, columns: readonly string[], cells: ReadonlyArray<ReadonlyArray<string | number | undefined>>): void {
+  if (cells.length === 0) return;
+  lines.push(title, '', intro, '', `| ${columns.join(' | ')} |`, `|${columns.map(() => '---|').join('')}`);
+  for (const row of cells) lines.push(`| ${row.map((cell) => cell ?? '').join(' | ')} |`);
+  lines.push('');
 }
 
 export function markdown(rows: readonly BenchRow[], meta: Record<string, string>): string {
@@ -217,19 +255,22 @@ export function markdown(rows: readonly BenchRow[], meta: Record<string, string>
     }
     lines.push('');
   }
-  const splits = gapSplits(rows);
-  if (splits.length > 0) {
-    lines.push(
-      '## Where an uncontended gap to the floor lies',
-      '',
-      'The strategy\'s own server operations, sent raw in the same turns: against the floor, what its protocol costs on the server; ours against them, what the library\'s code adds.',
-      '',
-      '| subject | own operations raw | × floor | ours × own operations raw |',
-      '|---|---|---|---|',
-    );
-    for (const split of splits) lines.push(`| ${split.subject} | ${split.protocolFloor.subject} | ${split.protocolVsFloor} | ${split.oursVsProtocol} |`);
-    lines.push('');
-  }
+  pushTable(
+    lines,
+    '## What an option costs',
+    'A subject against the same subject without the option, measured in the same turns (`redis-telemetry` is `redis` with the OpenTelemetry observer and a real SDK).',
+    ['subject', 'without it', 'case', 'cs/s', 'cs/s without', 'ratio', 'wait p50 ms', 'without', 'wait p99 ms', 'without'],
+    optionCosts(rows).map(({ row, baseline, throughputRatio }) => [
+      row.subject, baseline.subject, caseLabel(row), row.csPerSec, baseline.csPerSec, throughputRatio, row.waitP50Ms, baseline.waitP50Ms, row.waitP99Ms, baseline.waitP99Ms,
+    ]),
+  );
+  pushTable(
+    lines,
+    '## Where an uncontended gap to the floor lies',
+    'The strategy\'s own server operations, sent raw in the same turns: against the floor, what its protocol costs on the server; ours against them, what the library\'s code adds.',
+    ['subject', 'own operations raw', '× floor', 'ours × own operations raw'],
+    gapSplits(rows).map((split) => [split.subject, split.protocolFloor.subject, split.protocolVsFloor, split.oursVsProtocol]),
+  );
   lines.push(
     '## All rows',
     '',

@@ -1,4 +1,4 @@
-// npm run bench [-- --quick] [--only redis,redlock,...] [--out FILE]
+// npm run bench [-- --quick] [--only redis,redlock,...] [--shapes shared,...] [--workers 1,8] [--out FILE]
 // npm run bench -- --distance [--rtts 0,1,5,20] [--only …] [--duration MS]: the strategies across distance (bench/distance.ts)
 // Every subject (ours, peers, raw floors) through the same cases on one machine in one run; JSON rows to
 // bench/results/latest.json (or --out) and a markdown report next to it. Bounded: each case has a fixed
@@ -51,15 +51,18 @@ const CASES: readonly BenchCase[] = [
 const TOPOLOGY_OF: Partial<Record<Backend, TopologyName>> = { redis: 'redis', redis5: 'redis5', mysql: 'mariadb', zookeeper: 'zookeeper', etcd: 'etcd', memcached: 'memcached' };
 const ROOT = resolve(__dirname, '..');
 
-function parseArgs(argv: string[]): { quick: boolean; only: string[] | undefined; shapes: BenchShape[] | undefined; out: string } {
+function parseArgs(argv: string[]): { quick: boolean; only: string[] | undefined; shapes: BenchShape[] | undefined; workers: number[] | undefined; out: string } {
   const quick = argv.includes('--quick');
   const onlyAt = argv.indexOf('--only');
   const shapesAt = argv.indexOf('--shapes');
+  const workersAt = argv.indexOf('--workers');
   const outAt = argv.indexOf('--out');
   return {
     quick,
     only: onlyAt >= 0 ? argv[onlyAt + 1]?.split(',') : undefined,
     shapes: shapesAt >= 0 ? (argv[shapesAt + 1]?.split(',') as BenchShape[]) : undefined,
+    // Cases by their number of workers, e.g. `--workers 1`: the uncontended case alone, at full length.
+    workers: workersAt >= 0 ? argv[workersAt + 1]?.split(',').map(Number) : undefined,
     out: outAt >= 0 ? resolve(argv[outAt + 1]) : join(ROOT, 'bench', 'results', 'latest.json'),
   };
 }
@@ -82,6 +85,7 @@ function summarise(subject: BenchSubject, benchCase: BenchCase, result: ContendR
     subject: subject.subject,
     floor: subject.floor,
     protocolFloor: subject.protocolFloor,
+    ...(subject.baseline ? { baseline: subject.baseline } : {}),
     ours: subject.ours,
     backend: subject.backend,
     case: benchCase.name,
@@ -128,8 +132,8 @@ function takes(subject: BenchSubject, benchCase: BenchCase): boolean {
 }
 
 async function main(): Promise<void> {
-  const { quick, only, shapes, out } = parseArgs(process.argv.slice(2));
-  const cases = CASES.filter((benchCase) => !shapes || shapes.includes(benchCase.shape));
+  const { quick, only, shapes, workers, out } = parseArgs(process.argv.slice(2));
+  const cases = CASES.filter((benchCase) => (!shapes || shapes.includes(benchCase.shape)) && (!workers || workers.includes(benchCase.workers)));
   const durationMs = quick ? 500 : 4_000;
   const subjects = BENCH_SUBJECTS.filter((s) => !only || only.some((name) => s.id === name || s.subject === name || s.backend === name || s.subject.startsWith(name)));
   const optimistic = OPTIMISTIC_SUBJECTS.filter((s) => !only || only.some((name) => s.subject === name || name === 'mysql' || s.subject.startsWith(name)));

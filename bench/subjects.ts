@@ -1,7 +1,7 @@
 // The benchmark's catalogue: every subject in report order, ours (the library through LockService), the
 // raw floors (bench/floors/, one file per backend) and the peers (peers.ts).
 import { HistoryLog } from '../test/support/history/history-log';
-import { InMemoryLockStrategy, LockManager, LockService, type LockStrategy } from '@app/distributed-lock';
+import { InMemoryLockStrategy, LockManager, LockService, type LockManagerOptions, type LockStrategy } from '@app/distributed-lock';
 import { RedisLockStrategy, RedlockStrategy } from '@app/distributed-lock/strategies/redis';
 import { PessimisticLockStrategy, RowLockStrategy } from '@app/distributed-lock/strategies/database';
 import { EtcdLockStrategy } from '@app/distributed-lock/strategies/etcd';
@@ -17,11 +17,12 @@ import { rawPessimisticFloor, rawRowFloor } from './floors/mysql';
 import { rawRedisFloor, rawRedisScriptsFloor } from './floors/redis';
 import { rawZooKeeperFloor, rawZooKeeperRecipeFloor } from './floors/zookeeper';
 import { PEER_SUBJECTS } from './peers';
+import { benchTelemetryObserver, benchTelemetrySetting } from './telemetry-sdk';
 
 /** Our lock service over a strategy, used the way an application would: acquire, then release. */
-function ours(createStrategy: () => LockStrategy): () => Promise<BenchLock> {
+function ours(createStrategy: () => LockStrategy, managerOptions: () => LockManagerOptions = () => ({})): () => Promise<BenchLock> {
   return async () => {
-    const manager = new LockManager(createStrategy());
+    const manager = new LockManager(createStrategy(), managerOptions());
     const locks = new LockService(manager);
     // The soak records every hold for the history checker (see bench/soak.ts); the benchmark does not.
     const history = process.env.LOCK_HISTORY_FILE ? new HistoryLog(process.env.LOCK_HISTORY_FILE) : undefined;
@@ -77,6 +78,17 @@ export const BENCH_SUBJECTS: readonly BenchSubject[] = [
     settings: 'RedisLockStrategy fair (FIFO hand-over), watchdog lease 30 s',
     crossProcess: true,
     create: ours(() => new RedisLockStrategy({ connection: env('LOCK_TEST_REDIS_URL') })),
+  },
+  {
+    id: 'redis-telemetry',
+    subject: 'redis-telemetry',
+    floor: 'floor:redis SET NX PX + EVAL',
+    baseline: 'redis',
+    ours: true,
+    backend: 'redis',
+    settings: `the "redis" subject with OpenTelemetryLockObserver: real SDK (async context manager, batch span processor, metric reader every 10 s), exporters that discard, keys hashed; spans recorded: ${benchTelemetrySetting()}`,
+    crossProcess: true,
+    create: ours(() => new RedisLockStrategy({ connection: env('LOCK_TEST_REDIS_URL'), name: 'redis' }), () => ({ observer: benchTelemetryObserver() })),
   },
   {
     id: 'redis-barging',

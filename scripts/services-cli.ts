@@ -1,7 +1,7 @@
 // Throwaway Redis, MariaDB, ZooKeeper, etcd and memcached servers on loopback, from Debian's packages.
 // Usage: npm run services -- up [topology…] | down | status
-//   topologies: redis, redis5, redis-cluster, redis-cluster-replicas, mariadb, zookeeper, zookeeper3, etcd, etcd3, memcached, and the
-//   fault ones (default for "up": what npm test starts: the single ones, redis5, zookeeper3, etcd3 and memcached)
+//   topologies: redis, redis5, redis-cluster, redis-cluster-replicas, mariadb, zookeeper, zookeeper3, etcd, etcd3, etcd-secure, memcached,
+//   and the fault ones (default for "up": what npm test starts: the single ones, redis5, zookeeper3, etcd3 and memcached)
 import { describeServers, ensureDebianPackages, packagesFor, startTopology, stopAll, TOPOLOGY_NAMES, type TopologyName } from './services/index';
 
 const DEFAULT_UP: TopologyName[] = ['redis', 'redis5', 'mariadb', 'zookeeper', 'etcd', 'zookeeper3', 'etcd3', 'memcached'];

@@ -1,5 +1,7 @@
 import type { DemoResultRow } from './demo-result';
+import type { WaitDistribution } from './lock-wait-metrics';
 import { timelineSvg, type SaleTimeline } from './timeline-svg';
+import { waitCdfSvg } from './wait-cdf-svg';
 
 const escape = (text: string): string => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
@@ -29,8 +31,17 @@ function barChart(id: string, title: string, unit: string, rows: readonly DemoRe
   return `<figure id="${id}"><figcaption>${escape(title)} (${escape(unit)})</figcaption><svg class="chart" viewBox="0 0 ${width} ${height}" width="${width}" height="${height}" role="img" aria-label="${escape(title)}">${legend}${bars}</svg></figure>`;
 }
 
-/** A self-contained page (no script, no external file) with the sale's table, charts, timelines and `sections` (HTML) after them. */
-export function renderReportHtml(rows: readonly DemoResultRow[], meta: Record<string, string>, timelines: readonly SaleTimeline[] = [], sections: readonly string[] = []): string {
+/**
+ * A self-contained page (no script, no external file) with the sale's table, charts, the lock waits of each
+ * locked sale (`waits`, read from the shops' metrics), timelines and `sections` (HTML) after them.
+ */
+export function renderReportHtml(
+  rows: readonly DemoResultRow[],
+  meta: Record<string, string>,
+  timelines: readonly SaleTimeline[] = [],
+  sections: readonly string[] = [],
+  waits: readonly WaitDistribution[] = [],
+): string {
   const table = `<table><thead><tr>${['strategy', 'database', 'sold', 'oversold', 'final stock', 'conflicts', 'rejected', 'errors', 'sold out s', 'lock busy (sale)', 'lock busy (run)', 'p50 ms', 'p99 ms', 'invariant']
     .map((h) => `<th>${h}</th>`)
     .join('')}</tr></thead><tbody>${rows
@@ -65,6 +76,7 @@ ${barChart('latency', 'Purchase latency', 'ms', rows, [
   { label: 'p99', value: (r) => r.p99Ms, colour: '#f59e0b' },
 ])}
 ${barChart('oversold', 'Oversold items', 'items', rows, [{ label: 'oversold', value: (r) => r.oversold, colour: '#ef4444' }])}
+${waits.length ? `<h2>How long buyers waited for the lock</h2><p>Read from each shop's <code>GET /metrics</code> (the library's <code>lock.wait.duration</code> histogram, Prometheus text) before and after the sale, summed over the instances; timed-out waits included.</p>${waitCdfSvg(waits)}` : ''}
 ${timelines.length ? `<h2>Who was inside when</h2><p>One lane per shop instance. Blue: a lock hold (its fencing token in the tooltip). Orange: a section with no lock. Red: a section that overlapped another.</p>${timelines.map(timelineSvg).join('\n')}` : ''}
 ${sections.join('\n')}
 </body></html>

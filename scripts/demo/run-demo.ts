@@ -11,6 +11,7 @@ import { ensureDebianPackages, packagesFor, startTopology, stopTopology, type Ru
 import { renderTable, type DemoResultRow } from './demo-result';
 import { progressBar } from './progress-bar';
 import { renderReportHtml } from './report-html';
+import type { WaitDistribution } from './lock-wait-metrics';
 import { runSale } from './run-sale';
 import { planRuns } from './sale-plan';
 import type { SaleTimeline } from './timeline-svg';
@@ -35,6 +36,7 @@ async function main(): Promise<void> {
   const running: RunningTopology[] = [];
   const rows: DemoResultRow[] = [];
   const timelines: SaleTimeline[] = [];
+  const waits: WaitDistribution[] = [];
   let stockReport: StockReportSummary | undefined;
   try {
     if (topologies.length) {
@@ -45,8 +47,9 @@ async function main(): Promise<void> {
     process.stderr.write(`${settings.buyers} buyers, ${settings.stock} items, ${settings.instances} instances per strategy\n`);
     for (const run of runs) {
       const bar = progressBar(run.name, settings.buyers);
-      const { row, outcome, timeline } = await runSale(run, settings, { onProgress: (done) => bar.update(done) });
+      const { row, outcome, timeline, waits: saleWaits } = await runSale(run, settings, { onProgress: (done) => bar.update(done) });
       timelines.push(timeline);
+      if (saleWaits) waits.push(saleWaits);
       const odd = Object.entries(outcome.statusCounts).filter(([status]) => status !== '201' && status !== '409 SOLD_OUT');
       bar.finish(`${outcome.created} sold in ${(outcome.durationMs / 1000).toFixed(1)} s${odd.length ? ` (other answers: ${odd.map(([s, n]) => `${n}× ${s}`).join(', ')})` : ''}`);
       rows.push(row);
@@ -72,7 +75,8 @@ async function main(): Promise<void> {
     'wall time': `${seconds} s`,
   };
   if (stockReport) writeFileSync(join(outDir, 'stock-report.json'), `${JSON.stringify(stockReport, null, 2)}\n`);
-  writeFileSync(join(outDir, 'report.html'), renderReportHtml(rows, meta, timelines, stockReport ? [renderStockReportHtml(stockReport)] : []));
+  writeFileSync(join(outDir, 'lock-waits.json'), `${JSON.stringify(waits, (_key, value: unknown) => (value === Infinity ? '+Inf' : value), 2)}\n`);
+  writeFileSync(join(outDir, 'report.html'), renderReportHtml(rows, meta, timelines, stockReport ? [renderStockReportHtml(stockReport)] : [], waits));
   process.stdout.write(`wrote ${join(outDir, 'results.json')} and ${join(outDir, 'report.html')} in ${seconds} s\n`);
   const unguarded = rows.find((row) => !row.guarded);
   if (unguarded) process.stdout.write(`unguarded: ${unguarded.oversold} items oversold — what the locks prevent.\n`);

@@ -6,6 +6,7 @@ import { Product } from '../../apps/demo-inventory/src/inventory/product.entity'
 import { quantile, type DemoResultRow } from './demo-result';
 import { runFlashSale, type SaleOutcome } from './flash-sale';
 import { startInstances, stopInstances, type ShopInstance } from './instances';
+import { bucketsBetween, scrapeWaitBuckets, waitDistribution, type WaitDistribution } from './lock-wait-metrics';
 import type { Hold } from '../../apps/demo-inventory/src/inventory/hold-log';
 import type { SaleRun } from './sale-plan';
 import type { SaleTimeline } from './timeline-svg';
@@ -34,7 +35,7 @@ export interface SaleHooks {
  * concurrent purchases, then the books checked against the stock: orders must equal the items deducted,
  * never more than the stock.
  */
-export async function runSale(run: SaleRun, settings: SaleSettings, hooks: SaleHooks = {}): Promise<{ row: DemoResultRow; outcome: SaleOutcome; timeline: SaleTimeline }> {
+export async function runSale(run: SaleRun, settings: SaleSettings, hooks: SaleHooks = {}): Promise<{ row: DemoResultRow; outcome: SaleOutcome; timeline: SaleTimeline; waits: WaitDistribution | undefined }> {
   const env: NodeJS.ProcessEnv = {
     ...hooks.env,
     DEMO_DATABASE: run.database,
@@ -55,11 +56,16 @@ export async function runSale(run: SaleRun, settings: SaleSettings, hooks: SaleH
     let conflicts = 0;
     let holds: Hold[] = [];
     let saleStartedAt = Date.now();
+    let waits: WaitDistribution | undefined;
+    // The lock strategy the purchases take (the pessimistic module has its own); none for the unlocked modes.
+    const lockStrategies = run.mode === 'locked' ? ['inventory'] : run.mode === 'pessimistic' ? ['pessimistic'] : [];
     try {
       for (const instance of instances) await fetch(`http://127.0.0.1:${instance.port}/holds`); // forget the start-up's
+      const waitsBefore = lockStrategies.length ? await scrapeWaitBuckets(instances, lockStrategies) : undefined;
       saleStartedAt = Date.now();
       outcome = await runFlashSale(instances, { sku, mode: run.mode, buyers: settings.buyers, concurrency: 48, onProgress: hooks.onProgress });
       holds = await sectionsOfSale(instances, sku);
+      if (waitsBefore) waits = waitDistribution(run.name, bucketsBetween(waitsBefore, await scrapeWaitBuckets(instances, lockStrategies)));
       if (run.mode === 'optimistic') {
         for (const instance of instances) {
           const stats = (await (await fetch(`http://127.0.0.1:${instance.port}/stats`)).json()) as { optimisticAttempts: number };
@@ -97,7 +103,7 @@ export async function runSale(run: SaleRun, settings: SaleSettings, hooks: SaleH
       invariantHolds,
       guarded: run.mode !== 'unguarded',
     };
-    return { row, outcome, timeline: { strategy: run.name, startedAt: saleStartedAt, durationMs: outcome.durationMs, holds } };
+    return { row, outcome, timeline: { strategy: run.name, startedAt: saleStartedAt, durationMs: outcome.durationMs, holds }, waits };
   } finally {
     await data.destroy();
   }

@@ -9,6 +9,8 @@ import type { ServerRecord } from './service-state';
 export interface ServerKind {
   /** Debian package that provides the binary. */
   readonly packageName: string;
+  /** Other Debian packages its set-up runs (e.g. openssl for certificates). */
+  readonly extraPackages?: readonly string[];
   /** Creates the instance directory's files (config, data dir); runs once per fresh instance. */
   prepare?(record: ServerRecord, members: readonly ServerRecord[]): void;
   /** True once the server really serves requests. */

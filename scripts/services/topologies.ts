@@ -23,10 +23,13 @@ import {
   type ServerKind,
 } from './server-kinds';
 import { formRedisCluster } from './redis-cluster';
+import { ETCD_SECURE, etcdSecureArgs, etcdSecureKind } from './etcd-secure';
+import { REDIS_TLS, redisTlsArgs, redisTlsKind } from './redis-tls';
+import { MARIADB_TLS, mariadbTlsArgs, mariadbTlsKind } from './mariadb-tls';
 import { instancesRoot, listRecords, readRecord, removeRecord, type ServerRecord } from './service-state';
 
 /** The server set-ups the tests, the demo and the benchmarks use. */
-export const TOPOLOGY_NAMES = ['redis', 'redis-faults', 'redis-restart', 'redis-sentinel', 'redis-sentinel2', 'redis-cluster', 'redis-cluster-replicas', 'redis5', 'redis5-faults', 'mariadb', 'mariadb-faults', 'zookeeper', 'zookeeper3', 'zookeeper3-faults', 'etcd', 'etcd3', 'etcd3-faults', 'memcached', 'memcached-faults'] as const;
+export const TOPOLOGY_NAMES = ['redis', 'redis-faults', 'redis-restart', 'redis-sentinel', 'redis-sentinel2', 'redis-cluster', 'redis-cluster-replicas', 'redis5', 'redis5-faults', 'mariadb', 'mariadb-faults', 'zookeeper', 'zookeeper3', 'zookeeper3-faults', 'etcd', 'etcd3', 'etcd3-faults', 'etcd-secure', 'memcached', 'memcached-faults', 'redis-tls', 'mariadb-tls'] as const;
 export type TopologyName = (typeof TOPOLOGY_NAMES)[number];
 
 interface MemberPlan {
@@ -255,6 +258,16 @@ const PLANS: Record<TopologyName, TopologyPlan> = {
     args: (member) => etcdArgs(member, PLANS['etcd3-faults'].members, `lock-test-etcd3-faults-${process.pid}`),
     envValue: () => ETCD3_FAULTS.map(([port]) => `http://127.0.0.1:${port}`).join(','),
   },
+  // TLS with client certificates and auth on, users with narrow roles (see etcd-secure.ts). Its certificates
+  // and users are made at start: a server of your own cannot stand in for it.
+  'etcd-secure': {
+    kind: etcdSecureKind,
+    envVar: 'LOCK_TEST_ETCD_SECURE',
+    members: [{ name: ETCD_SECURE.member, ports: ETCD_SECURE.ports }],
+    command: 'etcd',
+    args: (member) => etcdSecureArgs(member, `lock-test-etcd-secure-${process.pid}`),
+    envValue: () => `https://127.0.0.1:${ETCD_SECURE.ports[0]}`,
+  },
   // memcached's standard port is 11211: never used here.
   memcached: {
     kind: memcachedKind,
@@ -274,6 +287,25 @@ const PLANS: Record<TopologyName, TopologyPlan> = {
     args: (member) => memcachedArgs(member.ports[0]),
     envValue: () => '127.0.0.1:11312',
   },
+  // TLS only, the default user off, the library's user limited by ACL (see redis-tls.ts). Its certificates
+  // and users are made at start: a server of your own cannot stand in for it.
+  'redis-tls': {
+    kind: redisTlsKind,
+    envVar: 'LOCK_TEST_REDIS_TLS',
+    members: [{ name: REDIS_TLS.member, ports: [REDIS_TLS.port] }],
+    command: 'redis-server',
+    args: (member) => redisTlsArgs(member),
+    envValue: () => `rediss://127.0.0.1:${REDIS_TLS.port}`,
+  },
+  // TLS required on every TCP connection, the library's user with table grants only (see mariadb-tls.ts).
+  'mariadb-tls': {
+    kind: mariadbTlsKind,
+    envVar: 'LOCK_TEST_MYSQL_TLS',
+    members: [{ name: MARIADB_TLS.member, ports: [MARIADB_TLS.port] }],
+    command: 'mariadbd',
+    args: (member) => mariadbTlsArgs(member),
+    envValue: () => `mysql://127.0.0.1:${MARIADB_TLS.port}/${MARIADB_TLS.database}`,
+  },
 };
 
 /** The environment variable of a topology (e.g. `LOCK_TEST_REDIS_URL`). */
@@ -290,7 +322,7 @@ function kindOf(topology: TopologyName, memberName: string): ServerKind {
 /** Debian packages a set of topologies needs. */
 export function packagesFor(names: readonly TopologyName[]): string[] {
   const kinds = names.flatMap((name) => [PLANS[name].kind, ...PLANS[name].members.flatMap((member) => (member.own ? [member.own.kind] : []))]);
-  const packages = new Set(kinds.map((kind) => kind.packageName));
+  const packages = new Set(kinds.flatMap((kind) => [kind.packageName, ...(kind.extraPackages ?? [])]));
   if (packages.has('etcd-server')) packages.add('etcd-client');
   return [...packages];
 }

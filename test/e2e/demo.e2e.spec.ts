@@ -90,6 +90,13 @@ describe('the flash-sale demo', () => {
       expect(await page.locator('#timeline-unguarded rect.overlap').count()).toBeGreaterThan(0);
       const hold = await page.locator('#timeline-row rect.hold').first().boundingBox();
       expect(hold?.width ?? 0).toBeGreaterThan(0);
+      // The lock waits, read from the shops' GET /metrics: one line for the one locked sale, every buyer's wait in it.
+      const waits = JSON.parse(readFileSync(join(out, 'lock-waits.json'), 'utf8')) as Array<{ strategy: string; total: number; counts: number[] }>;
+      expect(waits.map((wait) => [wait.strategy, wait.total])).toEqual([['row', 400]]);
+      expect(await page.locator('#lock-waits g.wait-cdf').count()).toBe(1);
+      const line = page.locator('#lock-waits g.wait-cdf[data-strategy="row"] polyline');
+      expect((await line.boundingBox())?.width ?? 0).toBeGreaterThan(100);
+      expect(await page.locator('#lock-waits g.wait-cdf[data-strategy="row"] circle.wait-point').count()).toBe(waits[0].counts.length - 1);
     } finally {
       await browser.close();
     }

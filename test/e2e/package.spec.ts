@@ -38,20 +38,25 @@ describe('the packed library', () => {
       expect(manifest.peerDependencies[peer]).toBeDefined();
       expect(manifest.peerDependenciesMeta[peer]).toBeUndefined();
     }
-    for (const client of ['ioredis', 'typeorm', 'mysql2', 'zookeeper', 'etcd3', 'memcache-client', '@nestjs/terminus']) {
+    for (const client of ['ioredis', 'typeorm', 'mysql2', 'zookeeper', 'etcd3', 'memcache-client', '@nestjs/terminus', '@opentelemetry/api', '@nestjs/observe']) {
       expect(manifest.peerDependenciesMeta[client]).toEqual({ optional: true });
     }
   });
 
-  it('loads its main entry without loading any backend client', () => {
+  it('loads its main entry without loading any backend client, nor OpenTelemetry or Observe while telemetry is off', () => {
     const script = `
       require('reflect-metadata');
       const lib = require(${JSON.stringify(join(LIB, 'dist', 'index.js'))});
-      const loaded = Object.keys(require.cache).filter((p) => /node_modules\\/(ioredis|typeorm|mysql2|zookeeper|etcd3|memcache-client|@nestjs\\/terminus)\\//.test(p));
-      console.log(JSON.stringify({ exports: Object.keys(lib).sort(), loaded }));`;
+      (async () => {
+        const manager = new lib.LockManager(new lib.InMemoryLockStrategy());
+        await new lib.LockService(manager).withLock('k', () => undefined);
+        await manager.close();
+        const loaded = Object.keys(require.cache).filter((p) => /node_modules\\/(ioredis|typeorm|mysql2|zookeeper|etcd3|memcache-client|@nestjs\\/terminus|@opentelemetry|@nestjs\\/observe)\\//.test(p));
+        console.log(JSON.stringify({ exports: Object.keys(lib).sort(), loaded }));
+      })();`;
     const out = JSON.parse(execFileSync(process.execPath, ['-e', script], { cwd: ROOT, encoding: 'utf8' })) as { exports: string[]; loaded: string[] };
     expect(out.loaded).toEqual([]);
-    for (const name of ['DistributedLockModule', 'LockService', 'Locked', 'OptimisticVersion', 'InMemoryLockStrategy', 'DistributedLockError', 'currentLock']) {
+    for (const name of ['DistributedLockModule', 'LockService', 'Locked', 'OptimisticVersion', 'InMemoryLockStrategy', 'DistributedLockError', 'currentLock', 'OpenTelemetryLockObserver', 'LOCK_TELEMETRY']) {
       expect(out.exports).toContain(name);
     }
     expect(existsSync(join(LIB, 'dist', 'index.d.ts'))).toBe(true);

@@ -5,7 +5,7 @@ import { DataSource } from 'typeorm';
 import { demoDataSourceOptions } from '../../apps/demo-inventory/src/app.module';
 import { startInstances, stopInstances, type ShopInstance } from '../../scripts/demo/instances';
 
-/** The shop over HTTP, one instance on SQLite: validation, error mapping, health. */
+/** The shop over HTTP, one instance on SQLite: validation, error mapping, health, metrics. */
 describe('shop HTTP API', () => {
   const dir = mkdtempSync(join(tmpdir(), 'shop-e2e-'));
   const sqlitePath = join(dir, 'shop.sqlite');
@@ -51,5 +51,18 @@ describe('shop HTTP API', () => {
     expect(health.status).toBe(200);
     expect(health.body.info).toMatchObject({ database: { status: 'up' }, 'lock:inventory': { status: 'up', strategy: 'inventory', backend: 'row' }, 'lock:reports': { status: 'up', strategy: 'reports', backend: 'reports-memory' } });
     expect(await call('GET', '/reports/e2e-1')).toMatchObject({ status: 200, body: { sku: 'e2e-1', stock: 0, orders: 1 } });
+  });
+
+  it('serves the lock metrics in Prometheus text format on GET /metrics', async () => {
+    const response = await fetch(`http://127.0.0.1:${shop.port}/metrics`);
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toMatch(/^text\/plain/);
+    const text = await response.text();
+    expect(text).toContain('# TYPE lock_wait_duration histogram');
+    expect(text).toContain('# TYPE lock_hold_duration histogram');
+    // The locked purchases so far: two of e2e-1 (one sold, one sold out) and the one of an unknown product,
+    // which takes the lock before it reads the product.
+    expect(text).toMatch(/^lock_acquisitions_total\{lock_strategy="inventory",lock_mode="exclusive",lock_outcome="acquired"[^}]*\} 3$/m);
+    expect(text).toMatch(/^lock_wait_duration_bucket\{lock_strategy="inventory",[^}]*le="\+Inf"\} 3$/m);
   });
 });

@@ -12,6 +12,8 @@ export interface AppProcess {
   /** Resolves the first printed line (from `from` on) that matches, or rejects after `timeoutMs`. */
   waitForLine(pattern: RegExp, timeoutMs: number, from?: number): Promise<string>;
   send(line: string): void;
+  /** The last 4 000 characters it wrote to stderr (what a native abort leaves). */
+  stderrTail(): string;
 }
 
 /**
@@ -47,7 +49,7 @@ export function startAppProcess(name: string, worker: string, env: NodeJS.Proces
       };
       poll();
     });
-  return { name, child, lines, exited, waitForLine, send: (line) => void child.stdin?.write(`${line}\n`) };
+  return { name, child, lines, exited, waitForLine, send: (line) => void child.stdin?.write(`${line}\n`), stderrTail: () => stderr };
 }
 
 /** Stops a process: SIGTERM, then SIGKILL if it has not exited after `graceMs`. */

@@ -1,5 +1,7 @@
-import { DistributedLockError, LockAcquireTimeoutError, LockManager, LockService, type AcquireOptions } from '@app/distributed-lock';
+import { LockAcquireTimeoutError, LockManager, LockService, type AcquireOptions } from '@app/distributed-lock';
 import { subjectNamed } from '../contract/subjects';
+import { startAppProcess, stopAppProcess } from './app-process';
+import { contendUntil } from './contend-loops';
 import { FencedResource } from './fenced-resource';
 import { startHolder } from './holder-process';
 import { expectCleanHistory, newHistory } from './history/expect-clean-history';
@@ -60,34 +62,77 @@ export async function contendThroughChaos(
   const services = managers.map((manager) => new LockService(manager));
   let lost = 0;
   for (const manager of managers) manager.events.on('lost', () => (lost += 1));
-  let inside = 0;
-  let violations = 0;
-  let sections = 0;
-  let typedFailures = 0;
-  const untyped: unknown[] = [];
-  const stopAt = Date.now() + options.durationMs;
-  const loops = Array.from({ length: options.contenders }, async (_, i) => {
-    const locks = services[i % services.length];
-    while (Date.now() < stopAt) {
-      try {
-        await recordedWithLock(history, `client-${i % services.length}`, locks, key, async () => {
-          inside += 1;
-          if (inside > 1) violations += 1;
-          await sleep(5);
-          inside -= 1;
-          sections += 1;
-        }, options.acquire);
-      } catch (error) {
-        if (error instanceof DistributedLockError) typedFailures += 1;
-        else untyped.push(error);
-        await sleep(50);
-      }
-    }
-  });
-  await Promise.all([...loops, chaos()]);
+  const [counts] = await Promise.all([contendUntil(services, history, key, { contenders: options.contenders, stopAt: Date.now() + options.durationMs, acquire: options.acquire, holderPrefix: 'client' }), chaos()]);
   await Promise.all(managers.map((manager) => manager.close().catch(() => undefined)));
   expectCleanHistory(history, options.scenario);
-  return { sections, violations, typedFailures, untyped, lost };
+  return { ...counts, lost };
+}
+
+/** A contender process that ended without finishing its run (a crash, such as a native abort). */
+export interface CrashedContender {
+  readonly name: string;
+  /** Its exit code or signal (SIGABRT for an abort). */
+  readonly exit: string;
+  /** The end of what it wrote to stderr (an assertion's text). */
+  readonly stderr: string;
+}
+
+/** What contender processes saw, and which of them crashed. */
+export interface ProcessChaosOutcome extends ChaosOutcome {
+  readonly crashed: readonly CrashedContender[];
+}
+
+/**
+ * `contendThroughChaos` in the deployment's shape: each of `names` is a separate process (`worker`, see
+ * `zookeeper-contender.worker.ts`) running `contenders` loops on its own client. Once all of them contend,
+ * `chaos` runs. A process that dies (a native abort takes the whole process, not one call) is reported in
+ * `crashed` with its signal and stderr (the caller asserts there is none), instead of taking the test
+ * runner's worker with it. Bounded: a process still running `durationMs` + 30 s after it started
+ * contending is killed and reported.
+ */
+export async function contendInProcessesThroughChaos(
+  worker: string,
+  names: readonly string[],
+  env: NodeJS.ProcessEnv,
+  key: string,
+  options: { contenders: number; durationMs: number; scenario: string },
+  chaos: () => Promise<void>,
+): Promise<ProcessChaosOutcome> {
+  const history = newHistory(options.scenario);
+  const apps = names.map((name) =>
+    startAppProcess(name, worker, { ...env, CONTENDER_NAME: name, CONTENDER_KEY: key, CONTENDERS: String(options.contenders), DURATION_MS: String(options.durationMs), LOCK_HISTORY_FILE: history.file }),
+  );
+  try {
+    await Promise.all(apps.map((app) => app.waitForLine(/^contending$/, 30_000)));
+    await chaos();
+    await Promise.all(
+      apps.map(async (app) => {
+        const timer = setTimeout(() => app.child.kill('SIGKILL'), options.durationMs + 30_000);
+        await app.exited;
+        clearTimeout(timer);
+      }),
+    );
+  } finally {
+    await Promise.all(apps.map((app) => stopAppProcess(app, 1_000)));
+  }
+  const outcome = { sections: 0, violations: 0, typedFailures: 0, untyped: [] as unknown[], lost: 0, crashed: [] as CrashedContender[] };
+  for (const app of apps) {
+    const done = app.lines.find((line) => line.startsWith('done '));
+    if (!done) {
+      outcome.crashed.push({ name: app.name, exit: await app.exited, stderr: app.stderrTail().slice(-1_500) });
+      continue;
+    }
+    const counts = JSON.parse(done.slice('done '.length)) as Omit<ChaosOutcome, 'untyped'> & { untyped: string[] };
+    outcome.sections += counts.sections;
+    outcome.violations += counts.violations;
+    outcome.typedFailures += counts.typedFailures;
+    outcome.lost += counts.lost;
+    outcome.untyped.push(...counts.untyped.map((error) => `${app.name}: ${error}`));
+  }
+  // A crash is the failure to report: the history of a run with a dead contender (a hold it never ended)
+  // is checked only once no contender crashed.
+  if (outcome.crashed.length === 0) expectCleanHistory(history, options.scenario);
+  return outcome;
 }
 
 /**

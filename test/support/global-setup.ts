@@ -28,7 +28,7 @@ export async function setup(project: TestProject): Promise<void> {
     });
   }
   process.once('exit', () => killAllNow(keep));
-  ensureDebianPackages(packagesFor([...BASE_TOPOLOGIES, 'redis-sentinel']), (line) => process.stdout.write(`${line}\n`));
+  ensureDebianPackages(packagesFor([...BASE_TOPOLOGIES, 'redis-sentinel', 'etcd-secure']), (line) => process.stdout.write(`${line}\n`));
   const started = Date.now();
   const running = await Promise.all(BASE_TOPOLOGIES.map((name) => startTopology(name)));
   const parts = running.map((t) => `${t.name} ${t.managed ? `${t.startupMs} ms` : `(yours: ${t.envVar})`}`);

@@ -12,6 +12,8 @@ import { LockErrorsFilter } from './inventory/lock-errors.filter';
 import { Order } from './inventory/order.entity';
 import { Product } from './inventory/product.entity';
 import { buildLockStrategies } from './locks/lock-strategies.factory';
+import { LockMetrics } from './metrics/lock-metrics';
+import { MetricsModule } from './metrics/metrics.module';
 import { ReportsModule } from './reports/reports.module';
 import { ShopController } from './shop.controller';
 
@@ -36,12 +38,16 @@ export class AppModule {
           useFactory: (c: DemoConfig) => demoDataSourceOptions(c, process.env.DEMO_SYNC === '1'),
         }),
         DistributedLockModule.forRootAsync({
-          inject: [demoConfig.KEY, getDataSourceToken()],
-          useFactory: (c: DemoConfig, dataSource: DataSource): DistributedLockModuleOptions => ({
+          imports: [MetricsModule],
+          inject: [demoConfig.KEY, getDataSourceToken(), LockMetrics],
+          useFactory: (c: DemoConfig, dataSource: DataSource, metrics: LockMetrics): DistributedLockModuleOptions => ({
             strategies: buildLockStrategies(c, dataSource),
             defaultStrategy: 'inventory',
+            // The locks' wait and hold histograms, served on GET /metrics; no tracer is registered, so spans go nowhere.
+            telemetry: { meterProvider: metrics.meterProvider, key: 'omit' },
           }),
         }),
+        MetricsModule,
         InventoryModule,
         ReportsModule,
         HealthModule,

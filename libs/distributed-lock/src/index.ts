@@ -14,6 +14,25 @@ export { budgetAborted, onBudgetAbort } from './locking/wait-for-wake';
 export type { LockStrategy, LockStrategyCapabilities, LeaseLostListener, ReleaseOutcome } from './locking/lock-strategy.interface';
 export { compileKeyTemplate, toKeyResolver, type LockKeySource, type KeyResolver } from './locking/key-template';
 export { validateLockKey } from './locking/lock-key';
+export type {
+  LockObserver,
+  ObservedLockManager,
+  ObservedAcquisition,
+  AcquisitionObservation,
+  AcquisitionOutcome,
+  HoldObservation,
+} from './locking/lock-observer';
+
+// Traces and metrics (OpenTelemetry; `@opentelemetry/api` is loaded only when an observer is created)
+export { OpenTelemetryLockObserver } from './telemetry/open-telemetry-lock-observer';
+export { LockObservers } from './telemetry/lock-observers';
+export { LOCK_TELEMETRY, LOCK_DURATION_BUCKETS } from './telemetry/lock-telemetry-names';
+export type {
+  OpenTelemetryLockObserverOptions,
+  LockKeyAttribute,
+  TelemetryTracerProvider,
+  TelemetryMeterProvider,
+} from './telemetry/lock-telemetry-options';
 
 // Scheduled jobs, once per cluster
 export {
@@ -56,8 +75,10 @@ export type {
   DistributedLockModuleOptions,
   DistributedLockFeatureOptions,
   DistributedLockOptionsFactory,
+  DistributedLockTelemetryOptions,
 } from './nest/distributed-lock-options.interface';
 export type { DistributedLockModuleExtras } from './nest/distributed-lock.module-definition';
+export type { LogKeys } from './nest/log-keys';
 export { getLockServiceToken, getLeaderElectionToken } from './nest/distributed-lock.tokens';
 export { Locked, type LockedOptions } from './nest/decorators/locked.decorator';
 export { OptimisticVersion } from './nest/decorators/optimistic-version.decorator';

@@ -1,5 +1,6 @@
 import { LockBackendUnavailableError } from '../errors/lock-backend-unavailable.error';
 import { LockCommitFailedError } from '../errors/lock-commit-failed.error';
+import { LockPermissionDeniedError } from '../errors/lock-permission-denied.error';
 import { LockNotHeldError } from '../errors/lock-not-held.error';
 import { runBounded } from './bounded-operation';
 
@@ -68,5 +69,15 @@ describe('runBounded', () => {
     }).catch((e: unknown) => e);
     expect(commit).toBeInstanceOf(LockCommitFailedError);
     expect(commit).toMatchObject({ strategy: 'orders', key: 'k', committed: 'unknown', cause: driverError });
+
+    const refused = new Error('-102 not authenticated');
+    const denied = await runBounded({
+      strategy: 'orders',
+      operation: 'acquire',
+      timeoutMs: 1_000,
+      run: () => Promise.reject(new LockPermissionDeniedError('zookeeper', 'acquire', 'cdrwa on /dlock', { key: 'k', cause: refused })),
+    }).catch((e: unknown) => e);
+    expect(denied).toBeInstanceOf(LockPermissionDeniedError);
+    expect(denied).toMatchObject({ strategy: 'orders', operation: 'acquire', grant: 'cdrwa on /dlock', key: 'k', cause: refused });
   });
 });

@@ -11,6 +11,8 @@ import { findHeldInChain } from './lock-context';
 import { LockEvents } from './lock-events';
 import { LockHandle } from './lock-handle';
 import type { LeaseGrant, LockRequest } from './lock-lease';
+import type { HoldObservation, LockObserver } from './lock-observer';
+import { observeAcquisition } from './observe-acquisition';
 import { assertDuration, LOCK_DEFAULTS, type ResolvedAcquireOptions } from './lock-options';
 import type { LockStrategy, ReleaseOutcome } from './lock-strategy.interface';
 import { createOwnerId } from './owner-id';
@@ -26,6 +28,8 @@ export interface LockManagerOptions {
    * module sets it). Default: the strategy's own `name`.
    */
   readonly name?: string;
+  /** Watches acquisitions and holds for traces and metrics (e.g. `OpenTelemetryLockObserver`). Default none. */
+  readonly observer?: LockObserver;
 }
 
 /**
@@ -48,6 +52,9 @@ export class LockManager {
   /** Per key, this process's contenders in line, for strategies that hand a lock on (see `LockStrategy.transfer`). */
   private readonly lines = new Map<string, HandOverLine>();
   private readonly operationTimeout: number;
+  private readonly observer: LockObserver | undefined;
+  /** The observer's view of each held lock, when there is an observer. */
+  private readonly observedHolds = new Map<HeldLock, HoldObservation>();
   private closed = false;
   private closing: Promise<void> = Promise.resolve();
 
@@ -57,6 +64,8 @@ export class LockManager {
   ) {
     this.operationTimeout = assertDuration(options.operationTimeout ?? LOCK_DEFAULTS.operationTimeout, 'operationTimeout', 1);
     this.name = options.name ?? strategy.name;
+    this.observer = options.observer;
+    this.observer?.attach(this);
   }
 
   get strategyName(): string {
@@ -71,14 +80,50 @@ export class LockManager {
     return this.held.size;
   }
 
+  /** Number of acquisitions waiting now through this manager. */
+  get waitingCount(): number {
+    return this.waiting.size;
+  }
+
+  /** The strategy's own name (its kind), for observers. */
+  get backendName(): string {
+    return this.strategy.name;
+  }
+
   /**
    * Acquire one key, waiting up to `options.waitTimeout`. Resolves `null` only when `nullOnTimeout` is set
    * and the wait ran out; otherwise a timeout throws `LockAcquireTimeoutError`.
    */
-  async acquire(key: string, options: ResolvedAcquireOptions, nullOnTimeout: boolean, deadline?: number): Promise<LockHandle | null> {
+  acquire(key: string, options: ResolvedAcquireOptions, nullOnTimeout: boolean, deadline?: number): Promise<LockHandle | null> {
+    // Not an async function: without an observer, the acquisition's own promise is handed back as it is,
+    // with no promise wrapped around it (telemetry off costs the one test below).
+    let reentered: LockHandle | null;
+    try {
+      reentered = this.tryReenter(key, options);
+    } catch (error) {
+      return Promise.reject(error as Error);
+    }
+    if (reentered) return Promise.resolve(reentered);
+    if (!this.observer) return this.acquireNew(key, options, nullOnTimeout, deadline);
+    // Asked first, observed second: the observer's work is done while the backend answers.
+    const startedAt = performance.now();
+    const acquiring = this.acquireNew(key, options, nullOnTimeout, deadline);
+    const observation = this.observer.acquisitionStarted(this, { key, mode: options.mode, tryOnly: nullOnTimeout, startedAt });
+    return observation ? observeAcquisition(observation, acquiring, startedAt, this.observedHolds) : acquiring;
+  }
+
+  /**
+   * @internal Runs `fn` (the section of `withLock`) as part of `handle`'s hold for the observer, e.g. under
+   * the hold's span; runs it as it is without an observer.
+   */
+  runObserved<T>(handle: LockHandle, fn: () => T): T {
+    const hold = this.observedHolds.get(handle.heldLock);
+    return hold?.run ? hold.run(fn) : fn();
+  }
+
+  /** An acquisition that is not a re-entry. */
+  private async acquireNew(key: string, options: ResolvedAcquireOptions, nullOnTimeout: boolean, deadline?: number): Promise<LockHandle | null> {
     const started = Date.now();
-    const reentered = this.tryReenter(key, options);
-    if (reentered) return reentered;
     if (this.closed) throw this.closedError(key, 0);
     if (options.mode === 'shared' && !this.strategy.capabilities.sharedLocks) {
       throw new InvalidLockOptionsError('mode', `strategy "${this.name}" does not support shared (read) locks; use mode "exclusive".`);
@@ -181,6 +226,7 @@ export class LockManager {
     for (const lock of [...this.held]) if (lock.isHeld) lock.markLost('closed');
     await Promise.all([...this.held].map((lock) => lock.settled()));
     await this.atMost(this.operationTimeout, Promise.all([...this.leaving, ...this.orphans]));
+    this.observer?.detach(this);
     try {
       await runBounded({ strategy: this.name, operation: 'close', timeoutMs: this.operationTimeout, run: () => this.strategy.close() });
     } catch (error) {
@@ -243,6 +289,11 @@ export class LockManager {
   private finished(lock: HeldLock): void {
     this.held.delete(lock);
     this.holderGone(lock.grant.key, lock.grant.owner);
+    const observed = this.observedHolds.get(lock);
+    if (observed) {
+      this.observedHolds.delete(lock);
+      observed.holdEnded(Date.now() - lock.acquiredAt);
+    }
   }
 
   private holderGone(key: string, owner: string): void {

@@ -106,7 +106,9 @@ export class LockService {
     const entries = lock.locks.map((handle) => ({ managerId: this.manager.id, handle, unprefixedKey: handle.key.slice(this.keyPrefix.length) }));
     let result: T;
     try {
-      result = await runWithHeldLocks(entries, () => fn(lock.locks.length === 1 ? lock.locks[0] : lock));
+      // Under the observer's view of the hold (the hold's span, say), for what the section itself traces.
+      const section = (): T | Promise<T> => runWithHeldLocks(entries, () => fn(lock.locks.length === 1 ? lock.locks[0] : lock));
+      result = await this.manager.runObserved(lock.locks[lock.locks.length - 1], section);
     } catch (error) {
       // A section that failed after its lock was lost most likely failed because of it (its transaction
       // rolled back, its connection gone): the caller hears of the loss, with the failure as its cause.

@@ -1,6 +1,8 @@
 import type { LeaderElectionOptions } from '../election/leader-election-options';
 import type { LockDefaults } from '../locking/lock-options';
 import type { LockStrategy } from '../locking/lock-strategy.interface';
+import type { LogKeys } from './log-keys';
+import type { OpenTelemetryLockObserverOptions } from '../telemetry/lock-telemetry-options';
 
 /** Options of `DistributedLockModule.forRoot` (and what a `forRootAsync` factory returns). */
 export interface DistributedLockModuleOptions {
@@ -23,6 +25,32 @@ export interface DistributedLockModuleOptions {
    * Nest's Logger. Default true.
    */
   readonly logEvents?: boolean;
+  /**
+   * How those log lines show lock keys, which can carry user data: `'plain'` (default) or `'hashed'`
+   * (`key#` and the first 16 hex digits of the key's SHA-256, as spans' `lock.key.hash`, also inside a quoted error message). Errors
+   * and events keep the key itself.
+   */
+  readonly logKeys?: LogKeys;
+  /**
+   * Traces and metrics of every lock: a span per acquisition (the wait) and per hold, histograms of wait
+   * and hold time, counters of acquisitions, losses, extensions and background errors (names and
+   * attributes: docs/observability.md). `true` reports through OpenTelemetry (`@opentelemetry/api`, an
+   * optional peer: your SDK decides where it goes) and through NestJS Observe when its module is
+   * registered; an object says how. Default false: nothing is recorded and `@opentelemetry/api` is not loaded.
+   */
+  readonly telemetry?: boolean | DistributedLockTelemetryOptions;
+}
+
+/** How `DistributedLockModule` reports its locks (`telemetry`). */
+export interface DistributedLockTelemetryOptions extends OpenTelemetryLockObserverOptions {
+  /** Report through OpenTelemetry (`@opentelemetry/api` must be installed). Default true. */
+  readonly openTelemetry?: boolean;
+  /**
+   * Report through NestJS Observe (`@nestjs/observe`) too: spans through its `TracerService`, inside the
+   * request or job trace it records, and counts and durations as its custom metrics. Default: when its
+   * module is registered in the application. `true` fails the bootstrap when it is not; `false` never reports there.
+   */
+  readonly observe?: boolean;
 }
 
 /** Options of `DistributedLockModule.forFeature`: the strategy and prefix of one feature module. */

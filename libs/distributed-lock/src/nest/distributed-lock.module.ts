@@ -14,6 +14,7 @@ import { LockedMethodExplorer } from './explorer/locked-method.explorer';
 import { LockMetadataAccessor } from './explorer/lock-metadata.accessor';
 import { ModuleFeatures } from './explorer/module-features';
 import { LockRegistry } from './lock-registry';
+import { ObserveTelemetryBinder } from './telemetry/observe-telemetry.binder';
 import { validateDistributedLockOptions, validateFeatureOptions } from './validate-distributed-lock-options';
 
 /**
@@ -43,6 +44,7 @@ import { validateDistributedLockOptions, validateFeatureOptions } from './valida
     LockedMethodExplorer,
     LeaderElections,
     LeadershipHookExplorer,
+    ObserveTelemetryBinder,
   ],
   exports: [LockRegistry, LockService, ScheduledLockEvents, LeaderElections],
 })

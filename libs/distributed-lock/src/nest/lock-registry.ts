@@ -2,9 +2,14 @@ import { InvalidLockOptionsError } from '../errors/invalid-lock-options.error';
 import { Logger, type OnApplicationShutdown } from '@nestjs/common';
 import { StrategyNotRegisteredError } from '../errors/strategy-not-registered.error';
 import { LockManager } from '../locking/lock-manager';
+import type { LockObserver } from '../locking/lock-observer';
 import { LockService } from '../locking/lock-service';
 import { ScheduledLockEvents } from '../scheduling/scheduled-lock-events';
-import type { DistributedLockFeatureOptions, DistributedLockModuleOptions } from './distributed-lock-options.interface';
+import { LockObservers } from '../telemetry/lock-observers';
+import { OpenTelemetryLockObserver } from '../telemetry/open-telemetry-lock-observer';
+import { keysForLog } from './log-keys';
+import type { DistributedLockFeatureOptions, DistributedLockModuleOptions, DistributedLockTelemetryOptions } from './distributed-lock-options.interface';
+import { validateTelemetryOption } from './validate-distributed-lock-options';
 
 /**
  * The application's lock managers, one per registered strategy, and the lock services built on them.
@@ -18,21 +23,30 @@ export class LockRegistry implements OnApplicationShutdown {
   private readonly root: Map<string, LockService> = new Map();
   /** Events of the application's `@ScheduledLock` jobs (injectable as `ScheduledLockEvents`). */
   readonly scheduledLockEvents = new ScheduledLockEvents();
+  /** The module's `telemetry`, as options; undefined when it is off. */
+  readonly telemetry: DistributedLockTelemetryOptions | undefined;
+  /** What reports the locks, when `telemetry` is on. */
+  private readonly observers: LockObservers | undefined;
   /** The scheduled-job locks taken so far, by strategy and full key: which method each belongs to. */
   private readonly scheduledJobs = new Map<string, { method: object; where: string }>();
 
   constructor(private readonly options: DistributedLockModuleOptions & { defaultStrategy: string }) {
     this.defaultStrategy = options.defaultStrategy;
+    this.telemetry = validateTelemetryOption(options.telemetry);
+    if (this.telemetry) {
+      const { tracerProvider, meterProvider, key } = this.telemetry;
+      this.observers = new LockObservers(this.telemetry.openTelemetry === false ? [] : [new OpenTelemetryLockObserver({ tracerProvider, meterProvider, key })]);
+    }
     for (const [name, strategy] of Object.entries(options.strategies)) {
       // Errors and events name the strategy as the application registered it ("orders"), not by its kind ("database").
-      const manager = new LockManager(strategy, { operationTimeout: options.operationTimeout, name });
+      const manager = new LockManager(strategy, { operationTimeout: options.operationTimeout, name, observer: this.observers });
       if (options.logEvents ?? true) this.logEvents(name, manager);
       this.managers.set(name, manager);
       this.root.set(name, new LockService(manager, { keyPrefix: options.keyPrefix, defaults: options.defaults }));
     }
     if (this.logsEvents) {
       this.scheduledLockEvents.on('skipped', (event) =>
-        this.logger.debug(`Scheduled job "${event.job}" skipped: its lock "${event.key}" (strategy "${event.strategy}") is held by another instance`),
+        this.logger.debug(this.logLine(`Scheduled job "${event.job}" skipped: its lock "${event.key}" (strategy "${event.strategy}") is held by another instance`, event.key)),
       );
     }
   }
@@ -40,6 +54,19 @@ export class LockRegistry implements OnApplicationShutdown {
   /** Whether lock, scheduled-job and election events are logged (`logEvents`). */
   get logsEvents(): boolean {
     return this.options.logEvents ?? true;
+  }
+
+  /** A log line with `key` (and the key an error in it carries) shown as `logKeys` says. */
+  logLine(line: string, key: string | undefined): string {
+    return keysForLog(line, key, this.options.logKeys ?? 'plain');
+  }
+
+  /**
+   * Adds an observer of every strategy's locks (the module adds NestJS Observe's once the application's
+   * providers exist). Ignored when `telemetry` is off.
+   */
+  addObserver(observer: LockObserver): void {
+    this.observers?.add(observer);
   }
 
   /** Registered strategy names. */
@@ -71,10 +98,10 @@ export class LockRegistry implements OnApplicationShutdown {
 
   private logEvents(name: string, manager: LockManager): void {
     manager.events.on('lost', (event) =>
-      this.logger.warn(`Lock "${event.key}" (strategy "${name}") lost after ${event.heldMs} ms: ${event.reason}`),
+      this.logger.warn(this.logLine(`Lock "${event.key}" (strategy "${name}") lost after ${event.heldMs} ms: ${event.reason}`, event.key)),
     );
     manager.events.on('backgroundError', (event) =>
-      this.logger.error(`Background ${event.operation} of "${event.key}" (strategy "${name}") failed: ${String(event.error)}`),
+      this.logger.error(this.logLine(`Background ${event.operation} of "${event.key}" (strategy "${name}") failed: ${String(event.error)}`, event.key)),
     );
   }
 

@@ -4,9 +4,12 @@ import { validateLockKey } from '../locking/lock-key';
 import { assertDuration, assertKnownKeys, describe, validateAcquireOptions } from '../locking/lock-options';
 import type { LockStrategy } from '../locking/lock-strategy.interface';
 import { DEFAULT_STRATEGY_NAME } from './distributed-lock.constants';
-import type { DistributedLockFeatureOptions, DistributedLockModuleOptions } from './distributed-lock-options.interface';
+import { LOG_KEYS, type LogKeys } from './log-keys';
+import { OPEN_TELEMETRY_OPTION_KEYS, validateOpenTelemetryOptions } from '../telemetry/lock-telemetry-options';
+import type { DistributedLockFeatureOptions, DistributedLockModuleOptions, DistributedLockTelemetryOptions } from './distributed-lock-options.interface';
 
-const MODULE_KEYS = ['strategies', 'defaultStrategy', 'keyPrefix', 'defaults', 'operationTimeout', 'logEvents'];
+const MODULE_KEYS = ['strategies', 'defaultStrategy', 'keyPrefix', 'defaults', 'operationTimeout', 'logEvents', 'logKeys', 'telemetry'];
+const TELEMETRY_KEYS = [...OPEN_TELEMETRY_OPTION_KEYS, 'openTelemetry', 'observe'];
 const FEATURE_KEYS = ['strategy', 'keyPrefix', 'defaults', 'elections'];
 const STRATEGY_NAME = /^[A-Za-z][\w.-]{0,63}$/;
 
@@ -55,11 +58,36 @@ export function validateDistributedLockOptions(options: unknown): DistributedLoc
   if (options.logEvents !== undefined && typeof options.logEvents !== 'boolean') {
     throw new InvalidLockOptionsError('logEvents', `expected true or false, got ${describe(options.logEvents)}.`);
   }
+  if (options.logKeys !== undefined && !LOG_KEYS.includes(options.logKeys as LogKeys)) {
+    throw new InvalidLockOptionsError('logKeys', `expected 'plain' or 'hashed', got ${describe(options.logKeys)}.`);
+  }
   const defaults = validateAcquireOptions(options.defaults, 'defaults');
   if (defaults.signal !== undefined) {
     throw new InvalidLockOptionsError('defaults.signal', 'a signal belongs to one acquisition, not to module defaults.');
   }
+  validateTelemetryOption(options.telemetry);
   return { ...(options as unknown as DistributedLockModuleOptions), defaultStrategy };
+}
+
+/**
+ * The module's `telemetry` as options: undefined when it is off (absent or false), `{}` for true.
+ * Throws `InvalidLockOptionsError` for a bad value.
+ */
+export function validateTelemetryOption(input: unknown): DistributedLockTelemetryOptions | undefined {
+  if (input === undefined || input === false) return undefined;
+  if (input === true) return {};
+  if (typeof input !== 'object' || input === null || Array.isArray(input)) {
+    throw new InvalidLockOptionsError('telemetry', `expected true, false or telemetry options, got ${describe(input)}.`);
+  }
+  validateOpenTelemetryOptions(input, 'telemetry', TELEMETRY_KEYS);
+  const { openTelemetry, observe } = input as Record<string, unknown>;
+  for (const [name, value] of [['openTelemetry', openTelemetry], ['observe', observe]] as const) {
+    if (value !== undefined && typeof value !== 'boolean') throw new InvalidLockOptionsError(`telemetry.${name}`, `expected true or false, got ${describe(value)}.`);
+  }
+  if (openTelemetry === false && observe === false) {
+    throw new InvalidLockOptionsError('telemetry', 'openTelemetry and observe are both false, so nothing would be reported; set `telemetry: false` instead.');
+  }
+  return input as DistributedLockTelemetryOptions;
 }
 
 /** Checks `forFeature` options when the module is declared. */

@@ -77,7 +77,15 @@ export class LeaderElections implements OnApplicationBootstrap, BeforeApplicatio
       else this.logger.log(line);
     });
     election.events.on('campaignError', (event) =>
-      this.logger.error(`Campaign of ${where()} failed${event.retryInMs > 0 ? `, trying again in ${event.retryInMs} ms` : ''}: ${String(event.error)}`),
+      this.logger.error(
+        this.registry.logLine(`Campaign of ${where()} failed${event.retryInMs > 0 ? `, trying again in ${event.retryInMs} ms` : ''}: ${String(event.error)}`, keyOf(event.error)),
+      ),
     );
   }
+}
+
+/** The lock key a library error carries (its message quotes it), if any. */
+function keyOf(error: unknown): string | undefined {
+  const key = (error as { key?: unknown } | null)?.key;
+  return typeof key === 'string' ? key : undefined;
 }

@@ -10,6 +10,8 @@ import { assertFastPaths } from '../fast-paths-option';
 import type { LeaseLostListener, LockStrategy, LockStrategyCapabilities, ReleaseOutcome } from '../../locking/lock-strategy.interface';
 import type { LockDataSource } from './database-client.type';
 import { ensureInitialized, resolveDataSource } from './database-connection';
+import { createMissingTables } from './ensure-tables';
+import { sqlCallError } from './sql-permission';
 import { assertKeyDistinct, paddingMigration } from './lock-key-collation';
 import { fenceTableDdl, LOCK_TABLES, MAX_SQL_KEY_LENGTH, rowTableDdl, SQL_IDENTIFIER } from './lock-table.sql';
 import { queryOnDataSource, queryOnRunner } from './mysql-direct';
@@ -133,11 +135,20 @@ export class PessimisticLockStrategy implements LockStrategy {
   }
 
   tryAcquire(request: LockRequest): Promise<LeaseGrant | null> {
-    return this.lockRow(request, undefined);
+    return this.lockRow(request, undefined).catch((error: unknown) => {
+      throw this.callError(error, request.key);
+    });
   }
 
   acquire(request: LockRequest, budget: WaitBudget): Promise<LeaseGrant | null> {
-    return this.lockRow(request, budget);
+    return this.lockRow(request, budget).catch((error: unknown) => {
+      throw this.callError(error, request.key);
+    });
+  }
+
+  /** A refused grant becomes `LockPermissionDeniedError` naming the GRANTs to run. */
+  private callError(error: unknown, key: string): unknown {
+    return sqlCallError(error, { strategy: this.name, operation: 'acquire', key, tables: [this.table, this.fenceTable] });
   }
 
   async extend(lease: LeaseGrant, ttlMs: number): Promise<LeaseGrant | null> {
@@ -414,8 +425,10 @@ export class PessimisticLockStrategy implements LockStrategy {
       await ensureInitialized(this.dataSource);
       const dialect = await withServerFeatures(this.dataSource, dialectOf(this.dataSource, this.name));
       if (this.ensureTable) {
-        await this.dataSource.query(rowTableDdl(dialect, this.table));
-        await this.dataSource.query(fenceTableDdl(dialect, this.fenceTable));
+        await createMissingTables(this.dataSource, dialect, [
+          { table: this.table, statements: [rowTableDdl(dialect, this.table)] },
+          { table: this.fenceTable, statements: [fenceTableDdl(dialect, this.fenceTable)] },
+        ]);
       }
       const padding = (await paddingMigration(this.dataSource, dialect, this.table)) ?? (await paddingMigration(this.dataSource, dialect, this.fenceTable));
       return { dialect, sql: pessimisticStatements(dialect, this.table, this.fenceTable), padding };

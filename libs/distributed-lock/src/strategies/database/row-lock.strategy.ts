@@ -9,6 +9,8 @@ import type { LockStrategy, LockStrategyCapabilities } from '../../locking/lock-
 import { leaseExpiry } from '../../locking/lease-expiry';
 import type { LockDataSource } from './database-client.type';
 import { ensureInitialized, resolveDataSource } from './database-connection';
+import { createMissingTables } from './ensure-tables';
+import { sqlCallError } from './sql-permission';
 import { assertKeyDistinct, paddingMigration } from './lock-key-collation';
 import { leaseClockDdl, leaseTableDdl, LOCK_TABLES, MAX_SQL_KEY_LENGTH, SQL_IDENTIFIER } from './lock-table.sql';
 import { queryOnDataSource, type DirectResult } from './mysql-direct';
@@ -89,6 +91,14 @@ export class RowLockStrategy implements LockStrategy {
   }
 
   async tryAcquire(request: LockRequest): Promise<LeaseGrant | null> {
+    try {
+      return await this.take(request);
+    } catch (error) {
+      throw this.callError(error, 'acquire', request.key);
+    }
+  }
+
+  private async take(request: LockRequest): Promise<LeaseGrant | null> {
     const { dialect, sql, padding } = await this.prepare();
     assertKeyDistinct(request.key, this.table, padding);
     const sentAt = Date.now();
@@ -115,15 +125,29 @@ export class RowLockStrategy implements LockStrategy {
   async extend(lease: LeaseGrant, ttlMs: number): Promise<LeaseGrant | null> {
     const { sql } = await this.prepare();
     const sentAt = Date.now();
-    const result = await this.run(sql.extend, [ttlMs, lease.key, lease.owner]);
+    let result: DirectResult;
+    try {
+      result = await this.run(sql.extend, [ttlMs, lease.key, lease.owner]);
+    } catch (error) {
+      throw this.callError(error, 'extend', lease.key);
+    }
     return result.affected === 1 ? { ...lease, expiresAt: leaseExpiry(sentAt, ttlMs) } : null;
   }
 
   async release(lease: LeaseGrant): Promise<boolean> {
-    const { sql } = await this.prepare();
-    // The row stays (free, expired at 0) so that the key's fencing token keeps growing.
-    if ((await this.run(sql.releaseLast, [lease.key, lease.owner])).affected === 1) return true;
-    return (await this.run(sql.releaseOne, [lease.key, lease.owner])).affected === 1;
+    try {
+      const { sql } = await this.prepare();
+      // The row stays (free, expired at 0) so that the key's fencing token keeps growing.
+      if ((await this.run(sql.releaseLast, [lease.key, lease.owner])).affected === 1) return true;
+      return (await this.run(sql.releaseOne, [lease.key, lease.owner])).affected === 1;
+    } catch (error) {
+      throw this.callError(error, 'release', lease.key);
+    }
+  }
+
+  /** A refused grant becomes `LockPermissionDeniedError` naming the GRANT to run. */
+  private callError(error: unknown, operation: string, key?: string): unknown {
+    return sqlCallError(error, { strategy: this.name, operation, key, tables: [this.table] });
   }
 
   async ping(): Promise<void> {
@@ -154,10 +178,7 @@ export class RowLockStrategy implements LockStrategy {
     this.ready ??= (async () => {
       await ensureInitialized(this.dataSource);
       const dialect = await withServerFeatures(this.dataSource, dialectOf(this.dataSource, this.name));
-      if (this.ensureTable) {
-        await this.dataSource.query(leaseTableDdl(dialect, this.table));
-        for (const statement of leaseClockDdl(dialect, this.table)) await this.dataSource.query(statement);
-      }
+      if (this.ensureTable) await createMissingTables(this.dataSource, dialect, [{ table: this.table, statements: [leaseTableDdl(dialect, this.table), ...leaseClockDdl(dialect, this.table)] }]);
       const padding = await paddingMigration(this.dataSource, dialect, this.table);
       return { dialect, sql: rowLockStatements(dialect, this.table), padding };
     })().catch((error: unknown) => {

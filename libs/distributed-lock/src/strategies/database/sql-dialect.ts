@@ -89,6 +89,15 @@ const SQLITE: SqlDialect = {
 /** The dialects by name, before the server's features are known (see `withServerFeatures`). */
 export const SQL_DIALECTS: Readonly<Record<SqlDialect['name'], SqlDialect>> = Object.freeze({ mysql: MYSQL, sqlite: SQLITE });
 
+/**
+ * The dialect of a server, for the DDL helpers (`leaseTableDdl(sqlDialectFor('mariadb'))`) in a migration
+ * run without a data source at hand.
+ */
+export function sqlDialectFor(server: 'mariadb' | 'mysql' | 'sqlite'): SqlDialect {
+  if (server === 'sqlite') return SQLITE;
+  return server === 'mariadb' ? { ...MYSQL, mariadb: true, returning: true } : MYSQL;
+}
+
 /** The dialect of a data source; MySQL and MariaDB (mysql2) and SQLite (better-sqlite3) are supported. */
 export function dialectOf(dataSource: LockDataSource, strategy: string): SqlDialect {
   const type = dataSource.options.type;

@@ -11,6 +11,7 @@ import { watchBlocker, type BlockerWaitOutcome } from './etcd-blocker-watch';
 import type { EtcdLockClient } from './etcd-client.type';
 import { resolveEtcdClient } from './etcd-connection';
 import { etcdContenderKey, etcdLockPrefix, isLeaseGoneError } from './etcd-keys';
+import { etcdPermissionDenied } from './etcd-refusal';
 import { keepAliveWhileWaiting } from './etcd-lease-keepalive';
 import { EtcdLeasePool, type PooledLease } from './etcd-lease-pool';
 import {
@@ -96,6 +97,8 @@ export class EtcdLockStrategy implements LockStrategy {
    * key of the same lease, already deleted.
    */
   private readonly writersEntering = new Map<string, bigint>();
+  /** The etcd user of `connection.auth`, for messages (never its password). */
+  private readonly user: string | undefined;
 
   constructor(options: EtcdLockStrategyOptions) {
     const raw: unknown = options;
@@ -106,11 +109,39 @@ export class EtcdLockStrategy implements LockStrategy {
     const resolved = resolveEtcdClient(options.client, options.connection, this.name);
     this.client = resolved.client;
     this.ownsClient = resolved.owned;
+    this.user = options.connection?.auth?.username;
     this.pool = new EtcdLeasePool(this.client);
     this.ownKeys = new EtcdOwnKeyWatches(this.client);
   }
 
-  async tryAcquire(request: LockRequest): Promise<LeaseGrant | null> {
+  tryAcquire(request: LockRequest): Promise<LeaseGrant | null> {
+    return this.refusalsTyped('acquire', this.tryAcquireOnce(request), request.key);
+  }
+
+  acquire(request: LockRequest, budget: WaitBudget): Promise<LeaseGrant | null> {
+    return this.refusalsTyped('acquire', this.acquireWaiting(request, budget), request.key);
+  }
+
+  extend(lease: LeaseGrant, ttlMs: number): Promise<LeaseGrant | null> {
+    return this.refusalsTyped('extend', this.extendLease(lease, ttlMs), lease.key);
+  }
+
+  release(lease: LeaseGrant): Promise<boolean> {
+    return this.refusalsTyped('release', this.releaseLease(lease), lease.key);
+  }
+
+  ping(): Promise<void> {
+    return this.refusalsTyped('ping', this.client.get(`${this.namespace}ping`).exec().then(() => undefined));
+  }
+
+  /** etcd's refusals (a role without the lock prefix, wrong credentials) as `LockPermissionDeniedError`. */
+  private refusalsTyped<T>(operation: string, pending: Promise<T>, key?: string): Promise<T> {
+    return pending.catch((error: unknown) => {
+      throw etcdPermissionDenied(error, { strategy: this.name, operation, namespace: this.namespace, user: this.user, key }) ?? error;
+    });
+  }
+
+  private async tryAcquireOnce(request: LockRequest): Promise<LeaseGrant | null> {
     const attempt = await this.enter(request);
     const blocker = attempt.blocker === 'unknown' ? await keyAhead(this.client, attempt.prefix, attempt.own, request.mode) : attempt.blocker;
     if (!blocker) return attempt.grant;
@@ -118,7 +149,7 @@ export class EtcdLockStrategy implements LockStrategy {
     return null;
   }
 
-  async acquire(request: LockRequest, budget: WaitBudget): Promise<LeaseGrant | null> {
+  private async acquireWaiting(request: LockRequest, budget: WaitBudget): Promise<LeaseGrant | null> {
     const deadline = Date.now() + budget.timeoutMs;
     // Given up before it began (a wait shorter than a round trip): no key to create, and none to delete.
     if (budgetAborted(budget)) return null;
@@ -169,7 +200,7 @@ export class EtcdLockStrategy implements LockStrategy {
     return entry ? { ...grant, expiresAt: leaseExpiry(entry.renewedAt, ttlMs) } : grant;
   }
 
-  async extend(lease: LeaseGrant, ttlMs: number): Promise<LeaseGrant | null> {
+  private async extendLease(lease: LeaseGrant, ttlMs: number): Promise<LeaseGrant | null> {
     const grant = lease as EtcdLeaseGrant;
     const entry = this.leases.get(grant.owner);
     if (!entry) return null;
@@ -216,7 +247,7 @@ export class EtcdLockStrategy implements LockStrategy {
     return moved;
   }
 
-  async release(lease: LeaseGrant): Promise<boolean> {
+  private async releaseLease(lease: LeaseGrant): Promise<boolean> {
     const grant = lease as EtcdLeaseGrant;
     if (!this.leases.has(grant.owner)) return false;
     if (grant.mode === 'exclusive') this.line.release(lineId(grant.etcdKey, grant.createRevision), 'released');
@@ -240,10 +271,6 @@ export class EtcdLockStrategy implements LockStrategy {
     }
     listeners.add(listener);
     return () => listeners.delete(listener);
-  }
-
-  async ping(): Promise<void> {
-    await this.client.get(`${this.namespace}ping`).exec();
   }
 
   async close(): Promise<void> {

@@ -15,6 +15,7 @@ import { leaseExpiry } from '../../locking/lease-expiry';
 import { budgetAborted, waitForWake } from '../../locking/wait-for-wake';
 import { closeRedisClient } from './close-redis-client';
 import { strategyName } from '../strategy-name';
+import { redisCallError } from './redis-acl';
 
 /** Options of the single-instance Redis strategy. */
 export interface RedisLockStrategyOptions {
@@ -119,13 +120,21 @@ export class RedisLockStrategy implements LockStrategy {
   async tryAcquire(request: LockRequest): Promise<LeaseGrant | null> {
     const keys = this.keyNames.of(request.key);
     const sentAt = Date.now();
-    const [held, token] = await this.runAcquire(keys, request, false);
-    return held ? this.grantOf(request, token, sentAt) : null;
+    try {
+      const [held, token] = await this.runAcquire(keys, request, false);
+      return held ? this.grantOf(request, token, sentAt) : null;
+    } catch (error) {
+      throw this.callError(error, 'acquire', request.key);
+    }
   }
 
   async acquire(request: LockRequest, budget: WaitBudget): Promise<LeaseGrant | null> {
     const keys = this.keyNames.of(request.key);
-    return this.fair ? this.waitInLine(keys, request, budget) : this.raceForRelease(keys, request, budget);
+    try {
+      return await (this.fair ? this.waitInLine(keys, request, budget) : this.raceForRelease(keys, request, budget));
+    } catch (error) {
+      throw this.callError(error, 'acquire', request.key);
+    }
   }
 
   /**
@@ -220,19 +229,27 @@ export class RedisLockStrategy implements LockStrategy {
     const keys = this.keyNames.of(lease.key);
     const sentAt = Date.now();
     const args = [lease.owner, keys.channel, ttlMs];
-    if (!this.replicaAck) {
-      const extended = await this.scripts.extend.run(this.client, keys.keys, args);
-      return extended === 1 ? { ...lease, expiresAt: leaseExpiry(sentAt, ttlMs) } : null;
+    try {
+      if (!this.replicaAck) {
+        const extended = await this.scripts.extend.run(this.client, keys.keys, args);
+        return extended === 1 ? { ...lease, expiresAt: leaseExpiry(sentAt, ttlMs) } : null;
+      }
+      const { reply, acknowledged } = await this.replicaAck.run(this.client, this.scripts.extend, keys.keys, args, async () => undefined, lease.key, 'extend');
+      if (reply !== 1) return null;
+      // Extended on the master only: a promoted replica would end the lease where it last confirmed it.
+      if (!this.replicaAck.enough(acknowledged)) throw this.replicaAck.tooFew(lease.key, 'extend', acknowledged);
+      return { ...lease, expiresAt: leaseExpiry(sentAt, ttlMs) };
+    } catch (error) {
+      throw this.callError(error, 'extend', lease.key);
     }
-    const { reply, acknowledged } = await this.replicaAck.run(this.client, this.scripts.extend, keys.keys, args, async () => undefined, lease.key, 'extend');
-    if (reply !== 1) return null;
-    // Extended on the master only: a promoted replica would end the lease where it last confirmed it.
-    if (!this.replicaAck.enough(acknowledged)) throw this.replicaAck.tooFew(lease.key, 'extend', acknowledged);
-    return { ...lease, expiresAt: leaseExpiry(sentAt, ttlMs) };
   }
 
   async release(lease: LeaseGrant): Promise<boolean> {
-    return this.releaseOwner(this.keyNames.of(lease.key), lease.owner);
+    try {
+      return await this.releaseOwner(this.keyNames.of(lease.key), lease.owner);
+    } catch (error) {
+      throw this.callError(error, 'release', lease.key);
+    }
   }
 
   private async releaseOwner(keys: RedisLockKeys, owner: string): Promise<boolean> {
@@ -240,7 +257,16 @@ export class RedisLockStrategy implements LockStrategy {
   }
 
   async ping(): Promise<void> {
-    await this.client.ping();
+    try {
+      await this.client.ping();
+    } catch (error) {
+      throw this.callError(error, 'ping');
+    }
+  }
+
+  /** A refused permission becomes `LockPermissionDeniedError` naming the ACL rules to grant; credentials never travel on. */
+  private callError(error: unknown, operation: string, key?: string): unknown {
+    return redisCallError(error, { strategy: this.name, namespace: this.keyNames.namespace, operation, key });
   }
 
   async close(): Promise<void> {

@@ -37,7 +37,7 @@ const first = (result: unknown[]): unknown => result[0];
  * build a log line for every call before they know whether anyone logs (`util.inspect` of the arguments,
  * callbacks included): CPU spent on every call for a log nobody reads, and an acquisition makes up to
  * four calls. Same arguments, same answers, same errors; the rest of the client (connect, events, close,
- * auth) is the package's own. A client without the binding (a different build) is used as it is.
+ * auth, ACLs) is the package's own. A client without the binding (a different build) is used as it is.
  */
 export function withNativeCalls(client: ZooKeeperLockClient): ZooKeeperLockClient {
   const native = (client as unknown as { native?: Partial<ZooKeeperNative> }).native;
@@ -59,6 +59,7 @@ export function withNativeCalls(client: ZooKeeperLockClient): ZooKeeperLockClien
     once: client.once.bind(client),
     removeListener: client.removeListener.bind(client),
     add_auth: client.add_auth.bind(client),
+    set_acl: client.set_acl.bind(client),
   };
   return { ...own, ...calls };
 }

@@ -3,6 +3,7 @@ import type { WaitBudget } from '../../locking/lock-lease';
 import { budgetAborted, waitForWake } from '../../locking/wait-for-wake';
 import { ZK_ERRORS, zkErrorCode, type ZooKeeperLockClient } from './zookeeper-client.type';
 import type { ZooKeeperOrphans } from './zookeeper-orphans';
+import { restrictToCreator } from './zookeeper-acl';
 import { isZkWriter, zkSequence } from './zookeeper-paths';
 
 // Flags of the zookeeper client (see its constants): 0 persistent, 3 ephemeral + sequential, 4 container.
@@ -10,9 +11,13 @@ const PERSISTENT = 0;
 const EPHEMERAL_SEQUENTIAL = 3;
 const CONTAINER = 4;
 
-/** Creates `path` (and its parent) if missing: the base as a persistent node, the lock node as a container
- * node, which the server deletes once its last contender is gone (no empty lock nodes pile up). */
-export async function ensureLockNode(client: ZooKeeperLockClient, base: string, lockPath: string): Promise<void> {
+/**
+ * Creates `path` (and its parent) if missing: the base as a persistent node, the lock node as a container
+ * node, which the server deletes once its last contender is gone (no empty lock nodes pile up). With
+ * `restrict` (the session authenticates), each node it creates is given the creator-only ACL at once (see
+ * restrictToCreator); a node that existed keeps the ACL it has (an operator's, or ours from before).
+ */
+export async function ensureLockNode(client: ZooKeeperLockClient, base: string, lockPath: string, restrict = false): Promise<void> {
   for (const [path, flags] of [
     [base, PERSISTENT],
     [lockPath, CONTAINER],
@@ -21,7 +26,9 @@ export async function ensureLockNode(client: ZooKeeperLockClient, base: string, 
       await client.create(path, '', flags);
     } catch (error) {
       if (zkErrorCode(error) !== ZK_ERRORS.NODE_EXISTS) throw error;
+      continue;
     }
+    if (restrict) await restrictToCreator(client, path);
   }
 }
 
@@ -35,12 +42,13 @@ const LOOKUP_DELAYS_MS = [0, 50, 100, 200, 400, 800, 1_000, 1_000];
  * again blindly would leave the first node alive for the whole session, ahead of us and of everyone
  * after us: the lock would block until this process ends. Extra nodes found with our prefix (possible
  * only if an earlier look-up missed a create still in flight) are handed to `orphans`; the caller hands
- * `prefix` to them too when this throws, since the outcome of the last create is then unknown. After five
- * tries without a node, rejects with `LockBackendUnavailableError` naming `strategy`.
+ * `prefix` to them too when this throws, since the outcome of the last create is then unknown (a refusal,
+ * NOAUTH, is thrown at once: the create did not happen). With `paths.restrict`, the lock node and the base,
+ * when created here, get the creator-only ACL. After five tries without a node, rejects with `LockBackendUnavailableError` naming `strategy`.
  */
 export async function createContender(
   client: ZooKeeperLockClient,
-  paths: { readonly base: string; readonly lockPath: string; readonly prefix: string },
+  paths: { readonly base: string; readonly lockPath: string; readonly prefix: string; readonly restrict?: boolean },
   owner: string,
   orphans: Pick<ZooKeeperOrphans, 'adopt'>,
   strategy: string,
@@ -54,7 +62,7 @@ export async function createContender(
       const code = zkErrorCode(error);
       if (code === ZK_ERRORS.NO_NODE) {
         // The container node was reaped between our create of it and of our child: create it again.
-        await ensureLockNode(client, base, lockPath);
+        await ensureLockNode(client, base, lockPath, paths.restrict);
         continue;
       }
       if (code !== ZK_ERRORS.CONNECTION_LOSS && code !== ZK_ERRORS.OPERATION_TIMEOUT) throw error;

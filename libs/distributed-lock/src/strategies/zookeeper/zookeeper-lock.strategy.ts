@@ -7,6 +7,7 @@ import { assertDuration, assertKnownKeys, describe } from '../../locking/lock-op
 import type { LeaseLostListener, LockStrategy, LockStrategyCapabilities } from '../../locking/lock-strategy.interface';
 import { ZK_DELETED_EVENT, ZK_ERRORS, zkErrorCode, type ZooKeeperLockClient } from './zookeeper-client.type';
 import { blockerAmong, blockerOf, createContender, listRightAfterCreate, tokenFromFirstLook, waitForDeletion } from './zookeeper-lock.recipe';
+import { zkPermissionDenied } from './zookeeper-acl';
 import { ZooKeeperOrphans } from './zookeeper-orphans';
 import { zkContenderPrefix, zkLockPath } from './zookeeper-paths';
 import { ZooKeeperSession, type ZooKeeperConnectionOptions } from './zookeeper-session';
@@ -93,6 +94,11 @@ export class ZooKeeperLockStrategy implements LockStrategy {
   private readonly line = new SameProcessLine<Promise<boolean>>();
   /** Protection prefixes of our writers whose create is on its way (see `waitFor`). */
   private readonly writersCreating = new Set<string>();
+  /**
+   * The digest user the session authenticates as (the part of `digestAuth` before ":"; never the
+   * password), for messages. Defined exactly when the nodes we create get the creator-only ACL.
+   */
+  private readonly digestUser: string | undefined;
 
   constructor(options: ZooKeeperLockStrategyOptions) {
     const raw: unknown = options;
@@ -108,6 +114,7 @@ export class ZooKeeperLockStrategy implements LockStrategy {
       throw new InvalidLockOptionsError('digestAuth', 'expected "user:password".');
     }
     assertFastPaths(options.fastPaths);
+    this.digestUser = options.digestAuth?.slice(0, options.digestAuth.indexOf(':'));
     this.session = new ZooKeeperSession(options, this.name, assertDuration(options.connectTimeout ?? 10_000, 'connectTimeout', 100), {
       holdsLocks: () => this.held.size > 0,
     });
@@ -181,7 +188,7 @@ export class ZooKeeperLockStrategy implements LockStrategy {
     // The lock node is created on demand: createContender makes it (and the base) when it is missing.
     const prefix = zkContenderPrefix(randomUUID(), request.mode);
     if (request.mode === 'exclusive') this.writersCreating.add(prefix);
-    const creating = createContender(client, { base: this.basePath, lockPath, prefix }, request.owner, this.orphans, this.name);
+    const creating = createContender(client, { base: this.basePath, lockPath, prefix, restrict: this.digestUser !== undefined }, request.owner, this.orphans, this.name);
     // Sent right behind the create, which createContender sent before its first await.
     const firstLook = listRightAfterCreate(client, lockPath);
     let path: string;
@@ -189,6 +196,9 @@ export class ZooKeeperLockStrategy implements LockStrategy {
       path = await creating;
       budget?.serverAnswered?.();
     } catch (error) {
+      // Refused (NOAUTH): the create did not happen, and would be refused again.
+      const denied = this.permissionDenied(error, 'acquire', request.key);
+      if (denied) throw denied;
       // Our last create may have happened server-side: whatever carries our prefix must go.
       this.orphans.adopt(lockPath, prefix);
       throw error;
@@ -242,8 +252,13 @@ export class ZooKeeperLockStrategy implements LockStrategy {
       return this.hold(request, client, path, Number(stat.czxid), Date.now()).grant;
     } catch (error) {
       await this.deleteNode(path).catch(() => false);
-      throw error;
+      throw this.permissionDenied(error, 'acquire', request.key) ?? error;
     }
+  }
+
+  /** The typed error for a NOAUTH answer (see zkPermissionDenied), undefined for any other. */
+  private permissionDenied(error: unknown, operation: string, key?: string): Error | undefined {
+    return zkPermissionDenied(error, { strategy: this.name, operation, basePath: this.basePath, user: this.digestUser, key });
   }
 
   /**
@@ -362,6 +377,9 @@ export class ZooKeeperLockStrategy implements LockStrategy {
       return true;
     } catch (error) {
       if (zkErrorCode(error) === ZK_ERRORS.NO_NODE) return false;
+      // Refused: the lock node's ACL no longer lets us delete; retrying later would be refused alike.
+      const denied = this.permissionDenied(error, 'release');
+      if (denied) throw denied;
       const parent = path.lastIndexOf('/');
       this.orphans.adopt(path.slice(0, parent), path.slice(parent + 1));
       throw error;

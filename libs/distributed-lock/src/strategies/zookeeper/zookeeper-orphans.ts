@@ -67,7 +67,11 @@ export class ZooKeeperOrphans {
       [...this.pending].map(([id, orphan]) =>
         this.deleteMatching(orphan.lockPath, orphan.namePrefix).then(
           () => this.pending.delete(id),
-          () => undefined, // still unreachable: next sweep
+          (error: unknown) => {
+            // Refused (NOAUTH): an ACL change took our permission; every later sweep would be refused
+            // alike. The node goes with our session. Anything else: still unreachable, next sweep.
+            if (zkErrorCode(error) === ZK_ERRORS.NO_AUTH) this.pending.delete(id);
+          },
         ),
       ),
     );

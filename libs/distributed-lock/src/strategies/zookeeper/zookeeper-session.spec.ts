@@ -179,7 +179,7 @@ describe('ZooKeeperSession: a session cut off from the ensemble', () => {
     const native = { a_create: vi.fn(), a_exists: vi.fn(), aw_exists: vi.fn(), a_get_children: vi.fn(), a_get_children2: vi.fn(), a_delete_: vi.fn() };
     const session = new ZooKeeperSession({ connect: '127.0.0.1:1', sessionTimeout: SESSION_TIMEOUT_MS, fastPaths }, 'zookeeper', 1_000, {
       createClient: (config) => {
-        const client = Object.assign(new FakeNativeClient(config, config.timeout), { native, add_auth: vi.fn() });
+        const client = Object.assign(new FakeNativeClient(config, config.timeout), { native, add_auth: vi.fn(), set_acl: vi.fn() });
         created.push(client);
         return client as unknown as ZooKeeperSessionClient;
       },

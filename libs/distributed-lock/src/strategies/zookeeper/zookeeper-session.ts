@@ -9,7 +9,14 @@ export interface ZooKeeperConnectionOptions {
   readonly connect: string;
   /** Session timeout in ms (the server clamps it to 2–20 ticks). Default 10 000. */
   readonly sessionTimeout?: number;
-  /** Digest authentication, "user:password". */
+  /**
+   * Digest authentication, "user:password". With it, the base node and the lock nodes the strategy creates
+   * get an ACL that gives every permission to this identity and none to anyone else: no other client (an
+   * unauthenticated one, or another identity) can delete a held lock's node, add a contender, or change
+   * the ACL; every process of the application uses the same identity. A refusal (wrong password, or an ACL
+   * without it) is a `LockPermissionDeniedError`. Without it, the nodes keep ZooKeeper's open ACL
+   * (world:anyone:cdrwa): any client of the ensemble can delete them. Default: none.
+   */
   readonly digestAuth?: string;
   /**
    * Send the lock protocol's calls (create, exists, children, delete) straight to the `zookeeper` package's

@@ -1,0 +1,29 @@
+import { LockPermissionDeniedError } from '../../errors/lock-permission-denied.error';
+
+/**
+ * MySQL/MariaDB errors that mean "the user lacks a grant": on a table (1142), a column (1143), a database
+ * (1044), or a privilege such as PROCESS (1227). A wrong password (1045) is not one of them: it stays a
+ * connection failure.
+ */
+const DENIED = new Set([1044, 1142, 1143, 1227]);
+
+/** Where an SQL strategy's call was made, for the error that says what to grant. */
+export interface SqlCallSite {
+  readonly strategy: string;
+  readonly operation: string;
+  /** The strategy's tables: the grant names them all. */
+  readonly tables: readonly string[];
+  readonly key?: string;
+}
+
+/**
+ * What to throw for a failed SQL call: a refused grant becomes `LockPermissionDeniedError` naming the GRANT
+ * statements of docs/security.md for the strategy's tables; any other error is returned as it is.
+ */
+export function sqlCallError(error: unknown, site: SqlCallSite): unknown {
+  const e = error as { errno?: unknown; driverError?: { errno?: unknown } } | null;
+  const errno = Number(e?.driverError?.errno ?? e?.errno);
+  if (!DENIED.has(errno)) return error;
+  const grant = site.tables.map((table) => `GRANT SELECT, INSERT, UPDATE ON <database>.\`${table}\` TO <user>;`).join(' ');
+  return new LockPermissionDeniedError(site.strategy, site.operation, grant, { key: site.key, cause: error });
+}

@@ -1,0 +1,67 @@
+import { LockPermissionDeniedError } from '../../errors/lock-permission-denied.error';
+
+/**
+ * The commands `RedisLockStrategy` sends: the scripts (EVALSHA, falling back to EVAL), the waiters'
+ * subscriber connection, the health check and the shutdown. INFO is ioredis's ready check on connect
+ * (without it ioredis warns on every connection; `enableReadyCheck: false` drops it).
+ */
+export const REDIS_CLIENT_COMMANDS = ['evalsha', 'eval', 'subscribe', 'unsubscribe', 'ping', 'quit', 'info'] as const;
+
+/**
+ * The commands the Lua scripts call: Redis checks a script's every `redis.call` against the user's ACL
+ * too, so the user needs them although the client never sends them itself. Kept in step with
+ * redis-lock.scripts.ts by redis-acl.spec.ts.
+ */
+export const REDIS_SCRIPT_COMMANDS = [
+  'exists', 'hdel', 'hget', 'hincrby', 'hmget', 'hset', 'incr', 'pexpire', 'pttl', 'publish', 'set', 'time',
+  'zadd', 'zcard', 'zrange', 'zrangebyscore', 'zremrangebyscore', 'zrem', 'zscore',
+] as const;
+
+/**
+ * The least ACL rules under which `RedisLockStrategy` works with key prefix `namespace`: its keys and its
+ * channels (lock channels and each instance's inbox all start with the namespace), and exactly its
+ * commands. For `ACL SETUSER <user> on ><password> <rules>`, or a `user` line of an ACL file.
+ */
+export function redisAclRules(namespace: string): string {
+  const commands = [...REDIS_CLIENT_COMMANDS, ...REDIS_SCRIPT_COMMANDS].map((command) => `+${command}`);
+  return ['resetkeys', `~${namespace}*`, 'resetchannels', `&${namespace}*`, '-@all', ...commands].join(' ');
+}
+
+/**
+ * A NOPERM reply (a command, key or channel the user may not use), or a script whose inner command the
+ * ACL refused (Redis 7 words it "The user executing the script can't run this command").
+ */
+function isPermissionReply(error: unknown): error is Error {
+  return error instanceof Error && (/^NOPERM\b/.test(error.message) || /can't run this command/.test(error.message));
+}
+
+/** Where a Redis call was made, for the error that says what to grant. */
+export interface RedisCallSite {
+  readonly strategy: string;
+  readonly namespace: string;
+  readonly operation: string;
+  readonly key?: string;
+}
+
+/**
+ * What to throw for a failed Redis call: a permission reply becomes `LockPermissionDeniedError` naming the
+ * ACL rules to grant, a refused login (WRONGPASS) one that says to check the credentials; any other error
+ * is returned as it is. The credentials a failed AUTH or HELLO carries (ioredis keeps the command's
+ * arguments on the error) are blanked out first.
+ */
+export function redisCallError(error: unknown, site: RedisCallSite): unknown {
+  redactRedisCredentials(error);
+  if (error instanceof Error && /^WRONGPASS\b/.test(error.message)) {
+    const grant = 'the user name and password of `connection` (WRONGPASS: the user does not exist, is off, or has another password)';
+    return new LockPermissionDeniedError(site.strategy, site.operation, grant, { key: site.key, cause: error });
+  }
+  if (!isPermissionReply(error)) return error;
+  return new LockPermissionDeniedError(site.strategy, site.operation, `ACL SETUSER <user> ${redisAclRules(site.namespace)}`, { key: site.key, cause: error });
+}
+
+/** Blanks the arguments of a failed AUTH or HELLO (user name and password) that ioredis left on the error. */
+export function redactRedisCredentials(error: unknown): void {
+  const command = (error as { command?: { name?: unknown; args?: unknown } } | null)?.command;
+  if (!command || !Array.isArray(command.args) || !/^(auth|hello)$/i.test(String(command.name))) return;
+  command.args = command.args.map(() => '[redacted]');
+}

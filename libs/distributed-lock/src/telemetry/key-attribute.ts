@@ -1,0 +1,34 @@
+import { lockKeyHash } from '../locking/lock-key-hash';
+import { LOCK_TELEMETRY } from './lock-telemetry-names';
+import type { LockKeyAttribute } from './lock-telemetry-options';
+
+/** Keys whose hash is remembered: a busy key is hashed once, not per acquisition. */
+const HASH_CACHE_SIZE = 1_000;
+
+/**
+ * Turns a key into its span attribute (name and value) as `mode` says; undefined when it is left out,
+ * also when a key function throws (it must not fail the acquisition).
+ */
+export function keyAttribute(mode: LockKeyAttribute): (key: string) => readonly [string, string] | undefined {
+  if (mode === 'omit') return () => undefined;
+  if (mode === 'plain') return (key) => [LOCK_TELEMETRY.attributes.key, key];
+  if (typeof mode === 'function') {
+    return (key) => {
+      try {
+        return [LOCK_TELEMETRY.attributes.key, String(mode(key))];
+      } catch {
+        return undefined;
+      }
+    };
+  }
+  const hashes = new Map<string, readonly [string, string]>();
+  return (key) => {
+    let attribute = hashes.get(key);
+    if (!attribute) {
+      if (hashes.size >= HASH_CACHE_SIZE) hashes.clear();
+      attribute = [LOCK_TELEMETRY.attributes.keyHash, lockKeyHash(key)];
+      hashes.set(key, attribute);
+    }
+    return attribute;
+  };
+}

@@ -1,0 +1,277 @@
+import { createHash } from 'node:crypto';
+import { context, SpanStatusCode, trace } from '@opentelemetry/api';
+import { TelemetryRecorder } from '../../../../test/support/telemetry-recorder';
+import { InvalidLockOptionsError } from '../errors/invalid-lock-options.error';
+import { LockManager } from '../locking/lock-manager';
+import { LockService } from '../locking/lock-service';
+import type { LeaseGrant } from '../locking/lock-lease';
+import { InMemoryLockStrategy } from '../strategies/in-memory';
+import { LOCK_DURATION_BUCKETS, LOCK_TELEMETRY } from './lock-telemetry-names';
+import type { OpenTelemetryLockObserverOptions } from './lock-telemetry-options';
+import { OpenTelemetryLockObserver } from './open-telemetry-lock-observer';
+
+const { spans, metrics, attributes: a } = LOCK_TELEMETRY;
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+const durationMs = (span: { duration: [number, number] }): number => span.duration[0] * 1_000 + span.duration[1] / 1e6;
+
+/** An in-memory strategy whose extensions fail while `failing` is set (a backend that stopped answering). */
+class FlakyStrategy extends InMemoryLockStrategy {
+  failing = false;
+  override async extend(lease: LeaseGrant, ttlMs: number): Promise<LeaseGrant | null> {
+    if (this.failing) throw new Error('extension failed');
+    return super.extend(lease, ttlMs);
+  }
+}
+
+describe('OpenTelemetryLockObserver (real SDK, in-memory strategy)', () => {
+  let recorder: TelemetryRecorder;
+  let manager: LockManager;
+  let locks: LockService;
+  let strategy: FlakyStrategy;
+  let observer: OpenTelemetryLockObserver;
+
+  const start = (options: OpenTelemetryLockObserverOptions = {}): void => {
+    strategy = new FlakyStrategy({ name: 'memory' });
+    observer = new OpenTelemetryLockObserver({ tracerProvider: recorder.tracerProvider, meterProvider: recorder.meterProvider, ...options });
+    manager = new LockManager(strategy, { name: 'orders', observer });
+    locks = new LockService(manager, { keyPrefix: 'shop:' });
+  };
+
+  beforeEach(() => {
+    recorder = new TelemetryRecorder();
+    start();
+  });
+
+  afterEach(async () => {
+    await manager.close();
+    await recorder.shutdown();
+  });
+
+  it('traces an acquisition as one span, a child of the caller: the wait, the grant, the hold, the fencing token', async () => {
+    const tracer = recorder.tracerProvider.getTracer('test');
+    const request = tracer.startSpan('request');
+    let token: number | undefined;
+    await context.with(trace.setSpan(context.active(), request), async () => {
+      await locks.withLock('cart:alice', async (lock) => {
+        token = lock.fencingToken;
+        tracer.startSpan('inside the section').end();
+        await sleep(5);
+      });
+    });
+    request.end();
+
+    await recorder.settled();
+    const lock = recorder.span(spans.lock);
+    const inside = recorder.span('inside the section');
+    expect(lock.attributes).toMatchObject({
+      [a.strategy]: 'orders',
+      [a.backend]: 'memory',
+      [a.mode]: 'exclusive',
+      [a.outcome]: 'acquired',
+      [a.fencingToken]: token,
+      [a.keyHash]: createHash('sha256').update('shop:cart:alice').digest('hex').slice(0, 16),
+      [a.holdOutcome]: 'released',
+    });
+    expect(lock.attributes[a.key]).toBeUndefined();
+    expect(lock.events.map((event) => event.name)).toEqual(['lock.granted']);
+    // Under the caller's span; the section's own spans nest under it.
+    expect(lock.parentSpanContext?.spanId).toBe(request.spanContext().spanId);
+    expect(inside.parentSpanContext?.spanId).toBe(lock.spanContext().spanId);
+    expect(lock.attributes[a.holdDuration]).toBeGreaterThanOrEqual(0.004);
+    expect(durationMs(lock)).toBeGreaterThanOrEqual(4);
+    expect(lock.status.code).toBe(SpanStatusCode.UNSET);
+  });
+
+  it('shows how long a waiter waited and how long it held: "waited 40 ms, held 3 ms"', async () => {
+    const first = await locks.acquire('sku-1');
+    const waiting = locks.withLock('sku-1', () => sleep(3), { waitTimeout: 5_000 });
+    await sleep(40);
+    await first.release();
+    await waiting;
+
+    // The waiter's span: the grant about 40 ms after its start, then about 3 ms of hold to its end.
+    await recorder.settled();
+    const [holder, waiter] = recorder.spans(spans.lock).sort((x, y) => (x.attributes[a.waitDuration] as number) - (y.attributes[a.waitDuration] as number));
+    const [granted] = waiter.events;
+    const grantedAfterMs = (granted.time[0] - waiter.startTime[0]) * 1_000 + (granted.time[1] - waiter.startTime[1]) / 1e6;
+    expect(granted.name).toBe('lock.granted');
+    expect(grantedAfterMs).toBeGreaterThanOrEqual(35);
+    expect(durationMs(waiter) - grantedAfterMs).toBeGreaterThanOrEqual(2);
+    expect(durationMs(waiter) - grantedAfterMs).toBeLessThan(35);
+    expect(waiter.attributes[a.waitDuration]).toBeGreaterThanOrEqual(0.035);
+    expect(waiter.attributes[a.holdDuration]).toBeGreaterThanOrEqual(0.002);
+    expect(waiter.attributes[a.holdDuration]).toBeLessThan(0.035);
+    expect(holder.attributes[a.waitDuration]).toBeLessThan(0.03);
+    expect(holder.attributes[a.holdDuration]).toBeGreaterThanOrEqual(0.038);
+
+    const wait = await recorder.histogram(metrics.waitDuration, { [a.strategy]: 'orders', [a.outcome]: 'acquired', [a.mode]: 'exclusive' });
+    expect(wait.unit).toBe('s');
+    expect(wait.count).toBe(2);
+    expect(wait.max).toBeGreaterThanOrEqual(0.035);
+    expect(wait.max).toBeLessThan(5);
+    expect(wait.buckets.boundaries).toEqual(LOCK_DURATION_BUCKETS);
+    const held = await recorder.histogram(metrics.holdDuration, { [a.strategy]: 'orders', [a.holdOutcome]: 'released' });
+    expect(held.count).toBe(2);
+    expect(held.min).toBeGreaterThanOrEqual(0.002);
+    expect(await recorder.value(metrics.acquisitions, { [a.strategy]: 'orders', [a.outcome]: 'acquired' })).toBe(2);
+  });
+
+  it('counts waiters and held locks while they wait and hold', async () => {
+    const first = await locks.acquire('busy');
+    const waiting = locks.acquire('busy', { waitTimeout: 5_000 });
+    await sleep(10);
+    expect(await recorder.value(metrics.waiters, { [a.strategy]: 'orders' })).toBe(1);
+    expect(await recorder.value(metrics.held, { [a.strategy]: 'orders' })).toBe(1);
+    await first.release();
+    const second = await waiting;
+    expect(await recorder.value(metrics.waiters, { [a.strategy]: 'orders' })).toBe(0);
+    expect(await recorder.value(metrics.held, { [a.strategy]: 'orders' })).toBe(1);
+    await second.release();
+    expect(await recorder.value(metrics.held, { [a.strategy]: 'orders' })).toBe(0);
+  });
+
+  it('records a timeout: an error for acquire, an answer for tryAcquire', async () => {
+    const holder = await locks.acquire('sku-2');
+    await expect(locks.acquire('sku-2', { waitTimeout: 20 })).rejects.toThrow(/within/);
+    expect(await locks.tryAcquire('sku-2')).toBeNull();
+    await holder.release();
+    await recorder.settled();
+
+    const [thrown, answered] = recorder.spans(spans.lock).filter((span) => span.attributes[a.outcome] === 'timeout');
+    expect(thrown.status.code).toBe(SpanStatusCode.ERROR);
+    expect(thrown.attributes[a.errorType]).toBe('LockAcquireTimeoutError');
+    expect(durationMs(thrown)).toBeGreaterThanOrEqual(15);
+    expect(answered.status.code).toBe(SpanStatusCode.UNSET);
+    expect(await recorder.value(metrics.acquisitions, { [a.outcome]: 'timeout' })).toBe(2);
+    expect((await recorder.histogram(metrics.waitDuration, { [a.outcome]: 'timeout' })).count).toBe(2);
+  });
+
+  it('records an aborted wait', async () => {
+    const holder = await locks.acquire('sku-3');
+    const controller = new AbortController();
+    const waiting = locks.acquire('sku-3', { waitTimeout: 5_000, signal: controller.signal });
+    await sleep(10);
+    controller.abort(new Error('client went away'));
+    await expect(waiting).rejects.toThrow(/aborted/);
+    await holder.release();
+
+    await recorder.settled();
+    const aborted = recorder.span(spans.lock, { [a.outcome]: 'aborted' });
+    expect(aborted.status.code).toBe(SpanStatusCode.ERROR);
+    expect(aborted.attributes[a.errorType]).toBe('LockAcquireAbortedError');
+    // No grant: no event, no hold.
+    expect(aborted.events).toEqual([]);
+    expect(aborted.attributes[a.holdDuration]).toBeUndefined();
+    expect(await recorder.value(metrics.acquisitions, { [a.outcome]: 'aborted' })).toBe(1);
+  });
+
+  it('records a loss: the span fails at the loss, with its reason, and the loss is counted', async () => {
+    const lock = await locks.acquire('sku-4', { ttl: 30, autoExtend: false });
+    await sleep(80);
+    expect(lock.signal.aborted).toBe(true);
+    await lock.release();
+
+    await recorder.settled();
+    const hold = recorder.span(spans.lock);
+    expect(hold.status.code).toBe(SpanStatusCode.ERROR);
+    expect(hold.attributes).toMatchObject({ [a.holdOutcome]: 'lost', [a.lostReason]: 'expired' });
+    expect(hold.events.map((event) => [event.name, event.attributes?.[a.lostReason]])).toEqual([
+      ['lock.granted', undefined],
+      ['lock.lost', 'expired'],
+    ]);
+    expect(durationMs(hold)).toBeLessThan(75);
+    expect(await recorder.value(metrics.losses, { [a.strategy]: 'orders', [a.lostReason]: 'expired' })).toBe(1);
+    expect((await recorder.histogram(metrics.holdDuration, { [a.holdOutcome]: 'lost' })).count).toBe(1);
+  });
+
+  it('counts extensions and failed background extensions, with an event on the span', async () => {
+    const lock = await locks.acquire('sku-5');
+    await lock.extend(60_000);
+    strategy.failing = true;
+    const watched = await locks.acquire('sku-6', { ttl: 90, autoExtend: true });
+    await sleep(50);
+    strategy.failing = false;
+    await lock.release();
+    await watched.release();
+
+    await recorder.settled();
+    expect(await recorder.value(metrics.extensions, { [a.strategy]: 'orders' })).toBeGreaterThanOrEqual(1);
+    const extended = recorder.spans(spans.lock).find((span) => span.events.some((event) => event.name === 'lock.extended'));
+    expect(extended?.events.find((event) => event.name === 'lock.extended')?.attributes?.[a.expiresAt]).toEqual(expect.any(Number));
+    const failures = (await recorder.metrics()).get(metrics.backgroundErrors)?.dataPoints ?? [];
+    expect(failures.map((point) => point.attributes)).toEqual([{ [a.strategy]: 'orders', [a.operation]: 'extend', [a.errorType]: expect.any(String) }]);
+    expect(failures[0].value).toBeGreaterThanOrEqual(1);
+  });
+
+  it('shows the key as asked: plain, through a function, or not at all', async () => {
+    await manager.close();
+    start({ key: 'plain' });
+    await (await locks.acquire('user:42')).release();
+    await recorder.settled();
+    expect(recorder.span(spans.lock, { [a.key]: 'shop:user:42' }).attributes[a.keyHash]).toBeUndefined();
+
+    await manager.close();
+    start({ key: (key) => key.replace(/\d+$/, '{id}') });
+    await (await locks.acquire('user:43')).release();
+    await recorder.settled();
+    expect(recorder.spans(spans.lock).filter((span) => span.attributes[a.key] === 'shop:user:{id}')).toHaveLength(1);
+
+    await manager.close();
+    start({
+      key: () => {
+        throw new Error('a bad key function');
+      },
+    });
+    await (await locks.acquire('user:44')).release();
+    await manager.close();
+    start({ key: 'omit' });
+    await (await locks.acquire('user:45')).release();
+    await recorder.settled();
+    const last = recorder.spans(spans.lock).slice(-2);
+    for (const span of last) {
+      expect(span.attributes[a.key]).toBeUndefined();
+      expect(span.attributes[a.keyHash]).toBeUndefined();
+    }
+  });
+
+  it('writes a lock to the SDK once the caller has moved on, or at once on flush()', async () => {
+    await (await locks.acquire('later')).release();
+    // Still the caller's turn: nothing written yet, so that the lock's latency does not include the SDK's work.
+    expect(recorder.spans(spans.lock)).toEqual([]);
+    observer.flush();
+    expect(recorder.spans(spans.lock)).toHaveLength(1);
+    expect((await recorder.histogram(metrics.holdDuration, { [a.strategy]: 'orders' })).count).toBe(1);
+    await (await locks.acquire('later')).release();
+    await recorder.settled();
+    expect(recorder.spans(spans.lock)).toHaveLength(2);
+  });
+
+  it('writes what is waiting when the metrics are collected, so that a scrape right after a lock sees it', async () => {
+    await (await locks.acquire('scraped')).release();
+    // No settled(): the collection itself writes the batch before it reads the histograms.
+    expect((await recorder.histogram(metrics.waitDuration, { [a.strategy]: 'orders', [a.outcome]: 'acquired' })).count).toBe(1);
+    expect((await recorder.histogram(metrics.holdDuration, { [a.strategy]: 'orders' })).count).toBe(1);
+  });
+
+  it('records nothing for a re-entry, which neither waits nor asks the backend', async () => {
+    await locks.withLock('outer', () => locks.withLock('outer', () => undefined));
+    await recorder.settled();
+    expect(recorder.spans(spans.lock)).toHaveLength(1);
+    expect(await recorder.value(metrics.acquisitions)).toBe(1);
+  });
+
+  it('stops observing a closed manager', async () => {
+    await (await locks.acquire('x')).release();
+    await manager.close();
+    await recorder.settled();
+    expect(await recorder.value(metrics.held, { [a.strategy]: 'orders' })).toBe(0);
+    expect((await recorder.metrics()).get(metrics.waiters)?.dataPoints ?? []).toEqual([]);
+    expect(manager.events.listenerCount('lost')).toBe(0);
+  });
+
+  it('refuses bad options before anything is recorded', () => {
+    expect(() => new OpenTelemetryLockObserver({ key: 'scrambled' as never })).toThrow(InvalidLockOptionsError);
+    expect(() => new OpenTelemetryLockObserver({ tracerProvider: {} as never })).toThrow(/telemetry.tracerProvider/);
+    expect(() => new OpenTelemetryLockObserver({ sampler: 1 } as never)).toThrow(/unknown option/);
+  });
+});

@@ -1,0 +1,106 @@
+import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { DataSource } from 'typeorm';
+import { LockManager, LockPermissionDeniedError, LockService } from '@app/distributed-lock';
+import { PessimisticLockStrategy, RowLockStrategy } from '@app/distributed-lock/strategies/database';
+import { lockTableGrants, MARIADB_TLS, startTopology, stopTopology, type RunningTopology } from '../../scripts/services';
+import { ensureSecurePackages, mariadbTlsOptions } from '../support/secure-servers';
+
+const { app } = MARIADB_TLS.users;
+const run = randomUUID().slice(0, 8);
+
+/**
+ * MariaDB with TLS required on every TCP connection, and the library's user holding only the grants of
+ * docs/security.md on tables an administrator made from the DDL helpers: both SQL strategies lock through
+ * it with their defaults (`ensureTable: true` included), so the library never needs CREATE at run time.
+ */
+describe('MariaDB with TLS required and a least-privilege user', () => {
+  let topology: RunningTopology;
+  let root: DataSource;
+  const managers: LockManager[] = [];
+
+  function locks(strategy: RowLockStrategy | PessimisticLockStrategy): LockService {
+    const manager = new LockManager(strategy, { operationTimeout: 5_000 });
+    managers.push(manager);
+    return new LockService(manager);
+  }
+
+  beforeAll(async () => {
+    ensureSecurePackages();
+    topology = await startTopology('mariadb-tls');
+    root = new DataSource(mariadbTlsOptions(MARIADB_TLS.users.root.name, MARIADB_TLS.users.root.password));
+    await root.initialize();
+  }, 300_000);
+
+  afterAll(async () => {
+    for (const manager of managers) await manager.close().catch(() => undefined);
+    await root?.destroy();
+    if (topology?.managed) await stopTopology('mariadb-tls');
+  }, 30_000);
+
+  it('refuses a connection without TLS, and the recipe holds exactly the grants the user has', async () => {
+    const plain = new DataSource({ ...mariadbTlsOptions(app.name, app.password), ssl: undefined });
+    await expect(plain.initialize()).rejects.toThrow(/insecure transport|Access denied/);
+    const secure = new DataSource(mariadbTlsOptions(app.name, app.password));
+    await secure.initialize();
+    try {
+      const [status] = (await secure.query("SHOW SESSION STATUS LIKE 'Ssl_version'")) as Array<{ Value: string }>;
+      expect(status.Value).toMatch(/^TLS/);
+      const grants = ((await secure.query('SHOW GRANTS')) as Array<Record<string, string>>).map((row) => Object.values(row)[0]);
+      const recipe = readFileSync('docs/security.md', 'utf8');
+      for (const grant of lockTableGrants(MARIADB_TLS.database, "'lock_app'@'%'")) expect(recipe).toContain(grant);
+      // The server's own words for the recipe's grants: nothing more (USAGE is the login itself).
+      expect(grants.filter((g) => !g.startsWith('GRANT USAGE')).sort()).toEqual(
+        lockTableGrants(MARIADB_TLS.database, '`lock_app`@`127.0.0.1`').sort(),
+      );
+    } finally {
+      await secure.destroy();
+    }
+  });
+
+  it('locks with the row strategy (lease table) through TLS, with no CREATE grant', async () => {
+    const service = locks(new RowLockStrategy({ connection: mariadbTlsOptions(app.name, app.password) }));
+    const contender = locks(new RowLockStrategy({ connection: mariadbTlsOptions(app.name, app.password) }));
+    const key = `tls:${run}:row`;
+    const lock = await service.acquire(key, { ttl: 5_000 });
+    expect(await contender.tryAcquire(key)).toBeNull();
+    await lock.extend(5_000);
+    expect(lock.fencingToken).toBeGreaterThan(0);
+    expect(await lock.release()).toBe(true);
+    const next = await contender.acquire(key, { waitTimeout: 2_000 });
+    expect(next.fencingToken).toBeGreaterThan(lock.fencingToken ?? 0);
+    await next.release();
+  });
+
+  it('locks with the pessimistic strategy (SELECT … FOR UPDATE) through TLS, with no CREATE grant', async () => {
+    const service = locks(new PessimisticLockStrategy({ connection: mariadbTlsOptions(app.name, app.password) }));
+    const contender = locks(new PessimisticLockStrategy({ connection: mariadbTlsOptions(app.name, app.password) }));
+    const key = `tls:${run}:pessimistic`;
+    const lock = await service.acquire(key);
+    expect(await contender.tryAcquire(key)).toBeNull();
+    const waiting = contender.acquire(key, { waitTimeout: 5_000 });
+    expect(await lock.release()).toBe(true);
+    const next = await waiting;
+    expect(next.fencingToken).toBeGreaterThan(lock.fencingToken ?? 0);
+    await next.release();
+  });
+
+  it.each([
+    { strategy: 'row', grants: ['GRANT SELECT, INSERT ON `locktest`.`distributed_lock_leases`'], table: 'distributed_lock_leases' },
+    { strategy: 'pessimistic', grants: ['GRANT SELECT, INSERT, UPDATE ON `locktest`.`distributed_lock_rows`'], table: 'distributed_lock_fences' },
+  ])('a user short of a grant gets LockPermissionDeniedError from the $strategy strategy, naming the GRANT', async ({ strategy, grants, table }) => {
+    const user = `short_${randomUUID().slice(0, 8)}`;
+    const account = `'${user}'@'127.0.0.1'`;
+    await root.query(`CREATE USER ${account} IDENTIFIED BY '${user}-pw' REQUIRE SSL`);
+    try {
+      for (const grant of grants) await root.query(`${grant} TO ${account}`);
+      const options = mariadbTlsOptions(user, `${user}-pw`);
+      const service = locks(strategy === 'row' ? new RowLockStrategy({ connection: options }) : new PessimisticLockStrategy({ connection: options }));
+      const error = await service.acquire(`tls:${run}:${user}`, { waitTimeout: 1_000 }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(LockPermissionDeniedError);
+      expect((error as LockPermissionDeniedError).grant).toContain(`GRANT SELECT, INSERT, UPDATE ON <database>.\`${table}\` TO <user>;`);
+    } finally {
+      await root.query(`DROP USER ${account}`);
+    }
+  });
+});

@@ -1,0 +1,122 @@
+import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { Redis } from 'ioredis';
+import { LockManager, LockPermissionDeniedError, LockService } from '@app/distributed-lock';
+import { RedisLockStrategy } from '@app/distributed-lock/strategies/redis';
+import { redisAclRules } from '../../libs/distributed-lock/src/strategies/redis/redis-acl';
+import { redisLockKeys } from '../../libs/distributed-lock/src/strategies/redis/redis-keys';
+import { REDIS_TLS, startTopology, stopTopology, type RunningTopology } from '../../scripts/services';
+import { describeLockStrategyContract } from '../contract/lock-strategy.contract';
+import { ensureSecurePackages, redisTlsOptions } from '../support/secure-servers';
+
+const { admin, app } = REDIS_TLS.users;
+const run = randomUUID().slice(0, 8);
+
+beforeAll(() => ensureSecurePackages(), 300_000);
+
+/** A client of the operator's (all commands, all keys), for set-up and for looking behind the library's back. */
+function adminClient(): Redis {
+  return new Redis({ ...redisTlsOptions(admin.name, admin.password), maxRetriesPerRequest: 1 });
+}
+
+// The contract suite through TLS as the least-privilege user: the ACL of docs/security.md is enough for
+// every behaviour. Cross-process sections are left out: their workers find subjects by name in subjects.ts.
+describeLockStrategyContract({
+  name: 'redis (TLS, least-privilege ACL user)',
+  capabilities: { fencing: true, fifo: true, sharedLocks: true, crossProcess: false },
+  topology: 'redis-tls',
+  create: async () => new RedisLockStrategy({ connection: redisTlsOptions(app.name, app.password), name: 'redis-tls' }),
+  removeBehindBack: async (_strategy, key) => {
+    const operator = adminClient();
+    try {
+      await operator.del(redisLockKeys(REDIS_TLS.namespace, key).keys[0]);
+    } finally {
+      operator.disconnect();
+    }
+  },
+});
+
+describe('Redis with TLS and ACL users', () => {
+  let topology: RunningTopology;
+  let operator: Redis;
+  const closers: Array<() => Promise<unknown>> = [];
+
+  /** A lock service as `user`, closed after the suite. */
+  function locksAs(user: string, password: string): LockService {
+    const manager = new LockManager(new RedisLockStrategy({ connection: redisTlsOptions(user, password), name: `redis-tls-${user}` }), { operationTimeout: 3_000 });
+    closers.push(() => manager.close());
+    return new LockService(manager);
+  }
+
+  /** Makes (or remakes) a user with `rules`. */
+  async function user(name: string, rules: string): Promise<void> {
+    await operator.call('ACL', 'SETUSER', name, 'reset', 'on', `>${name}-pw`, ...rules.split(' '));
+  }
+
+  beforeAll(async () => {
+    topology = await startTopology('redis-tls');
+    operator = adminClient();
+  }, 60_000);
+
+  afterAll(async () => {
+    for (const close of closers) await close().catch(() => undefined);
+    operator?.disconnect();
+    if (topology?.managed) await stopTopology('redis-tls');
+  }, 30_000);
+
+  it('serves TLS only, with the default user off, and gives the library’s user exactly the rules of the recipe', async () => {
+    const anonymous = new Redis({ ...redisTlsOptions(app.name, app.password), username: undefined, password: undefined, maxRetriesPerRequest: 0, retryStrategy: () => null, lazyConnect: true });
+    anonymous.on('error', () => undefined);
+    await anonymous.connect().catch(() => undefined);
+    await expect(anonymous.get('dlock:x')).rejects.toThrow(/NOAUTH|closed|WRONGPASS/);
+    anonymous.disconnect();
+    const rules = (await operator.call('ACL', 'GETUSER', app.name)) as unknown[];
+    expect(JSON.stringify(rules)).toContain('~dlock:*');
+    const recipe = readFileSync('docs/security.md', 'utf8');
+    expect(recipe).toContain(`user lock-app on >… ${redisAclRules('dlock:')}`);
+  });
+
+  it('keeps a stranger (another key pattern) from deleting a held lock’s keys', async () => {
+    await user('stranger', 'resetkeys ~other:* resetchannels &other:* -@all +get +set +del +eval +evalsha +publish');
+    const locks = locksAs(app.name, app.password);
+    const key = `tls:${run}:stranger`;
+    const lock = await locks.acquire(key, { ttl: 10_000 });
+    const stranger = new Redis({ ...redisTlsOptions('stranger', 'stranger-pw'), maxRetriesPerRequest: 0, enableReadyCheck: false });
+    try {
+      const lockKey = redisLockKeys(REDIS_TLS.namespace, key).keys[0];
+      await expect(stranger.del(lockKey)).rejects.toThrow(/NOPERM/);
+      await expect(stranger.eval("return redis.call('DEL', KEYS[1])", 1, lockKey)).rejects.toThrow(/NOPERM/);
+      await expect(stranger.publish(redisLockKeys(REDIS_TLS.namespace, key).channel, 'r')).rejects.toThrow(/NOPERM/);
+      expect(await operator.exists(lockKey)).toBe(1);
+      await lock.extend(10_000);
+      expect(lock.isHeld).toBe(true);
+    } finally {
+      stranger.disconnect();
+      await lock.release();
+    }
+  });
+
+  it.each([
+    { missing: 'the EVALSHA command', rules: redisAclRules('dlock:').replace('+evalsha ', ''), at: 'acquire' },
+    { missing: 'a command its scripts call (INCR)', rules: redisAclRules('dlock:').replace('+incr ', ''), at: 'acquire' },
+    { missing: 'the key pattern', rules: redisAclRules('dlock:').replace('~dlock:*', '~other:*'), at: 'acquire' },
+    { missing: 'PUBLISH, which announces a release', rules: redisAclRules('dlock:').replace('+publish ', ''), at: 'release' },
+  ])('a user without $missing gets LockPermissionDeniedError at $at, naming the rules to grant', async ({ rules, at }) => {
+    const name = `short-${at}-${randomUUID().slice(0, 6)}`;
+    await user(name, rules);
+    const locks = locksAs(name, `${name}-pw`);
+    const key = `tls:${run}:${name}`;
+    let failure: unknown;
+    if (at === 'acquire') {
+      failure = await locks.acquire(key, { ttl: 5_000 }).catch((e: unknown) => e);
+    } else {
+      const lock = await locks.acquire(key, { ttl: 5_000 });
+      failure = await lock.release().catch((e: unknown) => e);
+    }
+    expect(failure).toBeInstanceOf(LockPermissionDeniedError);
+    const error = failure as LockPermissionDeniedError;
+    expect(error.grant).toBe(`ACL SETUSER <user> ${redisAclRules('dlock:')}`);
+    expect(error.strategy).toBe(`redis-tls-${name}`);
+    expect(error.message).toContain('~dlock:*');
+  });
+});
