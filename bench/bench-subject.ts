@@ -5,7 +5,7 @@ export interface BenchLock {
   close(): Promise<void>;
 }
 
-export type Backend = 'memory' | 'redis' | 'redis5' | 'mysql' | 'sqlite' | 'zookeeper' | 'etcd' | 'memcached';
+export type Backend = 'memory' | 'redis' | 'redis5' | 'mysql' | 'postgres' | 'sqlite' | 'zookeeper' | 'etcd' | 'memcached';
 
 export interface BenchSubject {
   /** Unique among subjects (a peer package runs on several backends). */

@@ -118,6 +118,26 @@ export function targetChecks(rows: readonly BenchRow[]): TargetCheck[] {
       met: cost.throughputRatio >= OPTION_COST_TARGET,
     });
   }
+  // The databases' own lock queues (the advisory strategies) against the raw pg_advisory_lock / GET_LOCK,
+  // and the lock table and FOR UPDATE on PostgreSQL against their own SQL sent raw.
+  const againstRaw: ReadonlyArray<readonly [string, number, boolean]> = [
+    ['advisory-postgres', 0.9, true],
+    ['advisory-mysql', 0.9, true],
+    ['row-postgres', 0.8, false],
+    ['pessimistic-postgres', 0.8, false],
+  ];
+  for (const [id, share, fair] of againstRaw) {
+    for (const processes of [1, 4]) {
+      const ours = find(rows, id, 8, processes);
+      const raw = ours && floorOf(rows, ours);
+      if (!ours || !raw) continue;
+      checks.push({
+        target: `${id}, C=8 × ${processes}p: ≥ ${share}× ${raw.subject}${fair ? ', fairness ≤ 1.2' : ''}`,
+        measured: `${ours.csPerSec} vs ${raw.csPerSec} (${ratio(ours.csPerSec, raw.csPerSec)}×); fairness ${ours.fairness} vs ${raw.fairness}`,
+        met: ours.csPerSec >= share * raw.csPerSec && (!fair || ours.fairness <= 1.2),
+      });
+    }
+  }
   for (const row of rows.filter((r) => r.ours && r.case === 'uncontended')) {
     const floor = floorOf(rows, row);
     if (!floor) continue;

@@ -3,7 +3,7 @@
 import { HistoryLog } from '../test/support/history/history-log';
 import { InMemoryLockStrategy, LockManager, LockService, type LockManagerOptions, type LockStrategy } from '@app/distributed-lock';
 import { RedisLockStrategy, RedlockStrategy } from '@app/distributed-lock/strategies/redis';
-import { PessimisticLockStrategy, RowLockStrategy } from '@app/distributed-lock/strategies/database';
+import { AdvisoryLockStrategy, PessimisticLockStrategy, RowLockStrategy } from '@app/distributed-lock/strategies/database';
 import { EtcdLockStrategy } from '@app/distributed-lock/strategies/etcd';
 import { ZooKeeperLockStrategy } from '@app/distributed-lock/strategies/zookeeper';
 import { MemcachedLockStrategy } from '@app/distributed-lock/strategies/memcached';
@@ -14,6 +14,8 @@ import type { BenchLock, BenchSubject } from './bench-subject';
 import { env, redisUrls } from './bench-env';
 import { rawEtcdFloor, rawEtcdRecipeFloor } from './floors/etcd';
 import { rawPessimisticFloor, rawRowFloor } from './floors/mysql';
+import { POSTGRES_PESSIMISTIC_FLOOR, POSTGRES_ROW_FLOOR, rawPostgresPessimisticFloor, rawPostgresRowFloor } from './floors/postgres';
+import { PG_ADVISORY_FLOOR, rawPgAdvisoryFloor } from './floors/advisory';
 import { rawRedisFloor, rawRedisScriptsFloor } from './floors/redis';
 import { rawZooKeeperFloor, rawZooKeeperRecipeFloor } from './floors/zookeeper';
 import { PEER_SUBJECTS } from './peers';
@@ -141,6 +143,56 @@ export const BENCH_SUBJECTS: readonly BenchSubject[] = [
     create: ours(() => new PessimisticLockStrategy({ connection: { type: 'mysql', url: env('LOCK_TEST_MYSQL_URL'), poolSize: 40 }, maxHeldConnections: 36 })),
   },
   {
+    id: 'advisory-mysql',
+    subject: 'advisory-mysql',
+    floor: 'peer:get-lock@mysql',
+    ours: true,
+    backend: 'mysql',
+    settings: 'AdvisoryLockStrategy (GET_LOCK, waiting in the server, token row in the same statement) on MariaDB 10.11, 36 connection slots',
+    crossProcess: true,
+    create: ours(() => new AdvisoryLockStrategy({ connection: { type: 'mysql', url: env('LOCK_TEST_MYSQL_URL'), poolSize: 40 }, maxHeldConnections: 36, name: 'advisory-mysql' })),
+  },
+  {
+    id: 'row-postgres',
+    subject: 'row-postgres',
+    floor: POSTGRES_ROW_FLOOR,
+    ours: true,
+    backend: 'postgres',
+    settings: 'RowLockStrategy on PostgreSQL 15 (TypeORM public API), polling with backoff, watchdog lease 30 s',
+    crossProcess: true,
+    create: ours(() => new RowLockStrategy({ connection: { type: 'postgres', url: env('LOCK_TEST_POSTGRES_URL'), poolSize: 40 }, name: 'row-postgres' })),
+  },
+  {
+    id: 'pessimistic-postgres',
+    subject: 'pessimistic-postgres',
+    floor: POSTGRES_PESSIMISTIC_FLOOR,
+    ours: true,
+    backend: 'postgres',
+    settings: 'PessimisticLockStrategy (SELECT … FOR UPDATE, lock_timeout) on PostgreSQL 15, 36 connection slots',
+    crossProcess: true,
+    create: ours(() => new PessimisticLockStrategy({ connection: { type: 'postgres', url: env('LOCK_TEST_POSTGRES_URL'), poolSize: 40 }, maxHeldConnections: 36, name: 'pessimistic-postgres' })),
+  },
+  {
+    id: 'advisory-postgres',
+    subject: 'advisory-postgres',
+    floor: PG_ADVISORY_FLOOR,
+    ours: true,
+    backend: 'postgres',
+    settings: 'AdvisoryLockStrategy (pg_advisory_lock, waiting in the server, token from a sequence in the same statement) on PostgreSQL 15, 36 connection slots',
+    crossProcess: true,
+    create: ours(() => new AdvisoryLockStrategy({ connection: { type: 'postgres', url: env('LOCK_TEST_POSTGRES_URL'), poolSize: 40 }, maxHeldConnections: 36, name: 'advisory-postgres' })),
+  },
+  {
+    id: 'advisory-xact-postgres',
+    subject: 'advisory-xact-postgres',
+    floor: PG_ADVISORY_FLOOR,
+    ours: true,
+    backend: 'postgres',
+    settings: 'AdvisoryLockStrategy scope "transaction" (BEGIN, pg_advisory_xact_lock, COMMIT) on PostgreSQL 15, 36 connection slots',
+    crossProcess: true,
+    create: ours(() => new AdvisoryLockStrategy({ connection: { type: 'postgres', url: env('LOCK_TEST_POSTGRES_URL'), poolSize: 40 }, maxHeldConnections: 36, scope: 'transaction', name: 'advisory-xact-postgres' })),
+  },
+  {
     id: 'etcd',
     subject: 'etcd',
     floor: 'floor:etcd txn put + delete',
@@ -207,6 +259,33 @@ export const BENCH_SUBJECTS: readonly BenchSubject[] = [
     settings: 'raw mysql2 pool, the pessimistic strategy\'s statements (the FOR UPDATE waits on the server)',
     crossProcess: true,
     create: rawPessimisticFloor(),
+  },
+  {
+    id: POSTGRES_ROW_FLOOR,
+    subject: POSTGRES_ROW_FLOOR,
+    ours: false,
+    backend: 'postgres',
+    settings: 'raw pg pool, the row strategy\'s statements, retry after setImmediate',
+    crossProcess: true,
+    create: rawPostgresRowFloor(),
+  },
+  {
+    id: POSTGRES_PESSIMISTIC_FLOOR,
+    subject: POSTGRES_PESSIMISTIC_FLOOR,
+    ours: false,
+    backend: 'postgres',
+    settings: 'raw pg pool, the pessimistic strategy\'s statements (the FOR UPDATE waits on the server)',
+    crossProcess: true,
+    create: rawPostgresPessimisticFloor(),
+  },
+  {
+    id: PG_ADVISORY_FLOOR,
+    subject: PG_ADVISORY_FLOOR,
+    ours: false,
+    backend: 'postgres',
+    settings: 'raw pg pool, pg_advisory_lock / pg_advisory_unlock on a connection taken for the section (waiting on the server)',
+    crossProcess: true,
+    create: rawPgAdvisoryFloor(),
   },
   {
     id: 'floor:etcd txn put + delete',

@@ -1,10 +1,10 @@
-// Throwaway Redis, MariaDB, ZooKeeper, etcd and memcached servers on loopback, from Debian's packages.
+// Throwaway Redis, MariaDB, PostgreSQL, ZooKeeper, etcd and memcached servers on loopback, from Debian's packages.
 // Usage: npm run services -- up [topology…] | down | status
-//   topologies: redis, redis5, redis-cluster, redis-cluster-replicas, mariadb, zookeeper, zookeeper3, etcd, etcd3, etcd-secure, memcached,
-//   and the fault ones (default for "up": what npm test starts: the single ones, redis5, zookeeper3, etcd3 and memcached)
+//   topologies: redis, redis5, redis-cluster, redis-cluster-replicas, mariadb, postgres, zookeeper, zookeeper3, etcd, etcd3, etcd-secure,
+//   memcached, and the fault ones (default for "up": what npm test starts: the single ones, redis5, zookeeper3 and etcd3)
 import { describeServers, ensureDebianPackages, packagesFor, startTopology, stopAll, TOPOLOGY_NAMES, type TopologyName } from './services/index';
 
-const DEFAULT_UP: TopologyName[] = ['redis', 'redis5', 'mariadb', 'zookeeper', 'etcd', 'zookeeper3', 'etcd3', 'memcached'];
+const DEFAULT_UP: TopologyName[] = ['redis', 'redis5', 'mariadb', 'zookeeper', 'etcd', 'zookeeper3', 'etcd3', 'memcached', 'postgres'];
 
 async function main(): Promise<void> {
   const [command = 'status', ...rest] = process.argv.slice(2);

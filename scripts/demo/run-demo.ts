@@ -1,4 +1,4 @@
-// npm run demo [-- --strategies all|row,redis,…] [--out DIR] [--buyers N] [--stock N] [--instances N] [--stock-report off]
+// npm run demo [-- --strategies all|row,redis,…] [--db sqlite|mysql|postgres] [--out DIR] [--buyers N] [--stock N] [--instances N] [--stock-report off]
 // Runs the flash sale: several shop instances against one stock, first unguarded, then guarded by each
 // strategy; then the scheduled stock report across the instances, one of them killed mid-report; prints
 // a table, writes results.json, stock-report.json and report.html, and fails if a guarded run oversold
@@ -24,7 +24,7 @@ function option(name: string, fallback?: string): string | undefined {
 
 async function main(): Promise<void> {
   const started = Date.now();
-  const runs = planRuns(option('strategies'));
+  const runs = planRuns(option('strategies'), option('db'));
   const outDir = resolve(option('out', 'demo-report') as string);
   const settings = {
     buyers: Number(option('buyers', '1000')),

@@ -44,7 +44,8 @@ export async function runSale(run: SaleRun, settings: SaleSettings, hooks: SaleH
     DEMO_SYNC: '0',
   };
   const mysqlUrl = hooks.env?.LOCK_TEST_MYSQL_URL ?? process.env.LOCK_TEST_MYSQL_URL;
-  const dbConfig = { database: run.database as DemoDatabase, sqlitePath: settings.sqlitePath, mysqlUrl };
+  const postgresUrl = hooks.env?.LOCK_TEST_POSTGRES_URL ?? process.env.LOCK_TEST_POSTGRES_URL;
+  const dbConfig = { database: run.database as DemoDatabase, sqlitePath: settings.sqlitePath, mysqlUrl, postgresUrl };
   const data = await new DataSource(demoDataSourceOptions(dbConfig, true)).initialize();
   const sku = `flash-${run.name}`;
   try {
@@ -84,7 +85,7 @@ export async function runSale(run: SaleRun, settings: SaleSettings, hooks: SaleH
     const row: DemoResultRow = {
       strategy: run.name,
       mode: run.mode,
-      database: run.database === 'mysql' ? 'mariadb' : 'sqlite',
+      database: run.database === 'mysql' ? 'mariadb' : run.database === 'postgres' ? 'postgresql' : 'sqlite',
       instances: settings.instances,
       buyers: settings.buyers,
       initialStock: settings.stock,

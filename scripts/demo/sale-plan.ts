@@ -28,12 +28,32 @@ export const SALE_RUNS: readonly SaleRun[] = [
   { name: 'redlock', mode: 'locked', database: 'mysql', inventoryLock: 'redlock', topologies: ['mariadb', 'redis5'] },
   { name: 'zookeeper', mode: 'locked', database: 'mysql', inventoryLock: 'zookeeper', topologies: ['mariadb', 'zookeeper'] },
   { name: 'etcd', mode: 'locked', database: 'mysql', inventoryLock: 'etcd', topologies: ['mariadb', 'etcd'] },
+  { name: 'advisory-mysql', mode: 'locked', database: 'mysql', inventoryLock: 'advisory', topologies: ['mariadb'] },
+  // `--db postgres`: every database strategy on PostgreSQL.
+  { name: 'row-postgres', mode: 'locked', database: 'postgres', inventoryLock: 'row', topologies: ['postgres'] },
+  { name: 'advisory-postgres', mode: 'locked', database: 'postgres', inventoryLock: 'advisory', topologies: ['postgres'] },
+  { name: 'pessimistic-postgres', mode: 'pessimistic', database: 'postgres', inventoryLock: 'row', topologies: ['postgres'] },
+  { name: 'optimistic-postgres', mode: 'optimistic', database: 'postgres', inventoryLock: 'row', topologies: ['postgres'] },
+  { name: 'atomic-postgres', mode: 'atomic', database: 'postgres', inventoryLock: 'row', topologies: ['postgres'] },
 ];
 
 export const EMBEDDED_RUNS = ['unguarded', 'atomic', 'row', 'optimistic'];
 
-/** `--strategies all`, a comma list of run names, or the embedded default. */
-export function planRuns(selection: string | undefined): SaleRun[] {
+/**
+ * `--strategies all`, a comma list of run names, or the embedded default. `--db sqlite|mysql|postgres`
+ * keeps the runs on that database; alone, it means every run on it (`--db postgres`: every database
+ * strategy on PostgreSQL).
+ */
+export function planRuns(selection: string | undefined, database?: string): SaleRun[] {
+  if (database !== undefined && !DATABASES.includes(database)) throw new Error(`unknown database ${database}; choose ${DATABASES.join(', ')}`);
+  const runs = database ? selectRuns(selection ?? 'all').filter((run) => run.database === database) : selectRuns(selection);
+  if (runs.length === 0) throw new Error(`no demo run of ${selection} is on ${database}`);
+  return runs;
+}
+
+const DATABASES: readonly string[] = ['sqlite', 'mysql', 'postgres'] satisfies readonly DemoDatabase[];
+
+function selectRuns(selection: string | undefined): SaleRun[] {
   if (!selection) return SALE_RUNS.filter((run) => EMBEDDED_RUNS.includes(run.name));
   if (selection === 'all') return [...SALE_RUNS];
   const names = selection.split(',').map((name) => name.trim());

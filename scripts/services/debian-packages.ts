@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 
 /** Debian packages that provide the test servers. */
-export const SERVER_PACKAGES = ['redis-server', 'mariadb-server', 'zookeeper', 'etcd-server', 'etcd-client', 'memcached'] as const;
+export const SERVER_PACKAGES = ['redis-server', 'mariadb-server', 'zookeeper', 'etcd-server', 'etcd-client', 'memcached', 'postgresql'] as const;
 
 function installed(pkg: string): boolean {
   const result = spawnSync('dpkg-query', ['-W', '-f=${Status}', pkg], { encoding: 'utf8' });

@@ -20,9 +20,11 @@ describe('services tool', () => {
       'LOCK_TEST_ETCD',
       'LOCK_TEST_ETCD_CLUSTER',
       'LOCK_TEST_FAULT_ETCD_CLUSTER',
-      'LOCK_TEST_ETCD_SECURE',
       'LOCK_TEST_MEMCACHED',
       'LOCK_TEST_FAULT_MEMCACHED',
+      'LOCK_TEST_POSTGRES_URL',
+      'LOCK_TEST_FAULT_POSTGRES_URL',
+      'LOCK_TEST_ETCD_SECURE',
       'LOCK_TEST_REDIS_TLS',
       'LOCK_TEST_MYSQL_TLS',
     ]);
@@ -37,6 +39,7 @@ describe('services tool', () => {
     // A set-up that makes certificates brings openssl.
     expect(packagesFor(['etcd-secure']).sort()).toEqual(['etcd-client', 'etcd-server', 'openssl']);
     expect(packagesFor(['redis-tls', 'mariadb-tls']).sort()).toEqual(['mariadb-server', 'openssl', 'redis-server']);
+    expect(packagesFor(['postgres', 'postgres-faults'])).toEqual(['postgresql']);
     // A Cluster needs nothing but redis-server (redis-cli, which forms it, comes with it).
     expect(packagesFor(['redis-cluster', 'redis-cluster-replicas'])).toEqual(['redis-server']);
   });

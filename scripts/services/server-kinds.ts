@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { chownSync, copyFileSync, existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import { join } from 'node:path';
 import { httpRequest, probe } from './probes';
@@ -21,6 +21,10 @@ export interface ServerKind {
   isLeader?(record: ServerRecord): Promise<boolean>;
   /** Member start timeout in ms. */
   readonly startTimeoutMs: number;
+  /** The user and group to run the server as, when not as ourselves (see `postgresRunAs`). */
+  runAs?(): { uid: number; gid: number } | undefined;
+  /** The signal of a prompt, clean stop (default SIGTERM). */
+  readonly stopSignal?: NodeJS.Signals;
 }
 
 export const redisKind: ServerKind = {
@@ -285,5 +289,98 @@ export const memcachedKind: ServerKind = {
   async ready(record) {
     const answer = await probe(record.ports[0], 'version\r\n', 1_000, /\r\n/);
     return answer?.startsWith('VERSION ') ?? false;
+  },
+};
+
+export const POSTGRES_USER = 'postgres';
+export const POSTGRES_DATABASE = 'locktest';
+
+/**
+ * A PostgreSQL program of Debian's `postgresql` package: `/usr/lib/postgresql/<major>/bin/<name>`, the newest
+ * major installed (the package installs no `postgres` or `initdb` on the PATH). Resolved when called, so that
+ * a machine where the tests install the package first finds it afterwards.
+ */
+export function postgresBinary(name: 'postgres' | 'initdb' | 'psql'): string {
+  const root = '/usr/lib/postgresql';
+  const majors = existsSync(root) ? readdirSync(root).filter((entry) => /^\d+$/.test(entry) && existsSync(join(root, entry, 'bin', name))) : [];
+  if (majors.length === 0) throw new Error(`PostgreSQL's ${name} not found under ${root}: install Debian's postgresql package (apt-get install -y postgresql)`);
+  return join(root, String(Math.max(...majors.map(Number))), 'bin', name);
+}
+
+/**
+ * Who runs the server: PostgreSQL refuses to run as root, so as root it runs as the `postgres` user the
+ * Debian package creates (the instance directory is given to that user); as anyone else, as themselves.
+ */
+export function postgresRunAs(): { uid: number; gid: number } | undefined {
+  if (typeof process.getuid !== 'function' || process.getuid() !== 0) return undefined;
+  const id = (flag: '-u' | '-g'): number => Number(spawnSync('id', [flag, POSTGRES_USER], { encoding: 'utf8' }).stdout.trim());
+  const uid = id('-u');
+  const gid = id('-g');
+  if (!Number.isInteger(uid) || uid <= 0 || !Number.isInteger(gid)) throw new Error(`no "${POSTGRES_USER}" user to run PostgreSQL as (root may not): install Debian's postgresql package`);
+  return { uid, gid };
+}
+
+/**
+ * The server's command line: its own data directory, one port on loopback, its socket in the instance
+ * directory. `durable: false` (tests) turns fsync off, which a test server never needs and which makes
+ * every commit cheaper; benchmarks keep the default, like MariaDB's.
+ */
+export function postgresArgs(port: number, dir: string, durable: boolean): string[] {
+  return [
+    '-D', join(dir, 'data'),
+    '-p', String(port),
+    '-k', dir,
+    '-c', 'listen_addresses=127.0.0.1',
+    '-c', 'max_connections=300',
+    '-c', 'shared_buffers=64MB',
+    '-c', 'logging_collector=off',
+    ...(durable ? [] : ['-c', 'fsync=off', '-c', 'full_page_writes=off']),
+  ];
+}
+
+/** The first message of PostgreSQL's protocol (3.0) for `user` on `database`. */
+function postgresStartupMessage(user: string, database: string): Buffer {
+  const body = Buffer.from(`user\0${user}\0database\0${database}\0\0`, 'latin1');
+  const message = Buffer.alloc(8 + body.length);
+  message.writeInt32BE(message.length, 0);
+  message.writeInt32BE(196_608, 4); // protocol 3.0
+  body.copy(message, 8);
+  return message;
+}
+
+/** PostgreSQL (Debian's postgresql, 15 on bookworm); facts in services.md, "More servers". */
+export const postgresKind: ServerKind = {
+  packageName: 'postgresql',
+  startTimeoutMs: 30_000,
+  // Fast shutdown: open transactions roll back, clients are disconnected. SIGTERM ("smart") would wait
+  // for every client (a connection pool) to leave first.
+  stopSignal: 'SIGINT',
+  runAs: postgresRunAs,
+  prepare(record) {
+    const data = join(record.dir, 'data');
+    const runAs = postgresRunAs();
+    if (runAs) chownSync(record.dir, runAs.uid, runAs.gid);
+    if (existsSync(join(data, 'PG_VERSION'))) return;
+    const result = spawnSync(
+      postgresBinary('initdb'),
+      ['-D', data, '-A', 'trust', '-U', POSTGRES_USER, '-E', 'UTF8', '--locale=C', '--no-sync'],
+      { encoding: 'utf8', cwd: record.dir, timeout: 60_000, ...runAs },
+    );
+    if (result.status !== 0) throw new Error(`initdb failed: ${result.stderr || result.error?.message}`);
+  },
+  async ready(record) {
+    // Trust authentication: a server that accepts connections answers AuthenticationOk ('R', length 8, 0);
+    // one still starting up or recovering answers an error ('E') instead.
+    const answer = await probe(record.ports[0], postgresStartupMessage(POSTGRES_USER, 'postgres'), 1_000, /^(R\0\0\0\x08\0\0\0\0|E)/);
+    return answer?.startsWith('R\0\0\0\x08\0\0\0\0') ?? false;
+  },
+  initialise(record) {
+    const psql = (sql: string): ReturnType<typeof spawnSync> =>
+      spawnSync(postgresBinary('psql'), ['-X', '-q', '-t', '-A', '-h', '127.0.0.1', '-p', String(record.ports[0]), '-U', POSTGRES_USER, '-d', 'postgres', '-c', sql], { encoding: 'utf8', timeout: 30_000 });
+    const exists = psql(`SELECT 1 FROM pg_database WHERE datname = '${POSTGRES_DATABASE}'`);
+    if (exists.status !== 0) throw new Error(`PostgreSQL set-up failed: ${String(exists.stderr)}`);
+    if (String(exists.stdout).trim() === '1') return;
+    const created = psql(`CREATE DATABASE ${POSTGRES_DATABASE}`);
+    if (created.status !== 0) throw new Error(`PostgreSQL set-up failed: ${String(created.stderr)}`);
   },
 };

@@ -9,7 +9,13 @@ const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
 export function launch(record: ServerRecord): ServerRecord {
   const log = openSync(record.logFile, 'a');
   try {
-    const child = spawn(record.command, [...record.args], { cwd: record.cwd, stdio: ['ignore', log, log], detached: false });
+    const child = spawn(record.command, [...record.args], {
+      cwd: record.cwd,
+      stdio: ['ignore', log, log],
+      detached: false,
+      ...(record.uid !== undefined ? { uid: record.uid } : {}),
+      ...(record.gid !== undefined ? { gid: record.gid } : {}),
+    });
     if (child.pid === undefined) throw new Error(`could not start ${record.command} for ${record.name}`);
     // The server outlives nothing but our bookkeeping: it is stopped through its pid, not this handle.
     child.unref();
@@ -59,11 +65,14 @@ function signal(record: ServerRecord, name: NodeJS.Signals): boolean {
   }
 }
 
-/** SIGTERM, then SIGKILL after `graceMs`; resolves once the process is gone. */
+/**
+ * The record's stop signal (SIGTERM unless it names another), then SIGKILL after `graceMs`; resolves once
+ * the process is gone. PostgreSQL takes SIGINT: on SIGTERM it would wait for every client to disconnect.
+ */
 export async function stopProcess(record: ServerRecord, graceMs = 5_000): Promise<void> {
   if (!isOurs(record)) return;
   signal(record, 'SIGCONT');
-  signal(record, 'SIGTERM');
+  signal(record, record.stopSignal ?? 'SIGTERM');
   const deadline = Date.now() + graceMs;
   while (isRunning(record.pid) && Date.now() < deadline) await sleep(25);
   if (isRunning(record.pid)) {

@@ -17,6 +17,11 @@ export interface ServerRecord {
   /** Its instance directory, removed when the topology goes down. */
   readonly dir: string;
   pid: number;
+  /** Runs the server as this user and group (PostgreSQL, which refuses to run as root); default: as ourselves. */
+  readonly uid?: number;
+  readonly gid?: number;
+  /** The signal of a clean, prompt stop; default SIGTERM (PostgreSQL: SIGINT, its "fast" shutdown). */
+  readonly stopSignal?: NodeJS.Signals;
   /** Start time of `pid`, so that a recycled pid is never mistaken for ours. */
   startTicks?: number;
 }

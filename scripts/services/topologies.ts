@@ -11,6 +11,11 @@ import {
   mariadbKind,
   memcachedArgs,
   memcachedKind,
+  POSTGRES_DATABASE,
+  POSTGRES_USER,
+  postgresArgs,
+  postgresBinary,
+  postgresKind,
   redisArgs,
   redisClusterNodeArgs,
   redisKind,
@@ -29,7 +34,32 @@ import { MARIADB_TLS, mariadbTlsArgs, mariadbTlsKind } from './mariadb-tls';
 import { instancesRoot, listRecords, readRecord, removeRecord, type ServerRecord } from './service-state';
 
 /** The server set-ups the tests, the demo and the benchmarks use. */
-export const TOPOLOGY_NAMES = ['redis', 'redis-faults', 'redis-restart', 'redis-sentinel', 'redis-sentinel2', 'redis-cluster', 'redis-cluster-replicas', 'redis5', 'redis5-faults', 'mariadb', 'mariadb-faults', 'zookeeper', 'zookeeper3', 'zookeeper3-faults', 'etcd', 'etcd3', 'etcd3-faults', 'etcd-secure', 'memcached', 'memcached-faults', 'redis-tls', 'mariadb-tls'] as const;
+export const TOPOLOGY_NAMES = [
+  'redis',
+  'redis-faults',
+  'redis-restart',
+  'redis-sentinel',
+  'redis-sentinel2',
+  'redis-cluster',
+  'redis-cluster-replicas',
+  'redis5',
+  'redis5-faults',
+  'mariadb',
+  'mariadb-faults',
+  'zookeeper',
+  'zookeeper3',
+  'zookeeper3-faults',
+  'etcd',
+  'etcd3',
+  'etcd3-faults',
+  'memcached',
+  'memcached-faults',
+  'postgres',
+  'postgres-faults',
+  'etcd-secure',
+  'redis-tls',
+  'mariadb-tls',
+] as const;
 export type TopologyName = (typeof TOPOLOGY_NAMES)[number];
 
 interface MemberPlan {
@@ -44,6 +74,7 @@ interface TopologyPlan {
   /** Environment variable through which clients find it; a user who sets it brings their own server. */
   readonly envVar: string;
   readonly members: readonly MemberPlan[];
+  /** The program (read when the topology starts: PostgreSQL's path is known only once its package is installed). */
   readonly command: string;
   args(member: { name: string; dir: string; ports: readonly number[] }): string[];
   envValue(): string;
@@ -136,6 +167,23 @@ const ETCD3_FAULTS = [
   [12879, 12880],
   [12979, 12980],
 ];
+
+/**
+ * A single PostgreSQL server. Without fsync (a test server needs no durability) unless
+ * LOCK_SERVICES_DURABLE=1, which the benchmark sets to compare with MariaDB's defaults.
+ */
+function postgresPlan(name: string, envVar: string, port: number): TopologyPlan {
+  return {
+    kind: postgresKind,
+    envVar,
+    members: [{ name, ports: [port] }],
+    get command() {
+      return postgresBinary('postgres');
+    },
+    args: (member) => postgresArgs(member.ports[0], member.dir, process.env.LOCK_SERVICES_DURABLE === '1'),
+    envValue: () => `postgres://${POSTGRES_USER}@127.0.0.1:${port}/${POSTGRES_DATABASE}`,
+  };
+}
 
 const PLANS: Record<TopologyName, TopologyPlan> = {
   redis: {
@@ -306,6 +354,10 @@ const PLANS: Record<TopologyName, TopologyPlan> = {
     args: (member) => mariadbTlsArgs(member),
     envValue: () => `mysql://127.0.0.1:${MARIADB_TLS.port}/${MARIADB_TLS.database}`,
   },
+  // PostgreSQL's standard port is 5432: never used here.
+  postgres: postgresPlan('postgres', 'LOCK_TEST_POSTGRES_URL', 15432),
+  // A server of its own for fault tests, which restart it mid-sale while other suites use postgres.
+  'postgres-faults': postgresPlan('postgres-faults', 'LOCK_TEST_FAULT_POSTGRES_URL', 15433),
 };
 
 /** The environment variable of a topology (e.g. `LOCK_TEST_REDIS_URL`). */
@@ -361,7 +413,10 @@ export async function startTopology(name: TopologyName): Promise<RunningTopology
     const dir = join(instancesRoot(), member.name);
     rmSync(dir, { recursive: true, force: true });
     mkdirSync(dir, { recursive: true });
+    const kind = member.own?.kind ?? plan.kind;
     records.push({
+      ...kind.runAs?.(),
+      ...(kind.stopSignal ? { stopSignal: kind.stopSignal } : {}),
       name: member.name,
       topology: name,
       command: member.own?.command ?? plan.command,

@@ -2,7 +2,7 @@ import { InMemoryLockStrategy, type LockStrategy } from '@app/distributed-lock';
 import { RedisLockStrategy, RedlockStrategy } from '@app/distributed-lock/strategies/redis';
 import { Redis } from 'ioredis';
 import { redisLockKeys } from '../../libs/distributed-lock/src/strategies/redis/redis-keys';
-import { PessimisticLockStrategy, RowLockStrategy } from '@app/distributed-lock/strategies/database';
+import { AdvisoryLockStrategy, getLockName, PessimisticLockStrategy, postgresAdvisoryKey, RowLockStrategy } from '@app/distributed-lock/strategies/database';
 import { EtcdLockStrategy } from '@app/distributed-lock/strategies/etcd';
 import { Etcd3 } from 'etcd3';
 import { ZooKeeperLockStrategy } from '@app/distributed-lock/strategies/zookeeper';
@@ -48,6 +48,8 @@ async function deleteClusterLock(urls: string, key: string): Promise<void> {
 }
 
 const mysqlOptions = (): DataSourceOptions => ({ type: 'mysql', url: requiredEnv('LOCK_TEST_MYSQL_URL'), poolSize: 12, connectTimeout: 5_000 });
+
+const postgresOptions = (): DataSourceOptions => ({ type: 'postgres', url: requiredEnv('LOCK_TEST_POSTGRES_URL'), poolSize: 12, connectTimeoutMS: 5_000 });
 
 /** One SQLite file per test run, shared by every client and child process of the run. */
 function sqliteOptions(): DataSourceOptions {
@@ -106,6 +108,31 @@ async function killPessimisticHolder(key: string): Promise<void> {
   // Let the holder's client read the server's goodbye, as it would long before its section ends in real
   // life. A COMMIT that crosses the KILL on the wire has an unknown outcome (LockCommitFailedError 'unknown',
   // tested on its own), which is not the case this removal stands for.
+  await new Promise((resolve) => setTimeout(resolve, 50));
+}
+
+/** Terminates the PostgreSQL backend whose transaction holds the row lock (the fencing table names it), as an operator would. */
+async function terminatePessimisticHolder(key: string): Promise<void> {
+  await adminQuery(postgresOptions(), 'SELECT pg_terminate_backend(locked_by_connection::int) FROM distributed_lock_fences WHERE lock_key = $1 AND locked_by_connection IS NOT NULL', [key]);
+  // Let the holder's client read the server's goodbye (see killPessimisticHolder).
+  await new Promise((resolve) => setTimeout(resolve, 50));
+}
+
+/** Terminates the PostgreSQL backend holding a key's advisory lock (session or transaction level), as an operator would. */
+async function terminateAdvisoryHolder(key: string): Promise<void> {
+  const bits = BigInt.asUintN(64, BigInt(postgresAdvisoryKey(key)));
+  await adminQuery(
+    postgresOptions(),
+    "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND granted AND classid = $1::oid AND objid = $2::oid AND objsubid = 1",
+    [String(bits >> 32n), String(bits & 0xffffffffn)],
+  );
+  await new Promise((resolve) => setTimeout(resolve, 50));
+}
+
+/** Kills the MariaDB connection holding a key's GET_LOCK, as an operator would. */
+async function killGetLockHolder(key: string): Promise<void> {
+  const rows = (await adminQuery(mysqlOptions(), 'SELECT IS_USED_LOCK(?) AS id', [getLockName(key)])) as Array<{ id: number | null }>;
+  if (rows[0]?.id) await adminQuery(mysqlOptions(), `KILL ${Number(rows[0].id)}`);
   await new Promise((resolve) => setTimeout(resolve, 50));
 }
 
@@ -172,6 +199,35 @@ export const subjects: readonly ContractSubject[] = [
     removeBehindBack: async (_strategy, key) => {
       await adminQuery(sqliteOptions(), 'DELETE FROM distributed_lock_leases WHERE lock_key = ?', [key]);
     },
+  },
+  {
+    name: 'row (PostgreSQL)',
+    capabilities: { fencing: true, fifo: false, sharedLocks: false, crossProcess: true },
+    create: async () => new RowLockStrategy({ connection: postgresOptions(), name: 'database-postgres' }),
+    removeBehindBack: async (_strategy, key) => {
+      await adminQuery(postgresOptions(), 'DELETE FROM distributed_lock_leases WHERE lock_key = $1', [key]);
+    },
+  },
+  {
+    name: 'pessimistic (PostgreSQL)',
+    pushesRemoval: true,
+    capabilities: { fencing: true, fifo: false, sharedLocks: false, crossProcess: true },
+    create: async () => new PessimisticLockStrategy({ connection: postgresOptions(), name: 'pessimistic-postgres' }),
+    removeBehindBack: (_strategy, key) => terminatePessimisticHolder(key),
+  },
+  {
+    name: 'advisory (PostgreSQL)',
+    pushesRemoval: true,
+    capabilities: { fencing: true, fifo: true, sharedLocks: false, crossProcess: true },
+    create: async () => new AdvisoryLockStrategy({ connection: postgresOptions() }),
+    removeBehindBack: (_strategy, key) => terminateAdvisoryHolder(key),
+  },
+  {
+    name: 'advisory GET_LOCK (MariaDB)',
+    pushesRemoval: true,
+    capabilities: { fencing: true, fifo: true, sharedLocks: false, crossProcess: true },
+    create: async () => new AdvisoryLockStrategy({ connection: mysqlOptions(), name: 'advisory-mysql' }),
+    removeBehindBack: (_strategy, key) => killGetLockHolder(key),
   },
   {
     name: 'pessimistic (MariaDB)',
@@ -244,6 +300,22 @@ export const fastPathsOffSubjects: readonly ContractSubject[] = [
 ];
 
 /**
+ * Another setting of a strategy that `subjects` holds with its default, sharing its lock protocol: the
+ * contract only (option-variants.spec.ts), which keeps the promises and property suites' time for
+ * strategies of their own. `scope: 'transaction'` changes what wraps the lock (BEGIN, COMMIT), which
+ * test/integration/advisory.int.spec.ts checks with writes.
+ */
+export const optionVariantSubjects: readonly ContractSubject[] = [
+  {
+    name: 'advisory transaction (PostgreSQL)',
+    pushesRemoval: true,
+    capabilities: { fencing: true, fifo: true, sharedLocks: false, crossProcess: true, transactional: true },
+    create: async () => new AdvisoryLockStrategy({ connection: postgresOptions(), scope: 'transaction', name: 'advisory-xact' }),
+    removeBehindBack: (_strategy, key) => terminateAdvisoryHolder(key),
+  },
+];
+
+/**
  * Subjects whose servers are 20 ms of round trip away (a latency proxy in front of each): the watchdog,
  * operation timeouts and Redlock's drift allowance must hold across zones too. Long: run by `npm run
  * test:long`, not `npm test`.
@@ -264,5 +336,5 @@ function find(list: readonly ContractSubject[], name: string): ContractSubject {
 
 /** A subject of any list, by name (the cross-process worker finds its subject this way). */
 export function subjectNamed(name: string): ContractSubject {
-  return find([...subjects, ...fastPathsOffSubjects, ...distantSubjects], name);
+  return find([...subjects, ...fastPathsOffSubjects, ...optionVariantSubjects, ...distantSubjects], name);
 }

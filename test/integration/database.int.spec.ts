@@ -14,15 +14,32 @@ import { LOCK_TABLES, lockTransaction, optimisticUpdate, PessimisticLockStrategy
 import { MysqlQueryRunner } from 'typeorm/driver/mysql/MysqlQueryRunner';
 import { StockRow as Stock } from '../support/stock-row.entity';
 import { PricedItem } from '../support/priced-item.entity';
+import { expectCommitsWithRelease } from '../support/lock-transaction-check';
 
 
 const run = randomUUID().slice(0, 8);
 const mysql = (): DataSourceOptions => ({ type: 'mysql', url: process.env.LOCK_TEST_MYSQL_URL, entities: [Stock], synchronize: true, poolSize: 16 });
 const sqlite = (): DataSourceOptions => ({ type: 'better-sqlite3', database: join(tmpdir(), `lock-it-${run}.sqlite`), entities: [Stock], synchronize: true, enableWAL: true, timeout: 10_000 });
+const postgres = (): DataSourceOptions => ({ type: 'postgres', url: process.env.LOCK_TEST_POSTGRES_URL, entities: [Stock], synchronize: true, poolSize: 16 });
+
+/** With 4 connections allowed and all pinned, the next acquisition waits for a slot, then fails naming the option. */
+async function expectSlotLimit(locks: LockService, prefix: string): Promise<void> {
+  const held = await Promise.all([0, 1, 2, 3].map((i) => locks.acquire(`${prefix}:pool:${i}`)));
+  expect(await locks.tryAcquire(`${prefix}:pool:4`)).toBeNull();
+  const error = await locks.acquire(`${prefix}:pool:4`, { waitTimeout: 300 }).catch((e: unknown) => e);
+  expect(error).toBeInstanceOf(LockBackendUnavailableError);
+  expect((error as Error).message).toMatch(/maxHeldConnections/);
+  const waiting = locks.acquire(`${prefix}:pool:5`, { waitTimeout: 5_000 });
+  await held[0].release();
+  const fifth = await waiting;
+  expect(fifth.isHeld).toBe(true);
+  await Promise.all([...held.slice(1), fifth].map((lock) => lock.release()));
+}
 
 describe.each([
   ['MariaDB', mysql],
   ['SQLite', sqlite],
+  ['PostgreSQL', postgres],
 ])('optimistic version column (%s)', (_name, options) => {
   let dataSource: DataSource;
 
@@ -82,6 +99,21 @@ describe.each([
       await expect(optimisticUpdate({ ...base, ...change } as never)).rejects.toMatchObject({ name: 'InvalidLockOptionsError', option });
     }
     expect(await dataSource.getRepository(Stock).findOneByOrFail({ sku })).toMatchObject({ quantity: 5, version: 1 });
+  });
+
+  it('writes inside the caller\'s transaction: rolled back with it, committed with it', async () => {
+    const sku = `sku-${randomUUID().slice(0, 8)}`;
+    await dataSource.getRepository(Stock).insert({ sku, quantity: 5 });
+    await expect(
+      dataSource.transaction(async (manager) => {
+        await optimisticUpdate({ manager, entity: Stock, id: sku, expectedVersion: 1, set: { quantity: 4 } });
+        expect(await manager.getRepository(Stock).findOneByOrFail({ sku })).toMatchObject({ quantity: 4, version: 2 });
+        throw new Error('payment declined');
+      }),
+    ).rejects.toThrow('payment declined');
+    expect(await dataSource.getRepository(Stock).findOneByOrFail({ sku })).toMatchObject({ quantity: 5, version: 1 });
+    await dataSource.transaction((manager) => optimisticUpdate({ manager, entity: Stock, id: sku, expectedVersion: 1, set: { quantity: 3 } }));
+    expect(await dataSource.getRepository(Stock).findOneByOrFail({ sku })).toMatchObject({ quantity: 3, version: 2 });
   });
 });
 
@@ -242,21 +274,7 @@ describe('pessimistic strategy (MariaDB)', () => {
   });
 
   it('commits writes made through the lock’s transaction with the release, and rolls them back on failure', async () => {
-    const sku = `pess-${randomUUID().slice(0, 8)}`;
-    await dataSource.getRepository(Stock).insert({ sku, quantity: 10 });
-    await locks.withLock(`stock:${sku}`, async (lock) => {
-      await lockTransaction(lock).getRepository(Stock).decrement({ sku }, 'quantity', 1);
-      // Not visible outside the lock's transaction before the release.
-      expect((await dataSource.getRepository(Stock).findOneByOrFail({ sku })).quantity).toBe(10);
-    });
-    expect((await dataSource.getRepository(Stock).findOneByOrFail({ sku })).quantity).toBe(9);
-    await expect(
-      locks.withLock(`stock:${sku}`, async (lock) => {
-        await lockTransaction(lock).getRepository(Stock).decrement({ sku }, 'quantity', 5);
-        throw new Error('payment declined');
-      }),
-    ).rejects.toThrow('payment declined');
-    expect((await dataSource.getRepository(Stock).findOneByOrFail({ sku })).quantity).toBe(9);
+    await expectCommitsWithRelease(dataSource, locks, 'pess');
   });
 
   it('makes the lock row again when it was deleted after we saw it (a clean-up job)', async () => {
@@ -321,16 +339,73 @@ describe('pessimistic strategy (MariaDB)', () => {
   });
 
   it('never pins more connections than allowed: the next waits for a slot, then fails saying what to change', async () => {
-    const held = await Promise.all([0, 1, 2, 3].map((i) => locks.acquire(`pess:${run}:pool:${i}`)));
-    expect(await locks.tryAcquire(`pess:${run}:pool:4`)).toBeNull();
-    const error = await locks.acquire(`pess:${run}:pool:4`, { waitTimeout: 300 }).catch((e: unknown) => e);
-    expect(error).toBeInstanceOf(LockBackendUnavailableError);
-    expect((error as Error).message).toMatch(/maxHeldConnections/);
-    const waiting = locks.acquire(`pess:${run}:pool:5`, { waitTimeout: 5_000 });
-    await held[0].release();
-    const fifth = await waiting;
-    expect(fifth.isHeld).toBe(true);
-    await Promise.all([...held.slice(1), fifth].map((lock) => lock.release()));
+    await expectSlotLimit(locks, `pess:${run}`);
+  });
+});
+
+/**
+ * `SELECT … FOR UPDATE` on PostgreSQL: the same lock through TypeORM's public API (the mysql2 fast paths do
+ * not apply), its wait bounded by `SET LOCAL lock_timeout` inside the lock's transaction.
+ */
+describe('pessimistic strategy (PostgreSQL)', () => {
+  let dataSource: DataSource;
+  let locks: LockService;
+  let manager: LockManager;
+
+  beforeAll(async () => {
+    dataSource = await new DataSource(postgres()).initialize();
+    manager = new LockManager(new PessimisticLockStrategy({ dataSource, maxHeldConnections: 4, name: 'pessimistic-pg' }));
+    locks = new LockService(manager);
+  });
+
+  afterAll(async () => {
+    await manager?.close();
+    await dataSource?.destroy();
+  });
+
+  it('locks a row, never the table, and commits writes made through the lock with the release (rolled back on failure)', async () => {
+    const other = await locks.acquire(`pg:${run}:other`);
+    const started = Date.now();
+    const next = await locks.acquire(`pg:${run}:next`, { waitTimeout: 5_000 });
+    expect(Date.now() - started).toBeLessThan(1_000);
+    await Promise.all([other.release(), next.release()]);
+    await expectCommitsWithRelease(dataSource, locks, 'pg');
+  });
+
+  it('bounds the row lock\'s wait on the server with lock_timeout, in ms, inside the lock\'s transaction only', async () => {
+    const key = `pg:${run}:timeout`;
+    const holder = await locks.acquire(key);
+    const runner = dataSource.createQueryRunner();
+    try {
+      // What a waiter sends, on a connection of its own: the transaction-local timeout ends its wait with 55P03.
+      await runner.startTransaction();
+      await runner.query("SELECT set_config('lock_timeout', $1, true)", ['150ms']);
+      const started = Date.now();
+      const error = await runner.query(`SELECT lock_key FROM ${LOCK_TABLES.rows} WHERE lock_key = $1 FOR UPDATE`, [key]).catch((e: unknown) => e);
+      expect((error as QueryFailedError).driverError).toMatchObject({ code: '55P03' });
+      expect(Date.now() - started).toBeLessThan(1_000);
+      await runner.rollbackTransaction();
+      expect((await runner.query("SELECT current_setting('lock_timeout') AS t")) as unknown).toEqual([{ t: '0' }]);
+    } finally {
+      await runner.release();
+    }
+    const waited = Date.now();
+    await expect(locks.acquire(key, { waitTimeout: 250 })).rejects.toMatchObject({ name: 'LockAcquireTimeoutError' });
+    expect(Date.now() - waited).toBeLessThan(1_500);
+    await holder.release();
+  });
+
+  it('makes the lock row again when it was deleted after we saw it (a clean-up job)', async () => {
+    const key = `pg:${run}:deleted-row`;
+    await (await locks.acquire(key)).release();
+    await dataSource.query(`DELETE FROM ${LOCK_TABLES.rows} WHERE lock_key = $1`, [key]);
+    const again = await locks.acquire(key, { waitTimeout: 5_000 });
+    expect(await locks.tryAcquire(key, { reentrant: false })).toBeNull();
+    await again.release();
+  });
+
+  it('never pins more connections than allowed: the next waits for a slot, then fails saying what to change', async () => {
+    await expectSlotLimit(locks, `pg:${run}`);
   });
 });
 

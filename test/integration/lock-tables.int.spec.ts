@@ -94,7 +94,8 @@ describe('lock tables on MariaDB', () => {
 describe.each([
   { name: 'MariaDB', options: (): DataSourceOptions => mysql() },
   { name: 'SQLite', options: (): DataSourceOptions => ({ type: 'better-sqlite3', database: `/tmp/lock-handover-${run}.sqlite` }) },
-])('row strategy hand-over on $name', ({ options }) => {
+  { name: 'PostgreSQL', options: (): DataSourceOptions => ({ type: 'postgres', url: process.env.LOCK_TEST_POSTGRES_URL, poolSize: 8 }) },
+])('row strategy hand-over on $name', ({ name, options }) => {
   let dataSource: DataSource;
   const managers: LockManager[] = [];
   const instance = (localHandover?: { passes: number; windowMs: number }): LockService => {
@@ -103,7 +104,7 @@ describe.each([
     return new LockService(manager);
   };
   const row = async (key: string): Promise<{ owner: string; token: number }> => {
-    const [found] = (await dataSource.query('SELECT owner, fencing_token AS token FROM handover_leases WHERE lock_key = ?', [key])) as Array<{ owner: string; token: string | number }>;
+    const [found] = (await dataSource.query(`SELECT owner, fencing_token AS token FROM handover_leases WHERE lock_key = ${name === 'PostgreSQL' ? '$1' : '?'}`, [key])) as Array<{ owner: string; token: string | number }>;
     return { owner: found.owner, token: Number(found.token) };
   };
 

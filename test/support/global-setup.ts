@@ -6,7 +6,7 @@ import { ensureDebianPackages, killAllNow, packagesFor, startTopology, stopAll, 
  * run against them at once, and a suite that started one itself would restart it under the others.
  * (Fault suites start their own, which they kill.)
  */
-export const BASE_TOPOLOGIES: readonly TopologyName[] = ['redis', 'redis5', 'mariadb', 'zookeeper', 'etcd', 'zookeeper3', 'etcd3', 'memcached'];
+export const BASE_TOPOLOGIES: readonly TopologyName[] = ['redis', 'redis5', 'mariadb', 'zookeeper', 'etcd', 'zookeeper3', 'etcd3', 'memcached', 'postgres'];
 
 /**
  * Vitest global setup: installs missing server packages (apt, as root), starts throwaway servers on

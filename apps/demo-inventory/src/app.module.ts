@@ -5,7 +5,7 @@ import { getDataSourceToken, TypeOrmModule } from '@nestjs/typeorm';
 import { DistributedLockModule, type DistributedLockModuleOptions } from '@app/distributed-lock';
 import type { DataSource, DataSourceOptions } from 'typeorm';
 import { CheckoutModule } from './checkout/checkout.module';
-import { demoConfig, type DemoConfig } from './config/demo-config';
+import { demoConfig, SERVER_DATABASES, type DemoConfig } from './config/demo-config';
 import { HealthModule } from './health/health.module';
 import { InventoryModule } from './inventory/inventory.module';
 import { LockErrorsFilter } from './inventory/lock-errors.filter';
@@ -17,10 +17,11 @@ import { MetricsModule } from './metrics/metrics.module';
 import { ReportsModule } from './reports/reports.module';
 import { ShopController } from './shop.controller';
 
-/** The demo's data source: an embedded SQLite file shared by the instances, or MariaDB/MySQL. */
-export function demoDataSourceOptions(config: Pick<DemoConfig, 'database' | 'sqlitePath' | 'mysqlUrl'>, synchronize: boolean): DataSourceOptions {
+/** The demo's data source: an embedded SQLite file shared by the instances, MariaDB/MySQL, or PostgreSQL. */
+export function demoDataSourceOptions(config: Pick<DemoConfig, 'database' | 'sqlitePath' | 'mysqlUrl'> & Partial<Pick<DemoConfig, 'postgresUrl'>>, synchronize: boolean): DataSourceOptions {
   const common = { entities: [Product, Order], synchronize };
   if (config.database === 'mysql') return { ...common, type: 'mysql', url: config.mysqlUrl, poolSize: 24 };
+  if (config.database === 'postgres') return { ...common, type: 'postgres', url: config.postgresUrl, poolSize: 24 };
   // WAL lets readers run beside the single writer; the busy timeout makes writers wait for each other.
   return { ...common, type: 'better-sqlite3', database: config.sqlitePath, enableWAL: true, timeout: 15_000 };
 }
@@ -51,7 +52,7 @@ export class AppModule {
         InventoryModule,
         ReportsModule,
         HealthModule,
-        ...(config.database === 'mysql' ? [CheckoutModule] : []),
+        ...(SERVER_DATABASES.includes(config.database) ? [CheckoutModule] : []),
       ],
       controllers: [ShopController],
       providers: [{ provide: APP_FILTER, useClass: LockErrorsFilter }],

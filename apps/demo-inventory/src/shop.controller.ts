@@ -61,7 +61,7 @@ export class ShopController {
       case 'optimistic':
         return this.inventory.buyOptimistic(dto.sku, dto.buyer);
       case 'pessimistic':
-        if (!this.pessimistic) throw new BadRequestException('the pessimistic checkout needs MySQL/MariaDB (DEMO_DATABASE=mysql)');
+        if (!this.pessimistic) throw new BadRequestException('the pessimistic checkout needs MySQL/MariaDB or PostgreSQL (DEMO_DATABASE=mysql or postgres)');
         return this.pessimistic.buy(dto.sku, dto.buyer);
     }
   }

@@ -1,10 +1,13 @@
 import { registerAs } from '@nestjs/config';
 
-/** Where the demo keeps its data: an embedded SQLite file, or MariaDB/MySQL. */
-export type DemoDatabase = 'sqlite' | 'mysql';
+/** Where the demo keeps its data: an embedded SQLite file, MariaDB/MySQL, or PostgreSQL. */
+export type DemoDatabase = 'sqlite' | 'mysql' | 'postgres';
+
+/** The databases whose rows a transaction can lock (the pessimistic checkout) and that have their own lock queue (advisory locks). */
+export const SERVER_DATABASES: readonly DemoDatabase[] = ['mysql', 'postgres'];
 
 /** Lock strategies the demo can guard its stock with. */
-export const DEMO_LOCK_STRATEGIES = ['row', 'redis', 'redis-barging', 'redlock', 'zookeeper', 'etcd', 'memory'] as const;
+export const DEMO_LOCK_STRATEGIES = ['row', 'advisory', 'redis', 'redis-barging', 'redlock', 'zookeeper', 'etcd', 'memory'] as const;
 export type DemoLockStrategy = (typeof DEMO_LOCK_STRATEGIES)[number];
 
 /** The demo's configuration, from the environment (what `run-demo` sets for each instance). */
@@ -14,6 +17,7 @@ export interface DemoConfig {
   readonly database: DemoDatabase;
   readonly sqlitePath: string;
   readonly mysqlUrl: string | undefined;
+  readonly postgresUrl: string | undefined;
   /** Strategy of the inventory module (its `@Locked` stock deduction). */
   readonly inventoryLock: DemoLockStrategy;
   /** `redis://host:port`, or `redis+sentinel://host:port[,host:port]/masterName` for a master behind Sentinel. */
@@ -33,9 +37,10 @@ export const demoConfig = registerAs('demo', (): DemoConfig => {
   return {
     port: Number(process.env.PORT ?? 3000),
     instance: process.env.INSTANCE_NAME ?? `instance-${process.pid}`,
-    database: process.env.DEMO_DATABASE === 'mysql' ? 'mysql' : 'sqlite',
+    database: process.env.DEMO_DATABASE === 'mysql' || process.env.DEMO_DATABASE === 'postgres' ? process.env.DEMO_DATABASE : 'sqlite',
     sqlitePath: process.env.DEMO_SQLITE_PATH ?? 'demo-inventory.sqlite',
     mysqlUrl: process.env.LOCK_TEST_MYSQL_URL,
+    postgresUrl: process.env.LOCK_TEST_POSTGRES_URL,
     inventoryLock,
     redisUrl: process.env.LOCK_TEST_REDIS_URL,
     redisReplicaAck: replicaAckFrom(process.env.DEMO_REDIS_REPLICA_ACK),

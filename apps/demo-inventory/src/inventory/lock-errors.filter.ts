@@ -51,12 +51,29 @@ export class LockErrorsFilter implements ExceptionFilter {
   }
 }
 
-const DATABASE_DOWN_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'PROTOCOL_CONNECTION_LOST', 'ER_SERVER_SHUTDOWN', 'ER_CONNECTION_KILLED']);
+const DATABASE_DOWN_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'ETIMEDOUT',
+  // mysql2
+  'PROTOCOL_CONNECTION_LOST',
+  'ER_SERVER_SHUTDOWN',
+  'ER_CONNECTION_KILLED',
+  // PostgreSQL: the server shutting down or starting up (57P01–57P03), the connection failed or gone (08xxx)
+  '57P01',
+  '57P02',
+  '57P03',
+  '08000',
+  '08001',
+  '08003',
+  '08006',
+]);
 
 /** A driver error that means "the database is not reachable right now", not "the query is wrong". */
 function isDatabaseUnavailable(error: unknown): boolean {
   const candidate = error as { code?: unknown; driverError?: { code?: unknown }; message?: unknown } | null;
   const code = candidate?.driverError?.code ?? candidate?.code;
   if (typeof code === 'string' && DATABASE_DOWN_CODES.has(code)) return true;
-  return typeof candidate?.message === 'string' && /Connection lost|Pool is closed|connection is in closed state|Can't add new command when connection is in closed state/i.test(candidate.message);
+  return typeof candidate?.message === 'string' && /Connection lost|Pool is closed|connection is in closed state|Can't add new command when connection is in closed state|Connection terminated|is not queryable/i.test(candidate.message);
 }

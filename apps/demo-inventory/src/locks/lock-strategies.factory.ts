@@ -1,11 +1,11 @@
 import { InMemoryLockStrategy, type LockStrategy } from '@app/distributed-lock';
-import { PessimisticLockStrategy, RowLockStrategy } from '@app/distributed-lock/strategies/database';
+import { AdvisoryLockStrategy, PessimisticLockStrategy, RowLockStrategy } from '@app/distributed-lock/strategies/database';
 import { EtcdLockStrategy } from '@app/distributed-lock/strategies/etcd';
 import { RedisLockStrategy, RedlockStrategy } from '@app/distributed-lock/strategies/redis';
 import { ZooKeeperLockStrategy } from '@app/distributed-lock/strategies/zookeeper';
 import type { RedisOptions } from 'ioredis';
 import type { DataSource } from 'typeorm';
-import type { DemoConfig } from '../config/demo-config';
+import { SERVER_DATABASES, type DemoConfig } from '../config/demo-config';
 
 function required(value: string | undefined, name: string): string {
   if (!value) throw new Error(`${name} must be set for this lock strategy (run-demo sets it from the services it starts)`);
@@ -31,6 +31,9 @@ function inventoryStrategy(config: DemoConfig, dataSource: DataSource): LockStra
   switch (config.inventoryLock) {
     case 'row':
       return new RowLockStrategy({ dataSource, name: 'row' });
+    case 'advisory':
+      // The database's own lock queue (pg_advisory_lock, GET_LOCK): one pinned connection per held lock.
+      return new AdvisoryLockStrategy({ dataSource, name: 'advisory', maxHeldConnections: 12 });
     case 'redis':
       return new RedisLockStrategy({ connection: redisConnection(required(config.redisUrl, 'LOCK_TEST_REDIS_URL')), name: 'redis', replicaAck: config.redisReplicaAck });
     case 'redis-barging':
@@ -48,11 +51,11 @@ function inventoryStrategy(config: DemoConfig, dataSource: DataSource): LockStra
   }
 }
 
-/** Every strategy the app registers: the inventory's, the reports' (in-process), and the pessimistic one on MySQL. */
+/** Every strategy the app registers: the inventory's, the reports' (in-process), and the pessimistic one on MySQL and PostgreSQL. */
 export function buildLockStrategies(config: DemoConfig, dataSource: DataSource): Record<string, LockStrategy> {
   return {
     inventory: inventoryStrategy(config, dataSource),
     reports: new InMemoryLockStrategy({ name: 'reports-memory' }),
-    ...(config.database === 'mysql' ? { pessimistic: new PessimisticLockStrategy({ dataSource, maxHeldConnections: 12 }) } : {}),
+    ...(SERVER_DATABASES.includes(config.database) ? { pessimistic: new PessimisticLockStrategy({ dataSource, maxHeldConnections: 12 }) } : {}),
   };
 }

@@ -46,3 +46,21 @@ export function withLockPoolDefaults(connection: DataSourceOptions): DataSourceO
 export async function ensureInitialized(dataSource: LockDataSource): Promise<void> {
   if (!dataSource.isInitialized) await dataSource.initialize();
 }
+
+/**
+ * Runs `CREATE … IF NOT EXISTS` statements. On PostgreSQL two sessions creating the same table at once can
+ * both pass the "not exists" check, and the loser fails on the catalog's unique index (23505) or with
+ * "already exists" (42P07, 42710): the table is there then, so the statement is run once more and passes.
+ */
+export async function runDdl(dataSource: LockDataSource, statements: readonly string[]): Promise<void> {
+  for (const statement of statements) {
+    try {
+      await dataSource.query(statement);
+    } catch (error) {
+      const e = error as { code?: unknown; driverError?: { code?: unknown } };
+      const code = String(e?.driverError?.code ?? e?.code ?? '');
+      if (dataSource.options.type !== 'postgres' || !['23505', '42P07', '42710'].includes(code)) throw error;
+      await dataSource.query(statement);
+    }
+  }
+}

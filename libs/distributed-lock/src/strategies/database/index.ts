@@ -1,5 +1,8 @@
 export { RowLockStrategy, type RowLockStrategyOptions } from './row-lock.strategy';
 export { PessimisticLockStrategy, type PessimisticLockStrategyOptions, type PessimisticLeaseGrant } from './pessimistic-lock.strategy';
+export { AdvisoryLockStrategy, type AdvisoryLockStrategyOptions, type AdvisoryLeaseGrant } from './advisory-lock.strategy';
+export { getLockName, postgresAdvisoryKey, MAX_GET_LOCK_NAME } from './advisory-key';
+export { ADVISORY_OBJECTS } from './advisory-lock.sql';
 export { lockTransaction } from './lock-transaction';
 export { leaseTableDdl, leaseClockDdl, rowTableDdl, fenceTableDdl, LOCK_TABLES, MAX_SQL_KEY_LENGTH } from './lock-table.sql';
 export { optimisticUpdate, type OptimisticUpdateOptions } from './optimistic-update';

@@ -19,6 +19,16 @@ export const MAX_SQL_KEY_LENGTH = 255;
  */
 export function leaseTableDdl(dialect: SqlDialect, table: string = LOCK_TABLES.leases): string {
   const t = dialect.quote(table);
+  if (dialect.name === 'postgres') {
+    return `CREATE TABLE IF NOT EXISTS ${t} (
+  lock_key ${lockKeyColumn(dialect)} PRIMARY KEY,
+  owner VARCHAR(255) NOT NULL,
+  hold_count INT NOT NULL DEFAULT 1,
+  fencing_token BIGINT NOT NULL,
+  expires_at BIGINT NOT NULL,
+  acquired_at TIMESTAMPTZ(3) NOT NULL DEFAULT CURRENT_TIMESTAMP
+)`;
+  }
   return dialect.name === 'mysql'
     ? `CREATE TABLE IF NOT EXISTS ${t} (
   lock_key ${lockKeyColumn(dialect)} PRIMARY KEY,
@@ -40,12 +50,16 @@ export function leaseTableDdl(dialect: SqlDialect, table: string = LOCK_TABLES.l
 }
 
 /**
- * Statements that go with the lease table on SQLite (none on MySQL/MariaDB): a one-row table holding the
- * last fencing token handed out, kept by triggers, so that a new row's first token is above every token
- * before (SQLite's clock moves once per millisecond; a row deleted and made again within one would repeat
- * a token). Run them after `leaseTableDdl` in your migration; the strategy runs them with `ensureTable`.
+ * Statements that go with the lease table, to run after `leaseTableDdl` in your migration (the strategy
+ * runs them with `ensureTable`). On SQLite: a one-row table holding the last fencing token handed out,
+ * kept by triggers, so that a new row's first token is above every token before (SQLite's clock moves
+ * once per millisecond; a row deleted and made again within one would repeat a token). On PostgreSQL:
+ * the index on `expires_at` (MySQL/MariaDB declare it inside the table).
  */
 export function leaseClockDdl(dialect: SqlDialect, table: string = LOCK_TABLES.leases): string[] {
+  if (dialect.name === 'postgres') {
+    return [`CREATE INDEX IF NOT EXISTS ${dialect.quote(`${table.slice(0, 52)}_expires_at`)} ON ${dialect.quote(table)} (expires_at)`];
+  }
   if (dialect.name !== 'sqlite') return [];
   const t = dialect.quote(table);
   const clock = dialect.quote(`${table}_clock`);
@@ -61,6 +75,12 @@ export function leaseClockDdl(dialect: SqlDialect, table: string = LOCK_TABLES.l
 
 /** DDL of the row-lock table (pessimistic strategy): only the key, whose index record is what gets locked. */
 export function rowTableDdl(dialect: SqlDialect, table: string = LOCK_TABLES.rows): string {
+  if (dialect.name === 'postgres') {
+    return `CREATE TABLE IF NOT EXISTS ${dialect.quote(table)} (
+  lock_key ${lockKeyColumn(dialect)} PRIMARY KEY,
+  created_at TIMESTAMPTZ(3) NOT NULL DEFAULT CURRENT_TIMESTAMP
+)`;
+  }
   return `CREATE TABLE IF NOT EXISTS ${dialect.quote(table)} (
   lock_key ${lockKeyColumn(dialect)} PRIMARY KEY,
   created_at TIMESTAMP(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3)
@@ -72,6 +92,15 @@ export function rowTableDdl(dialect: SqlDialect, table: string = LOCK_TABLES.row
  * written in autocommit by the holder of the row lock, so tokens survive a rolled-back section.
  */
 export function fenceTableDdl(dialect: SqlDialect, table: string = LOCK_TABLES.fences): string {
+  if (dialect.name === 'postgres') {
+    return `CREATE TABLE IF NOT EXISTS ${dialect.quote(table)} (
+  lock_key ${lockKeyColumn(dialect)} PRIMARY KEY,
+  fencing_token BIGINT NOT NULL,
+  locked_by VARCHAR(255) NULL,
+  locked_by_connection BIGINT NULL,
+  locked_at TIMESTAMPTZ(3) NULL
+)`;
+  }
   return `CREATE TABLE IF NOT EXISTS ${dialect.quote(table)} (
   lock_key ${lockKeyColumn(dialect)} PRIMARY KEY,
   fencing_token BIGINT NOT NULL,
@@ -89,8 +118,12 @@ export function lockKeyCollation(dialect: SqlDialect): string {
   return dialect.mariadb ? 'utf8mb4_nopad_bin' : 'utf8mb4_0900_bin';
 }
 
-/** The lock key column's type, for CREATE TABLE and for ALTER TABLE … MODIFY. */
+/**
+ * The lock key column's type, for CREATE TABLE and for ALTER TABLE … MODIFY. On PostgreSQL, the "C"
+ * collation compares bytes whatever the database's default, and VARCHAR never pads: "k" and "k " are two keys.
+ */
 export function lockKeyColumn(dialect: SqlDialect): string {
+  if (dialect.name === 'postgres') return `VARCHAR(${MAX_SQL_KEY_LENGTH}) COLLATE "C" NOT NULL`;
   return `VARCHAR(${MAX_SQL_KEY_LENGTH}) CHARACTER SET utf8mb4 COLLATE ${lockKeyCollation(dialect)} NOT NULL`;
 }
 

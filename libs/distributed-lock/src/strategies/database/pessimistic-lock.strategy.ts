@@ -2,13 +2,14 @@ import type { DataSourceOptions, EntityManager, QueryRunner } from 'typeorm';
 import { InvalidLockKeyError } from '../../errors/invalid-lock-key.error';
 import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
 import { LockCommitFailedError } from '../../errors/lock-commit-failed.error';
-import { LockBackendUnavailableError } from '../../errors/lock-backend-unavailable.error';
-import { leaseExpiry } from '../../locking/lease-expiry';
 import type { LeaseGrant, LockRequest, WaitBudget } from '../../locking/lock-lease';
 import { assertKnownKeys, describe } from '../../locking/lock-options';
 import { assertFastPaths } from '../fast-paths-option';
 import type { LeaseLostListener, LockStrategy, LockStrategyCapabilities, ReleaseOutcome } from '../../locking/lock-strategy.interface';
 import type { LockDataSource } from './database-client.type';
+import { assertMaxHeldConnections } from './connection-slots';
+import { PinnedLocks, pinnedLock, type PinnedLock } from './pinned-locks';
+import { isConnectionError, isNotSent, rollbackAndRelease } from './held-connection';
 import { ensureInitialized, resolveDataSource } from './database-connection';
 import { createMissingTables } from './ensure-tables';
 import { sqlCallError } from './sql-permission';
@@ -16,15 +17,15 @@ import { assertKeyDistinct, paddingMigration } from './lock-key-collation';
 import { fenceTableDdl, LOCK_TABLES, MAX_SQL_KEY_LENGTH, rowTableDdl, SQL_IDENTIFIER } from './lock-table.sql';
 import { queryOnDataSource, queryOnRunner } from './mysql-direct';
 import { beginLockTransaction, commitLockTransaction } from './runner-transaction';
-import { connectionIdOf, isConnectionClosed, watchConnection } from './typeorm-internals';
+import { connectionIdOf, isConnectionClosed } from './typeorm-internals';
 import { pessimisticStatements, type PessimisticStatements } from './pessimistic-lock.sql';
 import { dialectOf, withServerFeatures, type SqlDialect } from './sql-dialect';
-import { budgetAborted, budgetWithin, onBudgetAbort } from '../../locking/wait-for-wake';
+import { budgetAborted, budgetWithin } from '../../locking/wait-for-wake';
 import { strategyName } from '../strategy-name';
 
 /** Options of the pessimistic (`SELECT … FOR UPDATE`) strategy. */
 export interface PessimisticLockStrategyOptions {
-  /** Your TypeORM DataSource (MySQL 8 or MariaDB 10.6+). Never destroyed by the strategy. */
+  /** Your TypeORM DataSource (MySQL 8, MariaDB 10.6+ or PostgreSQL 12+). Never destroyed by the strategy. */
   readonly dataSource?: LockDataSource;
   /** Or options for a separate pool that the strategy creates and destroys. */
   readonly connection?: DataSourceOptions;
@@ -54,16 +55,6 @@ export interface PessimisticLockStrategyOptions {
 export interface PessimisticLeaseGrant extends LeaseGrant {
   /** Writes made through it commit together with the release, or roll back if the section fails or the lease runs out. */
   readonly manager: EntityManager;
-}
-
-interface HeldRow {
-  readonly key: string;
-  readonly runner: QueryRunner;
-  timer: NodeJS.Timeout | undefined;
-  readonly listeners: Set<LeaseLostListener>;
-  /** The connection (and with it the transaction and the row lock) died while held. */
-  connectionLost: boolean;
-  stopWatchingConnection: () => void;
 }
 
 /** How many keys with a known lock row are remembered before the memory starts over. */
@@ -96,14 +87,9 @@ export class PessimisticLockStrategy implements LockStrategy {
   private readonly table: string;
   private readonly fenceTable: string;
   private readonly ensureTable: boolean;
-  private readonly maxHeld: number;
   private readonly fastPaths: boolean;
-  private readonly held = new Map<string, HeldRow>();
-  /** Acquisitions that have a slot and are getting their connection and row lock. */
-  private pending = 0;
-  private readonly slotQueue: Array<{ enter(): void; giveUp(): void }> = [];
-  /** Stops the server-side wait of each acquisition in progress (see lockExistingRow). */
-  private readonly waitStoppers = new Set<() => void>();
+  /** The held locks, their connections, leases and slots (`maxHeldConnections`), and the waits in progress. */
+  private readonly locks: PinnedLocks<PinnedLock>;
   private ready: Promise<{ dialect: SqlDialect; sql: PessimisticStatements; padding: string | undefined }> | undefined;
   /** Keys whose lock row we have seen: their acquisitions skip the existence check. */
   private readonly knownRows = new Set<string>();
@@ -116,15 +102,13 @@ export class PessimisticLockStrategy implements LockStrategy {
     if (!SQL_IDENTIFIER.test(this.table)) throw new InvalidLockOptionsError('table', `expected a plain SQL identifier, got ${describe(this.table)}.`);
     this.fenceTable = options.table ? `${options.table.slice(0, 55)}_fences` : LOCK_TABLES.fences;
     this.ensureTable = options.ensureTable ?? true;
-    const max = options.maxHeldConnections ?? 8;
-    if (!Number.isInteger(max) || max < 1) throw new InvalidLockOptionsError('maxHeldConnections', `expected a whole number ≥ 1, got ${describe(max)}.`);
-    this.maxHeld = max;
+    this.locks = new PinnedLocks(this.name, 'pessimistic', assertMaxHeldConnections(options.maxHeldConnections), (row, outcome) => this.endTransaction(row, outcome));
     this.fastPaths = assertFastPaths(options.fastPaths);
     const resolved = resolveDataSource(options.dataSource, options.connection, this.name);
     this.dataSource = resolved.dataSource;
     this.ownsDataSource = resolved.owned;
-    if (dialectOf(this.dataSource, this.name).name !== 'mysql') {
-      throw new InvalidLockOptionsError('dataSource', 'the pessimistic strategy needs MySQL or MariaDB (InnoDB row locks); use RowLockStrategy on SQLite.');
+    if (dialectOf(this.dataSource, this.name).name === 'sqlite') {
+      throw new InvalidLockOptionsError('dataSource', 'the pessimistic strategy needs MySQL, MariaDB or PostgreSQL (row locks held by a transaction); use RowLockStrategy on SQLite.');
     }
   }
 
@@ -151,30 +135,17 @@ export class PessimisticLockStrategy implements LockStrategy {
     return sqlCallError(error, { strategy: this.name, operation: 'acquire', key, tables: [this.table, this.fenceTable] });
   }
 
-  async extend(lease: LeaseGrant, ttlMs: number): Promise<LeaseGrant | null> {
-    const row = this.held.get(lease.owner);
-    if (!row) return null;
-    const sentAt = Date.now();
-    try {
-      // The lock lives as long as the connection and its transaction: check both are still there.
-      await row.runner.query('SELECT 1');
-    } catch {
-      await this.finish(lease.owner, 'lost');
-      return null;
-    }
-    const expiresAt = leaseExpiry(sentAt, ttlMs);
-    this.armLease(lease.owner, row, expiresAt);
-    return { ...lease, expiresAt };
+  extend(lease: LeaseGrant, ttlMs: number): Promise<LeaseGrant | null> {
+    // The lock lives as long as the connection and its transaction: the check proves both are still there.
+    return this.locks.extend(lease, ttlMs);
   }
 
-  async release(lease: LeaseGrant, outcome: ReleaseOutcome = 'completed'): Promise<boolean> {
-    return this.finish(lease.owner, outcome);
+  release(lease: LeaseGrant, outcome: ReleaseOutcome = 'completed'): Promise<boolean> {
+    return this.locks.finish(lease.owner, outcome);
   }
 
   onLeaseLost(lease: LeaseGrant, listener: LeaseLostListener): () => void {
-    const row = this.held.get(lease.owner);
-    row?.listeners.add(listener);
-    return () => row?.listeners.delete(listener);
+    return this.locks.onLeaseLost(lease, listener);
   }
 
   async ping(): Promise<void> {
@@ -184,92 +155,27 @@ export class PessimisticLockStrategy implements LockStrategy {
 
   async close(): Promise<void> {
     // Waits on the server end now (their acquisitions resolve as timed out), not at their deadlines.
-    for (const stop of [...this.waitStoppers]) stop();
-    for (const entry of this.slotQueue.splice(0)) entry.giveUp();
-    await Promise.all([...this.held.keys()].map((owner) => this.finish(owner, 'failed')));
+    await this.locks.close();
     if (this.ownsDataSource && this.dataSource.isInitialized) await this.dataSource.destroy();
   }
 
-  private async lockRow(request: LockRequest, budget: WaitBudget | undefined): Promise<PessimisticLeaseGrant | null> {
-    const deadline = Date.now() + (budget?.timeoutMs ?? 0);
-    if (!(await this.takeSlot(budget, deadline))) {
-      if (!budget) return null;
-      throw new LockBackendUnavailableError(
-        this.name,
-        `acquire: all ${this.maxHeld} connections allowed to hold pessimistic locks stayed in use for the whole wait (raise maxHeldConnections, keeping it below your pool size, or shorten critical sections)`,
-        budget.timeoutMs,
-        { key: request.key },
-      );
-    }
-    if (budget && budgetAborted(budget)) {
-      // Given up while waiting for a slot: give it back untouched.
-      this.pending -= 1;
-      this.freeSlot();
-      return null;
-    }
-    const remaining = budget && budgetWithin(budget, Math.max(1, deadline - Date.now()));
-    return this.lockRowInSlot(request, remaining);
-  }
-
-  /**
-   * A connection slot: at most `maxHeldConnections` acquisitions hold or wait on a connection at once;
-   * the others wait here, in order, without touching the pool. Resolves false if the budget ends first.
-   */
-  private takeSlot(budget: WaitBudget | undefined, deadline: number): Promise<boolean> {
-    if (this.held.size + this.pending < this.maxHeld) {
-      this.pending += 1;
-      return Promise.resolve(true);
-    }
-    if (!budget) return Promise.resolve(false);
-    // Waiting for a connection of this process (held by other locks here) is a wait, not a silent server.
-    budget.serverAnswered?.();
-    return new Promise((resolve) => {
-      const entry = {
-        enter: (): void => {
-          clearTimeout(timer);
-          stopWatchingAbort();
-          this.pending += 1;
-          resolve(true);
-        },
-        giveUp: (): void => {
-          const index = this.slotQueue.indexOf(entry);
-          if (index >= 0) this.slotQueue.splice(index, 1);
-          clearTimeout(timer);
-          stopWatchingAbort();
-          resolve(false);
-        },
-      };
-      const timer = setTimeout(entry.giveUp, Math.max(0, deadline - Date.now()));
-      const stopWatchingAbort = onBudgetAbort(budget, entry.giveUp);
-      this.slotQueue.push(entry);
-    });
-  }
-
-  /** A slot was given back: the next queued acquisition may use a connection. */
-  private freeSlot(): void {
-    while (this.slotQueue.length > 0 && this.held.size + this.pending < this.maxHeld) {
-      this.slotQueue.shift()?.enter();
-    }
+  private lockRow(request: LockRequest, budget: WaitBudget | undefined): Promise<PessimisticLeaseGrant | null> {
+    return this.locks.inSlot(request, budget, (remaining) => this.lockRowInSlot(request, remaining));
   }
 
   private async lockRowInSlot(request: LockRequest, budget: WaitBudget | undefined): Promise<PessimisticLeaseGrant | null> {
+    const { dialect, sql, padding } = await this.prepare();
+    assertKeyDistinct(request.key, this.table, padding);
+    const deadline = Date.now() + (budget?.timeoutMs ?? 0);
     try {
-      const { dialect, sql, padding } = await this.prepare();
-      assertKeyDistinct(request.key, this.table, padding);
-      const deadline = Date.now() + (budget?.timeoutMs ?? 0);
-      try {
-        return await this.lockExistingRow(dialect, sql, request, budget, !this.knownRows.has(request.key));
-      } catch (error) {
-        if (!(error instanceof MissingLockRow)) throw error;
-        // A row we had seen was deleted behind our back (e.g. by a clean-up job): make it again, once,
-        // and wait only for what is left of the caller's budget.
-        this.knownRows.delete(request.key);
-        const rest = budget && budgetWithin(budget, Math.max(1, deadline - Date.now()));
-        return await this.lockExistingRow(dialect, sql, request, rest, true);
-      }
-    } finally {
-      this.pending -= 1;
-      this.freeSlot();
+      return await this.lockExistingRow(dialect, sql, request, budget, !this.knownRows.has(request.key));
+    } catch (error) {
+      if (!(error instanceof MissingLockRow)) throw error;
+      // A row we had seen was deleted behind our back (e.g. by a clean-up job): make it again, once,
+      // and wait only for what is left of the caller's budget.
+      this.knownRows.delete(request.key);
+      const rest = budget && budgetWithin(budget, Math.max(1, deadline - Date.now()));
+      return await this.lockExistingRow(dialect, sql, request, rest, true);
     }
   }
 
@@ -305,26 +211,10 @@ export class PessimisticLockStrategy implements LockStrategy {
     }
     const connectionId = connectionIdOf(runner);
     // One bound over every statement that can wait on the server (the insert of a new row, the row lock):
-    // the server counts whole seconds, so the wait is stopped at the exact end of the budget, on abort,
-    // or when the strategy closes.
-    let killing: Promise<unknown> | undefined;
-    const stop = (): void => {
-      if (killing || connectionId === undefined) return;
-      killing = this.dataSource.query(`KILL QUERY ${connectionId}`).catch(() => undefined);
-    };
-    const killTimer = budget ? setTimeout(stop, budget.timeoutMs) : undefined;
-    const stopWatchingAbort = budget ? onBudgetAbort(budget, stop) : undefined;
-    this.waitStoppers.add(stop);
-    // A KILL QUERY sent as the lock came in must have landed before the holder's own first statement
-    // runs on this connection, or it would cancel that statement instead.
-    const disarm = async (): Promise<void> => {
-      clearTimeout(killTimer);
-      stopWatchingAbort?.();
-      this.waitStoppers.delete(stop);
-      await killing;
-    };
-    // Stopped before a statement that waits was sent (a KILL QUERY then lands on nothing): not sent at all.
-    const stopped = (): boolean => killing !== undefined || (budget !== undefined && budgetAborted(budget));
+    // MySQL counts whole seconds, so the wait is stopped at the exact end of the budget, on abort, or when
+    // the strategy closes (KILL QUERY; pg_cancel_backend on PostgreSQL, whose lock_timeout is exact anyway).
+    // Stopped before a statement that waits was sent (a cancel then lands on nothing): not sent at all.
+    const { stopped, disarm } = this.locks.cancelWait(this.dataSource, connectionId, sql.cancel, budget);
     try {
       if (ensureRow && !stopped()) await this.ensureRow(runner, sql, request.key, budget !== undefined);
       await beginLockTransaction(runner, this.fastPaths);
@@ -336,6 +226,7 @@ export class PessimisticLockStrategy implements LockStrategy {
         return null;
       }
       const waitSeconds = budget ? Math.max(1, Math.ceil(budget.timeoutMs / 1000)) : undefined;
+      if (budget && sql.lockTimeout) await queryOnRunner(runner, sql.lockTimeout, [`${Math.max(1, Math.ceil(budget.timeoutMs))}ms`], this.fastPaths);
       // On the runner's own connection, inside the transaction TypeORM started (see mysqlPoolOf).
       const rows = (await queryOnRunner(runner, sql.lockRow(waitSeconds), [request.key], this.fastPaths)).records;
       // The lease is this process's own timer (the server frees the row when the connection dies): it
@@ -345,14 +236,8 @@ export class PessimisticLockStrategy implements LockStrategy {
       if (rows.length !== 1) throw new MissingLockRow(request.key);
       // We hold the row lock, so nobody else runs this for the key: the token grows by one per holder,
       // in autocommit, so that rolling the section back never hands the same token out twice.
-      const fenced = (await queryOnDataSource(this.dataSource, sql.nextToken, [request.key, request.owner, connectionId ?? null], this.fastPaths)).raw as { insertId?: number | string };
-      const token = Number(fenced.insertId);
-      const row: HeldRow = { key: request.key, runner, timer: undefined, listeners: new Set(), connectionLost: false, stopWatchingConnection: () => undefined };
-      this.held.set(request.owner, row);
-      // A connection that dies (killed, network, server restart) takes the lock with it: tell the holder now.
-      row.stopWatchingConnection = watchConnection(runner, () => this.connectionLost(request.owner, row));
-      const expiresAt = leaseExpiry(lockedAt, request.ttlMs);
-      this.armLease(request.owner, row, expiresAt);
+      const token = dialect.tokenOf(await queryOnDataSource(this.dataSource, sql.nextToken, [request.key, request.owner, connectionId ?? null], this.fastPaths));
+      const expiresAt = this.locks.hold(request.owner, pinnedLock(request.key, runner), lockedAt, request.ttlMs);
       return { key: request.key, owner: request.owner, mode: request.mode, fencingToken: token, expiresAt, manager: runner.manager };
     } catch (error) {
       await disarm();
@@ -362,47 +247,13 @@ export class PessimisticLockStrategy implements LockStrategy {
     }
   }
 
-  /** The holder's connection died: its transaction is gone with it, and so is the lock. */
-  private connectionLost(owner: string, row: HeldRow): void {
-    if (this.held.get(owner) !== row) return;
-    row.connectionLost = true;
-    const listeners = [...row.listeners];
-    void this.finish(owner, 'lost').then(
-      () => listeners.forEach((listener) => listener('session-ended')),
-      () => listeners.forEach((listener) => listener('session-ended')),
-    );
-  }
-
-  /** At the lease's end a holder that did not extend is rolled back: its writes never commit late. */
-  private armLease(owner: string, row: HeldRow, expiresAt: number): void {
-    clearTimeout(row.timer);
-    row.timer = setTimeout(() => {
-      const listeners = [...row.listeners];
-      void this.finish(owner, 'lost').then(() => listeners.forEach((listener) => listener('expired')));
-    }, Math.max(0, expiresAt - Date.now()));
-    row.timer.unref?.();
-  }
-
-  private async finish(owner: string, outcome: ReleaseOutcome): Promise<boolean> {
-    const row = this.held.get(owner);
-    if (!row) return false;
-    this.held.delete(owner);
-    clearTimeout(row.timer);
-    row.stopWatchingConnection();
-    try {
-      return await this.endTransaction(row, outcome);
-    } finally {
-      this.freeSlot();
-    }
-  }
-
   /**
    * Ends the lock's transaction: COMMIT for a completed section, ROLLBACK otherwise. Resolves false when
    * the connection was already gone (the lock, and the section's writes, went with it). A COMMIT that
    * fails rejects with `LockCommitFailedError`, saying whether the writes were rolled back or whether that
    * is unknown (the connection dropped while the COMMIT was on its way).
    */
-  private async endTransaction(row: HeldRow, outcome: ReleaseOutcome): Promise<boolean> {
+  private async endTransaction(row: PinnedLock, outcome: ReleaseOutcome): Promise<boolean> {
     if (outcome !== 'completed' || row.connectionLost || isConnectionClosed(row.runner)) {
       const wasHeld = !row.connectionLost && !isConnectionClosed(row.runner);
       await rollbackAndRelease(row.runner);
@@ -438,26 +289,4 @@ export class PessimisticLockStrategy implements LockStrategy {
     });
     return this.ready;
   }
-}
-
-/** mysql2 refused to send the statement: the connection was already closed. */
-function isNotSent(error: unknown): boolean {
-  return /closed state/.test(String((error as { message?: unknown })?.message ?? ''));
-}
-
-/** The connection failed (dropped, reset, killed) rather than the server refusing the statement. */
-function isConnectionError(error: unknown): boolean {
-  const e = error as { fatal?: unknown; code?: unknown; driverError?: { fatal?: unknown; code?: unknown } };
-  const fatal = e?.driverError?.fatal ?? e?.fatal;
-  const code = String(e?.driverError?.code ?? e?.code ?? '');
-  return fatal === true || /^(PROTOCOL_CONNECTION_LOST|ECONNRESET|EPIPE|ETIMEDOUT|ER_CONNECTION_KILLED)$/.test(code);
-}
-
-async function rollbackAndRelease(runner: QueryRunner): Promise<void> {
-  try {
-    if (runner.isTransactionActive) await runner.rollbackTransaction();
-  } catch {
-    // The connection may be gone (which also ends the transaction on the server).
-  }
-  await runner.release().catch(() => undefined);
 }

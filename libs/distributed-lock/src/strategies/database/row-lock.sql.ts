@@ -23,9 +23,10 @@ export interface RowLockStatements {
 export function rowLockStatements(d: SqlDialect, table: string): RowLockStatements {
   const t = d.quote(table);
   const live = `expires_at > ${d.nowMs}`;
-  return {
+  const statements: RowLockStatements = {
     insert: `INSERT INTO ${t} (lock_key, owner, hold_count, fencing_token, expires_at) VALUES (?, ?, 1, ${d.tokenExpression(d.firstToken(table))}, ${d.nowMs} + ?)${d.tokenReturning}`,
-    // Assignments read the old owner and expiry first (MySQL applies SET left to right). A free or expired
+    // Assignments read the old owner and expiry first (MySQL applies SET left to right; PostgreSQL and
+    // SQLite read the old row in every assignment). A free or expired
     // row is taken over with the next token; our own live row is re-entered with the same token.
     takeOver: `UPDATE ${t} SET
       hold_count = CASE WHEN owner = ? AND ${live} THEN hold_count + 1 ELSE 1 END,
@@ -40,5 +41,13 @@ export function rowLockStatements(d: SqlDialect, table: string): RowLockStatemen
       fencing_token = ${d.tokenExpression(d.nextToken('fencing_token', table))},
       owner = ?, hold_count = 1, expires_at = ${d.nowMs} + ?
       WHERE lock_key = ? AND owner = ? AND hold_count <= 1 AND ${live}${d.tokenReturning}`,
+  };
+  return {
+    insert: d.bind(statements.insert),
+    takeOver: d.bind(statements.takeOver),
+    releaseLast: d.bind(statements.releaseLast),
+    releaseOne: d.bind(statements.releaseOne),
+    extend: d.bind(statements.extend),
+    transfer: d.bind(statements.transfer),
   };
 }

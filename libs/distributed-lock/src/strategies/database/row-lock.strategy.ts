@@ -20,7 +20,7 @@ import { strategyName } from '../strategy-name';
 
 /** Options of the row (lock table) strategy. */
 export interface RowLockStrategyOptions {
-  /** Your TypeORM DataSource (MySQL, MariaDB or SQLite via better-sqlite3). Never destroyed by the strategy. */
+  /** Your TypeORM DataSource (MySQL, MariaDB, PostgreSQL, or SQLite via better-sqlite3). Never destroyed by the strategy. */
   readonly dataSource?: LockDataSource;
   /** Or options for a separate pool that the strategy creates and destroys. */
   readonly connection?: DataSourceOptions;
@@ -166,7 +166,7 @@ export class RowLockStrategy implements LockStrategy {
    */
   async sweepIdle(idleMs: number): Promise<number> {
     const { dialect } = await this.prepare();
-    const result = await this.run(`DELETE FROM ${dialect.quote(this.table)} WHERE expires_at <= ${dialect.nowMs} - ?`, [idleMs]);
+    const result = await this.run(dialect.bind(`DELETE FROM ${dialect.quote(this.table)} WHERE expires_at <= ${dialect.nowMs} - ?`), [idleMs]);
     return result.affected ?? 0;
   }
 

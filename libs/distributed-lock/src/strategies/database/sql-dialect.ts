@@ -3,7 +3,7 @@ import type { LockDataSource } from './database-client.type';
 
 /** The SQL that differs between the databases the strategies support. */
 export interface SqlDialect {
-  readonly name: 'mysql' | 'sqlite';
+  readonly name: 'mysql' | 'sqlite' | 'postgres';
   /** The database server's clock in ms since the epoch (leases never depend on the app's clock). */
   readonly nowMs: string;
   /** The server's clock in microseconds: the first fencing token of a new key. */
@@ -34,9 +34,15 @@ export interface SqlDialect {
   insertIfMissing(table: string, columns: string): string;
   /** True for "duplicate primary key". */
   isDuplicateKey(error: unknown): boolean;
-  /** True for "row lock wait timed out" (also NOWAIT's refusal). */
+  /** True for "row lock wait timed out" (also NOWAIT's refusal, and a wait cancelled at the caller's deadline). */
   isLockWaitTimeout(error: unknown): boolean;
   quote(identifier: string): string;
+  /**
+   * The statement as the driver takes it: the statements are written with `?` placeholders (mysql2,
+   * better-sqlite3); PostgreSQL numbers them (`$1`, `$2`, …, in order). No statement of the strategies
+   * has a `?` anywhere else.
+   */
+  bind(sql: string): string;
 }
 
 function driverCode(error: unknown): { code?: unknown; errno?: unknown; message: string } {
@@ -66,6 +72,7 @@ const MYSQL: SqlDialect = {
   // MariaDB refuses NOWAIT with 1205, MySQL 8 with 3572 (ER_LOCK_NOWAIT); a killed wait gives 1317.
   isLockWaitTimeout: (error) => [1205, 3572, 1317].includes(Number(driverCode(error).errno)),
   quote: (identifier) => `\`${identifier}\``,
+  bind: (sql) => sql,
 };
 
 const SQLITE: SqlDialect = {
@@ -84,26 +91,57 @@ const SQLITE: SqlDialect = {
   isDuplicateKey: (error) => /SQLITE_CONSTRAINT|UNIQUE constraint failed/.test(`${String(driverCode(error).code)} ${driverCode(error).message}`),
   isLockWaitTimeout: (error) => /SQLITE_BUSY/.test(String(driverCode(error).code)),
   quote: (identifier) => `"${identifier}"`,
+  bind: (sql) => sql,
+};
+
+// clock_timestamp() is the wall clock at the moment it is read (now() would be the transaction's start).
+const POSTGRES_NOW_US = 'floor(extract(epoch from clock_timestamp()) * 1000000)::bigint';
+
+/** PostgreSQL 12+ through TypeORM's `postgres` driver (pg). */
+const POSTGRES: SqlDialect = {
+  name: 'postgres',
+  nowMs: 'floor(extract(epoch from clock_timestamp()) * 1000)::bigint',
+  nowUs: POSTGRES_NOW_US,
+  returning: true,
+  mariadb: false,
+  tokenExpression: (expression) => expression,
+  firstToken: () => POSTGRES_NOW_US,
+  nextToken: (current) => `GREATEST(${current} + 1, ${POSTGRES_NOW_US})`,
+  tokenReturning: ' RETURNING fencing_token',
+  tokenOf: (result) => Number((result.records?.[0] as { fencing_token?: number | string } | undefined)?.fencing_token),
+  changedRows: (result) => result.records?.length ?? 0,
+  insertIfMissing: (table, columns) => `INSERT INTO ${table} ${columns} ON CONFLICT DO NOTHING`,
+  // unique_violation
+  isDuplicateKey: (error) => driverCode(error).code === '23505',
+  // lock_not_available (NOWAIT's refusal, lock_timeout), query_canceled (pg_cancel_backend at the deadline)
+  isLockWaitTimeout: (error) => ['55P03', '57014'].includes(String(driverCode(error).code)),
+  quote: (identifier) => `"${identifier}"`,
+  bind: (sql) => {
+    let n = 0;
+    return sql.replace(/\?/g, () => `$${(n += 1)}`);
+  },
 };
 
 /** The dialects by name, before the server's features are known (see `withServerFeatures`). */
-export const SQL_DIALECTS: Readonly<Record<SqlDialect['name'], SqlDialect>> = Object.freeze({ mysql: MYSQL, sqlite: SQLITE });
+export const SQL_DIALECTS: Readonly<Record<SqlDialect['name'], SqlDialect>> = Object.freeze({ mysql: MYSQL, sqlite: SQLITE, postgres: POSTGRES });
 
 /**
  * The dialect of a server, for the DDL helpers (`leaseTableDdl(sqlDialectFor('mariadb'))`) in a migration
  * run without a data source at hand.
  */
-export function sqlDialectFor(server: 'mariadb' | 'mysql' | 'sqlite'): SqlDialect {
+export function sqlDialectFor(server: 'mariadb' | 'mysql' | 'postgres' | 'sqlite'): SqlDialect {
   if (server === 'sqlite') return SQLITE;
+  if (server === 'postgres') return POSTGRES;
   return server === 'mariadb' ? { ...MYSQL, mariadb: true, returning: true } : MYSQL;
 }
 
-/** The dialect of a data source; MySQL and MariaDB (mysql2) and SQLite (better-sqlite3) are supported. */
+/** The dialect of a data source; MySQL and MariaDB (mysql2), PostgreSQL (pg) and SQLite (better-sqlite3) are supported. */
 export function dialectOf(dataSource: LockDataSource, strategy: string): SqlDialect {
   const type = dataSource.options.type;
   if (type === 'mysql' || type === 'mariadb' || type === 'aurora-mysql') return MYSQL;
+  if (type === 'postgres') return POSTGRES;
   if (type === 'better-sqlite3') return SQLITE;
-  throw new InvalidLockOptionsError('dataSource', `the ${strategy} strategy supports MySQL, MariaDB and SQLite (better-sqlite3) data sources, not "${String(type)}".`);
+  throw new InvalidLockOptionsError('dataSource', `the ${strategy} strategy supports MySQL, MariaDB, PostgreSQL and SQLite (better-sqlite3) data sources, not "${String(type)}".`);
 }
 
 /** MariaDB answers `SELECT VERSION()` with "…-MariaDB…": only it (10.5+) has INSERT … RETURNING among the mysql family. */

@@ -6,6 +6,8 @@ import { LockPermissionDeniedError } from '../../errors/lock-permission-denied.e
  * connection failure.
  */
 const DENIED = new Set([1044, 1142, 1143, 1227]);
+/** PostgreSQL's SQLSTATE for the same: insufficient_privilege. */
+const PG_DENIED = '42501';
 
 /** Where an SQL strategy's call was made, for the error that says what to grant. */
 export interface SqlCallSite {
@@ -21,9 +23,12 @@ export interface SqlCallSite {
  * statements of docs/security.md for the strategy's tables; any other error is returned as it is.
  */
 export function sqlCallError(error: unknown, site: SqlCallSite): unknown {
-  const e = error as { errno?: unknown; driverError?: { errno?: unknown } } | null;
+  const e = error as { errno?: unknown; code?: unknown; driverError?: { errno?: unknown; code?: unknown } } | null;
   const errno = Number(e?.driverError?.errno ?? e?.errno);
-  if (!DENIED.has(errno)) return error;
-  const grant = site.tables.map((table) => `GRANT SELECT, INSERT, UPDATE ON <database>.\`${table}\` TO <user>;`).join(' ');
+  const postgres = (e?.driverError?.code ?? e?.code) === PG_DENIED;
+  if (!DENIED.has(errno) && !postgres) return error;
+  const grant = site.tables
+    .map((table) => (postgres ? `GRANT SELECT, INSERT, UPDATE ON ${table} TO <user>;` : `GRANT SELECT, INSERT, UPDATE ON <database>.\`${table}\` TO <user>;`))
+    .join(' ');
   return new LockPermissionDeniedError(site.strategy, site.operation, grant, { key: site.key, cause: error });
 }

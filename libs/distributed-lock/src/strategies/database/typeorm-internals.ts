@@ -25,25 +25,42 @@ function isQueryable(value: unknown): value is MysqlQueryable {
   return typeof (value as MysqlQueryable | undefined)?.query === 'function';
 }
 
-/** The mysql2 connection TypeORM keeps under a connected query runner (`databaseConnection`). */
+/**
+ * The driver connection TypeORM keeps under a connected query runner (`databaseConnection`): a mysql2
+ * connection (`threadId`, `_closing`, `stream`) or a pg client (`processID`, `_queryable`, `_ending`,
+ * `connection.stream`).
+ */
 interface Mysql2Connection {
   threadId?: unknown;
   _closing?: boolean;
   stream?: { destroyed?: boolean };
+  processID?: unknown;
+  _queryable?: boolean;
+  _ending?: boolean;
+  connection?: { stream?: { destroyed?: boolean } };
 }
 
 function connectionUnder(runner: unknown): Mysql2Connection | undefined {
   return (runner as { databaseConnection?: Mysql2Connection }).databaseConnection;
 }
 
-/** The data source's single mysql2 pool (TypeORM's `driver.pool`), or undefined (SQLite, a replication cluster, a data source that is not TypeORM's own). */
-export function mysqlPoolOf(dataSource: LockDataSource): MysqlQueryable | undefined {
-  const pool = (dataSource as { driver?: { pool?: unknown } }).driver?.pool;
-  return dataSource.options.type !== 'better-sqlite3' && isQueryable(pool) ? pool : undefined;
+/** A data source of TypeORM's mysql driver (mysql2): the only one whose pool and connections the fast paths use. */
+function isMysql(options: { type?: unknown } | undefined): boolean {
+  return options?.type === 'mysql' || options?.type === 'mariadb';
 }
 
-/** The mysql2 connection under a connected TypeORM query runner, if it is one. */
+/** The data source's single mysql2 pool (TypeORM's `driver.pool`), or undefined (SQLite, PostgreSQL, a replication cluster, a data source that is not TypeORM's own). */
+export function mysqlPoolOf(dataSource: LockDataSource): MysqlQueryable | undefined {
+  const pool = (dataSource as { driver?: { pool?: unknown } }).driver?.pool;
+  return isMysql(dataSource.options) && isQueryable(pool) ? pool : undefined;
+}
+
+/**
+ * The mysql2 connection under a connected TypeORM query runner, if it is one. Checked by the runner's
+ * data source: a pg client has a `query` method too, and would get MySQL's `?` placeholders.
+ */
 export function mysqlConnectionOf(runner: unknown): MysqlQueryable | undefined {
+  if (!isMysql((runner as { connection?: { options?: { type?: unknown } } }).connection?.options)) return undefined;
   const connection = connectionUnder(runner);
   return isQueryable(connection) ? connection : undefined;
 }
@@ -70,27 +87,35 @@ export function recordTransaction(runner: QueryRunner, active: boolean): void {
   state.transactionDepth = active ? 1 : 0;
 }
 
-/** The server's id for the connection under a connected query runner (for KILL QUERY and the audit column), if known. */
+/**
+ * The server's id for the connection under a connected query runner, if known: MySQL's thread id (for
+ * KILL QUERY and the audit column), PostgreSQL's backend process id (for pg_cancel_backend).
+ */
 export function connectionIdOf(runner: unknown): number | undefined {
-  const id = connectionUnder(runner)?.threadId;
+  const connection = connectionUnder(runner);
+  const id = connection?.threadId ?? connection?.processID;
   return Number.isInteger(id) ? (id as number) : undefined;
 }
 
-/** A mysql2 connection under the runner that has closed (killed, dropped): nothing more can be sent on it. */
+/** The connection under the runner has closed (killed, dropped): nothing more can be sent on it. */
 export function isConnectionClosed(runner: QueryRunner): boolean {
   const connection = connectionUnder(runner);
-  return Boolean(connection?._closing || connection?.stream?.destroyed);
+  return Boolean(connection?._closing || connection?.stream?.destroyed || connection?._queryable === false || connection?._ending || connection?.connection?.stream?.destroyed);
 }
 
-/** Calls `onDeath` once if the runner's mysql2 connection ends or fails for good; returns the way to stop watching. */
+/**
+ * Calls `onDeath` if the runner's connection ends or fails for good (mysql2: `end`, or a fatal `error`;
+ * pg: `end`, or any `error`, which a pg client emits only for its connection); returns the way to stop watching.
+ */
 export function watchConnection(runner: QueryRunner, onDeath: () => void): () => void {
   const connection = connectionUnder(runner) as
     | { on(event: string, listener: (error?: { fatal?: boolean }) => void): void; off(event: string, listener: (error?: { fatal?: boolean }) => void): void }
     | undefined;
   if (typeof connection?.on !== 'function') return () => undefined;
   const onEnd = (): void => onDeath();
+  const pg = 'processID' in (connection as object);
   const onError = (error?: { fatal?: boolean }): void => {
-    if (error?.fatal) onDeath();
+    if (pg || error?.fatal) onDeath();
   };
   connection.on('end', onEnd);
   connection.on('error', onError);
@@ -98,4 +123,22 @@ export function watchConnection(runner: QueryRunner, onDeath: () => void): () =>
     connection.off('end', onEnd);
     connection.off('error', onError);
   };
+}
+
+/**
+ * Gives the runner's connection back to no one: closes it, so that the pool never hands out a connection
+ * that may still hold a session lock (an advisory lock whose unlock failed). mysql2: `destroy()` takes it
+ * out of the pool; pg: TypeORM's `releasePostgresConnection(error)` has pg-pool discard it. Falls back to
+ * a plain release where neither is there.
+ */
+export async function discardConnection(runner: QueryRunner): Promise<void> {
+  const connection = connectionUnder(runner) as { destroy?: () => void } | undefined;
+  const pgRelease = (runner as unknown as { releasePostgresConnection?: (error: Error) => Promise<void> }).releasePostgresConnection;
+  try {
+    if (typeof pgRelease === 'function') return await pgRelease.call(runner, new Error('discarded: it may still hold a session lock'));
+    if (typeof connection?.destroy === 'function') connection.destroy();
+  } catch {
+    // Closing a connection that already failed: nothing more to do.
+  }
+  await runner.release().catch(() => undefined);
 }

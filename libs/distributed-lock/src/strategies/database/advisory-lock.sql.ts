@@ -1,0 +1,69 @@
+import type { SqlDialect } from './sql-dialect';
+
+/** Default names of the advisory strategy's objects. */
+export const ADVISORY_OBJECTS = Object.freeze({
+  /** PostgreSQL: the sequence fencing tokens come from. */
+  sequence: 'distributed_lock_advisory_tokens',
+  /** MySQL/MariaDB: the last fencing token per key. */
+  fences: 'distributed_lock_advisory_fences',
+});
+
+/**
+ * The statements of the advisory strategy. Each takes the lock and its fencing token in one round trip,
+ * so that a lock costs what the raw `pg_advisory_lock` / `GET_LOCK` does plus the token's few µs on the server.
+ */
+export interface AdvisoryStatements {
+  /**
+   * Wait for the lock on the server (bounded there by the wait: `lock_timeout` on PostgreSQL, GET_LOCK's
+   * timeout on MySQL), then draw the token. PostgreSQL parameters: advisory key, wait as `'<n>ms'`; its
+   * result's row carries `fencing_token`. MySQL parameters: key, name, wait in seconds; the token is the
+   * OK packet's insertId, and no row changed means the wait ran out.
+   */
+  readonly lock: string;
+  /** The same without waiting (PostgreSQL: `pg_try_…`, whose token is null when refused; MySQL: a 0 s wait). */
+  readonly tryLock: string;
+  /** Frees a session lock (PostgreSQL: the advisory key; MySQL: the name). Its row says `released` true/1 when ours. */
+  readonly unlock: string | undefined;
+}
+
+/** The advisory lock functions of a scope on PostgreSQL. */
+function pgFunctions(scope: 'session' | 'transaction'): { lock: string; tryLock: string } {
+  return scope === 'session' ? { lock: 'pg_advisory_lock', tryLock: 'pg_try_advisory_lock' } : { lock: 'pg_advisory_xact_lock', tryLock: 'pg_try_advisory_xact_lock' };
+}
+
+/**
+ * The statements for dialect `d`. On PostgreSQL the steps of `lock` run in a fixed order because each
+ * level reads the row of the subquery inside it (OFFSET 0 keeps the planner from merging them): keep the
+ * session's lock_timeout, set the wait as the transaction-local lock_timeout, wait for the lock, then
+ * draw the token and put lock_timeout back (in a transaction, the section's own statements run with the
+ * session's setting).
+ */
+export function advisoryStatements(d: SqlDialect, scope: 'session' | 'transaction', objects: { sequence: string; fences: string }): AdvisoryStatements {
+  if (d.name === 'postgres') {
+    const fn = pgFunctions(scope);
+    const seq = `nextval('${d.quote(objects.sequence)}')`;
+    return {
+      lock: `SELECT ${seq} AS fencing_token, set_config('lock_timeout', before, true) AS restored
+        FROM (SELECT before, ${fn.lock}($1::bigint) AS locked
+          FROM (SELECT before, set_config('lock_timeout', $2, true) AS wait
+            FROM (SELECT current_setting('lock_timeout') AS before) AS b OFFSET 0) AS w OFFSET 0) AS l`,
+      // CASE evaluates its condition first: the token is drawn only for a granted lock.
+      tryLock: `SELECT CASE WHEN ${fn.tryLock}($1::bigint) THEN ${seq} END AS fencing_token`,
+      unlock: scope === 'session' ? 'SELECT pg_advisory_unlock($1::bigint) AS released' : undefined,
+    };
+  }
+  const fences = d.quote(objects.fences);
+  // GET_LOCK in the WHERE clause: the token row is written only once the lock is ours, in the same statement.
+  const lock = `INSERT INTO ${fences} (lock_key, fencing_token) SELECT ?, ${d.tokenExpression(d.firstToken(objects.fences))} FROM DUAL WHERE GET_LOCK(?, ?) = 1
+    ON DUPLICATE KEY UPDATE fencing_token = ${d.tokenExpression(d.nextToken('fencing_token', objects.fences))}`;
+  return { lock, tryLock: lock, unlock: 'SELECT RELEASE_LOCK(?) AS released' };
+}
+
+/** DDL of the token source: a sequence on PostgreSQL (starting at the clock in µs), the fence table on MySQL/MariaDB. */
+export function advisoryDdl(d: SqlDialect, objects: { sequence: string; fences: string }, fenceTableDdl: (d: SqlDialect, table: string) => string): string[] {
+  if (d.name === 'postgres') {
+    // A sequence made again (dropped by hand) starts above every token it gave before, as long as the clock moved on.
+    return [`CREATE SEQUENCE IF NOT EXISTS ${d.quote(objects.sequence)} AS BIGINT START WITH ${Date.now() * 1000}`];
+  }
+  return [fenceTableDdl(d, objects.fences)];
+}

@@ -1,0 +1,285 @@
+import type { DataSourceOptions, EntityManager } from 'typeorm';
+import { InvalidLockKeyError } from '../../errors/invalid-lock-key.error';
+import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
+import { LockCommitFailedError } from '../../errors/lock-commit-failed.error';
+import type { LeaseGrant, LockRequest, WaitBudget } from '../../locking/lock-lease';
+import { assertKnownKeys, describe } from '../../locking/lock-options';
+import type { LeaseLostListener, LockStrategy, LockStrategyCapabilities, ReleaseOutcome } from '../../locking/lock-strategy.interface';
+import { budgetAborted } from '../../locking/wait-for-wake';
+import { assertFastPaths } from '../fast-paths-option';
+import { strategyName } from '../strategy-name';
+import { getLockName, postgresAdvisoryKey } from './advisory-key';
+import { ADVISORY_OBJECTS, advisoryDdl, advisoryStatements, type AdvisoryStatements } from './advisory-lock.sql';
+import { assertMaxHeldConnections } from './connection-slots';
+import { PinnedLocks, pinnedLock, type PinnedLock } from './pinned-locks';
+import type { LockDataSource } from './database-client.type';
+import { ensureInitialized, resolveDataSource, runDdl } from './database-connection';
+import { isConnectionError, isNotSent, rollbackAndRelease } from './held-connection';
+import { fenceTableDdl, MAX_SQL_KEY_LENGTH, SQL_IDENTIFIER } from './lock-table.sql';
+import { queryOnRunner, type DirectResult } from './mysql-direct';
+import { beginLockTransaction, commitLockTransaction } from './runner-transaction';
+import { dialectOf, withServerFeatures, type SqlDialect } from './sql-dialect';
+import { connectionIdOf, discardConnection, isConnectionClosed } from './typeorm-internals';
+
+/** Options of the advisory-lock strategy (PostgreSQL advisory locks, MySQL/MariaDB `GET_LOCK`). */
+export interface AdvisoryLockStrategyOptions {
+  /** Your TypeORM DataSource (PostgreSQL, MySQL 8 or MariaDB). Never destroyed by the strategy. */
+  readonly dataSource?: LockDataSource;
+  /** Or options for a separate pool that the strategy creates and destroys. */
+  readonly connection?: DataSourceOptions;
+  /** Name in messages and events. Default "advisory". */
+  readonly name?: string;
+  /**
+   * `'session'` (default): the lock belongs to the connection pinned for it (`pg_advisory_lock`,
+   * `GET_LOCK`) and the release frees it. `'transaction'`: the pinned connection also runs a transaction
+   * for the section (`lockTransaction(lock)` gives its EntityManager); the release commits it (a failed
+   * section rolls it back). On PostgreSQL the lock is `pg_advisory_xact_lock`, freed by that COMMIT; on
+   * MySQL/MariaDB `GET_LOCK` is taken first and released right after the COMMIT.
+   */
+  readonly scope?: 'session' | 'transaction';
+  /**
+   * Where fencing tokens come from: on PostgreSQL a sequence (default "distributed_lock_advisory_tokens"),
+   * on MySQL/MariaDB a table with the last token per key (default "distributed_lock_advisory_fences").
+   * A plain SQL identifier.
+   */
+  readonly tokens?: string;
+  /** Create the sequence or the fence table if missing on first use. Default true. */
+  readonly ensureTable?: boolean;
+  /**
+   * How many connections held (and waiting) locks may pin at once. Further acquisitions wait for a free
+   * slot without touching the pool, and fail with an error naming this option if none frees within their
+   * wait; `tryAcquire` resolves null. Keep it below the pool size. Default 8.
+   */
+  readonly maxHeldConnections?: number;
+  /**
+   * On MySQL/MariaDB, send the lock's statements straight to the mysql2 connection under TypeORM (see
+   * `typeorm-internals.ts`). `false`: through TypeORM's public API only. PostgreSQL always goes through
+   * TypeORM's public API. Default true.
+   */
+  readonly fastPaths?: boolean;
+}
+
+/**
+ * How long before the caller's deadline the wait on the server ends (at most a tenth of the wait): more
+ * than the time the server takes to start the statement, so that the server's answer "not granted" comes
+ * before the caller gives up and its holder's release can reach the server.
+ */
+const SERVER_WAIT_EARLY_END_MS = 5;
+
+/** A grant of the advisory strategy; with `scope: 'transaction'` it carries the lock's EntityManager. */
+export interface AdvisoryLeaseGrant extends LeaseGrant {
+  /** Only with `scope: 'transaction'`: writes through it commit with the release (see `lockTransaction`). */
+  readonly manager?: EntityManager;
+}
+
+interface Prepared {
+  readonly dialect: SqlDialect;
+  readonly sql: AdvisoryStatements;
+}
+
+const OPTION_KEYS = ['dataSource', 'connection', 'name', 'scope', 'tokens', 'ensureTable', 'maxHeldConnections', 'fastPaths'];
+
+/**
+ * The database's own lock queue: PostgreSQL's advisory locks and MySQL/MariaDB's named locks (`GET_LOCK`).
+ * A waiter waits inside the server, which wakes it when the holder releases: no polling, and the server's
+ * queue order (FIFO on PostgreSQL's lock manager and MariaDB's metadata locks).
+ *
+ * Each held lock pins a connection of the pool (bounded by `maxHeldConnections`); the server frees the
+ * lock when that connection dies, and the holder's signal says so at once. A fencing token comes with
+ * the lock in the same statement: from a sequence (PostgreSQL) or a counter row per key (MySQL/MariaDB).
+ * How keys map to advisory keys and lock names: see `postgresAdvisoryKey` and `getLockName`.
+ */
+export class AdvisoryLockStrategy implements LockStrategy {
+  readonly name: string;
+  readonly capabilities: LockStrategyCapabilities;
+  readonly signalsServerAnswer = true;
+  private readonly dataSource: LockDataSource;
+  private readonly ownsDataSource: boolean;
+  private readonly scope: 'session' | 'transaction';
+  private readonly tokens: string | undefined;
+  private readonly ensureTable: boolean;
+  private readonly fastPaths: boolean;
+  /** The held locks, their connections, leases and slots (`maxHeldConnections`), and the waits in progress. */
+  private readonly locks: PinnedLocks<PinnedLock>;
+  private ready: Promise<Prepared> | undefined;
+
+  constructor(options: AdvisoryLockStrategyOptions) {
+    const raw: unknown = options;
+    assertKnownKeys(raw, OPTION_KEYS, 'AdvisoryLockStrategy options');
+    this.name = strategyName(options.name, 'advisory');
+    const scope: unknown = options.scope ?? 'session';
+    if (scope !== 'session' && scope !== 'transaction') throw new InvalidLockOptionsError('scope', `expected "session" or "transaction", got ${describe(scope)}.`);
+    this.scope = scope;
+    if (options.tokens !== undefined && !SQL_IDENTIFIER.test(options.tokens)) throw new InvalidLockOptionsError('tokens', `expected a plain SQL identifier, got ${describe(options.tokens)}.`);
+    this.tokens = options.tokens;
+    this.ensureTable = options.ensureTable ?? true;
+    this.locks = new PinnedLocks(this.name, 'advisory', assertMaxHeldConnections(options.maxHeldConnections), (held, outcome) => this.unlock(held, outcome));
+    this.fastPaths = assertFastPaths(options.fastPaths);
+    const resolved = resolveDataSource(options.dataSource, options.connection, this.name);
+    this.dataSource = resolved.dataSource;
+    this.ownsDataSource = resolved.owned;
+    if (dialectOf(this.dataSource, this.name).name === 'sqlite') {
+      throw new InvalidLockOptionsError('dataSource', 'the advisory strategy needs PostgreSQL (advisory locks) or MySQL/MariaDB (GET_LOCK); use RowLockStrategy on SQLite.');
+    }
+    this.capabilities = Object.freeze({ fencing: true, fifo: true, sharedLocks: false, crossProcess: true, transactional: scope === 'transaction' });
+  }
+
+  validateKey(key: string): void {
+    if (key.length > MAX_SQL_KEY_LENGTH) {
+      throw new InvalidLockKeyError(key, `the ${this.name} strategy takes keys of at most ${MAX_SQL_KEY_LENGTH} characters (got ${key.length}); hash long identifiers`);
+    }
+  }
+
+  tryAcquire(request: LockRequest): Promise<LeaseGrant | null> {
+    return this.locks.inSlot(request, undefined, () => this.lockOnConnection(request, undefined));
+  }
+
+  acquire(request: LockRequest, budget: WaitBudget): Promise<LeaseGrant | null> {
+    return this.locks.inSlot(request, budget, (remaining) => this.lockOnConnection(request, remaining));
+  }
+
+  extend(lease: LeaseGrant, ttlMs: number): Promise<LeaseGrant | null> {
+    // The lock lives as long as its connection: the check proves it is still there.
+    return this.locks.extend(lease, ttlMs);
+  }
+
+  release(lease: LeaseGrant, outcome: ReleaseOutcome = 'completed'): Promise<boolean> {
+    return this.locks.finish(lease.owner, outcome);
+  }
+
+  onLeaseLost(lease: LeaseGrant, listener: LeaseLostListener): () => void {
+    return this.locks.onLeaseLost(lease, listener);
+  }
+
+  async ping(): Promise<void> {
+    await ensureInitialized(this.dataSource);
+    await this.dataSource.query('SELECT 1');
+  }
+
+  async close(): Promise<void> {
+    await this.locks.close();
+    if (this.ownsDataSource && this.dataSource.isInitialized) await this.dataSource.destroy();
+  }
+
+  private async lockOnConnection(request: LockRequest, budget: WaitBudget | undefined): Promise<AdvisoryLeaseGrant | null> {
+    // The wait on the server ends a little before the caller's deadline, counted from now (preparing and
+    // connecting spend part of it). A server-side wait that outlived the deadline would be granted when the
+    // holder lets go right after the caller gave up, and hold the lock as an orphan (until the lock service
+    // releases it) just when the holder's release should free it for the next one.
+    const deadline = budget ? Date.now() + budget.timeoutMs - Math.min(SERVER_WAIT_EARLY_END_MS, budget.timeoutMs / 10) : 0;
+    const { dialect, sql } = await this.prepare();
+    const runner = this.dataSource.createQueryRunner();
+    await runner.connect();
+    const waitMs = deadline - Date.now();
+    if (budget && (budgetAborted(budget) || waitMs <= 0)) {
+      await runner.release();
+      return null;
+    }
+    // The server bounds the wait by itself (lock_timeout, GET_LOCK's timeout); the exact deadline, an
+    // abort and close() cancel it from another connection (pg_cancel_backend, KILL QUERY).
+    const cancel = (id: number): string => (dialect.name === 'postgres' ? `SELECT pg_cancel_backend(${id})` : `KILL QUERY ${id}`);
+    const { stopped, disarm } = this.locks.cancelWait(this.dataSource, connectionIdOf(runner), cancel, budget, waitMs);
+    try {
+      // PostgreSQL's transaction-level lock is taken inside the transaction; MySQL's GET_LOCK (and its token
+      // row, which a rolled-back section must not undo) before it.
+      if (this.scope === 'transaction' && dialect.name === 'postgres') await beginLockTransaction(runner, this.fastPaths);
+      budget?.serverAnswered?.();
+      if (stopped()) {
+        await disarm();
+        await rollbackAndRelease(runner);
+        return null;
+      }
+      const result = await queryOnRunner(runner, budget ? sql.lock : sql.tryLock, this.lockParameters(dialect, request.key, budget ? deadline - Date.now() : undefined), this.fastPaths);
+      const lockedAt = Date.now();
+      await disarm();
+      const token = tokenOf(dialect, result);
+      if (token === undefined) {
+        await rollbackAndRelease(runner);
+        return null;
+      }
+      const expiresAt = this.locks.hold(request.owner, pinnedLock(request.key, runner), lockedAt, request.ttlMs);
+      if (this.scope === 'transaction' && dialect.name !== 'postgres') await beginLockTransaction(runner, this.fastPaths);
+      const grant: AdvisoryLeaseGrant = { key: request.key, owner: request.owner, mode: request.mode, fencingToken: token, expiresAt };
+      return this.scope === 'transaction' ? { ...grant, manager: runner.manager } : grant;
+    } catch (error) {
+      await disarm();
+      if (this.locks.isHeld(request.owner)) {
+        await this.locks.finish(request.owner, 'failed');
+        throw error;
+      }
+      // A lock that may have been granted must not go back to the pool with its connection.
+      await discardConnection(runner);
+      if (dialect.isLockWaitTimeout(error)) return null;
+      throw error;
+    }
+  }
+
+  /** `waitMs`: what is left of the caller's wait when the statement goes (undefined: tryAcquire, no wait). */
+  private lockParameters(dialect: SqlDialect, key: string, waitMs: number | undefined): unknown[] {
+    const wait = waitMs === undefined ? undefined : Math.max(1, Math.ceil(waitMs));
+    if (dialect.name === 'postgres') return wait === undefined ? [postgresAdvisoryKey(key)] : [postgresAdvisoryKey(key), `${wait}ms`];
+    // GET_LOCK takes fractional seconds on MariaDB; the cancel at the deadline bounds it on MySQL too.
+    return [key, getLockName(key), wait === undefined ? 0 : wait / 1000];
+  }
+
+  /**
+   * Ends the section: COMMIT or ROLLBACK of its transaction (transaction scope), then the unlock (session
+   * locks, MySQL's GET_LOCK). Resolves false when the connection was gone (the lock went with it). A
+   * connection whose unlock failed is closed, never given back to the pool still holding the lock.
+   */
+  private async unlock(held: PinnedLock, outcome: ReleaseOutcome): Promise<boolean> {
+    if (held.connectionLost || isConnectionClosed(held.runner)) {
+      await rollbackAndRelease(held.runner);
+      return false;
+    }
+    const { dialect, sql } = await this.prepare();
+    if (this.scope === 'transaction') {
+      try {
+        if (outcome === 'completed') await commitLockTransaction(held.runner, this.fastPaths);
+        else await held.runner.rollbackTransaction();
+      } catch (error) {
+        await discardConnection(held.runner);
+        if (isNotSent(error) || outcome !== 'completed') return false;
+        throw new LockCommitFailedError(held.key, this.name, isConnectionError(error) ? 'unknown' : false, { cause: error });
+      }
+    }
+    if (!sql.unlock) {
+      // pg_advisory_xact_lock: the COMMIT or ROLLBACK freed it.
+      await held.runner.release();
+      return true;
+    }
+    try {
+      const unlockKey = dialect.name === 'postgres' ? postgresAdvisoryKey(held.key) : getLockName(held.key);
+      const rows = (await queryOnRunner(held.runner, sql.unlock, [unlockKey], this.fastPaths)).records as Array<{ released?: unknown }>;
+      const released = rows[0]?.released;
+      await held.runner.release();
+      return released === true || Number(released) === 1;
+    } catch {
+      await discardConnection(held.runner);
+      return false;
+    }
+  }
+
+  private prepare(): Promise<Prepared> {
+    this.ready ??= (async () => {
+      await ensureInitialized(this.dataSource);
+      const dialect = await withServerFeatures(this.dataSource, dialectOf(this.dataSource, this.name));
+      const objects = dialect.name === 'postgres' ? { ...ADVISORY_OBJECTS, sequence: this.tokens ?? ADVISORY_OBJECTS.sequence } : { ...ADVISORY_OBJECTS, fences: this.tokens ?? ADVISORY_OBJECTS.fences };
+      if (this.ensureTable) await runDdl(this.dataSource, advisoryDdl(dialect, objects, fenceTableDdl));
+      return { dialect, sql: advisoryStatements(dialect, this.scope, objects) };
+    })().catch((error: unknown) => {
+      this.ready = undefined;
+      throw error;
+    });
+    return this.ready;
+  }
+}
+
+/** The token of a granted lock, or undefined when it was not granted (PostgreSQL: a null token; MySQL: no row written). */
+function tokenOf(dialect: SqlDialect, result: DirectResult): number | undefined {
+  if (dialect.name === 'postgres') {
+    const token = (result.records[0] as { fencing_token?: string | number | null } | undefined)?.fencing_token;
+    return token === null || token === undefined ? undefined : Number(token);
+  }
+  return (result.affected ?? 0) > 0 ? dialect.tokenOf(result) : undefined;
+}
