@@ -1,4 +1,5 @@
 // npm run bench [-- --quick] [--only redis,redlock,...] [--shapes shared,...] [--workers 1,8] [--out FILE]
+// npm run bench -- --distance [--rtts 0,1,5,20] [--only …] [--duration MS]: the strategies across distance (bench/distance.ts)
 // Every subject (ours, peers, raw floors) through the same cases on one machine in one run; JSON rows to
 // bench/results/latest.json (or --out) and a markdown report next to it. Bounded: each case has a fixed
 // duration, and each child process is killed if it overruns. It runs under @swc-node/register, not tsx:
@@ -14,6 +15,7 @@ import { caseInTurns } from './interleaved';
 import { runMultiProcess } from './multi-process';
 import { fairness, handoffFigures, quantile, round } from './stats';
 import { BENCH_SUBJECTS } from './subjects';
+import { runDistance } from './distance';
 import { OPTIMISTIC_SUBJECTS } from './optimistic-subjects';
 import { runOptimistic, uncontendedUpdatesInTurns } from './optimistic-run';
 import { markdown, type BenchRow } from './report';
@@ -196,7 +198,7 @@ async function main(): Promise<void> {
   process.stdout.write(`\nwrote ${out} and ${out.replace(/\.json$/, '.md')} (${meta['total time']})\n`);
 }
 
-main().catch((error: unknown) => {
+(process.argv.includes('--distance') ? runDistance(process.argv.slice(2)) : main()).catch((error: unknown) => {
   process.stderr.write(`${error instanceof Error ? error.stack : String(error)}\n`);
   process.exit(1);
 });

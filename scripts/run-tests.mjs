@@ -1,17 +1,24 @@
 #!/usr/bin/env node
 // `npm test`: every Vitest project (unit, contract against the real servers, faults, end-to-end) in one
-// run, then a plain summary line "N passed, N failed" and the wall time. Extra arguments go to Vitest.
+// run, then a plain summary line "N passed, N failed" and the wall time. Extra arguments go to Vitest; with
+// a `--project` among them, only the projects named run (`npm run test:long` runs the long one, which a
+// plain `npm test` leaves out).
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
+/** What `npm test` runs when no project is named: everything but the long runs. */
+const DEFAULT_PROJECTS = ['unit', 'contract', 'faults', 'e2e'];
+
 const started = Date.now();
+const args = process.argv.slice(2);
+const projects = args.some((arg) => arg === '--project' || arg.startsWith('--project=')) ? [] : DEFAULT_PROJECTS.flatMap((name) => ['--project', name]);
 const dir = mkdtempSync(join(tmpdir(), 'lock-tests-'));
 const resultFile = join(dir, 'results.json');
 const vitest = spawnSync(
   process.execPath,
-  ['node_modules/vitest/vitest.mjs', 'run', '--reporter=default', '--reporter=json', `--outputFile.json=${resultFile}`, ...process.argv.slice(2)],
+  ['node_modules/vitest/vitest.mjs', 'run', '--reporter=default', '--reporter=json', `--outputFile.json=${resultFile}`, ...projects, ...args],
   { stdio: 'inherit', env: process.env },
 );
 

@@ -1,6 +1,7 @@
 // Throwaway Redis, MariaDB, PostgreSQL, ZooKeeper, etcd and memcached servers on loopback, from Debian's packages.
 // Usage: npm run services -- up [topology…] | down | status
-//   topologies: redis, redis5, mariadb, postgres, zookeeper, zookeeper3, etcd, etcd3, etcd-secure, memcached (default for "up": what npm test starts: the single ones, redis5, zookeeper3 and etcd3)
+//   topologies: redis, redis5, redis-cluster, redis-cluster-replicas, mariadb, postgres, zookeeper, zookeeper3, etcd, etcd3, etcd-secure,
+//   memcached, and the fault ones (default for "up": what npm test starts: the single ones, redis5, zookeeper3 and etcd3)
 import { describeServers, ensureDebianPackages, packagesFor, startTopology, stopAll, TOPOLOGY_NAMES, type TopologyName } from './services/index';
 
 const DEFAULT_UP: TopologyName[] = ['redis', 'redis5', 'mariadb', 'zookeeper', 'etcd', 'zookeeper3', 'etcd3', 'memcached', 'postgres'];

@@ -13,5 +13,6 @@ export {
   type RunningTopology,
   type TopologyName,
 } from './topologies';
+export { clusterNodes, parseClusterNodes, type ClusterNode } from './redis-cluster';
 export { REDIS_TLS, redisTlsCaFile } from './redis-tls';
 export { lockTableGrants, MARIADB_TLS, mariadbTlsCaFile } from './mariadb-tls';

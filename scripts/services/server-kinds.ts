@@ -50,6 +50,28 @@ export function redisReplicaArgs(port: number, dir: string, masterPort: number):
   return [...redisMasterArgs(port, dir), '--replicaof', '127.0.0.1', String(masterPort)];
 }
 
+/**
+ * How long a Redis Cluster node may be unreachable before the others count it as failing and its replica
+ * takes over, in ms. Redis' default is 15 000; tests want a failover within a couple of seconds.
+ */
+export const CLUSTER_NODE_TIMEOUT_MS = 1_000;
+
+/**
+ * A Redis Cluster node (`cluster-enabled`); its member carries [port, busPort], the bus being port + 10 000
+ * (Redis' rule). Its view of the cluster lives in `nodes.conf` in its directory, so a restart rejoins.
+ */
+export function redisClusterNodeArgs(port: number, dir: string): string[] {
+  return [
+    ...redisMasterArgs(port, dir),
+    '--cluster-enabled',
+    'yes',
+    '--cluster-config-file',
+    join(dir, 'nodes.conf'),
+    '--cluster-node-timeout',
+    String(CLUSTER_NODE_TIMEOUT_MS),
+  ];
+}
+
 /** What one Sentinel watches, and how quickly it gives up on a master (ms). */
 export interface SentinelWatch {
   readonly masterName: string;

@@ -17,6 +17,7 @@ import {
   postgresBinary,
   postgresKind,
   redisArgs,
+  redisClusterNodeArgs,
   redisKind,
   redisMasterArgs,
   redisReplicaArgs,
@@ -26,6 +27,7 @@ import {
   zookeeperKind,
   type ServerKind,
 } from './server-kinds';
+import { formRedisCluster } from './redis-cluster';
 import { ETCD_SECURE, etcdSecureArgs, etcdSecureKind } from './etcd-secure';
 import { REDIS_TLS, redisTlsArgs, redisTlsKind } from './redis-tls';
 import { MARIADB_TLS, mariadbTlsArgs, mariadbTlsKind } from './mariadb-tls';
@@ -37,6 +39,9 @@ export const TOPOLOGY_NAMES = [
   'redis-faults',
   'redis-restart',
   'redis-sentinel',
+  'redis-sentinel2',
+  'redis-cluster',
+  'redis-cluster-replicas',
   'redis5',
   'redis5-faults',
   'mariadb',
@@ -73,6 +78,8 @@ interface TopologyPlan {
   readonly command: string;
   args(member: { name: string; dir: string; ports: readonly number[] }): string[];
   envValue(): string;
+  /** Runs once every member serves, to make one system of them (a Redis Cluster's `--cluster create`). */
+  form?(members: readonly ServerRecord[]): Promise<void>;
 }
 
 // Dedicated loopback ports, never the standard ones (6379, 3306, 2181, 2379).
@@ -80,7 +87,64 @@ const REDIS5_PORTS = [16380, 16381, 16382, 16383, 16384];
 // Separate masters for fault tests, which kill and restart them while other suites use redis5.
 const REDIS5_FAULT_PORTS = [16390, 16391, 16392, 16393, 16394];
 // A master, its replica and one Sentinel, for failover tests (SIGKILL of the master, promotion of the replica).
-const SENTINEL = { masterPort: 16500, replicaPort: 16501, sentinelPort: 16600, masterName: 'lock-test' };
+const SENTINEL: SentinelPorts = { masterPort: 16500, replicaPorts: [16501], sentinelPort: 16600, masterName: 'lock-test' };
+// The same with two replicas.
+const SENTINEL2: SentinelPorts = { masterPort: 16510, replicaPorts: [16511, 16512], sentinelPort: 16610, masterName: 'lock-test2' };
+
+interface SentinelPorts {
+  readonly masterPort: number;
+  readonly replicaPorts: readonly number[];
+  readonly sentinelPort: number;
+  readonly masterName: string;
+}
+
+/**
+ * A master, its replicas (members `<prefix>-replica`, `<prefix>-replica-2`…) and one Sentinel that gives up
+ * on the master after 1 s.
+ */
+function sentinelPlan(prefix: string, envVar: string, set: SentinelPorts): TopologyPlan {
+  return {
+    kind: redisKind,
+    envVar,
+    members: [
+      { name: `${prefix}-master`, ports: [set.masterPort] },
+      ...set.replicaPorts.map((port, i) => ({
+        name: i === 0 ? `${prefix}-replica` : `${prefix}-replica-${i + 1}`,
+        ports: [port],
+        own: { kind: redisKind, command: 'redis-server', args: (member: { ports: readonly number[]; dir: string }) => redisReplicaArgs(member.ports[0], member.dir, set.masterPort) },
+      })),
+      {
+        name: `${prefix}-monitor`,
+        ports: [set.sentinelPort],
+        own: {
+          kind: redisSentinelKind({ masterName: set.masterName, masterPort: set.masterPort, replicaPorts: set.replicaPorts, downAfterMs: 1_000, failoverTimeoutMs: 5_000 }),
+          command: 'redis-sentinel',
+          args: (member: { dir: string }) => redisSentinelArgs(member.dir),
+        },
+      },
+    ],
+    command: 'redis-server',
+    args: (member) => redisMasterArgs(member.ports[0], member.dir),
+    envValue: () => `redis+sentinel://127.0.0.1:${set.sentinelPort}/${set.masterName}`,
+  };
+}
+// Redis Cluster: 3 masters; and, for failover tests, 3 masters with one replica each. Each node also listens
+// on its cluster bus, port + 10 000 (26700–26702, 26710–26715).
+const CLUSTER_PORTS = [16700, 16701, 16702];
+const CLUSTER_REPLICAS_PORTS = [16710, 16711, 16712, 16713, 16714, 16715];
+
+/** A Redis Cluster of `ports` (members named `<prefix>-N`), formed once they serve, `replicas` per master. */
+function clusterPlan(prefix: string, envVar: string, ports: readonly number[], replicas: number): TopologyPlan {
+  return {
+    kind: redisKind,
+    envVar,
+    members: ports.map((port, i) => ({ name: `${prefix}-${i + 1}`, ports: [port, port + 10_000] })),
+    command: 'redis-server',
+    args: (member) => redisClusterNodeArgs(member.ports[0], member.dir),
+    envValue: () => ports.map((port) => `redis://127.0.0.1:${port}`).join(','),
+    form: (members) => formRedisCluster(members, replicas),
+  };
+}
 const ZK3 = [
   [12182, 12888, 13888],
   [12183, 12889, 13889],
@@ -151,30 +215,16 @@ const PLANS: Record<TopologyName, TopologyPlan> = {
   },
   // Failover: Sentinel promotes the replica 1 s after the master stops answering (services.md: 2.4 s in all).
   // The variable names the Sentinel and the master's name; ask it for the master's address.
-  'redis-sentinel': {
-    kind: redisKind,
-    envVar: 'LOCK_TEST_FAULT_REDIS_SENTINEL',
-    members: [
-      { name: 'redis-sentinel-master', ports: [SENTINEL.masterPort] },
-      {
-        name: 'redis-sentinel-replica',
-        ports: [SENTINEL.replicaPort],
-        own: { kind: redisKind, command: 'redis-server', args: (member) => redisReplicaArgs(member.ports[0], member.dir, SENTINEL.masterPort) },
-      },
-      {
-        name: 'redis-sentinel-monitor',
-        ports: [SENTINEL.sentinelPort],
-        own: {
-          kind: redisSentinelKind({ masterName: SENTINEL.masterName, masterPort: SENTINEL.masterPort, replicaPorts: [SENTINEL.replicaPort], downAfterMs: 1_000, failoverTimeoutMs: 5_000 }),
-          command: 'redis-sentinel',
-          args: (member) => redisSentinelArgs(member.dir),
-        },
-      },
-    ],
-    command: 'redis-server',
-    args: (member) => redisMasterArgs(member.ports[0], member.dir),
-    envValue: () => `redis+sentinel://127.0.0.1:${SENTINEL.sentinelPort}/${SENTINEL.masterName}`,
-  },
+  'redis-sentinel': sentinelPlan('redis-sentinel', 'LOCK_TEST_FAULT_REDIS_SENTINEL', SENTINEL),
+  // The same with two replicas: after a failover the new master still has one, so replica acknowledgement
+  // (WAIT 1) goes on working.
+  'redis-sentinel2': sentinelPlan('redis-sentinel2', 'LOCK_TEST_FAULT_REDIS_SENTINEL2', SENTINEL2),
+  // Three masters sharing the 16 384 slots (services.md, "More servers"): one lock's keys share a hash tag,
+  // so each lock lives on one of them. The variable lists every node; a client finds the rest itself.
+  'redis-cluster': clusterPlan('redis-cluster', 'LOCK_TEST_REDIS_CLUSTER', CLUSTER_PORTS, 0),
+  // The same with a replica per master, for failover tests (a master killed, its replica promoted after
+  // CLUSTER_NODE_TIMEOUT_MS): the first three nodes start as masters.
+  'redis-cluster-replicas': clusterPlan('redis-cluster-replicas', 'LOCK_TEST_FAULT_REDIS_CLUSTER', CLUSTER_REPLICAS_PORTS, 1),
   redis5: {
     kind: redisKind,
     envVar: 'LOCK_TEST_REDIS_URLS',
@@ -383,6 +433,7 @@ export async function startTopology(name: TopologyName): Promise<RunningTopology
     for (const record of records) launch(record);
     await Promise.all(records.map((record) => waitServing(kindOf(name, record.name), record)));
     for (const record of records) kindOf(name, record.name).initialise?.(record);
+    await plan.form?.(records);
   } catch (error) {
     await stopTopology(name);
     throw error;

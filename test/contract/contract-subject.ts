@@ -1,5 +1,5 @@
 import type { LockStrategy, LockStrategyCapabilities } from '@app/distributed-lock';
-import type { TopologyName } from '../../scripts/services';
+import { startTopology, stopTopology, type TopologyName } from '../../scripts/services';
 
 /** One strategy as the contract suite sees it. Adding a backend means adding one subject to `subjects.ts`. */
 export interface ContractSubject {
@@ -18,4 +18,22 @@ export interface ContractSubject {
   readonly pushesRemoval?: boolean;
   /** A server set-up the global setup does not start (ensembles, clusters): started for this suite only. */
   readonly topology?: TopologyName;
+  /**
+   * Starts what the subject needs in this process besides its servers (latency proxies in front of them),
+   * after the topology, and resolves what stops it. Child processes reach it through the environment.
+   */
+  prepare?(): Promise<() => Promise<void>>;
+}
+
+/**
+ * Starts a subject's topology (unless its variable points at a running one) and its `prepare`; resolves
+ * what undoes both, for a suite's `afterAll`.
+ */
+export async function setUpSubject(subject: ContractSubject): Promise<() => Promise<void>> {
+  const topology = subject.topology ? await startTopology(subject.topology) : undefined;
+  const undo = await subject.prepare?.();
+  return async () => {
+    await undo?.();
+    if (topology?.managed) await stopTopology(topology.name);
+  };
 }

@@ -11,6 +11,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DataSource, type DataSourceOptions } from 'typeorm';
 import type { ContractSubject } from './contract-subject';
+import { atDistance } from './at-distance';
+import { clusterClient, clusterStrategy } from '../support/redis-cluster-client';
 import { memcachedSubject } from '../support/memcached-subject';
 
 function requiredEnv(name: string): string {
@@ -34,6 +36,16 @@ async function deleteRedisLock(urls: readonly string[], key: string, namespace =
 }
 
 const redisUrls = (): string[] => requiredEnv('LOCK_TEST_REDIS_URLS').split(',');
+
+/** Deletes a lock's key in a Redis Cluster with a throwaway client, which finds the key's master itself. */
+async function deleteClusterLock(urls: string, key: string): Promise<void> {
+  const raw = clusterClient(urls);
+  try {
+    await raw.del(redisLockKeys('dlock:', key).keys[0]);
+  } finally {
+    raw.disconnect();
+  }
+}
 
 const mysqlOptions = (): DataSourceOptions => ({ type: 'mysql', url: requiredEnv('LOCK_TEST_MYSQL_URL'), poolSize: 12, connectTimeout: 5_000 });
 
@@ -158,6 +170,13 @@ export const subjects: readonly ContractSubject[] = [
     capabilities: { fencing: true, fifo: false, sharedLocks: true, crossProcess: true, semaphores: { fifo: true, fencing: true } },
     create: async () => new RedisLockStrategy({ connection: requiredEnv('LOCK_TEST_REDIS_URL'), fair: false, name: 'redis-barging' }),
     removeBehindBack: (_strategy, key) => deleteRedisLock([requiredEnv('LOCK_TEST_REDIS_URL')], key),
+  },
+  {
+    name: 'redis (Cluster, 3 masters)',
+    capabilities: { fencing: true, fifo: true, sharedLocks: true, crossProcess: true },
+    topology: 'redis-cluster',
+    create: async () => clusterStrategy(requiredEnv('LOCK_TEST_REDIS_CLUSTER'), { name: 'redis-cluster' }),
+    removeBehindBack: (_strategy, key) => deleteClusterLock(requiredEnv('LOCK_TEST_REDIS_CLUSTER'), key),
   },
   {
     name: 'redlock (5 masters)',
@@ -296,8 +315,26 @@ export const optionVariantSubjects: readonly ContractSubject[] = [
   },
 ];
 
-export function subjectNamed(name: string): ContractSubject {
-  const subject = [...subjects, ...fastPathsOffSubjects, ...optionVariantSubjects].find((candidate) => candidate.name === name);
+/**
+ * Subjects whose servers are 20 ms of round trip away (a latency proxy in front of each): the watchdog,
+ * operation timeouts and Redlock's drift allowance must hold across zones too. Long: run by `npm run
+ * test:long`, not `npm test`.
+ */
+export const distantSubjects: readonly ContractSubject[] = [
+  atDistance(find(subjects, 'redis (fair)'), ['LOCK_TEST_REDIS_URL'], 20),
+  atDistance(find(subjects, 'redlock (5 masters)'), ['LOCK_TEST_REDIS_URLS'], 20),
+  atDistance(find(subjects, 'row (MariaDB)'), ['LOCK_TEST_MYSQL_URL'], 20),
+  atDistance(find(subjects, 'etcd (single node)'), ['LOCK_TEST_ETCD'], 20),
+  atDistance(find(subjects, 'zookeeper (standalone)'), ['LOCK_TEST_ZOOKEEPER'], 20),
+];
+
+function find(list: readonly ContractSubject[], name: string): ContractSubject {
+  const subject = list.find((candidate) => candidate.name === name);
   if (!subject) throw new Error(`No contract subject named "${name}"`);
   return subject;
+}
+
+/** A subject of any list, by name (the cross-process worker finds its subject this way). */
+export function subjectNamed(name: string): ContractSubject {
+  return find([...subjects, ...fastPathsOffSubjects, ...optionVariantSubjects, ...distantSubjects], name);
 }

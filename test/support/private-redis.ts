@@ -1,10 +1,14 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Redis } from 'ioredis';
 
 /** A Redis of one test's own on a free loopback port, to freeze (SIGSTOP) without touching shared servers. */
 export interface PrivateRedis {
   readonly url: string;
+  readonly port: number;
   freeze(): void;
   thaw(): void;
   stop(): Promise<void>;
@@ -21,13 +25,24 @@ function freePort(): Promise<number> {
   });
 }
 
-/** Starts `redis-server` (Debian's, as the services tool uses) and resolves once it answers PING. */
-export async function startPrivateRedis(): Promise<PrivateRedis> {
+/**
+ * Starts `redis-server` (Debian's, as the services tool uses) and resolves once it answers PING. `extraArgs`
+ * go to its command line (`--replicaof 127.0.0.1 <port>`, `--rename-command WAIT ""`).
+ */
+export async function startPrivateRedis(extraArgs: readonly string[] = []): Promise<PrivateRedis> {
   const port = await freePort();
-  const child: ChildProcess = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--daemonize', 'no'], { stdio: 'ignore' });
+  // Its own directory: a replica writes the master's snapshot there (never into the working tree).
+  const dir = mkdtempSync(join(tmpdir(), 'private-redis-'));
+  const child: ChildProcess = spawn(
+    'redis-server',
+    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--daemonize', 'no', '--dir', dir, '--repl-diskless-sync-delay', '0', ...extraArgs],
+    { stdio: 'ignore', cwd: dir },
+  );
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const url = `redis://127.0.0.1:${port}`;
   const probe = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  // Refused until the server listens: the failed connect() is retried below, not reported as unhandled.
+  probe.on('error', () => undefined);
   try {
     for (let tries = 0; ; tries += 1) {
       try {
@@ -44,12 +59,14 @@ export async function startPrivateRedis(): Promise<PrivateRedis> {
   }
   return {
     url,
+    port,
     freeze: () => child.kill('SIGSTOP'),
     thaw: () => child.kill('SIGCONT'),
     stop: async () => {
       child.kill('SIGCONT');
       child.kill('SIGKILL');
       await exited;
+      rmSync(dir, { recursive: true, force: true });
     },
   };
 }

@@ -1,4 +1,5 @@
 import type { HistoryLog } from './history/history-log';
+import { waitUntil } from '../../scripts/services/probes';
 import { LockManager, LockService } from '@app/distributed-lock';
 import { RedisLockStrategy } from '@app/distributed-lock/strategies/redis';
 import { redisLockKeys } from '@app/distributed-lock/strategies/redis/redis-keys';
@@ -76,4 +77,35 @@ export async function sentinelReplicas(sentinel: Redis, masterName: string): Pro
 export async function roleOf(client: Redis): Promise<string> {
   const answer = await client.call('ROLE');
   return Array.isArray(answer) ? String(answer[0]) : '';
+}
+
+/**
+ * Resolves once Sentinel names another server than `oldPort` as the master of `masterName` and that server
+ * says it is a master (Sentinel names it a little before its REPLICAOF NO ONE is done): its port.
+ */
+export async function promotedReplica(sentinel: Redis, masterName: string, oldPort: number, timeoutMs = 30_000): Promise<number> {
+  let promoted = 0;
+  await waitUntil(
+    `Sentinel to promote a replica of ${masterName} (logs under the Sentinel's instance dir)`,
+    async () => {
+      const port = await sentinelMasterPort(sentinel, masterName).catch(() => undefined);
+      if (port === undefined || port === oldPort) return false;
+      const server = adminClient(port);
+      try {
+        if ((await roleOf(server).catch(() => '')) !== 'master') return false;
+      } finally {
+        server.disconnect();
+      }
+      promoted = port;
+      return true;
+    },
+    timeoutMs,
+    100,
+  );
+  return promoted;
+}
+
+/** Resolves once Sentinel sees `count` healthy replicas of `masterName` (flags "slave" alone). */
+export async function healthyReplicas(sentinel: Redis, masterName: string, count: number): Promise<void> {
+  await waitUntil('Sentinel to see the replicas healthy', async () => (await sentinelReplicas(sentinel, masterName)).filter((replica) => replica.flags === 'slave').length >= count, 15_000, 100);
 }

@@ -20,7 +20,10 @@ export interface DemoConfig {
   readonly postgresUrl: string | undefined;
   /** Strategy of the inventory module (its `@Locked` stock deduction). */
   readonly inventoryLock: DemoLockStrategy;
+  /** `redis://host:port`, or `redis+sentinel://host:port[,host:port]/masterName` for a master behind Sentinel. */
   readonly redisUrl: string | undefined;
+  /** Replicas the Redis strategy waits for after each write (`DEMO_REDIS_REPLICA_ACK`, e.g. "1" or "1:500" with the timeout in ms); 0: none. */
+  readonly redisReplicaAck: { readonly replicas: number; readonly timeoutMs?: number } | undefined;
   readonly redisUrls: string[];
   readonly zookeeper: string | undefined;
   readonly etcdHosts: string[];
@@ -40,8 +43,16 @@ export const demoConfig = registerAs('demo', (): DemoConfig => {
     postgresUrl: process.env.LOCK_TEST_POSTGRES_URL,
     inventoryLock,
     redisUrl: process.env.LOCK_TEST_REDIS_URL,
+    redisReplicaAck: replicaAckFrom(process.env.DEMO_REDIS_REPLICA_ACK),
     redisUrls: (process.env.LOCK_TEST_REDIS_URLS ?? '').split(',').filter(Boolean),
     zookeeper: process.env.LOCK_TEST_ZOOKEEPER,
     etcdHosts: (process.env.LOCK_TEST_ETCD ?? '').split(',').filter(Boolean),
   };
 });
+
+/** "1" or "1:500" → { replicas: 1, timeoutMs: 500 }; unset or "0" → undefined. */
+export function replicaAckFrom(value: string | undefined): DemoConfig['redisReplicaAck'] {
+  if (!value || value === '0') return undefined;
+  const [replicas, timeoutMs] = value.split(':').map(Number);
+  return timeoutMs === undefined ? { replicas } : { replicas, timeoutMs };
+}

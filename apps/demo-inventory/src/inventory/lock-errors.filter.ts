@@ -6,6 +6,7 @@ import {
   LockAcquireTimeoutError,
   LockBackendUnavailableError,
   LockLostError,
+  LockNotReplicatedError,
   VersionConflictError,
 } from '@app/distributed-lock';
 import { SoldOutError, StaleFencingTokenError, UnknownProductError } from './inventory.errors';
@@ -24,6 +25,8 @@ function mapError(error: unknown): Mapped | undefined {
   if (error instanceof LockLostError) return { status: HttpStatus.CONFLICT, error: 'LOCK_LOST' };
   if (error instanceof LockAcquireTimeoutError) return { status: HttpStatus.LOCKED, error: 'LOCK_BUSY' };
   if (error instanceof LockBackendUnavailableError) return { status: HttpStatus.SERVICE_UNAVAILABLE, error: 'LOCK_BACKEND_UNAVAILABLE' };
+  // Replicas did not confirm the lock in time (during a failover, say): given back, try again.
+  if (error instanceof LockNotReplicatedError) return { status: HttpStatus.SERVICE_UNAVAILABLE, error: 'LOCK_NOT_REPLICATED' };
   if (error instanceof InvalidLockOptionsError) return { status: HttpStatus.BAD_REQUEST, error: 'INVALID_LOCK_INPUT' };
   if (error instanceof DistributedLockError) return { status: HttpStatus.INTERNAL_SERVER_ERROR, error: 'LOCK_ERROR' };
   // The shop's own database went away (restart, lost connection): the buyer may try again, as for a lock backend.

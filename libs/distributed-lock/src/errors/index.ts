@@ -6,6 +6,7 @@ export { LockLostError, type LockLostReason } from './lock-lost.error';
 export { LockNotHeldError } from './lock-not-held.error';
 export { LockCommitFailedError } from './lock-commit-failed.error';
 export { LockBackendUnavailableError } from './lock-backend-unavailable.error';
+export { LockNotReplicatedError, type LockNotReplicatedReason } from './lock-not-replicated.error';
 export { LockPermissionDeniedError } from './lock-permission-denied.error';
 export { InvalidLockOptionsError } from './invalid-lock-options.error';
 export { InvalidLockKeyError } from './invalid-lock-key.error';

@@ -1,3 +1,4 @@
 export { RedisLockStrategy, type RedisLockStrategyOptions } from './redis-lock.strategy';
 export { RedlockStrategy, type RedlockStrategyOptions } from './redlock.strategy';
 export type { IoRedisClient } from './redis-client.type';
+export { DEFAULT_REPLICA_ACK_TIMEOUT_MS, type RedisReplicaAckOptions } from './redis-replica-ack';

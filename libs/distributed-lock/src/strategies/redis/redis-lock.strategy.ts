@@ -11,6 +11,7 @@ import { RedisLockKeyNames, type RedisLockKeys } from './redis-keys';
 import { ACQUIRE_SCRIPT, EXTEND_SCRIPT, LEAVE_QUEUE_SCRIPT, RELEASE_SCRIPT } from './redis-lock.scripts';
 import { RedisScript } from './redis-script';
 import { RedisSemaphore } from './redis-semaphore';
+import { ReplicaAck, type RedisReplicaAckOptions } from './redis-replica-ack';
 import { leaseExpiry } from '../../locking/lease-expiry';
 import { budgetAborted, waitForWake } from '../../locking/wait-for-wake';
 import { waitInRedisQueue } from './redis-queue-wait';
@@ -41,12 +42,24 @@ export interface RedisLockStrategyOptions {
    * (a live waiter claims it at once): a waiter that died in line costs others at most that. Default 500.
    */
   readonly recheckInterval?: number;
+  /**
+   * Replica acknowledgement: after every acquisition, hand-over and extension, wait until `replicas` replicas
+   * of the lock's master have the write (`WAIT replicas timeoutMs`, sent behind the script in the same round
+   * trip). A failover to a replica that acknowledged cannot lose the lock. When too few confirm within
+   * `timeoutMs` (default 500 ms), the acquisition gives the lock back and fails with `LockNotReplicatedError`
+   * (`reason: 'too-few-replicas'`), and an extension fails with it (the watchdog tries again until the
+   * lease ends). A server that refuses `WAIT` (some managed services) fails the first use with
+   * `reason: 'wait-unsupported'`, and every later one at once. Default: off (replication stays asynchronous).
+   * `WAIT` holds the connection until the replicas answer, so every command the client sends meanwhile waits
+   * too: one replica round trip per write.
+   */
+  readonly replicaAck?: RedisReplicaAckOptions;
 }
 
 /** Redis semaphores always queue, and every grant takes a token from the semaphore's counter. */
 const SEMAPHORES = Object.freeze({ fifo: true, fencing: true });
 
-const OPTION_KEYS = ['client', 'connection', 'name', 'namespace', 'fair', 'recheckInterval'];
+const OPTION_KEYS = ['client', 'connection', 'name', 'namespace', 'fair', 'recheckInterval', 'replicaAck'];
 
 /**
  * Locks in one Redis server (or one Redis Cluster slot per key). Acquire, release and extend are each
@@ -55,9 +68,10 @@ const OPTION_KEYS = ['client', 'connection', 'name', 'namespace', 'fair', 'reche
  * it on its instance's own channel (see RedisInbox); in barging mode a release is announced on the key's
  * channel and its waiters race for it.
  *
- * Not safe against failover: Redis replicates asynchronously, so a lock written to a master that dies
- * before replicating is lost, and a second holder can get it from the promoted replica. Use the fencing
- * token to reject the stale holder's writes, or ZooKeeper/etcd where correctness depends on the lock.
+ * Not safe against failover by default: Redis replicates asynchronously, so a lock written to a master that
+ * dies before replicating is lost, and a second holder can get it from the promoted replica. Use the fencing
+ * token to reject the stale holder's writes, `replicaAck` to wait for replicas, or ZooKeeper/etcd where
+ * correctness depends on the lock.
  */
 export class RedisLockStrategy implements LockStrategy {
   readonly name: string;
@@ -78,6 +92,8 @@ export class RedisLockStrategy implements LockStrategy {
   private readonly listener: RedisChannelListener;
   /** Where releases tell this client's waiters (fair mode) that the lock is theirs. */
   private readonly inbox: RedisInbox;
+  /** Waits for replicas after each write of a lock, when `replicaAck` is set. */
+  private readonly replicaAck: ReplicaAck | undefined;
   private readonly scripts = {
     acquire: new RedisScript(ACQUIRE_SCRIPT),
     release: new RedisScript(RELEASE_SCRIPT),
@@ -99,6 +115,7 @@ export class RedisLockStrategy implements LockStrategy {
     this.fair = options.fair ?? true;
     this.recheckMs = assertDuration(options.recheckInterval ?? 500, 'recheckInterval', 10);
     this.claimMs = this.recheckMs * 3;
+    this.replicaAck = options.replicaAck === undefined ? undefined : new ReplicaAck(options.replicaAck, this.name);
     const resolved = resolveRedisClient(options.client, options.connection, this.name, 'RedisLockStrategy options');
     this.client = resolved.client;
     this.ownsClient = resolved.owned;
@@ -151,9 +168,10 @@ export class RedisLockStrategy implements LockStrategy {
       },
     });
     if (!waited) return null;
-    const grant = waited.handedOver ? this.handedOverGrant(request, waited.token, waited.since) : this.grantOf(request, waited.token, waited.since);
+    // A hand-over is taken as `takeHandOver` says (with `replicaAck`, once the replicas have it).
+    const grant = waited.handedOver ? await this.takeHandOver(keys, request, waited.token, waited.since) : this.grantOf(request, waited.token, waited.since);
     // Handed over as the caller aborted: it goes back at once.
-    if (!budgetAborted(budget)) return grant;
+    if (!grant || !budgetAborted(budget)) return grant;
     await this.release(grant);
     return null;
   }
@@ -202,21 +220,32 @@ export class RedisLockStrategy implements LockStrategy {
   async extend(lease: LeaseGrant, ttlMs: number): Promise<LeaseGrant | null> {
     const keys = this.keyNames.of(lease.key);
     const sentAt = Date.now();
+    const args = [lease.owner, keys.channel, ttlMs];
     try {
-      const extended = await this.scripts.extend.run(this.client, keys.keys, [lease.owner, keys.channel, ttlMs]);
-      return extended === 1 ? { ...lease, expiresAt: leaseExpiry(sentAt, ttlMs) } : null;
+      if (!this.replicaAck) {
+        const extended = await this.scripts.extend.run(this.client, keys.keys, args);
+        return extended === 1 ? { ...lease, expiresAt: leaseExpiry(sentAt, ttlMs) } : null;
+      }
+      const { reply, acknowledged } = await this.replicaAck.run(this.client, this.scripts.extend, keys.keys, args, async () => undefined, lease.key, 'extend');
+      if (reply !== 1) return null;
+      // Extended on the master only: a promoted replica would end the lease where it last confirmed it.
+      if (!this.replicaAck.enough(acknowledged)) throw this.replicaAck.tooFew(lease.key, 'extend', acknowledged);
+      return { ...lease, expiresAt: leaseExpiry(sentAt, ttlMs) };
     } catch (error) {
       throw this.callError(error, 'extend', lease.key);
     }
   }
 
   async release(lease: LeaseGrant): Promise<boolean> {
-    const keys = this.keyNames.of(lease.key);
     try {
-      return (await this.scripts.release.run(this.client, keys.keys, [lease.owner, keys.channel])) === 1;
+      return await this.releaseOwner(this.keyNames.of(lease.key), lease.owner);
     } catch (error) {
       throw this.callError(error, 'release', lease.key);
     }
+  }
+
+  private async releaseOwner(keys: RedisLockKeys, owner: string): Promise<boolean> {
+    return (await this.scripts.release.run(this.client, keys.keys, [owner, keys.channel])) === 1;
   }
 
   async ping(): Promise<void> {
@@ -237,18 +266,45 @@ export class RedisLockStrategy implements LockStrategy {
     if (this.ownsClient) await closeRedisClient(this.client);
   }
 
+  /**
+   * One acquire script: [held, token]. With `replicaAck`, a grant counts only once the replicas confirmed it;
+   * one they did not is given back and fails with `LockNotReplicatedError`.
+   */
   private async runAcquire(keys: RedisLockKeys, request: LockRequest, waiter: boolean): Promise<[boolean, number]> {
-    const reply = (await this.scripts.acquire.run(this.client, keys.keys, [
-      request.owner,
-      keys.channel,
-      request.ttlMs,
-      this.fair ? '1' : '0',
-      waiter ? '1' : '0',
-      this.claimMs,
-      request.mode === 'shared' ? 's' : 'x',
-      this.inbox.channel,
-    ])) as [number, number | string];
-    return [reply[0] === 1, Number(reply[1])];
+    const args = [request.owner, keys.channel, request.ttlMs, this.fair ? '1' : '0', waiter ? '1' : '0', this.claimMs, request.mode === 'shared' ? 's' : 'x', this.inbox.channel];
+    if (!this.replicaAck) {
+      const reply = (await this.scripts.acquire.run(this.client, keys.keys, args)) as [number, number | string];
+      return [reply[0] === 1, Number(reply[1])];
+    }
+    // Refused WAIT: give back what the script took (the lock, or a place in the queue) before failing.
+    const giveBack = (reply: unknown): Promise<unknown> =>
+      (reply as [number])[0] === 1 ? this.releaseOwner(keys, request.owner) : waiter ? this.scripts.leave.run(this.client, keys.keys, [request.owner, keys.channel]) : Promise.resolve();
+    const { reply, acknowledged } = await this.replicaAck.run(this.client, this.scripts.acquire, keys.keys, args, giveBack, request.key, 'acquire');
+    const [held, token] = reply as [number, number | string];
+    if (held === 1 && !this.replicaAck.enough(acknowledged)) {
+      await this.releaseOwner(keys, request.owner).catch(() => undefined);
+      throw this.replicaAck.tooFew(request.key, 'acquire', acknowledged);
+    }
+    return [held === 1, Number(token)];
+  }
+
+  /**
+   * A lock a release handed to us. Without `replicaAck` it is ours at once (see `handedOverGrant`). With it,
+   * the claim is first extended to the whole lease with `WAIT` behind (the release's write reached the
+   * replicas before ours, which they acknowledge): resolves null when the claim was gone by then, and gives
+   * the lock back and fails when too few replicas confirmed.
+   */
+  private async takeHandOver(keys: RedisLockKeys, request: LockRequest, token: number, notBefore: number): Promise<LeaseGrant | null> {
+    if (!this.replicaAck) return this.handedOverGrant(request, token, notBefore);
+    const sentAt = Date.now();
+    const giveBack = (reply: unknown): Promise<unknown> => (reply === 1 ? this.releaseOwner(keys, request.owner) : Promise.resolve());
+    const { reply, acknowledged } = await this.replicaAck.run(this.client, this.scripts.extend, keys.keys, [request.owner, keys.channel, request.ttlMs], giveBack, request.key, 'acquire');
+    if (reply !== 1) return null;
+    if (!this.replicaAck.enough(acknowledged)) {
+      await this.releaseOwner(keys, request.owner).catch(() => undefined);
+      throw this.replicaAck.tooFew(request.key, 'acquire', acknowledged);
+    }
+    return this.grantOf(request, token, sentAt);
   }
 
   /**

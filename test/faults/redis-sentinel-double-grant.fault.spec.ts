@@ -1,0 +1,159 @@
+import { randomUUID } from 'node:crypto';
+import { appendFileSync } from 'node:fs';
+import type { Redis } from 'ioredis';
+import { LockManager, LockNotReplicatedError, LockService, type Lock } from '@app/distributed-lock';
+import { RedisLockStrategy, type RedisReplicaAckOptions } from '@app/distributed-lock/strategies/redis';
+import { ensureDebianPackages, faults, packagesFor, startTopology, stopTopology } from '../../scripts/services';
+import { waitUntil } from '../../scripts/services/probes';
+import { FencedResource } from '../support/fenced-resource';
+import { adminClient, healthyReplicas, promotedReplica, sentinelMasterPort } from '../support/redis-fencing';
+
+const run = randomUUID().slice(0, 8);
+const TOPOLOGY = 'redis-sentinel2';
+const MASTER = `${TOPOLOGY}-master`;
+const REPLICAS = [`${TOPOLOGY}-replica`, `${TOPOLOGY}-replica-2`];
+/** The holder's lease: its watchdog extends it a third of the way, and learns there that the lock is gone. */
+const TTL_MS = 5_000;
+
+/** Where the measured windows go, one JSON line per case, when LOCK_DOUBLE_GRANT_REPORT names a file. */
+function report(entry: Record<string, unknown>): void {
+  process.stdout.write(`sentinel double grant: ${JSON.stringify(entry)}\n`);
+  const file = process.env.LOCK_DOUBLE_GRANT_REPORT;
+  if (file) appendFileSync(file, `${JSON.stringify({ at: new Date().toISOString(), ...entry })}\n`);
+}
+
+/** When its holder learns that the lock is lost (its signal aborts). */
+function lossOf(lock: Lock): Promise<number> {
+  return new Promise((resolve) => {
+    if (lock.signal.aborted) resolve(performance.now());
+    else lock.signal.addEventListener('abort', () => resolve(performance.now()), { once: true });
+  });
+}
+
+/**
+ * Two holders of one lock across a Sentinel failover, made to happen for sure: both replicas are frozen and
+ * cut off, so the master's grant never reaches them, and the master is then SIGKILLed. The promoted replica
+ * has no lock, and a second process gets it while the first still holds it, until the first's watchdog
+ * finds it gone. The fencing token (above every earlier one, see redis-fencing) makes the resource refuse
+ * the first holder's late write. With `replicaAck` the first grant is refused instead, and a lock the
+ * replicas did confirm survives the failover: the second process waits for it.
+ */
+describe('Two holders across a Sentinel failover, and replicaAck', () => {
+  let sentinel: Redis;
+  let masterName: string;
+  let sentinelUrl: URL;
+  const managers: LockManager[] = [];
+  const resource = new FencedResource();
+
+  const locksOn = (replicaAck?: RedisReplicaAckOptions): LockService => {
+    const connection = { sentinels: [{ host: sentinelUrl.hostname, port: Number(sentinelUrl.port) }], name: masterName };
+    const manager = new LockManager(new RedisLockStrategy({ connection, replicaAck }), { operationTimeout: 3_000 });
+    managers.push(manager);
+    return new LockService(manager);
+  };
+
+  beforeAll(() => {
+    ensureDebianPackages(packagesFor([TOPOLOGY]), (line) => process.stdout.write(`${line}\n`));
+  }, 120_000);
+
+  beforeEach(async () => {
+    // A fresh master, replicas and Sentinel: each case kills the master.
+    await stopTopology(TOPOLOGY);
+    sentinelUrl = new URL((await startTopology(TOPOLOGY)).value);
+    masterName = sentinelUrl.pathname.slice(1);
+    sentinel = adminClient(Number(sentinelUrl.port));
+    await healthyReplicas(sentinel, masterName, REPLICAS.length);
+    const master = adminClient((await sentinelMasterPort(sentinel, masterName)) as number);
+    // WAIT counts a replica only after its first acknowledgement.
+    await waitUntil('the master to count its replicas', async () => (await master.wait(2, 100)) === 2, 10_000, 50);
+    master.disconnect();
+  }, 60_000);
+
+  afterEach(async () => {
+    await Promise.all(managers.splice(0).map((manager) => manager.close().catch(() => undefined)));
+    sentinel?.disconnect();
+    for (const replica of REPLICAS) {
+      try {
+        faults.resume(replica);
+      } catch {
+        // not frozen, or gone
+      }
+    }
+  }, 30_000);
+
+  afterAll(async () => {
+    await resource.close();
+    await stopTopology(TOPOLOGY);
+  }, 60_000);
+
+  /**
+   * Kills the master, wakes the replicas (which cannot catch up from a dead master), and resolves once
+   * Sentinel names one of them as the master and it says so itself.
+   */
+  async function failover(): Promise<void> {
+    const oldPort = (await sentinelMasterPort(sentinel, masterName)) as number;
+    await faults.kill(MASTER);
+    for (const replica of REPLICAS) expect(faults.resume(replica)).toBe(true);
+    await promotedReplica(sentinel, masterName, oldPort);
+  }
+
+  /** Freezes both replicas and has the master drop their links: nothing written now reaches them. */
+  async function cutReplicas(): Promise<void> {
+    for (const replica of REPLICAS) expect(faults.pause(replica)).toBe(true);
+    const master = adminClient((await sentinelMasterPort(sentinel, masterName)) as number);
+    try {
+      expect(await master.call('CLIENT', 'KILL', 'TYPE', 'replica')).toBe(2);
+    } finally {
+      master.disconnect();
+    }
+  }
+
+  it('without replicaAck: a grant the replicas missed is lost, two hold at once, and the fencing token refuses the first one\'s late write', async () => {
+    const key = `dg:${run}:async`;
+    await resource.reset(key);
+    await cutReplicas();
+    // Granted on the master only.
+    const holder = await locksOn().acquire(key, { ttl: TTL_MS });
+    const holderLost = lossOf(holder);
+    await failover();
+    const second = await locksOn().acquire(key, { ttl: TTL_MS, waitTimeout: 20_000 });
+    const secondAt = performance.now();
+    const bothHeld = !holder.signal.aborted;
+    expect(await resource.write(key, second.fencingToken as number, 'second')).toBe(true);
+    // The first holder's write, made while it still believes it holds the lock (or just after): refused.
+    expect(await resource.write(key, holder.fencingToken as number, 'first')).toBe(false);
+    const holderEnd = await holderLost;
+    await second.release();
+    expect(await resource.read(key)).toEqual({ token: second.fencingToken, writer: 'second' });
+    report({ case: 'async, replicas cut before the grant', doubleGrant: bothHeld, windowMs: bothHeld ? Math.round(holderEnd - secondAt) : 0, ttlMs: TTL_MS });
+  }, 60_000);
+
+  it('with replicaAck: the grant the replicas missed is refused, and a confirmed one survives the failover: nobody else gets it meanwhile', async () => {
+    const key = `dg:${run}:ack`;
+    await resource.reset(key);
+    const acked = locksOn({ replicas: 1, timeoutMs: 500 });
+    const holder = await acked.acquire(key, { ttl: TTL_MS });
+    let lostAt: number | undefined;
+    holder.signal.addEventListener('abort', () => (lostAt = performance.now()), { once: true });
+    await cutReplicas();
+    const refused = await acked.acquire(`${key}:after-cut`, { ttl: TTL_MS }).catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(LockNotReplicatedError);
+    expect(refused).toMatchObject({ reason: 'too-few-replicas', acknowledged: 0 });
+    // The replica the master lost keeps what it had: the lock confirmed before the cut.
+    await failover();
+    const other = locksOn({ replicas: 1, timeoutMs: 500 });
+    const second = other.acquire(key, { ttl: TTL_MS, waitTimeout: 30_000 });
+    // Hold on a little past the failover, then give it up; the second grant must come after.
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    const heldThroughFailover = !holder.signal.aborted;
+    const releasedAt = performance.now();
+    await holder.release().catch(() => undefined);
+    const holderEnd = lostAt ?? releasedAt;
+    const granted = await second;
+    const secondAt = performance.now();
+    expect(secondAt).toBeGreaterThanOrEqual(holderEnd);
+    expect(await resource.write(key, granted.fencingToken as number, 'second')).toBe(true);
+    await granted.release();
+    report({ case: 'replicaAck 1/500 ms, replicas cut after the grant', doubleGrant: false, windowMs: 0, ttlMs: TTL_MS, heldThroughFailover });
+  }, 60_000);
+});

@@ -1,0 +1,154 @@
+import { randomUUID } from 'node:crypto';
+import { InvalidLockOptionsError, LockManager, LockNotReplicatedError, LockService } from '@app/distributed-lock';
+import { RedisLockStrategy } from '@app/distributed-lock/strategies/redis';
+import { redisLockKeys } from '@app/distributed-lock/strategies/redis/redis-keys';
+import { Redis } from 'ioredis';
+import { waitUntil } from '../../scripts/services/probes';
+import { startPrivateRedis, type PrivateRedis } from '../support/private-redis';
+
+const run = randomUUID().slice(0, 8);
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+const lockKeyOf = (key: string): string => redisLockKeys('dlock:', key).keys[0];
+
+/** How many times the server ran a command (INFO commandstats), e.g. "evalsha". */
+async function callsOf(client: Redis, command: string): Promise<number> {
+  const stats = await client.info('commandstats');
+  return Number(new RegExp(`cmdstat_${command}:calls=(\\d+)`).exec(stats)?.[1] ?? 0);
+}
+
+/** A plain client for inspection, quiet when its server goes away. */
+function inspector(url: string): Redis {
+  const client = new Redis(url, { maxRetriesPerRequest: 1, retryStrategy: () => null });
+  client.on('error', () => undefined);
+  return client;
+}
+
+/**
+ * `replicaAck`: the Redis strategy waits (WAIT, in the script's round trip) until replicas have a lock's
+ * write. On a private master and replica, so that the replica can be frozen; and on a private server that
+ * refuses WAIT, as managed services that disable it do.
+ */
+describe('Redis strategy with replica acknowledgement', () => {
+  let master: PrivateRedis;
+  let replica: PrivateRedis;
+  let onMaster: Redis;
+  let onReplica: Redis;
+  const managers: LockManager[] = [];
+
+  const locksOn = (options: ConstructorParameters<typeof RedisLockStrategy>[0]): LockService => {
+    const manager = new LockManager(new RedisLockStrategy(options), { operationTimeout: 3_000 });
+    managers.push(manager);
+    return new LockService(manager);
+  };
+
+  beforeAll(async () => {
+    master = await startPrivateRedis();
+    replica = await startPrivateRedis(['--replicaof', '127.0.0.1', String(master.port)]);
+    onMaster = inspector(master.url);
+    onReplica = inspector(replica.url);
+    await waitUntil('the replica to sync', async () => /master_link_status:up/.test(await onReplica.info('replication')), 10_000, 50);
+    // WAIT needs the master to count the replica (its first acknowledgement, up to a second after the sync).
+    await waitUntil('the master to count its replica', async () => (await onMaster.wait(1, 100)) === 1, 10_000, 50);
+  }, 30_000);
+
+  afterAll(async () => {
+    await Promise.all(managers.map((manager) => manager.close().catch(() => undefined)));
+    onMaster?.disconnect();
+    onReplica?.disconnect();
+    await replica?.stop();
+    await master?.stop();
+  }, 30_000);
+
+  it('refuses bad options when the strategy is made', () => {
+    for (const replicaAck of [{ replicas: 0 }, { replicas: 1.5 }, { replicas: '1' }, { replicas: 1, timeoutMs: 0 }, { replicas: 1, timeoutMs: 120_000 }, { replicas: 1, wait: 5 }, null]) {
+      expect(() => new RedisLockStrategy({ connection: master.url, replicaAck: replicaAck as never })).toThrow(InvalidLockOptionsError);
+    }
+  });
+
+  it('gives a lock only once the replica has it, and keeps it there through extensions and hand-overs', async () => {
+    const key = `ack:${run}:granted`;
+    const first = locksOn({ connection: master.url, replicaAck: { replicas: 1 } });
+    const second = locksOn({ connection: master.url, replicaAck: { replicas: 1, timeoutMs: 1_000 } });
+    const lock = await first.acquire(key);
+    // Read on the replica at once: WAIT answered after the replica acknowledged the grant.
+    expect(await onReplica.hget(lockKeyOf(key), 't')).toBe(String(lock.fencingToken));
+    await lock.extend(60_000);
+    expect(await onReplica.pttl(lockKeyOf(key))).toBeGreaterThan(50_000);
+    // A fair hand-over: the waiter confirms its claim on the replica before it counts as held.
+    const waiting = second.acquire(key, { waitTimeout: 5_000 });
+    await sleep(100);
+    await lock.release();
+    const next = await waiting;
+    expect(next.fencingToken).toBeGreaterThan(lock.fencingToken as number);
+    expect(await onReplica.hget(lockKeyOf(key), 't')).toBe(String(next.fencingToken));
+    // The claim was turned into the whole lease, confirmed too.
+    expect(await onReplica.pttl(lockKeyOf(key))).toBeGreaterThan(20_000);
+    await next.release();
+  });
+
+  it('gives the lock back and fails with LockNotReplicatedError when the replica does not confirm in time', async () => {
+    const key = `ack:${run}:frozen`;
+    const acked = locksOn({ connection: master.url, replicaAck: { replicas: 1, timeoutMs: 200 } });
+    const plain = locksOn({ connection: master.url });
+    const held = await acked.acquire(`${key}:held`);
+    const holderOfWaited = await plain.acquire(`${key}:handed`);
+    const handedOver = acked.acquire(`${key}:handed`, { waitTimeout: 5_000 }).catch((error: unknown) => error);
+    await sleep(100);
+    replica.freeze();
+    try {
+      const started = Date.now();
+      const error = await acked.acquire(key).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(LockNotReplicatedError);
+      expect(error).toMatchObject({ key, operation: 'acquire', reason: 'too-few-replicas', replicas: 1, acknowledged: 0, timeoutMs: 200 });
+      expect(Date.now() - started).toBeGreaterThanOrEqual(190);
+      // Given back: nobody holds it on the master.
+      expect(await onMaster.exists(lockKeyOf(key))).toBe(0);
+      // An extension the replica does not confirm fails too; the lease stays where it was confirmed.
+      const until = held.expiresAt;
+      await expect(held.extend(60_000)).rejects.toBeInstanceOf(LockNotReplicatedError);
+      expect(held.expiresAt).toBe(until);
+      // A hand-over the replica does not confirm is given back as well.
+      await holderOfWaited.release();
+      expect(await handedOver).toMatchObject({ key: `${key}:handed`, reason: 'too-few-replicas' });
+      expect(await onMaster.exists(lockKeyOf(`${key}:handed`))).toBe(0);
+    } finally {
+      replica.thaw();
+    }
+    await waitUntil('the replica to catch up', async () => (await onMaster.wait(1, 100)) === 1, 10_000, 50);
+    const again = await acked.acquire(key);
+    await again.release();
+    await held.release();
+  }, 20_000);
+
+  // Managed services take WAIT away by renaming it (the command is unknown) or by ACL (not permitted).
+  const refusals = [
+    { server: 'WAIT renamed away', args: ['--rename-command', 'WAIT', ''], answer: /unknown command/ },
+    { server: 'WAIT denied by ACL', args: ['--user', 'default', 'on', 'nopass', '~*', '&*', '+@all', '-wait'], answer: /NOPERM/ },
+  ];
+  for (const refusal of refusals) {
+    it(`refuses at the first use, and at once afterwards, on a server without WAIT (${refusal.server})`, async () => {
+      const managed = await startPrivateRedis(refusal.args);
+      const raw = inspector(managed.url);
+      try {
+        const locks = locksOn({ connection: managed.url, replicaAck: { replicas: 1 } });
+        const key = `ack:${run}:no-wait`;
+        const error = await locks.acquire(key).catch((e: unknown) => e);
+        expect(error).toBeInstanceOf(LockNotReplicatedError);
+        expect(error).toMatchObject({ key, reason: 'wait-unsupported', acknowledged: undefined });
+        expect((error as Error).message).toMatch(/refused WAIT.*managed services.*Remove `replicaAck`/s);
+        expect((error as Error).message).toMatch(refusal.answer);
+        expect(await raw.exists(lockKeyOf(key))).toBe(0);
+        // Known now: the next acquisition fails before it reaches the server.
+        const scriptsRun = await callsOf(raw, 'evalsha');
+        await expect(locks.tryAcquire(`${key}:2`)).rejects.toMatchObject({ reason: 'wait-unsupported' });
+        expect(await callsOf(raw, 'evalsha')).toBe(scriptsRun);
+        // Without replicaAck the same server serves locks as before.
+        const plain = await locksOn({ connection: managed.url }).acquire(key);
+        await plain.release();
+      } finally {
+        raw.disconnect();
+        await managed.stop();
+      }
+    });
+  }
+});
