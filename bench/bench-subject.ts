@@ -33,6 +33,11 @@ export interface BenchSubject {
   readonly uncontendedOnly?: boolean;
   /** False for in-process locks, which cannot run the multi-process case. */
   readonly crossProcess: boolean;
+  /**
+   * For a counting semaphore: how many may hold at once (the gauge counts a violation only above it).
+   * Rows of semaphores are compared only with rows of the same size. Default 1 (a lock).
+   */
+  readonly permits?: number;
   create(): Promise<BenchLock>;
 }
 

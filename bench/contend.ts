@@ -33,7 +33,7 @@ export async function contend(
   key: string,
   workers: number,
   endAt: number,
-  options: { workerPrefix: string; markerFile?: string; waitMs: number; measureFrom?: number },
+  options: { workerPrefix: string; markerFile?: string; waitMs: number; measureFrom?: number; permits?: number },
 ): Promise<ContendResult> {
   // Before `measureFrom` the workers run but are not measured (the start's scramble settles); overlaps
   // are counted all the time.
@@ -48,6 +48,9 @@ export async function contend(
   let failures = 0;
   let violations = 0;
   let inWindow = 0;
+  // A semaphore lets `permits` in at once: across processes, one marker file per place.
+  const permits = options.permits ?? 1;
+  const markers = options.markerFile ? Array.from({ length: permits }, (_, i) => (permits === 1 ? (options.markerFile as string) : `${options.markerFile}.${i}`)) : [];
   await Promise.all(
     Array.from({ length: workers }, async (_, w) => {
       const worker = `${options.workerPrefix}${w}`;
@@ -71,20 +74,24 @@ export async function contend(
         if (measured) own.push(acquiredAt - started);
         if (measured && acquiredAt < endAt) inWindow += 1;
         inside += 1;
-        if (inside > 1) violations += 1;
+        if (inside > permits) violations += 1;
         let fd: number | undefined;
-        if (options.markerFile) {
+        let marker: string | undefined;
+        for (const place of markers) {
           try {
-            fd = openSync(options.markerFile, 'wx');
+            fd = openSync(place, 'wx');
+            marker = place;
+            break;
           } catch {
-            violations += 1;
+            // taken: the next place
           }
         }
+        if (markers.length > 0 && fd === undefined) violations += 1;
         // The section's work (a checkout), with the marker held across it so that an overlap is seen.
         if (layout.holdMs > 0) await new Promise((resolve) => setTimeout(resolve, layout.holdMs));
         if (fd !== undefined) {
           closeSync(fd);
-          unlinkSync(options.markerFile as string);
+          unlinkSync(marker as string);
         }
         inside -= 1;
         const releasedAt = wallClockMs();

@@ -44,7 +44,7 @@ export async function caseInTurns(
       const key = `bench:${randomUUID()}`;
       open.push({ subject, locks, layout, key, parts: [], elapsed: 0 });
       // Warm-up: connections, script cache, JIT.
-      await contend(layout, key, workers, wallClockMs() + Math.min(500, durationMs / 5), { workerPrefix: 'warm', waitMs: 30_000 });
+      await contend(layout, key, workers, wallClockMs() + Math.min(500, durationMs / 5), { workerPrefix: 'warm', waitMs: 30_000, permits: subject.permits });
     }
     const windowMs = Math.max(50, Math.round(durationMs / turns));
     // Contended turns start their workers afresh: the scramble of the start (a barging peer's losers
@@ -54,7 +54,7 @@ export async function caseInTurns(
     for (let turn = 0; turn < turns; turn += 1) {
       for (const entry of open) {
         const from = wallClockMs() + settleMs;
-        entry.parts.push(await contend(entry.layout, entry.key, workers, from + windowMs, { workerPrefix: 'w', waitMs: 30_000, measureFrom: from }));
+        entry.parts.push(await contend(entry.layout, entry.key, workers, from + windowMs, { workerPrefix: 'w', waitMs: 30_000, measureFrom: from, permits: entry.subject.permits }));
         // The window, not the wall time: sections are counted up to its end (see ContendResult.inWindow).
         entry.elapsed += windowMs;
       }

@@ -1,4 +1,4 @@
-import { gapSplits, optionCosts, shapeTargetChecks, targetChecks, type BenchRow } from './report';
+import { bestPeerOf, gapSplits, optionCosts, semaphoreTargetChecks, shapeTargetChecks, targetChecks, type BenchRow } from './report';
 
 const row = (id: string, csPerSec: number, extra: Partial<BenchRow> = {}): BenchRow => ({
   id,
@@ -49,6 +49,24 @@ describe('shapeTargetChecks', () => {
     expect(checks).toHaveLength(1);
     expect(checks[0].measured).toContain('900 vs peer:a 1000 (0.9×)');
     expect(checks[0].met).toBe(false);
+  });
+});
+
+describe('semaphoreTargetChecks', () => {
+  it('compares a semaphore with the peer semaphore of the same size and case, and never a lock with a semaphore', () => {
+    const contended = { case: 'contended' as const, workers: 32, processes: 1 };
+    const rows = [
+      row('semaphore:redis', 900, { ...contended, ours: true, permits: 4, fairness: 1.1 }),
+      row('peer:sem', 1000, { ...contended, permits: 4, fairness: 6 }),
+      row('peer:sem-8', 5000, { ...contended, permits: 8, fairness: 1 }),
+      row('redis', 500, { ...contended, ours: true }),
+      row('peer:mutex', 400, { ...contended }),
+    ];
+    const checks = semaphoreTargetChecks(rows);
+    expect(checks).toHaveLength(1);
+    expect(checks[0].measured).toMatch(/^900 vs 1000 \(0\.9×\); fairness 1\.1 vs 6/);
+    expect(checks[0].met).toBe(false);
+    expect(bestPeerOf(rows, rows[3])?.id).toBe('peer:mutex');
   });
 });
 

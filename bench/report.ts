@@ -35,13 +35,15 @@ export interface BenchRow {
   holdMs?: number;
   /** Share of the window during which the lock was held (cases with work inside the section). */
   utilization?: number;
+  /** A counting semaphore's size (see BenchSubject.permits); absent for a lock. */
+  permits?: number;
 }
 
 /** The shape of a row; runs before shapes existed measured `shared` only. */
 export const shapeOf = (row: BenchRow): BenchShape => row.shape ?? 'shared';
 
 const sameCase = (a: BenchRow, b: BenchRow): boolean =>
-  a.backend === b.backend && a.case === b.case && a.workers === b.workers && a.processes === b.processes && shapeOf(a) === shapeOf(b);
+  a.backend === b.backend && a.case === b.case && a.workers === b.workers && a.processes === b.processes && shapeOf(a) === shapeOf(b) && (a.permits ?? 1) === (b.permits ?? 1);
 const isPeer = (row: BenchRow): boolean => !row.ours && !row.subject.startsWith('floor:');
 
 export function floorOf(rows: readonly BenchRow[], row: BenchRow, which: 'floor' | 'protocolFloor' = 'floor'): BenchRow | undefined {
@@ -157,6 +159,24 @@ const caseLabel = (row: BenchRow): string => `${shapeOf(row)} ${row.workers}×${
  * The targets in the shapes users deploy (separate instances, the flash sale): against the
  * best peer in the same shape and run, or against the recipe a user would otherwise write.
  */
+/**
+ * Issue 27: our Redis semaphore against redis-semaphore's `Semaphore` of the same size in the same case:
+ * at least its throughput, at equal or better fairness.
+ */
+export function semaphoreTargetChecks(rows: readonly BenchRow[]): TargetCheck[] {
+  const checks: TargetCheck[] = [];
+  for (const ours of rows.filter((r) => r.ours && r.permits !== undefined && r.case === 'contended')) {
+    const peer = bestPeerOf(rows, ours);
+    if (!peer) continue;
+    checks.push({
+      target: `${ours.subject}, ${caseLabel(ours)}: cs/s ≥ ${peer.subject}, fairness ≤ its`,
+      measured: `${ours.csPerSec} vs ${peer.csPerSec} (${ratio(ours.csPerSec, peer.csPerSec)}×); fairness ${ours.fairness} vs ${peer.fairness}; worst-worker p99 ${ours.worstWorkerWaitP99Ms} vs ${peer.worstWorkerWaitP99Ms} ms`,
+      met: ours.csPerSec >= peer.csPerSec && ours.fairness <= peer.fairness,
+    });
+  }
+  return checks;
+}
+
 export function shapeTargetChecks(rows: readonly BenchRow[]): TargetCheck[] {
   const checks: TargetCheck[] = [];
   const inShapes = rows.filter((r) => r.ours && DEPLOYMENT_SHAPES.includes(shapeOf(r)));
@@ -252,6 +272,12 @@ export function markdown(rows: readonly BenchRow[], meta: Record<string, string>
   if (checks.length > 0) {
     lines.push('## Targets', '', '| target | measured | met |', '|---|---|---|');
     for (const check of checks) lines.push(`| ${check.target} | ${check.measured} | ${check.met ? 'yes' : '**no**'} |`);
+    lines.push('');
+  }
+  const semaphoreChecks = semaphoreTargetChecks(rows);
+  if (semaphoreChecks.length > 0) {
+    lines.push('## Targets of the semaphore', '', '| target | measured | met |', '|---|---|---|');
+    for (const check of semaphoreChecks) lines.push(`| ${check.target} | ${check.measured} | ${check.met ? 'yes' : '**no**'} |`);
     lines.push('');
   }
   const shapeChecks = shapeTargetChecks(rows);

@@ -93,6 +93,7 @@ function summarise(subject: BenchSubject, benchCase: BenchCase, result: ContendR
     workers: benchCase.workers,
     processes: benchCase.processes,
     ...(benchCase.holdMs > 0 ? { holdMs: benchCase.holdMs, utilization: utilization(result, elapsed) } : {}),
+    ...(subject.permits !== undefined ? { permits: subject.permits } : {}),
     csPerSec: Math.round((result.inWindow / elapsed) * 1000),
     waitP50Ms: round(quantile(result.waits, 0.5), 2),
     waitP99Ms: round(quantile(result.waits, 0.99), 2),

@@ -19,6 +19,7 @@ import { PG_ADVISORY_FLOOR, rawPgAdvisoryFloor } from './floors/advisory';
 import { rawRedisFloor, rawRedisScriptsFloor } from './floors/redis';
 import { rawZooKeeperFloor, rawZooKeeperRecipeFloor } from './floors/zookeeper';
 import { PEER_SUBJECTS } from './peers';
+import { SEMAPHORE_SUBJECTS } from './semaphore-subjects';
 import { benchTelemetryObserver, benchTelemetrySetting } from './telemetry-sdk';
 
 /** Our lock service over a strategy, used the way an application would: acquire, then release. */
@@ -348,6 +349,7 @@ export const BENCH_SUBJECTS: readonly BenchSubject[] = [
     create: rawMemcachedCommandsFloor(),
   },
   ...PEER_SUBJECTS,
+  ...SEMAPHORE_SUBJECTS,
 ];
 
 export function benchSubject(id: string): BenchSubject {

@@ -28,7 +28,7 @@ async function main(): Promise<void> {
   const [startAt, endAt] = await readWindow();
   process.stdin.pause();
   await new Promise((resolve) => setTimeout(resolve, Math.max(0, startAt - wallClockMs())));
-  const result = await contend(layout, key, Number(workers), endAt, { workerPrefix: prefix, markerFile, waitMs: 30_000 });
+  const result = await contend(layout, key, Number(workers), endAt, { workerPrefix: prefix, markerFile, waitMs: 30_000, permits: benchSubject(subject).permits });
   for (const lock of locks) await lock.close();
   // A file, not stdout: a large result written to a pipe can be cut short by process.exit.
   // Without the per-worker waits: the parent needs only the pooled waits and each worker's p99.

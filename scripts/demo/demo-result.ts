@@ -36,6 +36,12 @@ export interface DemoResultRow {
   /** orders = initial − final, final ≥ 0, orders ≤ initial, one 201 per order. */
   invariantHolds: boolean;
   guarded: boolean;
+  /** Payment calls made (one per order), each under a permit of the payment semaphore. */
+  paymentCalls: number;
+  /** The most payment calls running at once, across the instances: never above `paymentPermits`. */
+  paymentPeak: number;
+  /** The payment semaphore's size. */
+  paymentPermits: number;
 }
 
 export function quantile(values: readonly number[], q: number): number {
@@ -46,7 +52,7 @@ export function quantile(values: readonly number[], q: number): number {
 
 /** The table printed at the end of `npm run demo`. */
 export function renderTable(rows: readonly DemoResultRow[]): string {
-  const header = ['strategy', 'db', 'sold', 'oversold', 'final stock', 'orders', 'conflicts', 'rejected', 'errors', 'sold out s', 'lock busy', 'busy, run', 'p50 ms', 'p99 ms', 'invariant'];
+  const header = ['strategy', 'db', 'sold', 'oversold', 'final stock', 'orders', 'conflicts', 'rejected', 'errors', 'sold out s', 'lock busy', 'busy, run', 'p50 ms', 'p99 ms', 'payments at once', 'invariant'];
   const lines = rows.map((r) => [
     r.strategy,
     r.database,
@@ -62,6 +68,7 @@ export function renderTable(rows: readonly DemoResultRow[]): string {
     r.utilizationWholeRun === null ? '-' : `${Math.round(r.utilizationWholeRun * 100)} %`,
     String(r.p50Ms),
     String(r.p99Ms),
+    `${r.paymentPeak} / ${r.paymentPermits}`,
     r.invariantHolds ? 'ok' : r.guarded ? 'VIOLATED' : 'broken (expected)',
   ]);
   const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i].length)));

@@ -1,4 +1,5 @@
 import type { DemoResultRow } from './demo-result';
+import { paymentsSvg, type PaymentTimeline } from './payments-svg';
 import type { WaitDistribution } from './lock-wait-metrics';
 import { timelineSvg, type SaleTimeline } from './timeline-svg';
 import { waitCdfSvg } from './wait-cdf-svg';
@@ -33,7 +34,8 @@ function barChart(id: string, title: string, unit: string, rows: readonly DemoRe
 
 /**
  * A self-contained page (no script, no external file) with the sale's table, charts, the lock waits of each
- * locked sale (`waits`, read from the shops' metrics), timelines and `sections` (HTML) after them.
+ * locked sale (`waits`, read from the shops' metrics), timelines, the concurrent payment calls (`payments`)
+ * and `sections` (HTML) after them.
  */
 export function renderReportHtml(
   rows: readonly DemoResultRow[],
@@ -41,13 +43,14 @@ export function renderReportHtml(
   timelines: readonly SaleTimeline[] = [],
   sections: readonly string[] = [],
   waits: readonly WaitDistribution[] = [],
+  payments: readonly PaymentTimeline[] = [],
 ): string {
-  const table = `<table><thead><tr>${['strategy', 'database', 'sold', 'oversold', 'final stock', 'conflicts', 'rejected', 'errors', 'sold out s', 'lock busy (sale)', 'lock busy (run)', 'p50 ms', 'p99 ms', 'invariant']
+  const table = `<table><thead><tr>${['strategy', 'database', 'sold', 'oversold', 'final stock', 'conflicts', 'rejected', 'errors', 'sold out s', 'lock busy (sale)', 'lock busy (run)', 'p50 ms', 'p99 ms', 'payments at once', 'invariant']
     .map((h) => `<th>${h}</th>`)
     .join('')}</tr></thead><tbody>${rows
     .map(
       (r) =>
-        `<tr class="${r.invariantHolds ? 'ok' : 'bad'}"><td>${escape(r.strategy)}</td><td>${r.database}</td><td>${r.orders}</td><td>${r.oversold}</td><td>${r.finalStock}</td><td>${r.conflicts}</td><td>${r.rejected}</td><td>${r.errors}</td><td>${(r.sellOutMs / 1000).toFixed(2)}</td><td>${r.utilization === null ? '-' : `${Math.round(r.utilization * 100)} %`}</td><td>${r.utilizationWholeRun === null ? '-' : `${Math.round(r.utilizationWholeRun * 100)} %`}</td><td>${r.p50Ms}</td><td>${r.p99Ms}</td><td>${r.invariantHolds ? 'ok' : r.guarded ? 'VIOLATED' : 'broken (expected)'}</td></tr>`,
+        `<tr class="${r.invariantHolds ? 'ok' : 'bad'}"><td>${escape(r.strategy)}</td><td>${r.database}</td><td>${r.orders}</td><td>${r.oversold}</td><td>${r.finalStock}</td><td>${r.conflicts}</td><td>${r.rejected}</td><td>${r.errors}</td><td>${(r.sellOutMs / 1000).toFixed(2)}</td><td>${r.utilization === null ? '-' : `${Math.round(r.utilization * 100)} %`}</td><td>${r.utilizationWholeRun === null ? '-' : `${Math.round(r.utilizationWholeRun * 100)} %`}</td><td>${r.p50Ms}</td><td>${r.p99Ms}</td><td>${r.paymentPeak} / ${r.paymentPermits}</td><td>${r.invariantHolds ? 'ok' : r.guarded ? 'VIOLATED' : 'broken (expected)'}</td></tr>`,
     )
     .join('')}</tbody></table>`;
   return `<!doctype html>
@@ -78,6 +81,7 @@ ${barChart('latency', 'Purchase latency', 'ms', rows, [
 ${barChart('oversold', 'Oversold items', 'items', rows, [{ label: 'oversold', value: (r) => r.oversold, colour: '#ef4444' }])}
 ${waits.length ? `<h2>How long buyers waited for the lock</h2><p>Read from each shop's <code>GET /metrics</code> (the library's <code>lock.wait.duration</code> histogram, Prometheus text) before and after the sale, summed over the instances; timed-out waits included.</p>${waitCdfSvg(waits)}` : ''}
 ${timelines.length ? `<h2>Who was inside when</h2><p>One lane per shop instance. Blue: a lock hold (its fencing token in the tooltip). Orange: a section with no lock. Red: a section that overlapped another.</p>${timelines.map(timelineSvg).join('\n')}` : ''}
+${payments.length ? `<h2>Concurrent payment calls</h2><p>The checkout's payment step holds a permit of one counting semaphore shared by the instances (<code>@Limited('payments', { permits: ${payments[0].permits} })</code>). Blue: how many payment calls ran at once, from every instance; red dashes: the limit, never crossed.</p>${payments.map(paymentsSvg).join('\n')}` : ''}
 ${sections.join('\n')}
 </body></html>
 `;

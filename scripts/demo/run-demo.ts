@@ -16,6 +16,7 @@ import { runSale } from './run-sale';
 import { planRuns } from './sale-plan';
 import type { SaleTimeline } from './timeline-svg';
 import { renderStockReportHtml, renderStockReportText, runStockReportDemo, type StockReportSummary } from './stock-report-demo';
+import type { PaymentTimeline } from './payments-svg';
 
 function option(name: string, fallback?: string): string | undefined {
   const at = process.argv.indexOf(`--${name}`);
@@ -36,6 +37,7 @@ async function main(): Promise<void> {
   const running: RunningTopology[] = [];
   const rows: DemoResultRow[] = [];
   const timelines: SaleTimeline[] = [];
+  const payments: PaymentTimeline[] = [];
   const waits: WaitDistribution[] = [];
   let stockReport: StockReportSummary | undefined;
   try {
@@ -47,9 +49,10 @@ async function main(): Promise<void> {
     process.stderr.write(`${settings.buyers} buyers, ${settings.stock} items, ${settings.instances} instances per strategy\n`);
     for (const run of runs) {
       const bar = progressBar(run.name, settings.buyers);
-      const { row, outcome, timeline, waits: saleWaits } = await runSale(run, settings, { onProgress: (done) => bar.update(done) });
+      const { row, outcome, timeline, waits: saleWaits, payments: calls } = await runSale(run, settings, { onProgress: (done) => bar.update(done) });
       timelines.push(timeline);
       if (saleWaits) waits.push(saleWaits);
+      payments.push(calls);
       const odd = Object.entries(outcome.statusCounts).filter(([status]) => status !== '201' && status !== '409 SOLD_OUT');
       bar.finish(`${outcome.created} sold in ${(outcome.durationMs / 1000).toFixed(1)} s${odd.length ? ` (other answers: ${odd.map(([s, n]) => `${n}× ${s}`).join(', ')})` : ''}`);
       rows.push(row);
@@ -76,7 +79,7 @@ async function main(): Promise<void> {
   };
   if (stockReport) writeFileSync(join(outDir, 'stock-report.json'), `${JSON.stringify(stockReport, null, 2)}\n`);
   writeFileSync(join(outDir, 'lock-waits.json'), `${JSON.stringify(waits, (_key, value: unknown) => (value === Infinity ? '+Inf' : value), 2)}\n`);
-  writeFileSync(join(outDir, 'report.html'), renderReportHtml(rows, meta, timelines, stockReport ? [renderStockReportHtml(stockReport)] : [], waits));
+  writeFileSync(join(outDir, 'report.html'), renderReportHtml(rows, meta, timelines, stockReport ? [renderStockReportHtml(stockReport)] : [], waits, payments));
   process.stdout.write(`wrote ${join(outDir, 'results.json')} and ${join(outDir, 'report.html')} in ${seconds} s\n`);
   const unguarded = rows.find((row) => !row.guarded);
   if (unguarded) process.stdout.write(`unguarded: ${unguarded.oversold} items oversold — what the locks prevent.\n`);
@@ -84,6 +87,13 @@ async function main(): Promise<void> {
   if (jobBroken) {
     process.stdout.write('SCHEDULED JOB: a tick ran twice, or the job did not move off the killed instance\n');
     process.exitCode = 1;
+  }
+  const overLimit = rows.filter((row) => row.paymentPeak > row.paymentPermits);
+  if (overLimit.length) {
+    process.stdout.write(`PAYMENT LIMIT CROSSED in ${overLimit.map((row) => `${row.strategy} (${row.paymentPeak} at once)`).join(', ')}\n`);
+    process.exitCode = 1;
+  } else {
+    process.stdout.write(`payments: at most ${Math.max(0, ...rows.map((row) => row.paymentPeak))} calls at once in every sale, limit ${rows[0]?.paymentPermits ?? '-'}.\n`);
   }
   if (violations.length) {
     process.stdout.write(`INVARIANT VIOLATED by ${violations.map((row) => row.strategy).join(', ')}\n`);

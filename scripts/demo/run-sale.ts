@@ -10,6 +10,9 @@ import { bucketsBetween, scrapeWaitBuckets, waitDistribution, type WaitDistribut
 import type { Hold } from '../../apps/demo-inventory/src/inventory/hold-log';
 import type { SaleRun } from './sale-plan';
 import type { SaleTimeline } from './timeline-svg';
+import { peakConcurrency } from './concurrency';
+import type { PaymentTimeline } from './payments-svg';
+import { PAYMENT_KEY, PAYMENT_PERMITS } from '../../apps/demo-inventory/src/payments/payment.service';
 
 export interface SaleSettings {
   readonly buyers: number;
@@ -35,7 +38,11 @@ export interface SaleHooks {
  * concurrent purchases, then the books checked against the stock: orders must equal the items deducted,
  * never more than the stock.
  */
-export async function runSale(run: SaleRun, settings: SaleSettings, hooks: SaleHooks = {}): Promise<{ row: DemoResultRow; outcome: SaleOutcome; timeline: SaleTimeline; waits: WaitDistribution | undefined }> {
+export async function runSale(
+  run: SaleRun,
+  settings: SaleSettings,
+  hooks: SaleHooks = {},
+): Promise<{ row: DemoResultRow; outcome: SaleOutcome; timeline: SaleTimeline; waits: WaitDistribution | undefined; payments: PaymentTimeline }> {
   const env: NodeJS.ProcessEnv = {
     ...hooks.env,
     DEMO_DATABASE: run.database,
@@ -56,6 +63,7 @@ export async function runSale(run: SaleRun, settings: SaleSettings, hooks: SaleH
     let outcome: SaleOutcome;
     let conflicts = 0;
     let holds: Hold[] = [];
+    let calls: Hold[] = [];
     let saleStartedAt = Date.now();
     let waits: WaitDistribution | undefined;
     // The lock strategy the purchases take (the pessimistic module has its own); none for the unlocked modes.
@@ -65,7 +73,7 @@ export async function runSale(run: SaleRun, settings: SaleSettings, hooks: SaleH
       const waitsBefore = lockStrategies.length ? await scrapeWaitBuckets(instances, lockStrategies) : undefined;
       saleStartedAt = Date.now();
       outcome = await runFlashSale(instances, { sku, mode: run.mode, buyers: settings.buyers, concurrency: 48, onProgress: hooks.onProgress });
-      holds = await sectionsOfSale(instances, sku);
+      ({ holds, calls } = await sectionsOfSale(instances, sku));
       if (waitsBefore) waits = waitDistribution(run.name, bucketsBetween(waitsBefore, await scrapeWaitBuckets(instances, lockStrategies)));
       if (run.mode === 'optimistic') {
         for (const instance of instances) {
@@ -103,21 +111,32 @@ export async function runSale(run: SaleRun, settings: SaleSettings, hooks: SaleH
       ...lockBusy(run.mode === 'locked' || run.mode === 'pessimistic' ? holds : undefined, saleStartedAt, outcome),
       invariantHolds,
       guarded: run.mode !== 'unguarded',
+      paymentCalls: calls.length,
+      paymentPeak: peakConcurrency(calls),
+      paymentPermits: PAYMENT_PERMITS,
     };
-    return { row, outcome, timeline: { strategy: run.name, startedAt: saleStartedAt, durationMs: outcome.durationMs, holds }, waits };
+    return {
+      row,
+      outcome,
+      timeline: { strategy: run.name, startedAt: saleStartedAt, durationMs: outcome.durationMs, holds },
+      waits,
+      payments: { strategy: run.name, startedAt: saleStartedAt, durationMs: outcome.durationMs, permits: PAYMENT_PERMITS, calls },
+    };
   } finally {
     await data.destroy();
   }
 }
 
-/** The sale's critical sections, from every instance. */
-async function sectionsOfSale(instances: readonly ShopInstance[], sku: string): Promise<Hold[]> {
+/** The sale's critical sections on its stock, and its payment calls, from every instance. */
+async function sectionsOfSale(instances: readonly ShopInstance[], sku: string): Promise<{ holds: Hold[]; calls: Hold[] }> {
   const holds: Hold[] = [];
+  const calls: Hold[] = [];
   for (const instance of instances) {
     const reported = (await (await fetch(`http://127.0.0.1:${instance.port}/holds`)).json()) as Hold[];
     holds.push(...reported.filter((hold) => hold.key === `inventory:stock:${sku}`));
+    calls.push(...reported.filter((hold) => hold.key === PAYMENT_KEY));
   }
-  return holds;
+  return { holds, calls };
 }
 
 /**

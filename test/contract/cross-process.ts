@@ -33,7 +33,7 @@ export async function runCrossProcessFuzz(
   try {
     const results = await Promise.all(
       Array.from({ length: processes }, () =>
-        runWorker([subject, key, dir, String(workersPerProcess), String(iterations)], timeoutMs),
+        runWorkerProcess<{ sections: number; violations: number }>(WORKER, [subject, key, dir, String(workersPerProcess), String(iterations)], timeoutMs),
       ),
     );
     return {
@@ -46,9 +46,13 @@ export async function runCrossProcessFuzz(
   }
 }
 
-function runWorker(args: string[], timeoutMs: number): Promise<{ sections: number; violations: number }> {
+/**
+ * Runs one worker script (TypeScript, through tsx) in a process of its own and resolves the JSON of its
+ * last line of output; rejects when it fails, prints no result, or overruns `timeoutMs` (it is killed).
+ */
+export function runWorkerProcess<T>(worker: string, args: string[], timeoutMs: number): Promise<T> {
   return new Promise((resolvePromise, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', WORKER, ...args], { cwd: ROOT, env: process.env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', worker, ...args], { cwd: ROOT, env: process.env, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     let err = '';
     child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
@@ -60,7 +64,7 @@ function runWorker(args: string[], timeoutMs: number): Promise<{ sections: numbe
       const line = out.trim().split('\n').pop() ?? '';
       if (code !== 0) return reject(new Error(`worker exited with ${code ?? signal}: ${err.slice(-2000)}`));
       try {
-        resolvePromise(JSON.parse(line) as { sections: number; violations: number });
+        resolvePromise(JSON.parse(line) as T);
       } catch {
         reject(new Error(`worker printed no result: ${out.slice(-500)} ${err.slice(-1000)}`));
       }

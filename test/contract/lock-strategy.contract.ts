@@ -11,27 +11,12 @@ import {
   type LockStrategy,
 } from '@app/distributed-lock';
 import { setUpSubject, type ContractSubject } from './contract-subject';
+import { countingProxy } from './contract-helpers';
 import { runCounterFuzz } from './mutual-exclusion.fuzz';
 import { runCrossProcessFuzz } from './cross-process';
 import { abortedWithin } from '../support/aborted-within';
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** Counts calls that reach the strategy, to prove bad input is rejected before any server is touched. */
-function countingProxy(strategy: LockStrategy): { strategy: LockStrategy; calls: () => number } {
-  let calls = 0;
-  const proxy = new Proxy(strategy, {
-    get(target, property, receiver) {
-      const value: unknown = Reflect.get(target, property, receiver);
-      if (typeof value !== 'function' || property === 'close') return value;
-      return (...args: unknown[]) => {
-        calls += 1;
-        return (value as (...a: unknown[]) => unknown).apply(target, args);
-      };
-    },
-  });
-  return { strategy: proxy, calls: () => calls };
-}
 
 /**
  * The behaviour every strategy must have. Sections that depend on a declared capability (fencing, FIFO,

@@ -161,13 +161,13 @@ export const subjects: readonly ContractSubject[] = [
   },
   {
     name: 'redis (fair)',
-    capabilities: { fencing: true, fifo: true, sharedLocks: true, crossProcess: true },
+    capabilities: { fencing: true, fifo: true, sharedLocks: true, crossProcess: true, semaphores: { fifo: true, fencing: true } },
     create: async () => new RedisLockStrategy({ connection: requiredEnv('LOCK_TEST_REDIS_URL') }),
     removeBehindBack: (_strategy, key) => deleteRedisLock([requiredEnv('LOCK_TEST_REDIS_URL')], key),
   },
   {
     name: 'redis (barging)',
-    capabilities: { fencing: true, fifo: false, sharedLocks: true, crossProcess: true },
+    capabilities: { fencing: true, fifo: false, sharedLocks: true, crossProcess: true, semaphores: { fifo: true, fencing: true } },
     create: async () => new RedisLockStrategy({ connection: requiredEnv('LOCK_TEST_REDIS_URL'), fair: false, name: 'redis-barging' }),
     removeBehindBack: (_strategy, key) => deleteRedisLock([requiredEnv('LOCK_TEST_REDIS_URL')], key),
   },
@@ -186,7 +186,7 @@ export const subjects: readonly ContractSubject[] = [
   },
   {
     name: 'row (MariaDB)',
-    capabilities: { fencing: true, fifo: false, sharedLocks: false, crossProcess: true },
+    capabilities: { fencing: true, fifo: false, sharedLocks: false, crossProcess: true, semaphores: { fifo: false, fencing: true } },
     create: async () => new RowLockStrategy({ connection: mysqlOptions() }),
     removeBehindBack: async (_strategy, key) => {
       await adminQuery(mysqlOptions(), 'DELETE FROM distributed_lock_leases WHERE lock_key = ?', [key]);
@@ -194,7 +194,7 @@ export const subjects: readonly ContractSubject[] = [
   },
   {
     name: 'row (SQLite)',
-    capabilities: { fencing: true, fifo: false, sharedLocks: false, crossProcess: true },
+    capabilities: { fencing: true, fifo: false, sharedLocks: false, crossProcess: true, semaphores: { fifo: false, fencing: true } },
     create: async () => new RowLockStrategy({ connection: sqliteOptions(), name: 'database-sqlite' }),
     removeBehindBack: async (_strategy, key) => {
       await adminQuery(sqliteOptions(), 'DELETE FROM distributed_lock_leases WHERE lock_key = ?', [key]);
@@ -239,14 +239,14 @@ export const subjects: readonly ContractSubject[] = [
   {
     name: 'etcd (single node)',
     pushesRemoval: true,
-    capabilities: { fencing: true, fifo: true, sharedLocks: true, crossProcess: true },
+    capabilities: { fencing: true, fifo: true, sharedLocks: true, crossProcess: true, semaphores: { fifo: true, fencing: true } },
     create: async () => new EtcdLockStrategy({ connection: { hosts: requiredEnv('LOCK_TEST_ETCD').split(',') } }),
     removeBehindBack: (_strategy, key) => deleteEtcdLock(requiredEnv('LOCK_TEST_ETCD'), key),
   },
   {
     name: 'etcd (3-node cluster)',
     pushesRemoval: true,
-    capabilities: { fencing: true, fifo: true, sharedLocks: true, crossProcess: true },
+    capabilities: { fencing: true, fifo: true, sharedLocks: true, crossProcess: true, semaphores: { fifo: true, fencing: true } },
     topology: 'etcd3',
     create: async () => new EtcdLockStrategy({ connection: { hosts: requiredEnv('LOCK_TEST_ETCD_CLUSTER').split(',') }, name: 'etcd-cluster' }),
     removeBehindBack: (_strategy, key) => deleteEtcdLock(requiredEnv('LOCK_TEST_ETCD_CLUSTER'), key),
@@ -254,14 +254,14 @@ export const subjects: readonly ContractSubject[] = [
   {
     name: 'zookeeper (standalone)',
     pushesRemoval: true,
-    capabilities: { fencing: true, fifo: true, sharedLocks: true, crossProcess: true },
+    capabilities: { fencing: true, fifo: true, sharedLocks: true, crossProcess: true, semaphores: { fifo: true, fencing: true } },
     create: async () => new ZooKeeperLockStrategy({ connect: requiredEnv('LOCK_TEST_ZOOKEEPER'), sessionTimeout: 4_000 }),
     removeBehindBack: (_strategy, key) => deleteZooKeeperLock(requiredEnv('LOCK_TEST_ZOOKEEPER'), key),
   },
   {
     name: 'zookeeper (3-node ensemble)',
     pushesRemoval: true,
-    capabilities: { fencing: true, fifo: true, sharedLocks: true, crossProcess: true },
+    capabilities: { fencing: true, fifo: true, sharedLocks: true, crossProcess: true, semaphores: { fifo: true, fencing: true } },
     topology: 'zookeeper3',
     create: async () => new ZooKeeperLockStrategy({ connect: requiredEnv('LOCK_TEST_ZOOKEEPER_ENSEMBLE'), sessionTimeout: 4_000, name: 'zookeeper-ensemble' }),
     removeBehindBack: (_strategy, key) => deleteZooKeeperLock(requiredEnv('LOCK_TEST_ZOOKEEPER_ENSEMBLE'), key),
@@ -277,7 +277,7 @@ export const subjects: readonly ContractSubject[] = [
 export const fastPathsOffSubjects: readonly ContractSubject[] = [
   {
     name: 'row (MariaDB, fastPaths: false)',
-    capabilities: { fencing: true, fifo: false, sharedLocks: false, crossProcess: true },
+    capabilities: { fencing: true, fifo: false, sharedLocks: false, crossProcess: true, semaphores: { fifo: false, fencing: true } },
     create: async () => new RowLockStrategy({ connection: mysqlOptions(), name: 'database-public-api', fastPaths: false }),
     removeBehindBack: async (_strategy, key) => {
       await adminQuery(mysqlOptions(), 'DELETE FROM distributed_lock_leases WHERE lock_key = ?', [key]);
@@ -293,7 +293,7 @@ export const fastPathsOffSubjects: readonly ContractSubject[] = [
   {
     name: 'zookeeper (standalone, fastPaths: false)',
     pushesRemoval: true,
-    capabilities: { fencing: true, fifo: true, sharedLocks: true, crossProcess: true },
+    capabilities: { fencing: true, fifo: true, sharedLocks: true, crossProcess: true, semaphores: { fifo: true, fencing: true } },
     create: async () => new ZooKeeperLockStrategy({ connect: requiredEnv('LOCK_TEST_ZOOKEEPER'), sessionTimeout: 4_000, name: 'zookeeper-public-api', fastPaths: false }),
     removeBehindBack: (_strategy, key) => deleteZooKeeperLock(requiredEnv('LOCK_TEST_ZOOKEEPER'), key),
   },

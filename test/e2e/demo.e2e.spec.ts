@@ -36,6 +36,13 @@ describe('the flash-sale demo', () => {
     expect(code).toBe(0);
     rows = JSON.parse(readFileSync(join(out, 'results.json'), 'utf8')) as DemoResultRow[];
     expect(rows.map((row) => row.strategy)).toEqual(['unguarded', 'atomic', 'row', 'optimistic']);
+    // The payment step: one call per order, never more at once than the semaphore's permits, in every sale.
+    expect(output).toContain('payments: at most');
+    for (const row of rows) {
+      expect(row.paymentCalls).toBe(row.orders);
+      expect(row.paymentPeak).toBeGreaterThan(0);
+      expect(row.paymentPeak).toBeLessThanOrEqual(row.paymentPermits);
+    }
     const unguarded = rows[0];
     // The baseline shows the check can fail: without a guard, items are sold twice.
     expect(unguarded.oversold).toBeGreaterThan(0);
@@ -90,6 +97,11 @@ describe('the flash-sale demo', () => {
       expect(await page.locator('#timeline-unguarded rect.overlap').count()).toBeGreaterThan(0);
       const hold = await page.locator('#timeline-row rect.hold').first().boundingBox();
       expect(hold?.width ?? 0).toBeGreaterThan(0);
+      // The concurrent payment calls: one chart per sale, each with its limit line, none crossing it.
+      expect(await page.locator('svg.payments').count()).toBe(rows.length);
+      expect(await page.locator('svg.payments line.limit').count()).toBe(rows.length);
+      for (const row of rows) expect(await page.locator(`#payments-${row.strategy}`).getAttribute('data-peak')).toBe(String(row.paymentPeak));
+      expect(await page.getByText('LIMIT CROSSED').count()).toBe(0);
       // The lock waits, read from the shops' GET /metrics: one line for the one locked sale, every buyer's wait in it.
       const waits = JSON.parse(readFileSync(join(out, 'lock-waits.json'), 'utf8')) as Array<{ strategy: string; total: number; counts: number[] }>;
       expect(waits.map((wait) => [wait.strategy, wait.total])).toEqual([['row', 400]]);
@@ -111,7 +123,8 @@ describe('the flash-sale demo', () => {
       const serverRows = JSON.parse(readFileSync(join(serverOut, 'results.json'), 'utf8')) as DemoResultRow[];
       expect(serverRows.map((row) => row.strategy)).toEqual(['row-mysql', 'pessimistic', 'optimistic-mysql', 'atomic-mysql', 'redis', 'redlock', 'zookeeper', 'etcd']);
       for (const row of serverRows) {
-        expect(row).toMatchObject({ oversold: 0, orders: 24, finalStock: 0, invariantHolds: true, errors: 0 });
+        expect(row).toMatchObject({ oversold: 0, orders: 24, finalStock: 0, invariantHolds: true, errors: 0, paymentCalls: 24 });
+        expect(row.paymentPeak).toBeLessThanOrEqual(row.paymentPermits);
         if (row.mode === 'locked' || row.mode === 'pessimistic') expect(row.utilization).toSatisfy((share: number) => share > 0 && share <= 1);
         else expect(row.utilization).toBeNull();
       }

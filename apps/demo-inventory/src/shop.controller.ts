@@ -5,6 +5,7 @@ import { HoldLog, type Hold } from './inventory/hold-log';
 import { InventoryService } from './inventory/inventory.service';
 import type { Order } from './inventory/order.entity';
 import type { Product } from './inventory/product.entity';
+import { PaymentService } from './payments/payment.service';
 import { ReportsService } from './reports/reports.service';
 
 /** The HTTP face of the shop. Controllers stay thin: locking lives on the service methods. */
@@ -14,6 +15,7 @@ export class ShopController {
     private readonly inventory: InventoryService,
     private readonly reports: ReportsService,
     private readonly holds: HoldLog,
+    @Optional() private readonly payments?: PaymentService,
     @Optional() private readonly pessimistic?: PessimisticCheckoutService,
   ) {}
 
@@ -31,6 +33,8 @@ export class ShopController {
   @HttpCode(201)
   async buy(@Body() dto: BuyDto): Promise<Pick<Order, 'id' | 'instance' | 'strategy' | 'fencingToken'>> {
     const order = await this.place(dto);
+    // The stock is taken; the payment runs outside the stock lock, at most PAYMENT_PERMITS at once.
+    await this.payments?.charge();
     return { id: order.id, instance: order.instance, strategy: order.strategy, fencingToken: order.fencingToken };
   }
 

@@ -5,13 +5,23 @@
 export { LockService, type LockServiceOptions } from './locking/lock-service';
 export { LockManager, type LockManagerOptions } from './locking/lock-manager';
 export { LockHandle, MultiLockHandle, type Lock } from './locking/lock-handle';
+export { PermitHandle } from './locking/permit-handle';
+export { currentPermit } from './locking/permit-context';
+export type { PermitOptions } from './locking/permit-options';
 export { currentLock } from './locking/lock-context';
 export { assertLocked } from './locking/assert-locked';
 export { LockEvents, type LockEventMap, type LockEventBase } from './locking/lock-events';
 export { LOCK_DEFAULTS, type AcquireOptions, type LockDefaults, type RetryOptions } from './locking/lock-options';
-export type { LockMode, LockRequest, LeaseGrant, WaitBudget } from './locking/lock-lease';
+export type { LockMode, LockRequest, LeaseGrant, PermitRequest, PermitGrant, WaitBudget } from './locking/lock-lease';
 export { budgetAborted, onBudgetAbort } from './locking/wait-for-wake';
-export type { LockStrategy, LockStrategyCapabilities, LeaseLostListener, ReleaseOutcome } from './locking/lock-strategy.interface';
+export type {
+  LockStrategy,
+  LockStrategyCapabilities,
+  LeaseLostListener,
+  ReleaseOutcome,
+  SemaphoreStrategy,
+  SemaphoreCapabilities,
+} from './locking/lock-strategy.interface';
 export { compileKeyTemplate, toKeyResolver, type LockKeySource, type KeyResolver } from './locking/key-template';
 export { validateLockKey } from './locking/lock-key';
 export type {
@@ -81,6 +91,7 @@ export type { DistributedLockModuleExtras } from './nest/distributed-lock.module
 export type { LogKeys } from './nest/log-keys';
 export { getLockServiceToken, getLeaderElectionToken } from './nest/distributed-lock.tokens';
 export { Locked, type LockedOptions } from './nest/decorators/locked.decorator';
+export { Limited, type LimitedOptions } from './nest/decorators/limited.decorator';
 export { OptimisticVersion } from './nest/decorators/optimistic-version.decorator';
 export { InjectLockService } from './nest/decorators/inject-lock-service.decorator';
 export { LockRegistry } from './nest/lock-registry';

@@ -9,7 +9,8 @@ export const preciseNow = (): number => performance.timeOrigin + performance.now
 
 /**
  * One critical section of this shop instance: a hold of a stock lock, or, where no lock is taken, the
- * stretch from reading the stock to writing it (which may overlap another instance's).
+ * stretch from reading the stock to writing it (which may overlap another instance's); or a payment call,
+ * under a permit of the payment semaphore (up to its size overlap, by design).
  */
 export interface Hold {
   readonly key: string;
@@ -18,7 +19,7 @@ export interface Hold {
   readonly startedAt: number;
   readonly endedAt: number;
   readonly fencingToken: number | null;
-  readonly kind: 'lock' | 'section';
+  readonly kind: 'lock' | 'section' | 'permit';
 }
 
 /**
@@ -38,6 +39,11 @@ export class HoldLog {
    */
   locked(key: string, startedAt: number, fencingToken: number | null): void {
     this.holds.push({ key, instance: this.config.instance, startedAt, endedAt: preciseNow(), fencingToken, kind: 'lock' });
+  }
+
+  /** Records a call made under a permit of a semaphore, from its first line to its last. */
+  permit(key: string, startedAt: number, fencingToken: number | null): void {
+    this.holds.push({ key, instance: this.config.instance, startedAt, endedAt: preciseNow(), fencingToken, kind: 'permit' });
   }
 
   /** Records a section that took no lock. */

@@ -1,6 +1,7 @@
 export { DistributedLockError } from './distributed-lock.error';
 export { LockAcquireTimeoutError } from './lock-acquire-timeout.error';
 export { LockAcquireAbortedError } from './lock-acquire-aborted.error';
+export { PermitsMismatchError } from './permits-mismatch.error';
 export { LockLostError, type LockLostReason } from './lock-lost.error';
 export { LockNotHeldError } from './lock-not-held.error';
 export { LockCommitFailedError } from './lock-commit-failed.error';

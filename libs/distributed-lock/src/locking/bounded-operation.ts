@@ -1,6 +1,7 @@
 import { DistributedLockError } from '../errors/distributed-lock.error';
 import { LockBackendUnavailableError } from '../errors/lock-backend-unavailable.error';
 import { LockCommitFailedError } from '../errors/lock-commit-failed.error';
+import { PermitsMismatchError } from '../errors/permits-mismatch.error';
 import { LockPermissionDeniedError } from '../errors/lock-permission-denied.error';
 
 /** Describes one strategy call for `runBounded`. */
@@ -68,6 +69,9 @@ function underRegisteredName(error: DistributedLockError, name: string): Distrib
   }
   if (error instanceof LockCommitFailedError && error.strategy !== name) {
     return new LockCommitFailedError(error.key, name, error.committed, { cause: error.cause });
+  }
+  if (error instanceof PermitsMismatchError && error.strategy !== name) {
+    return new PermitsMismatchError(error.key, name, error.requested, error.actual, { cause: error.cause });
   }
   if (error instanceof LockPermissionDeniedError && error.strategy !== name) {
     return new LockPermissionDeniedError(name, error.operation, error.grant, { key: error.key, cause: error.cause });

@@ -2,7 +2,7 @@ import { LockCommitFailedError } from '../errors/lock-commit-failed.error';
 import { LockLostError, type LockLostReason } from '../errors/lock-lost.error';
 import { LockNotHeldError } from '../errors/lock-not-held.error';
 import { runBounded } from './bounded-operation';
-import type { LockEvents } from './lock-events';
+import { permitFields, type LockEventBase, type LockEvents } from './lock-events';
 import type { LeaseGrant } from './lock-lease';
 import type { LockStrategy, ReleaseOutcome } from './lock-strategy.interface';
 import { LeaseWatchdog } from './lease-watchdog';
@@ -323,7 +323,7 @@ export class HeldLock {
     this.unsubscribeLost?.();
   }
 
-  private describe(): { strategy: string; key: string; owner: string; mode: LeaseGrant['mode'] } {
-    return { strategy: this.deps.name, key: this.lease.key, owner: this.lease.owner, mode: this.lease.mode };
+  private describe(): LockEventBase {
+    return { strategy: this.deps.name, key: this.lease.key, owner: this.lease.owner, mode: this.lease.mode, ...permitFields(this.lease) };
   }
 }

@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events';
 import type { LockLostReason } from '../errors/lock-lost.error';
-import type { LockMode } from './lock-lease';
+import type { LeaseGrant, LockMode, PermitGrant } from './lock-lease';
 
 /** Fields common to every lock event. */
 export interface LockEventBase {
@@ -8,6 +8,17 @@ export interface LockEventBase {
   readonly key: string;
   readonly owner: string;
   readonly mode: LockMode;
+  /** Set for a permit of a semaphore (`acquirePermit`): the semaphore's size. Undefined for a lock. */
+  readonly permits?: number;
+  /** Set for a permit: how many of the semaphore's places it holds. */
+  readonly weight?: number;
+}
+
+/** The `permits` and `weight` of an event about a permit; nothing for a lock. */
+export function permitFields(grant: LeaseGrant): { permits?: number; weight?: number } {
+  if (!('permits' in grant)) return {};
+  const { permits, weight } = grant as PermitGrant;
+  return { permits, weight };
 }
 
 /** Payloads by event name. Durations in ms. */

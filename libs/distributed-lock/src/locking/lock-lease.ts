@@ -51,3 +51,20 @@ export interface WaitBudget {
    */
   serverAnswered?(): void;
 }
+
+/**
+ * What a strategy is asked to take for a semaphore: `weight` of the `permits` places of the semaphore `key`,
+ * for one owner and a lease of `ttlMs`. `mode` is always "shared" (a permit is one of several holds at once).
+ */
+export interface PermitRequest extends LockRequest {
+  /** The semaphore's size: how many places it has. Part of its identity: every caller must give the same. */
+  readonly permits: number;
+  /** How many of those places this acquisition takes (1 to `permits`). */
+  readonly weight: number;
+}
+
+/** A permit a strategy granted: `weight` places of a semaphore of `permits`, with its own lease. */
+export interface PermitGrant extends LeaseGrant {
+  readonly permits: number;
+  readonly weight: number;
+}

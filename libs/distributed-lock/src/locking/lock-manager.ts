@@ -6,16 +6,19 @@ import { CallerBudget } from './wait-budget';
 import { runBounded } from './bounded-operation';
 import { DEFAULT_HAND_OVER_LIMITS } from './hand-over-limits';
 import { HandOverLine, type LineWaiter } from './hand-over-line';
-import { HeldLock } from './held-lock';
+import { HeldLock, type HeldLockDeps } from './held-lock';
 import { findHeldInChain } from './lock-context';
 import { LockEvents } from './lock-events';
 import { LockHandle } from './lock-handle';
-import type { LeaseGrant, LockRequest } from './lock-lease';
+import type { LeaseGrant, LockRequest, PermitRequest } from './lock-lease';
 import type { HoldObservation, LockObserver } from './lock-observer';
 import { observeAcquisition } from './observe-acquisition';
 import { assertDuration, LOCK_DEFAULTS, type ResolvedAcquireOptions } from './lock-options';
 import type { LockStrategy, ReleaseOutcome } from './lock-strategy.interface';
 import { createOwnerId } from './owner-id';
+import { PermitHandle } from './permit-handle';
+import { permitFields } from './lock-events';
+import { permitStrategyView } from './permit-strategy-view';
 import { retryDelay } from './retry-policy';
 import { waitForWake } from './wait-for-wake';
 
@@ -52,6 +55,8 @@ export class LockManager {
   /** Per key, this process's contenders in line, for strategies that hand a lock on (see `LockStrategy.transfer`). */
   private readonly lines = new Map<string, HandOverLine>();
   private readonly operationTimeout: number;
+  /** The strategy's semaphore seen as a lock strategy, once a permit was asked for. */
+  private permitView: LockStrategy | undefined;
   private readonly observer: LockObserver | undefined;
   /** The observer's view of each held lock, when there is an observer. */
   private readonly observedHolds = new Map<HeldLock, HoldObservation>();
@@ -130,23 +135,75 @@ export class LockManager {
     }
     this.strategy.validateKey?.(key);
     const request: LockRequest = { key, owner: createOwnerId(), ttlMs: options.ttl, mode: options.mode };
+    const grant = await this.obtain(this.strategy, request, options, nullOnTimeout, started, deadline);
+    if (!grant) return null;
+    // Granted by the backend rather than handed on here: this process's line (if any) knows its holder.
+    const line = this.lineOf(grant);
+    if (line && !line.isHolder(grant.owner)) line.takenFromBackend(grant.owner);
+    const heldLock = this.hold(this.strategy, grant, options, line ? (lease, outcome) => this.handOver(lease, outcome) : undefined);
+    this.emitAcquired(grant, Date.now() - started);
+    return new LockHandle(heldLock, false);
+  }
+
+  /**
+   * Acquire `weight` of the `permits` places of the semaphore `key`, waiting up to `options.waitTimeout`
+   * (the strategy must offer semaphores: `capabilities.semaphores`). Never re-entered. Resolves `null`
+   * only when `nullOnTimeout` is set and the wait ran out; otherwise a timeout throws `LockAcquireTimeoutError`.
+   */
+  async acquirePermit(key: string, permits: number, weight: number, options: ResolvedAcquireOptions, nullOnTimeout: boolean): Promise<PermitHandle | null> {
+    const started = Date.now();
+    const semaphore = this.semaphoreView();
+    if (this.closed) throw this.closedError(key, 0);
+    semaphore.validateKey?.(key);
+    const request: PermitRequest = { key, owner: createOwnerId(), ttlMs: options.ttl, mode: 'shared', permits, weight };
+    const grant = await this.obtain(semaphore, request, options, nullOnTimeout, started);
+    if (!grant) return null;
+    const heldLock = this.hold(semaphore, grant, options, undefined);
+    this.emitAcquired(grant, Date.now() - started);
+    return new PermitHandle(heldLock);
+  }
+
+  /**
+   * The strategy's semaphore as a lock strategy (see `permitStrategyView`), made once; throws
+   * `InvalidLockOptionsError` when the strategy has no semaphores.
+   */
+  private semaphoreView(): LockStrategy {
+    if (this.permitView) return this.permitView;
+    const { semaphore, capabilities } = this.strategy;
+    if (!semaphore || !capabilities.semaphores) {
+      throw new InvalidLockOptionsError(
+        'permits',
+        `strategy "${this.name}" has no semaphores (capabilities.semaphores is not set). Use a strategy that has them: ` +
+          'in-memory, Redis (RedisLockStrategy), the lock table (RowLockStrategy), ZooKeeper or etcd.',
+      );
+    }
+    this.permitView = permitStrategyView(this.strategy, semaphore);
+    return this.permitView;
+  }
+
+  /**
+   * Waits for a grant from `ops` (the strategy, or its semaphore): the wait, the clean-up of a grant that
+   * came too late, close() and the timeout. Resolves `null` only on a timeout with `nullOnTimeout`.
+   */
+  private async obtain(ops: LockStrategy, request: LockRequest, options: ResolvedAcquireOptions, nullOnTimeout: boolean, started: number, deadline?: number): Promise<LeaseGrant | null> {
+    const { key } = request;
     const until = deadline ?? started + options.waitTimeout;
     const budget = new CallerBudget(Math.max(1, until - Date.now()), options.signal);
     this.waiting.add(budget);
     let grant: LeaseGrant | null;
     try {
-      grant = await this.waitForGrant(request, options, budget, until, started);
+      grant = await this.waitForGrant(ops, request, options, budget, until, started);
       // A grant whose lease ended before it reached the caller (its process stalled while the lock was
       // handed to it, or the answer came late) is not a lock: it may already be someone else's. It goes
       // back, and the wait goes on for what is left of it.
       while (grant && grant.expiresAt <= Date.now()) {
-        await this.releaseOrphan(grant);
+        await this.releaseOrphan(grant, ops);
         grant = null;
         if (until <= Date.now() || this.closed || budget.aborted) break;
         const retry = new CallerBudget(Math.max(1, until - Date.now()), options.signal);
         this.waiting.add(retry);
         try {
-          grant = await this.waitForGrant({ ...request, owner: createOwnerId() }, options, retry, until, started);
+          grant = await this.waitForGrant(ops, { ...request, owner: createOwnerId() }, options, retry, until, started);
         } finally {
           this.waiting.delete(retry);
         }
@@ -158,7 +215,7 @@ export class LockManager {
     if (this.closed) {
       // close() ended the wait, or came while the grant was on its way: the caller gets no lock, and
       // whatever the backend granted goes back now rather than at its lease's end.
-      if (grant) void this.releaseOrphan(grant);
+      if (grant) void this.releaseOrphan(grant, ops);
       throw this.closedError(key, waitedMs);
     }
     if (!grant) {
@@ -166,34 +223,41 @@ export class LockManager {
       if (nullOnTimeout) return null;
       throw new LockAcquireTimeoutError(key, this.name, waitedMs);
     }
-    // Granted by the backend rather than handed on here: this process's line (if any) knows its holder.
-    const line = this.lineOf(grant);
-    if (line && !line.isHolder(grant.owner)) line.takenFromBackend(grant.owner);
+    return grant;
+  }
+
+  /** Holds a grant of `ops`: its watchdog, its lost signal, and this manager's record of it. */
+  private hold(ops: LockStrategy, grant: LeaseGrant, options: ResolvedAcquireOptions, handOver: HeldLockDeps['handOver']): HeldLock {
     const heldLock = new HeldLock(
       {
-        strategy: this.strategy,
+        strategy: ops,
         name: this.name,
         operationTimeout: this.operationTimeout,
         events: this.events,
         onFinished: (lock) => this.finished(lock),
-        handOver: line ? (lease, outcome) => this.handOver(lease, outcome) : undefined,
+        handOver,
       },
       grant,
       options.ttl,
       options.autoExtend,
     );
     this.held.add(heldLock);
+    return heldLock;
+  }
+
+  private emitAcquired(grant: LeaseGrant, waitedMs: number): void {
     // Payloads are built only for listeners: most applications listen to none on the hot path.
-    if (this.events.listenerCount('acquired') > 0) this.events.emit('acquired', {
+    if (this.events.listenerCount('acquired') === 0) return;
+    this.events.emit('acquired', {
       strategy: this.name,
-      key,
+      key: grant.key,
       owner: grant.owner,
       mode: grant.mode,
+      ...permitFields(grant),
       waitedMs,
       fencingToken: grant.fencingToken,
       reentered: false,
     });
-    return new LockHandle(heldLock, false);
   }
 
   /**
@@ -396,7 +460,7 @@ export class LockManager {
     }
   }
 
-  private async waitForGrant(request: LockRequest, options: ResolvedAcquireOptions, budget: CallerBudget, deadline: number, started: number): Promise<LeaseGrant | null> {
+  private async waitForGrant(ops: LockStrategy, request: LockRequest, options: ResolvedAcquireOptions, budget: CallerBudget, deadline: number, started: number): Promise<LeaseGrant | null> {
     const { signal } = options;
     const abortedError = (): LockAcquireAbortedError =>
       new LockAcquireAbortedError(request.key, this.name, Date.now() - started, { cause: signal?.reason });
@@ -404,31 +468,31 @@ export class LockManager {
     const giveUp = (): void => budget.giveUp();
     signal?.addEventListener('abort', giveUp, { once: true });
     try {
-      if (this.strategy.acquire && deadline > Date.now()) {
-        const grant = await this.queueAcquire(request, budget);
+      if (ops.acquire && deadline > Date.now()) {
+        const grant = await this.queueAcquire(ops, request, budget);
         if (signal?.aborted) {
           // A grant that came as the caller aborted is not theirs any more: it goes back.
-          if (grant) await this.releaseOrphan(grant);
+          if (grant) await this.releaseOrphan(grant, ops);
           throw abortedError();
         }
         return grant;
       }
-      if (this.strategy.transfer && request.mode === 'exclusive' && deadline > Date.now()) {
+      if (ops.transfer && request.mode === 'exclusive' && deadline > Date.now()) {
         return await this.waitInLine(request, options, budget, deadline, abortedError);
       }
       for (let attempt = 0; ; attempt += 1) {
-        const grant = await this.boundedTryAcquire(request);
+        const grant = await this.boundedTryAcquire(request, ops);
         if (grant && signal?.aborted) {
-          await this.releaseOrphan(grant);
+          await this.releaseOrphan(grant, ops);
           throw abortedError();
         }
         if (grant) return grant;
         const remaining = deadline - Date.now();
         if (remaining <= 0 || this.closed) return null;
         if (signal?.aborted) throw abortedError();
-        if (this.strategy.waitForRelease) {
+        if (ops.waitForRelease) {
           // Woken by the backend's notification; the bound caps what a lost notification can cost.
-          await this.boundedWait(request.key, Math.min(remaining, options.retry.maxDelay), budget);
+          await this.boundedWait(ops, request.key, Math.min(remaining, options.retry.maxDelay), budget);
         } else {
           await waitForWake(budget, Date.now() + Math.min(remaining, retryDelay(attempt, options.retry)), () => undefined);
         }
@@ -441,19 +505,19 @@ export class LockManager {
     }
   }
 
-  private boundedTryAcquire(request: LockRequest): Promise<LeaseGrant | null> {
+  private boundedTryAcquire(request: LockRequest, ops: LockStrategy = this.strategy): Promise<LeaseGrant | null> {
     return runBounded({
       strategy: this.name,
       operation: 'acquire',
       key: request.key,
       timeoutMs: this.operationTimeout,
-      run: () => this.strategy.tryAcquire(request),
-      onLateResult: (grant) => this.releaseOrphan(grant),
+      run: () => ops.tryAcquire(request),
+      onLateResult: (grant) => this.releaseOrphan(grant, ops),
     });
   }
 
-  private async boundedWait(key: string, timeoutMs: number, budget: CallerBudget): Promise<void> {
-    const waitForRelease = this.strategy.waitForRelease;
+  private async boundedWait(ops: LockStrategy, key: string, timeoutMs: number, budget: CallerBudget): Promise<void> {
+    const waitForRelease = ops.waitForRelease;
     if (!waitForRelease) return;
     const stop = new AbortController();
     const combined = AbortSignal.any([budget.signal, stop.signal]);
@@ -463,7 +527,7 @@ export class LockManager {
         operation: 'wait',
         key,
         timeoutMs: timeoutMs + this.operationTimeout,
-        run: () => waitForRelease.call(this.strategy, key, { signal: combined, timeoutMs }),
+        run: () => waitForRelease.call(ops, key, { signal: combined, timeoutMs }),
       });
     } finally {
       stop.abort();
@@ -475,8 +539,8 @@ export class LockManager {
    * (a burst of waiters can keep it busy entering and leaving the queue long past it): a grant that comes
    * later is released, and the strategy's clean-up goes on in the background (close() waits for it).
    */
-  private async queueAcquire(request: LockRequest, budget: CallerBudget): Promise<LeaseGrant | null> {
-    const acquire = this.strategy.acquire;
+  private async queueAcquire(ops: LockStrategy, request: LockRequest, budget: CallerBudget): Promise<LeaseGrant | null> {
+    const acquire = ops.acquire;
     if (!acquire) return null;
     let abandoned = false;
     const started = Date.now();
@@ -486,13 +550,13 @@ export class LockManager {
       key: request.key,
       // The strategy bounds its own wait; the extra operation timeout only catches a backend that hangs.
       timeoutMs: budget.timeoutMs + this.operationTimeout,
-      run: () => acquire.call(this.strategy, request, budget),
-      onLateResult: (grant) => this.releaseOrphan(grant),
+      run: () => acquire.call(ops, request, budget),
+      onLateResult: (grant) => this.releaseOrphan(grant, ops),
     }).then(
       async (grant) => {
         // Given up (deadline, abort, silence) before the grant came: nobody will use it.
         if (!abandoned) return grant;
-        await this.releaseOrphan(grant);
+        await this.releaseOrphan(grant, ops);
         return null;
       },
       (error: unknown) => {
@@ -510,7 +574,7 @@ export class LockManager {
     };
     let stopSilenceWatch = (): void => undefined;
     // A server that accepted the connection but does not answer fails after one operation timeout.
-    const silence = this.strategy.signalsServerAnswer
+    const silence = ops.signalsServerAnswer
       ? new Promise<never>((_, reject) => {
           stopSilenceWatch = budget.watchForSilence(this.operationTimeout, () => {
             // Rejected before giving up: giving up ends the wait as well, and the silence must win.
@@ -539,7 +603,7 @@ export class LockManager {
         // A wait that has not heard from the server yet (shorter than a round trip, or a silent server)
         // gets its first answer, bounded by the silence watch: a healthy server's answer makes it a
         // timeout, none makes it an unavailable server.
-        if (this.strategy.signalsServerAnswer && !budget.hasAnswer) {
+        if (ops.signalsServerAnswer && !budget.hasAnswer) {
           budget.onFirstAnswer(() => {
             giveUp();
             resolve(null);
@@ -564,7 +628,7 @@ export class LockManager {
   }
 
   /** A grant that arrived after the caller gave up: give it back so it does not block others until expiry. */
-  private releaseOrphan(grant: LeaseGrant | null): Promise<void> {
+  private releaseOrphan(grant: LeaseGrant | null, ops: LockStrategy = this.strategy): Promise<void> {
     if (!grant) return Promise.resolve();
     this.holderGone(grant.key, grant.owner);
     const releasing = runBounded({
@@ -572,7 +636,7 @@ export class LockManager {
       operation: 'release',
       key: grant.key,
       timeoutMs: this.operationTimeout,
-      run: () => this.strategy.release(grant),
+      run: () => ops.release(grant),
     })
       .catch((error: unknown) => {
         this.events.emit('backgroundError', { strategy: this.name, key: grant.key, operation: 'release', error });

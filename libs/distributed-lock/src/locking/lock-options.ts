@@ -48,6 +48,10 @@ export const LOCK_DEFAULTS = Object.freeze({
   mode: 'exclusive' as LockMode,
   keyPrefix: '',
   maxKeyLength: 512,
+  /** Places a permit takes of its semaphore (`PermitOptions.weight`). */
+  weight: 1,
+  /** The largest semaphore (`PermitOptions.permits`). */
+  maxPermits: 1_000_000,
   retry: Object.freeze({ initialDelay: 10, maxDelay: 500, factor: 2, jitter: 0.5 }),
 });
 

@@ -8,6 +8,9 @@ import { validateLockKey } from './lock-key';
 import type { LockManager } from './lock-manager';
 import { resolveAcquireOptions, validateAcquireOptions, type AcquireOptions, type LockDefaults } from './lock-options';
 import type { LockStrategyCapabilities, ReleaseOutcome } from './lock-strategy.interface';
+import { runWithPermit } from './permit-context';
+import type { PermitHandle } from './permit-handle';
+import { validatePermitOptions, type PermitOptions } from './permit-options';
 
 /** How a lock service names its keys and which defaults it applies. */
 export interface LockServiceOptions {
@@ -125,6 +128,64 @@ export class LockService {
   }
 
   /**
+   * Acquire a permit of the counting semaphore `key`: `weight` (default 1) of its `permits` places, waiting
+   * up to `waitTimeout` (default 10 s) in the semaphore's queue (FIFO where the strategy's semaphores are).
+   * The permit has its own lease, kept alive by the watchdog unless `ttl` is given (as a lock's), and its
+   * `signal` aborts when it is lost. Throws `LockAcquireTimeoutError`, `LockAcquireAbortedError`,
+   * `InvalidLockOptionsError` (bad options, or a strategy without semaphores; before any server is touched),
+   * and `PermitsMismatchError` when the semaphore is in use with another `permits`. Never re-entered.
+   *
+   * @example
+   * const permit = await locks.acquirePermit('payments', { permits: 5 });
+   * try { await charge(order, permit.fencingToken); } finally { await permit.release(); }
+   */
+  async acquirePermit(key: string, options: PermitOptions): Promise<PermitHandle> {
+    const permit = await this.takePermit(key, options, false);
+    if (!permit) throw noLockGranted();
+    return permit;
+  }
+
+  /** Take a permit only if its places are free right now (no waiting). Resolves `null` when they are not. */
+  async tryAcquirePermit(key: string, options: Omit<PermitOptions, 'waitTimeout'>): Promise<PermitHandle | null> {
+    if (typeof options === 'object' && options !== null && 'waitTimeout' in options) {
+      throw new InvalidLockOptionsError('waitTimeout', 'tryAcquirePermit never waits; use acquirePermit() with waitTimeout.');
+    }
+    return this.takePermit(key, { ...options, waitTimeout: 0 }, true);
+  }
+
+  /**
+   * Run `fn` while holding a permit of the semaphore `key` (see `acquirePermit`), and give it back
+   * afterwards, on success and on failure. If the permit was lost while `fn` ran (noticed during the
+   * section, or only by the release), `fn`'s result is discarded and the `LockLostError` is thrown: more
+   * than `permits` callers may have been inside. Inside `fn`, `currentPermit()` returns the permit.
+   */
+  async withPermit<T>(key: string, fn: (permit: PermitHandle) => T | Promise<T>, options: PermitOptions): Promise<T> {
+    if (typeof fn !== 'function') throw new InvalidLockOptionsError('fn', 'withPermit needs a function to run under the permit.');
+    const permit = await this.acquirePermit(key, options);
+    let result: T;
+    try {
+      result = await runWithPermit(permit, key, () => fn(permit));
+    } catch (error) {
+      const lostBefore = permit.signal.aborted ? lossOfPermit(permit) : undefined;
+      await this.releaseQuietly(new MultiLockHandle([permit]), 'failed');
+      if (lostBefore instanceof LockLostError) throw new LockLostError(lostBefore.key, lostBefore.strategy, lostBefore.reason, { cause: error });
+      throw error;
+    }
+    await this.releaseQuietly(new MultiLockHandle([permit]), permit.signal.aborted ? 'lost' : 'completed');
+    const lost = lossOfPermit(permit);
+    if (lost !== undefined) throw lost;
+    return result;
+  }
+
+  private async takePermit(key: string, options: PermitOptions, nullOnTimeout: boolean): Promise<PermitHandle | null> {
+    const fullKey = validateLockKey(this.keyPrefix + validateLockKey(key, 'Semaphore key'), 'Semaphore key');
+    const checked = validatePermitOptions(options);
+    const resolved = resolveAcquireOptions(checked.acquire, this.defaults);
+    // A permit is one of several holds and is never re-entered, whatever the service's defaults say.
+    return this.manager.acquirePermit(fullKey, checked.permits, checked.weight, { ...resolved, mode: 'shared', reentrant: false }, nullOnTimeout);
+  }
+
+  /**
    * @internal Runs `fn` with `lock` (taken through this service) as a lock of the running call chain:
    * `currentLock()` finds it and nested acquisitions of its key re-enter. Releases nothing.
    */
@@ -198,6 +259,16 @@ function lossOf(lock: MultiLockHandle): unknown {
     return undefined;
   } catch (error) {
     return error;
+  }
+}
+
+/** The permit's loss, once known. */
+function lossOfPermit(permit: PermitHandle): LockLostError | undefined {
+  try {
+    permit.throwIfLost();
+    return undefined;
+  } catch (error) {
+    return error as LockLostError;
   }
 }
 

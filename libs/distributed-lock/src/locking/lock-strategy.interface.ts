@@ -1,5 +1,5 @@
 import type { HandOverLimits } from './hand-over-limits';
-import type { LeaseGrant, LockRequest, WaitBudget } from './lock-lease';
+import type { LeaseGrant, LockRequest, PermitGrant, PermitRequest, WaitBudget } from './lock-lease';
 
 /** What a strategy can guarantee; the lock service and the contract tests read these. */
 export interface LockStrategyCapabilities {
@@ -17,6 +17,20 @@ export interface LockStrategyCapabilities {
    * `LockCommitFailedError`. Default false.
    */
   readonly transactional?: boolean;
+  /**
+   * Counting semaphores (`LockService.acquirePermit`), offered through `LockStrategy.semaphore`. Absent
+   * (the default) when the strategy has none: the lock service then refuses permits with
+   * `InvalidLockOptionsError` before any server is touched.
+   */
+  readonly semaphores?: SemaphoreCapabilities;
+}
+
+/** What a strategy's semaphores guarantee; the lock service and the contract tests read these. */
+export interface SemaphoreCapabilities {
+  /** Waiters are served in arrival order, none overtaking another (the semaphore implements `acquire`). */
+  readonly fifo: boolean;
+  /** Every grant carries a fencing token that strictly increases per semaphore, in the order of the grants. */
+  readonly fencing: boolean;
 }
 
 /** How a critical section ended; see `LockStrategy.release`. */
@@ -94,6 +108,46 @@ export interface LockStrategy {
   /** Optional: a cheap round trip for health checks. */
   ping?(): Promise<void>;
 
+  /**
+   * Optional: the primitives of counting semaphores, declared by `capabilities.semaphores`. The strategy's
+   * `close()` also ends them; the lock service releases every permit before it closes the strategy.
+   */
+  readonly semaphore?: SemaphoreStrategy;
+
   /** Free what the strategy created (connections, timers). Clients passed in by the user are left open. */
   close(): Promise<void>;
+}
+
+/**
+ * The primitives of a counting semaphore on a backend: the same shape as a lock's, for permits. The lock
+ * service adds validation, waiting, timeouts, cancellation, the watchdog, events and lost-permit signals.
+ *
+ * Rules: a grant never makes the weights held exceed `permits`; release and extend are owner-checked; a
+ * permit's lease expires on its own; a request whose `permits` differs from the semaphore's while anyone
+ * holds or waits for it is refused with `PermitsMismatchError`.
+ */
+export interface SemaphoreStrategy {
+  /** Take `weight` places if they are free now (and, for a FIFO semaphore, nobody waits). Resolves `null` otherwise. */
+  tryAcquire(request: PermitRequest): Promise<PermitGrant | null>;
+
+  /**
+   * Optional: wait in the backend's own queue (FIFO semaphores). Resolves the grant, or `null` when
+   * `budget.timeoutMs` passes; on abort it leaves the queue and rejects or resolves `null`.
+   */
+  acquire?(request: PermitRequest, budget: WaitBudget): Promise<PermitGrant | null>;
+
+  /** Optional: resolve as soon as a place may have become free, or when the budget ends. Without it the lock service polls. */
+  waitForRelease?(key: string, budget: WaitBudget): Promise<void>;
+
+  /** Push the permit's end to `now + ttlMs`. Resolves the renewed grant, or `null` when this owner no longer holds it. */
+  extend(lease: PermitGrant, ttlMs: number): Promise<PermitGrant | null>;
+
+  /** Give the permit back if this owner still holds it. Resolves `false` when it was not held (expired, removed). */
+  release(lease: PermitGrant): Promise<boolean>;
+
+  /** Optional: report a loss the backend pushes (session expiry, removal). Returns an unsubscribe function. */
+  onLeaseLost?(lease: PermitGrant, listener: LeaseLostListener): () => void;
+
+  /** Optional: true when `acquire` calls `budget.serverAnswered()` (see `LockStrategy.signalsServerAnswer`). */
+  readonly signalsServerAnswer?: boolean;
 }

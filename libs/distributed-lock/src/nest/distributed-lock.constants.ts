@@ -9,3 +9,5 @@ export const SCHEDULED_LOCK_METADATA = 'distributed-lock:scheduled-lock';
 /** Metadata keys written by `@OnLeadershipGained` / `@OnLeadershipLost`. */
 export const LEADERSHIP_GAINED_METADATA = 'distributed-lock:leadership-gained';
 export const LEADERSHIP_LOST_METADATA = 'distributed-lock:leadership-lost';
+/** Metadata key written by `@Limited`. */
+export const LIMITED_METADATA = 'distributed-lock:limited';

@@ -2,8 +2,9 @@ import { Injectable } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import type { CronScheduleSource } from '../../scheduling/cron-fire-schedule';
 import type { OptimisticRetryOptions } from '../../versioning/optimistic-retry';
-import { LEADERSHIP_GAINED_METADATA, LEADERSHIP_LOST_METADATA, LOCKED_METADATA, OPTIMISTIC_VERSION_METADATA, SCHEDULED_LOCK_METADATA } from '../distributed-lock.constants';
+import { LEADERSHIP_GAINED_METADATA, LEADERSHIP_LOST_METADATA, LIMITED_METADATA, LOCKED_METADATA, OPTIMISTIC_VERSION_METADATA, SCHEDULED_LOCK_METADATA } from '../distributed-lock.constants';
 import type { LeadershipHookMetadata } from '../decorators/leadership-hooks.decorator';
+import type { LimitedMetadata } from '../decorators/limited.decorator';
 import type { LockedMetadata } from '../decorators/locked.decorator';
 import type { ScheduledLockMetadata } from '../decorators/scheduled-lock.decorator';
 
@@ -34,6 +35,10 @@ export class LockMetadataAccessor {
 
   locked(method: object): LockedMetadata | undefined {
     return this.reflector.get<LockedMetadata | undefined>(LOCKED_METADATA, method as () => unknown);
+  }
+
+  limited(method: object): LimitedMetadata | undefined {
+    return this.reflector.get<LimitedMetadata | undefined>(LIMITED_METADATA, method as () => unknown);
   }
 
   optimisticVersion(method: object): OptimisticRetryOptions | undefined {

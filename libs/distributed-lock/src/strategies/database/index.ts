@@ -4,6 +4,7 @@ export { AdvisoryLockStrategy, type AdvisoryLockStrategyOptions, type AdvisoryLe
 export { getLockName, postgresAdvisoryKey, MAX_GET_LOCK_NAME } from './advisory-key';
 export { ADVISORY_OBJECTS } from './advisory-lock.sql';
 export { lockTransaction } from './lock-transaction';
+export { semaphoreTablesDdl, SEMAPHORE_TABLES } from './row-semaphore.sql';
 export { leaseTableDdl, leaseClockDdl, rowTableDdl, fenceTableDdl, LOCK_TABLES, MAX_SQL_KEY_LENGTH } from './lock-table.sql';
 export { optimisticUpdate, type OptimisticUpdateOptions } from './optimistic-update';
 export type { LockDataSource } from './database-client.type';

@@ -17,6 +17,8 @@ import { queryOnDataSource, type DirectResult } from './mysql-direct';
 import { rowLockStatements, type RowLockStatements } from './row-lock.sql';
 import { dialectOf, withServerFeatures, type SqlDialect } from './sql-dialect';
 import { strategyName } from '../strategy-name';
+import { RowSemaphore } from './row-semaphore';
+import { rowSemaphoreStatements, semaphoreTablesDdl, SEMAPHORE_TABLES, type RowSemaphoreStatements } from './row-semaphore.sql';
 
 /** Options of the row (lock table) strategy. */
 export interface RowLockStrategyOptions {
@@ -28,6 +30,12 @@ export interface RowLockStrategyOptions {
   readonly name?: string;
   /** Lock table. Default "distributed_lock_leases". */
   readonly table?: string;
+  /**
+   * The semaphores' tables (see `LockService.acquirePermit`), made on first use with `ensureTable`: one row
+   * per semaphore and one per permit held. Default `{ semaphores: "distributed_lock_semaphores", permits:
+   * "distributed_lock_permits" }`.
+   */
+  readonly semaphoreTables?: { readonly semaphores?: string; readonly permits?: string };
   /** Create the table if it is missing (CREATE TABLE IF NOT EXISTS) on first use. Default true. */
   readonly ensureTable?: boolean;
   /**
@@ -46,7 +54,7 @@ export interface RowLockStrategyOptions {
   readonly fastPaths?: boolean;
 }
 
-const OPTION_KEYS = ['dataSource', 'connection', 'name', 'table', 'ensureTable', 'localHandover', 'fastPaths'];
+const OPTION_KEYS = ['dataSource', 'connection', 'name', 'table', 'semaphoreTables', 'ensureTable', 'localHandover', 'fastPaths'];
 
 /**
  * Locks as rows of a table with a unique key, with what a plain lock table lacks: a lease on the
@@ -60,7 +68,12 @@ const OPTION_KEYS = ['dataSource', 'connection', 'name', 'table', 'ensureTable',
  */
 export class RowLockStrategy implements LockStrategy {
   readonly name: string;
-  readonly capabilities: LockStrategyCapabilities = Object.freeze({ fencing: true, fifo: false, sharedLocks: false, crossProcess: true });
+  readonly capabilities: LockStrategyCapabilities;
+  /**
+   * Counting semaphores in two tables of their own (`LockService.acquirePermit`): leased, fenced, polled (not
+   * FIFO). On MySQL/MariaDB and SQLite; none yet on PostgreSQL (permits are then refused with a typed error).
+   */
+  readonly semaphore: RowSemaphore | undefined;
   readonly handOverLimits: HandOverLimits;
   private readonly dataSource: LockDataSource;
   private readonly ownsDataSource: boolean;
@@ -76,12 +89,45 @@ export class RowLockStrategy implements LockStrategy {
     this.table = options.table ?? LOCK_TABLES.leases;
     if (!SQL_IDENTIFIER.test(this.table)) throw new InvalidLockOptionsError('table', `expected a plain SQL identifier, got ${describe(this.table)}.`);
     this.ensureTable = options.ensureTable ?? true;
+    const tables = options.semaphoreTables ?? {};
+    assertKnownKeys(tables, ['semaphores', 'permits'], 'semaphoreTables');
+    const semaphores = tables.semaphores ?? SEMAPHORE_TABLES.semaphores;
+    const permits = tables.permits ?? SEMAPHORE_TABLES.permits;
+    for (const [option, table] of [['semaphoreTables.semaphores', semaphores], ['semaphoreTables.permits', permits]] as const) {
+      if (!SQL_IDENTIFIER.test(table)) throw new InvalidLockOptionsError(option, `expected a plain SQL identifier, got ${describe(table)}.`);
+    }
     this.fastPaths = assertFastPaths(options.fastPaths);
     this.handOverLimits = handOverLimits(options.localHandover);
     const resolved = resolveDataSource(options.dataSource, options.connection, this.name);
     this.dataSource = resolved.dataSource;
     this.ownsDataSource = resolved.owned;
-    dialectOf(this.dataSource, this.name);
+    const hasSemaphores = dialectOf(this.dataSource, this.name).name !== 'postgres';
+    this.capabilities = Object.freeze({
+      fencing: true,
+      fifo: false,
+      sharedLocks: false,
+      crossProcess: true,
+      ...(hasSemaphores ? { semaphores: Object.freeze({ fifo: false, fencing: true }) } : {}),
+    });
+    let semaphoreReady: Promise<{ dialect: SqlDialect; sql: RowSemaphoreStatements }> | undefined;
+    this.semaphore = !hasSemaphores ? undefined : new RowSemaphore({
+      name: this.name,
+      dataSource: this.dataSource,
+      fastPaths: this.fastPaths,
+      // The semaphores' tables are made on their first use: an application of locks only never has them.
+      prepare: () => {
+        semaphoreReady ??= this.prepare()
+          .then(async ({ dialect }) => {
+            if (this.ensureTable) for (const statement of semaphoreTablesDdl(dialect, semaphores, permits)) await this.dataSource.query(statement);
+            return { dialect, sql: rowSemaphoreStatements(dialect, semaphores, permits) };
+          })
+          .catch((error: unknown) => {
+            semaphoreReady = undefined;
+            throw error;
+          });
+        return semaphoreReady;
+      },
+    });
   }
 
   validateKey(key: string): void {

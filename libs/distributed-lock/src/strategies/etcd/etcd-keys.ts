@@ -25,3 +25,11 @@ export function isLeaseGoneError(error: unknown): boolean {
   if (!(error instanceof Error)) return false;
   return error.constructor.name === 'EtcdLeaseInvalidError' || error.message.includes('requested lease not found');
 }
+
+/**
+ * The prefix under which the permits of one semaphore are keys. Apart from every lock's prefix: a lock's
+ * name is URI-encoded (it holds no "/"), so no lock's prefix starts with "sem/".
+ */
+export function etcdSemaphorePrefix(namespace: string, key: string): string {
+  return `${namespace}sem/${encodeURIComponent(key)}/`;
+}

@@ -28,6 +28,7 @@ import {
   type EtcdTxnResult,
 } from './etcd-lock.recipe';
 import { EtcdOwnKeyWatches } from './etcd-own-key-watch';
+import { EtcdSemaphore } from './etcd-semaphore';
 import { strategyName } from '../strategy-name';
 
 /** Options of the etcd strategy. */
@@ -78,8 +79,16 @@ const LOCAL_RECHECK_MS = 500;
  */
 export class EtcdLockStrategy implements LockStrategy {
   readonly name: string;
-  readonly capabilities: LockStrategyCapabilities = Object.freeze({ fencing: true, fifo: true, sharedLocks: true, crossProcess: true });
+  readonly capabilities: LockStrategyCapabilities = Object.freeze({
+    fencing: true,
+    fifo: true,
+    sharedLocks: true,
+    crossProcess: true,
+    semaphores: Object.freeze({ fifo: true, fencing: true }),
+  });
   readonly signalsServerAnswer = true;
+  /** Counting semaphores (`LockService.acquirePermit`): a key per permit on a lease of its own, FIFO by create revision, fenced. */
+  readonly semaphore: EtcdSemaphore;
   private readonly client: EtcdLockClient;
   private readonly ownsClient: boolean;
   private readonly namespace: string;
@@ -112,6 +121,7 @@ export class EtcdLockStrategy implements LockStrategy {
     this.user = options.connection?.auth?.username;
     this.pool = new EtcdLeasePool(this.client);
     this.ownKeys = new EtcdOwnKeyWatches(this.client);
+    this.semaphore = new EtcdSemaphore(this.client, this.namespace, this.name);
   }
 
   tryAcquire(request: LockRequest): Promise<LeaseGrant | null> {
@@ -277,7 +287,7 @@ export class EtcdLockStrategy implements LockStrategy {
     this.ownKeys.stopAll();
     const inUse = [...this.leases.values()];
     this.leases.clear();
-    await Promise.all([...inUse.map((entry) => entry.lease.revoke().catch(() => undefined)), this.pool.close()]);
+    await Promise.all([...inUse.map((entry) => entry.lease.revoke().catch(() => undefined)), this.pool.close(), this.semaphore.close()]);
     if (this.ownsClient) this.client.close();
   }
 

@@ -1,7 +1,8 @@
 import type { LeaseGrant, LockMode, LockRequest, WaitBudget } from '../../locking/lock-lease';
 import type { LeaseLostListener, LockStrategy, LockStrategyCapabilities } from '../../locking/lock-strategy.interface';
 import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
-import { budgetAborted, onBudgetAbort } from '../../locking/wait-for-wake';
+import { armMemoryLease, waitInMemoryQueue, type MemoryWaiter } from './memory-queue';
+import { InMemorySemaphore } from './in-memory-semaphore';
 
 /** Options of the in-memory strategy. */
 export interface InMemoryLockStrategyOptions {
@@ -18,12 +19,7 @@ interface Holder {
   readonly lostListeners: Set<LeaseLostListener>;
 }
 
-interface Waiter {
-  readonly request: LockRequest;
-  readonly grant: (lease: LeaseGrant) => void;
-  /** Leave the queue without a grant. */
-  readonly cancel: () => void;
-}
+type Waiter = MemoryWaiter<LockRequest, LeaseGrant>;
 
 interface KeyState {
   readonly holders: Map<string, Holder>;
@@ -37,7 +33,15 @@ interface KeyState {
  */
 export class InMemoryLockStrategy implements LockStrategy {
   readonly name: string;
-  readonly capabilities: LockStrategyCapabilities = Object.freeze({ fencing: true, fifo: true, sharedLocks: true, crossProcess: false });
+  readonly capabilities: LockStrategyCapabilities = Object.freeze({
+    fencing: true,
+    fifo: true,
+    sharedLocks: true,
+    crossProcess: false,
+    semaphores: Object.freeze({ fifo: true, fencing: true }),
+  });
+  /** Counting semaphores in this process (`LockService.acquirePermit`): FIFO, leased, fenced. */
+  readonly semaphore: InMemorySemaphore;
   private readonly keys = new Map<string, KeyState>();
   // One counter for all keys: strictly increasing per key, and nothing to keep once a key is idle.
   private lastFencingToken = 0;
@@ -48,6 +52,7 @@ export class InMemoryLockStrategy implements LockStrategy {
       throw new InvalidLockOptionsError('name', 'expected a non-empty string.');
     }
     this.name = options.name ?? 'memory';
+    this.semaphore = new InMemorySemaphore(this.name, () => this.assertOpen());
   }
 
   async tryAcquire(request: LockRequest): Promise<LeaseGrant | null> {
@@ -64,33 +69,8 @@ export class InMemoryLockStrategy implements LockStrategy {
     this.assertOpen();
     const state = this.stateOf(request.key);
     if (state.queue.length === 0 && this.compatible(state, request.mode)) return Promise.resolve(this.grant(request, state));
-    return new Promise<LeaseGrant | null>((resolve) => {
-      const leave = (): void => {
-        clearTimeout(timer);
-        stopWatchingAbort();
-        const index = state.queue.indexOf(waiter);
-        if (index >= 0) {
-          state.queue.splice(index, 1);
-          resolve(null);
-          // The head may have been the one blocking compatible waiters behind it.
-          this.drain(request.key, state);
-        }
-      };
-      const waiter: Waiter = {
-        request,
-        grant: (lease) => {
-          clearTimeout(timer);
-          stopWatchingAbort();
-          resolve(lease);
-        },
-        cancel: leave,
-      };
-      // Not unref'd: the caller awaits this wait, and nothing else may keep the process alive.
-      const timer = setTimeout(leave, budget.timeoutMs);
-      const stopWatchingAbort = onBudgetAbort(budget, leave);
-      state.queue.push(waiter);
-      if (budgetAborted(budget)) leave();
-    });
+    // The head may have been the one blocking compatible waiters behind it.
+    return waitInMemoryQueue(state.queue, request, budget, () => this.drain(request.key, state));
   }
 
   async extend(lease: LeaseGrant, ttlMs: number): Promise<LeaseGrant | null> {
@@ -138,6 +118,7 @@ export class InMemoryLockStrategy implements LockStrategy {
 
   async close(): Promise<void> {
     this.closed = true;
+    this.semaphore.close();
     for (const state of this.keys.values()) {
       for (const holder of state.holders.values()) clearTimeout(holder.timer);
       for (const waiter of [...state.queue]) waiter.cancel();
@@ -181,17 +162,15 @@ export class InMemoryLockStrategy implements LockStrategy {
   }
 
   private armExpiry(key: string, state: KeyState, holder: Holder): void {
-    clearTimeout(holder.timer);
-    holder.timer = setTimeout(() => {
-      if (state.holders.get(holder.owner) !== holder) return;
-      // Timers can fire a millisecond before the wall clock reaches the end: wait out the rest, or the
-      // waiters queued behind this lease would wait for their whole timeout.
-      if (holder.expiresAt > Date.now()) return this.armExpiry(key, state, holder);
-      this.removeHolder(state, holder);
-      for (const listener of holder.lostListeners) listener('expired');
-      this.drain(key, state);
-    }, Math.max(0, holder.expiresAt - Date.now()));
-    holder.timer.unref?.();
+    armMemoryLease(
+      holder,
+      () => state.holders.get(holder.owner) === holder,
+      () => {
+        this.removeHolder(state, holder);
+        for (const listener of holder.lostListeners) listener('expired');
+        this.drain(key, state);
+      },
+    );
   }
 
   private dropExpired(state: KeyState): void {

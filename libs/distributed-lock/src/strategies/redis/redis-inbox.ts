@@ -62,6 +62,11 @@ export class RedisInbox {
     return this.opening;
   }
 
+  /** A hand-over to `owner` learned otherwise than by a message (the release that made it ran on this client). */
+  handOver(owner: string, token: number): void {
+    this.expected.get(owner)?.(token);
+  }
+
   private deliver(message: string): void {
     if (!message.startsWith('g ')) return;
     const space = message.lastIndexOf(' ');

@@ -11,8 +11,11 @@
 //                    KEYS[5] readers ZSET  reader owners, scored by the server time their lease ends
 // ARGV[1] is always the owner id; ARGV[2] the channel on which releases and hand-overs are announced.
 
-/** Shared helpers: server time, fencing tokens, readers, the hand-over to the first live waiters. */
-const PRELUDE = `
+/**
+ * Helpers every script of the Redis strategy shares (locks and semaphores): the server's clock, fencing
+ * tokens from the counter in KEYS[4], whole-millisecond checks, key lifetimes.
+ */
+export const SCRIPT_BASICS = `
 local function now_ms()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -45,12 +48,15 @@ local function whole_ms(value)
   return n ~= nil and n >= 1 and n == math.floor(n) and n < 4294967296
 end
 
--- Keys holding readers live at least as long as the longest reader lease.
+-- A key that several holders share (readers, permits) lives at least as long as the longest lease among them.
 local function keep_for(key, ttl)
   if redis.call('PTTL', key) < ttl then redis.call('PEXPIRE', key, ttl) end
 end
 
--- Readers whose lease ended are dropped (their tokens too). Cheap when there are no readers.
+`;
+
+/** Shared helpers of the lock scripts: the basics, readers, the hand-over to the first live waiters. */
+const PRELUDE = `${SCRIPT_BASICS}-- Readers whose lease ended are dropped (their tokens too). Cheap when there are no readers.
 local function live_readers()
   if redis.call('EXISTS', KEYS[5]) == 0 then return 0 end
   local now = now_ms()

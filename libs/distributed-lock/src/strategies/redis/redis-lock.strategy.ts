@@ -10,9 +10,11 @@ import { resolveRedisClient } from './redis-connection';
 import { RedisLockKeyNames, type RedisLockKeys } from './redis-keys';
 import { ACQUIRE_SCRIPT, EXTEND_SCRIPT, LEAVE_QUEUE_SCRIPT, RELEASE_SCRIPT } from './redis-lock.scripts';
 import { RedisScript } from './redis-script';
+import { RedisSemaphore } from './redis-semaphore';
 import { ReplicaAck, type RedisReplicaAckOptions } from './redis-replica-ack';
 import { leaseExpiry } from '../../locking/lease-expiry';
 import { budgetAborted, waitForWake } from '../../locking/wait-for-wake';
+import { waitInRedisQueue } from './redis-queue-wait';
 import { closeRedisClient } from './close-redis-client';
 import { strategyName } from '../strategy-name';
 import { redisCallError } from './redis-acl';
@@ -54,6 +56,9 @@ export interface RedisLockStrategyOptions {
   readonly replicaAck?: RedisReplicaAckOptions;
 }
 
+/** Redis semaphores always queue, and every grant takes a token from the semaphore's counter. */
+const SEMAPHORES = Object.freeze({ fifo: true, fencing: true });
+
 const OPTION_KEYS = ['client', 'connection', 'name', 'namespace', 'fair', 'recheckInterval', 'replicaAck'];
 
 /**
@@ -72,6 +77,8 @@ export class RedisLockStrategy implements LockStrategy {
   readonly name: string;
   readonly capabilities: LockStrategyCapabilities;
   readonly signalsServerAnswer = true;
+  /** Counting semaphores (`LockService.acquirePermit`): FIFO (in both modes), leased, fenced. */
+  readonly semaphore: RedisSemaphore;
   private readonly client: RedisLockClient;
   private readonly ownsClient: boolean;
   private readonly keyNames: RedisLockKeyNames;
@@ -114,7 +121,15 @@ export class RedisLockStrategy implements LockStrategy {
     this.ownsClient = resolved.owned;
     this.listener = new RedisChannelListener(this.name, () => this.client.duplicate());
     this.inbox = new RedisInbox(this.listener, this.keyNames.namespace);
-    this.capabilities = Object.freeze({ fencing: true, fifo: this.fair, sharedLocks: true, crossProcess: true });
+    this.capabilities = Object.freeze({ fencing: true, fifo: this.fair, sharedLocks: true, crossProcess: true, semaphores: SEMAPHORES });
+    this.semaphore = new RedisSemaphore({
+      name: this.name,
+      client: this.client,
+      namespace: this.keyNames.namespace,
+      inbox: this.inbox,
+      recheckMs: this.recheckMs,
+      claimMs: this.claimMs,
+    });
   }
 
   async tryAcquire(request: LockRequest): Promise<LeaseGrant | null> {
@@ -142,46 +157,23 @@ export class RedisLockStrategy implements LockStrategy {
    * inbox), re-checking every `recheckInterval` in case the message was lost.
    */
   private async waitInLine(keys: RedisLockKeys, request: LockRequest, budget: WaitBudget): Promise<LeaseGrant | null> {
-    const deadline = Date.now() + budget.timeoutMs;
-    // Until the first wait, the strategy has no subscriber connection: an uncontended application never
-    // opens one. Afterwards the first check below joins the queue and takes a free lock in one script.
-    if (!this.inbox.isOpen) {
-      const firstTry = Date.now();
-      const [free, firstToken] = await this.runAcquire(keys, request, false);
-      budget.serverAnswered?.();
-      if (free) return this.grantOf(request, firstToken, firstTry);
-    }
-    let wake: (() => void) | undefined;
-    // `queuedSince`: when the last check that left us waiting was sent; a hand-over came after that check
-    // ran on the server.
-    const state: { queuedSince: number; handedOver?: number } = { queuedSince: Date.now() };
-    const expecting = this.inbox.expect(request.owner, (token) => {
-      state.handedOver = token;
-      wake?.();
+    const waited = await waitInRedisQueue(this.inbox, request.owner, this.recheckMs, budget, {
+      attempt: async (waiter) => {
+        const [held, token] = await this.runAcquire(keys, request, waiter);
+        return held ? token : undefined;
+      },
+      leave: async () => {
+        const reply = (await this.scripts.leave.run(this.client, keys.keys, [request.owner, keys.channel])) as [number, (number | string)?];
+        return reply[0] === 1 ? Number(reply[1]) : undefined;
+      },
     });
-    await expecting.ready;
-    try {
-      while (!budgetAborted(budget)) {
-        const sentAt = Date.now();
-        const [held, token] = await this.runAcquire(keys, request, true);
-        budget.serverAnswered?.();
-        if (held) return this.grantOf(request, token, sentAt);
-        const handed = await this.claimHandOver(keys, request, state);
-        if (handed) return handed;
-        state.queuedSince = sentAt;
-        const remaining = deadline - Date.now();
-        if (remaining <= 0) break;
-        await waitForWake(budget, Date.now() + Math.min(remaining, this.recheckMs), (woken) => {
-          wake = woken;
-          return () => (wake = undefined);
-        });
-        const handedMeanwhile = await this.claimHandOver(keys, request, state);
-        if (handedMeanwhile) return handedMeanwhile;
-      }
-      return await this.leaveQueue(keys, request, budgetAborted(budget), state.queuedSince);
-    } finally {
-      expecting.stop();
-    }
+    if (!waited) return null;
+    // A hand-over is taken as `takeHandOver` says (with `replicaAck`, once the replicas have it).
+    const grant = waited.handedOver ? await this.takeHandOver(keys, request, waited.token, waited.since) : this.grantOf(request, waited.token, waited.since);
+    // Handed over as the caller aborted: it goes back at once.
+    if (!grant || !budgetAborted(budget)) return grant;
+    await this.release(grant);
+    return null;
   }
 
   /** Barging mode: wait for a release announced on the key's channel, then race for the lock. */
@@ -296,14 +288,6 @@ export class RedisLockStrategy implements LockStrategy {
     return [held === 1, Number(token)];
   }
 
-  /** The hand-over told on the inbox since the last look, if any, taken (see `takeHandOver`). */
-  private async claimHandOver(keys: RedisLockKeys, request: LockRequest, state: { queuedSince: number; handedOver?: number }): Promise<LeaseGrant | null> {
-    if (state.handedOver === undefined) return null;
-    const token = state.handedOver;
-    state.handedOver = undefined;
-    return this.takeHandOver(keys, request, token, state.queuedSince);
-  }
-
   /**
    * A lock a release handed to us. Without `replicaAck` it is ours at once (see `handedOverGrant`). With it,
    * the claim is first extended to the whole lease with `WAIT` behind (the release's write reached the
@@ -321,16 +305,6 @@ export class RedisLockStrategy implements LockStrategy {
       throw this.replicaAck.tooFew(request.key, 'acquire', acknowledged);
     }
     return this.grantOf(request, token, sentAt);
-  }
-
-  /** Leaves the queue; if the lock was handed over at the last moment it is kept, unless the caller aborted. */
-  private async leaveQueue(keys: RedisLockKeys, request: LockRequest, aborted: boolean, queuedSince: number): Promise<LeaseGrant | null> {
-    const reply = (await this.scripts.leave.run(this.client, keys.keys, [request.owner, keys.channel])) as [number, (number | string)?];
-    if (reply[0] !== 1) return null;
-    const grant = await this.takeHandOver(keys, request, Number(reply[1]), queuedSince);
-    if (!grant || !aborted) return grant;
-    await this.release(grant);
-    return null;
   }
 
   /**

@@ -1,7 +1,7 @@
 import type ZooKeeper from 'zookeeper';
 
 /** What the ZooKeeper strategy uses of a `zookeeper` (npm) client. */
-export type ZooKeeperLockClient = Pick<ZooKeeper, 'create' | 'exists' | 'w_exists' | 'get_children' | 'get_children2' | 'delete_' | 'close' | 'init' | 'on' | 'once' | 'removeListener' | 'add_auth' | 'set_acl'>;
+export type ZooKeeperLockClient = Pick<ZooKeeper, 'create' | 'exists' | 'w_exists' | 'get_children' | 'w_get_children' | 'get_children2' | 'delete_' | 'close' | 'init' | 'on' | 'once' | 'removeListener' | 'add_auth' | 'set_acl'>;
 
 /**
  * The native client as the session holds it: the calls and events above, and `timeout`, the session timeout

@@ -60,6 +60,8 @@ export function withNativeCalls(client: ZooKeeperLockClient): ZooKeeperLockClien
     removeListener: client.removeListener.bind(client),
     add_auth: client.add_auth.bind(client),
     set_acl: client.set_acl.bind(client),
+    // The semaphore's waiters only (not on the hot path of a lock): the package's own call, looked up when made.
+    w_get_children: (path, watcher) => client.w_get_children(path, watcher),
   };
   return { ...own, ...calls };
 }

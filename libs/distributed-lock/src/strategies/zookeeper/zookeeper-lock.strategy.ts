@@ -10,6 +10,7 @@ import { blockerAmong, blockerOf, createContender, listRightAfterCreate, tokenFr
 import { zkPermissionDenied } from './zookeeper-acl';
 import { ZooKeeperOrphans } from './zookeeper-orphans';
 import { zkContenderPrefix, zkLockPath } from './zookeeper-paths';
+import { ZooKeeperSemaphore } from './zookeeper-semaphore';
 import { ZooKeeperSession, type ZooKeeperConnectionOptions } from './zookeeper-session';
 import { strategyName } from '../strategy-name';
 import { assertFastPaths } from '../fast-paths-option';
@@ -80,8 +81,16 @@ const OWN_WATCH_RETRY_MS = 250;
  */
 export class ZooKeeperLockStrategy implements LockStrategy {
   readonly name: string;
-  readonly capabilities: LockStrategyCapabilities = Object.freeze({ fencing: true, fifo: true, sharedLocks: true, crossProcess: true });
+  readonly capabilities: LockStrategyCapabilities = Object.freeze({
+    fencing: true,
+    fifo: true,
+    sharedLocks: true,
+    crossProcess: true,
+    semaphores: Object.freeze({ fifo: true, fencing: true }),
+  });
   readonly signalsServerAnswer = true;
+  /** Counting semaphores (`LockService.acquirePermit`): Curator's SemaphoreV2 with ephemeral nodes, FIFO, fenced by czxid. */
+  readonly semaphore: ZooKeeperSemaphore;
   private readonly session: ZooKeeperSession;
   private readonly basePath: string;
   private readonly held = new Map<string, HeldNode>();
@@ -116,9 +125,10 @@ export class ZooKeeperLockStrategy implements LockStrategy {
     assertFastPaths(options.fastPaths);
     this.digestUser = options.digestAuth?.slice(0, options.digestAuth.indexOf(':'));
     this.session = new ZooKeeperSession(options, this.name, assertDuration(options.connectTimeout ?? 10_000, 'connectTimeout', 100), {
-      holdsLocks: () => this.held.size > 0,
+      holdsLocks: () => this.held.size > 0 || this.semaphore.holdsPermits(),
     });
     this.orphans = new ZooKeeperOrphans(this.session);
+    this.semaphore = new ZooKeeperSemaphore({ name: this.name, basePath: this.basePath, client: () => this.session.client(), orphans: this.orphans });
   }
 
   tryAcquire(request: LockRequest): Promise<LeaseGrant | null> {
@@ -170,6 +180,7 @@ export class ZooKeeperLockStrategy implements LockStrategy {
 
   async close(): Promise<void> {
     this.orphans.stop();
+    await this.semaphore.close();
     await Promise.all([...this.held.entries()].map(async ([owner, node]) => {
       this.forget(owner);
       await this.deleteNode(node.path).catch(() => false);

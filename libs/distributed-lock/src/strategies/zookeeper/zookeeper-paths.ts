@@ -19,3 +19,11 @@ export function zkSequence(name: string): number {
 export function isZkWriter(name: string): boolean {
   return /-write-\d{10}$/.test(name);
 }
+
+/**
+ * The znode of a semaphore: beside the locks under the base, named "sem:" and the key encoded as for a lock.
+ * A lock's name never holds ":" (encoded), so no lock and no semaphore share a node.
+ */
+export function zkSemaphorePath(base: string, key: string): string {
+  return `${base}/sem:${encodeURIComponent(key).replace(/\./g, '%2E')}`;
+}

@@ -1,0 +1,264 @@
+import { PermitsMismatchError } from '../../errors/permits-mismatch.error';
+import { leaseExpiry } from '../../locking/lease-expiry';
+import type { PermitGrant, PermitRequest, WaitBudget } from '../../locking/lock-lease';
+import type { SemaphoreStrategy } from '../../locking/lock-strategy.interface';
+import { permitGrantOf } from '../../locking/permit-grant';
+import { budgetAborted, waitForWake } from '../../locking/wait-for-wake';
+import type { EtcdLockClient } from './etcd-client.type';
+import { etcdSemaphorePrefix, isLeaseGoneError } from './etcd-keys';
+
+type EtcdLease = ReturnType<EtcdLockClient['lease']>;
+
+/** A permit's key in etcd, its create revision (the place in the queue and the fencing token) and its lease. */
+interface PermitKey {
+  readonly prefix: string;
+  readonly key: string;
+  readonly createRevision: bigint;
+  lease: EtcdLease;
+  ttlSeconds: number;
+}
+
+/** A contender key as read from etcd: its value is "<permits>/<weight>". */
+interface Contender {
+  readonly key: Buffer;
+  readonly value: Buffer;
+  readonly create_revision: string | number;
+}
+
+/** Where a request stands in its semaphore's queue. */
+type Standing = { readonly kind: 'holds' } | { readonly kind: 'waits' } | { readonly kind: 'mismatch'; readonly actual: number } | { readonly kind: 'gone' };
+
+const valueOf = (request: PermitRequest): string => `${request.permits}/${request.weight}`;
+
+function parseValue(value: Buffer): { permits: number; weight: number } {
+  const [permits, weight] = value.toString().split('/').map(Number);
+  return { permits, weight };
+}
+
+/**
+ * Whether the contender at `own` holds: the keys are the semaphore's queue in create-revision order, and
+ * a key holds when the weights of the keys before it and its own fit in `permits` (so the holders are
+ * always the head of the queue, and no waiter overtakes one ahead of it, however light). Another size
+ * anywhere in the queue is a mismatch.
+ */
+function standingOf(request: PermitRequest, ownKey: string, contenders: readonly Contender[]): Standing {
+  let used = 0;
+  for (const contender of contenders) {
+    if (contender.key.toString() === ownKey) continue;
+    const other = parseValue(contender.value);
+    if (other.permits !== request.permits) return { kind: 'mismatch', actual: other.permits };
+    used += other.weight;
+  }
+  return used + request.weight <= request.permits ? { kind: 'holds' } : { kind: 'waits' };
+}
+
+/**
+ * Counting semaphores in etcd, for `EtcdLockStrategy`: every acquisition puts a key under the semaphore's
+ * prefix, bound to a lease of its own (the permit's lease: a crashed holder's key goes with it), in one
+ * transaction that also reads the queue. Keys are ordered by create revision; the head of the queue whose
+ * weights fit in `permits` holds, so waiting is FIFO. A waiter watches the prefix for deletions (any
+ * key ahead leaving may let it in: with N places, the key N ahead of it is not the only one that can free
+ * one) and reads the keys ahead again, checking that its own is still there. The fencing token is the
+ * key's create revision: global, strictly increasing in the order of the grants.
+ */
+export class EtcdSemaphore implements SemaphoreStrategy {
+  readonly signalsServerAnswer = true;
+  /** The keys of the permits this strategy holds or waits for, by owner id. */
+  private readonly keys = new Map<string, PermitKey>();
+
+  constructor(
+    private readonly client: EtcdLockClient,
+    private readonly namespace: string,
+    private readonly name: string,
+  ) {}
+
+  async tryAcquire(request: PermitRequest): Promise<PermitGrant | null> {
+    const { entry, standing, sentAt } = await this.enter(request);
+    if (standing.kind === 'holds') return this.grantOf(request, entry, sentAt);
+    await this.leave(request.owner);
+    if (standing.kind === 'mismatch') throw new PermitsMismatchError(request.key, this.name, request.permits, standing.actual);
+    return null;
+  }
+
+  async acquire(request: PermitRequest, budget: WaitBudget): Promise<PermitGrant | null> {
+    const deadline = Date.now() + budget.timeoutMs;
+    if (budgetAborted(budget)) return null;
+    const { entry, standing, sentAt } = await this.enter(request);
+    budget.serverAnswered?.();
+    if (standing.kind === 'holds') return this.grantOf(request, entry, sentAt);
+    if (standing.kind === 'mismatch') {
+      await this.leave(request.owner);
+      throw new PermitsMismatchError(request.key, this.name, request.permits, standing.actual);
+    }
+    let renewedAt = sentAt;
+    // Our key must outlive the wait, which may be longer than its lease: keep the lease alive meanwhile.
+    const keepAlive = setInterval(() => {
+      const at = Date.now();
+      entry.lease.keepaliveOnce().then(
+        (response) => {
+          if (Number(response.TTL) > 0) renewedAt = Math.max(renewedAt, at);
+        },
+        // A lease etcd no longer knows took our key with it: the next read finds the key gone.
+        () => undefined,
+      );
+    }, Math.max(100, Math.floor((entry.ttlSeconds * 1000) / 3)));
+    keepAlive.unref?.();
+    let watcher: Awaited<ReturnType<ReturnType<EtcdLockClient['watch']>['create']>> | undefined;
+    try {
+      let deleted = false;
+      let wakeNow: (() => void) | undefined;
+      watcher = await this.client.watch().prefix(entry.prefix).create();
+      watcher.on('delete', () => {
+        deleted = true;
+        wakeNow?.();
+      });
+      // A broken watch is no deletion, but a reason to look again.
+      watcher.on('error', () => wakeNow?.());
+      for (;;) {
+        // Read once the watch is in place: a deletion between our first read and the watch is seen here.
+        const now = await this.standingNow(request, entry);
+        if (now.kind === 'holds') return this.grantOf(request, entry, renewedAt);
+        if (now.kind === 'gone') {
+          await this.leave(request.owner);
+          return null;
+        }
+        const woken = deleted || (await waitForWake(budget, deadline, (wake) => {
+          wakeNow = wake;
+          return () => (wakeNow = undefined);
+        }));
+        deleted = false;
+        if (!woken) {
+          await this.leave(request.owner);
+          return null;
+        }
+      }
+    } catch (error) {
+      await this.leave(request.owner).catch(() => undefined);
+      throw error;
+    } finally {
+      clearInterval(keepAlive);
+      // Not awaited: the cancel round trip is not on the grant's path.
+      watcher?.cancel().catch(() => undefined);
+    }
+  }
+
+  async extend(lease: PermitGrant, ttlMs: number): Promise<PermitGrant | null> {
+    const entry = this.keys.get(lease.owner);
+    if (!entry) return null;
+    const sentAt = Date.now();
+    const ttlSeconds = Math.max(1, Math.ceil(ttlMs / 1000));
+    try {
+      // A keep-alive renews a lease for the TTL it was granted with: a longer one moves the key to a new
+      // lease (a put keeps the key's create revision, so its place and its token stay the same).
+      if (ttlSeconds > entry.ttlSeconds) {
+        if (!(await this.moveToLease(entry, ttlSeconds))) return this.forget(lease.owner);
+      } else {
+        const response = await entry.lease.keepaliveOnce();
+        if (Number(response.TTL) <= 0) return this.forget(lease.owner);
+      }
+    } catch (error) {
+      if (isLeaseGoneError(error)) return this.forget(lease.owner);
+      throw error;
+    }
+    const own = await this.client.get(entry.key).exec();
+    if (own.kvs.length === 0 || BigInt(String(own.kvs[0].create_revision)) !== entry.createRevision) return this.forget(lease.owner);
+    return { ...lease, expiresAt: leaseExpiry(sentAt, ttlMs) };
+  }
+
+  async release(lease: PermitGrant): Promise<boolean> {
+    if (!this.keys.has(lease.owner)) return false;
+    return this.leave(lease.owner);
+  }
+
+  /** Gives back every permit of this strategy (its close). */
+  async close(): Promise<void> {
+    const entries = [...this.keys.values()];
+    this.keys.clear();
+    await Promise.all(entries.map((entry) => entry.lease.revoke().catch(() => undefined)));
+  }
+
+  /** Puts our key on a lease of its own, in one transaction that also reads the semaphore's queue. */
+  private async enter(request: PermitRequest): Promise<{ entry: PermitKey; standing: Standing; sentAt: number }> {
+    const prefix = etcdSemaphorePrefix(this.namespace, request.key);
+    const ttlSeconds = Math.max(1, Math.ceil(request.ttlMs / 1000));
+    const sentAt = Date.now();
+    const lease = this.client.lease(ttlSeconds, { autoKeepAlive: false });
+    let txn: Awaited<ReturnType<ReturnType<EtcdLockClient['if']>['commit']>>;
+    let key: string;
+    try {
+      const id = await lease.grant();
+      key = `${prefix}${id}`;
+      txn = await this.client
+        .if(key, 'Create', '==', 0)
+        .then(this.client.put(key).value(valueOf(request)).lease(id), this.client.getAll().prefix(prefix).sort('Create', 'Ascend'))
+        .commit();
+      if (!txn.succeeded) throw new Error(`etcd key ${key} already exists`);
+    } catch (error) {
+      lease.revoke().catch(() => undefined);
+      throw error;
+    }
+    const entry: PermitKey = { prefix, key, createRevision: BigInt(String(txn.header.revision)), lease, ttlSeconds };
+    this.keys.set(request.owner, entry);
+    const contenders = (txn.responses[1]?.response_range?.kvs ?? []) as Contender[];
+    return { entry, standing: standingOf(request, key, contenders), sentAt };
+  }
+
+  /** Where our key stands now: the keys created before it, read in one transaction that checks it still exists. */
+  private async standingNow(request: PermitRequest, entry: PermitKey): Promise<Standing> {
+    const ahead = this.client.getAll().prefix(entry.prefix).sort('Create', 'Ascend').maxCreateRevision(String(entry.createRevision - 1n));
+    const txn = await this.client.if(entry.key, 'Create', '==', String(entry.createRevision)).then(ahead).commit();
+    if (!txn.succeeded) return { kind: 'gone' };
+    return standingOf(request, entry.key, (txn.responses[0]?.response_range?.kvs ?? []) as Contender[]);
+  }
+
+  /** Moves our key, if still ours, to a fresh lease of `ttlSeconds`; the old lease is revoked. */
+  private async moveToLease(entry: PermitKey, ttlSeconds: number): Promise<boolean> {
+    const longer = this.client.lease(ttlSeconds, { autoKeepAlive: false });
+    try {
+      const id = await longer.grant();
+      const current = await this.client.get(entry.key).exec();
+      const value = current.kvs[0]?.value?.toString();
+      if (value === undefined) throw new Error('gone');
+      const txn = await this.client.if(entry.key, 'Create', '==', String(entry.createRevision)).then(this.client.put(entry.key).value(value).lease(id)).commit();
+      if (!txn.succeeded) throw new Error('gone');
+    } catch (error) {
+      longer.revoke().catch(() => undefined);
+      if (error instanceof Error && error.message === 'gone') return false;
+      throw error;
+    }
+    const old = entry.lease;
+    entry.lease = longer;
+    entry.ttlSeconds = ttlSeconds;
+    old.revoke().catch(() => undefined);
+    return true;
+  }
+
+  /**
+   * Gives our place (or permit) up: deletes our key if it is still ours, which wakes the waiters behind it,
+   * and revokes its lease. Resolves whether the key was still there.
+   */
+  private async leave(owner: string): Promise<boolean> {
+    const entry = this.keys.get(owner);
+    this.keys.delete(owner);
+    if (!entry) return false;
+    try {
+      const txn = await this.client.if(entry.key, 'Create', '==', String(entry.createRevision)).then(this.client.delete().key(entry.key)).commit();
+      return txn.succeeded;
+    } finally {
+      // In the background: the key is gone already, or goes with its lease.
+      entry.lease.revoke().catch(() => undefined);
+    }
+  }
+
+  /** Our key or its lease is gone: nothing to delete. */
+  private forget(owner: string): null {
+    const entry = this.keys.get(owner);
+    this.keys.delete(owner);
+    entry?.lease.revoke().catch(() => undefined);
+    return null;
+  }
+
+  private grantOf(request: PermitRequest, entry: PermitKey, renewedAt: number): PermitGrant {
+    return permitGrantOf(request, Number(entry.createRevision), leaseExpiry(renewedAt, request.ttlMs));
+  }
+}

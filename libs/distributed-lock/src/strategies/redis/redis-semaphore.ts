@@ -1,0 +1,105 @@
+import { PermitsMismatchError } from '../../errors/permits-mismatch.error';
+import { leaseExpiry } from '../../locking/lease-expiry';
+import type { PermitGrant, PermitRequest, WaitBudget } from '../../locking/lock-lease';
+import { permitGrantOf } from '../../locking/permit-grant';
+import type { SemaphoreStrategy } from '../../locking/lock-strategy.interface';
+import { budgetAborted } from '../../locking/wait-for-wake';
+import type { RedisLockClient } from './redis-client.type';
+import type { RedisInbox } from './redis-inbox';
+import { RedisLockKeyNames, redisSemaphoreKeys, type RedisSemaphoreKeys } from './redis-keys';
+import { waitInRedisQueue } from './redis-queue-wait';
+import { RedisScript } from './redis-script';
+import { PERMIT_ACQUIRE_SCRIPT, PERMIT_EXTEND_SCRIPT, PERMIT_LEAVE_SCRIPT, PERMIT_RELEASE_SCRIPT } from './redis-semaphore.scripts';
+
+/** What the Redis semaphore shares with its strategy: the client, the inbox, the timing of the queue. */
+export interface RedisSemaphoreDeps {
+  /** The strategy's name, for errors. */
+  readonly name: string;
+  readonly client: RedisLockClient;
+  readonly namespace: string;
+  /** Where a release tells this client's waiters that a place is theirs (shared with the fair lock). */
+  readonly inbox: RedisInbox;
+  /** How often a waiter re-checks and refreshes its place, in ms (`recheckInterval`). */
+  readonly recheckMs: number;
+  /** How long a waiter stays in line without refreshing, and how long a handed-over place is reserved, in ms. */
+  readonly claimMs: number;
+}
+
+/**
+ * Counting semaphores in Redis, for `RedisLockStrategy`: a sorted set of holders scored by the server time
+ * their lease ends (an expired holder's weight goes back at the next script), a FIFO queue of waiters and
+ * the fair lock's hand-over (a release grants the waiters at the head what fits and tells each on its
+ * client's inbox), and a fencing token per grant from the semaphore's own counter. Every step is one Lua
+ * script. Always FIFO, whatever the strategy's `fair` option says for locks.
+ */
+export class RedisSemaphore implements SemaphoreStrategy {
+  readonly signalsServerAnswer = true;
+  private readonly keyNames: RedisLockKeyNames<RedisSemaphoreKeys>;
+  private readonly scripts = {
+    acquire: new RedisScript(PERMIT_ACQUIRE_SCRIPT),
+    release: new RedisScript(PERMIT_RELEASE_SCRIPT),
+    extend: new RedisScript(PERMIT_EXTEND_SCRIPT),
+    leave: new RedisScript(PERMIT_LEAVE_SCRIPT),
+  };
+
+  constructor(private readonly deps: RedisSemaphoreDeps) {
+    this.keyNames = new RedisLockKeyNames(deps.namespace, 1_000, redisSemaphoreKeys);
+  }
+
+  async tryAcquire(request: PermitRequest): Promise<PermitGrant | null> {
+    const sentAt = Date.now();
+    const token = await this.attempt(this.keyNames.of(request.key), request, false);
+    return token === undefined ? null : this.grantOf(request, token, sentAt, request.ttlMs);
+  }
+
+  /** Joins the semaphore's queue and waits until a release hands a place over (see `waitInRedisQueue`). */
+  async acquire(request: PermitRequest, budget: WaitBudget): Promise<PermitGrant | null> {
+    const keys = this.keyNames.of(request.key);
+    const waited = await waitInRedisQueue(this.deps.inbox, request.owner, this.deps.recheckMs, budget, {
+      attempt: (waiter) => this.attempt(keys, request, waiter),
+      leave: async () => {
+        const reply = (await this.scripts.leave.run(this.deps.client, keys.keys, [request.owner])) as [number, (number | string)?];
+        return reply[0] === 1 ? Number(reply[1]) : undefined;
+      },
+    });
+    if (!waited) return null;
+    // A handed-over place is reserved for a short claim: the lock service extends it to the full lease at once.
+    const grant = this.grantOf(request, waited.token, waited.since, waited.handedOver ? Math.min(request.ttlMs, this.deps.claimMs) : request.ttlMs);
+    if (!budgetAborted(budget)) return grant;
+    await this.release(grant);
+    return null;
+  }
+
+  async extend(lease: PermitGrant, ttlMs: number): Promise<PermitGrant | null> {
+    const sentAt = Date.now();
+    const extended = await this.scripts.extend.run(this.deps.client, this.keyNames.of(lease.key).keys, [lease.owner, ttlMs]);
+    return extended === 1 ? { ...lease, expiresAt: leaseExpiry(sentAt, ttlMs) } : null;
+  }
+
+  async release(lease: PermitGrant): Promise<boolean> {
+    const { inbox } = this.deps;
+    const reply = (await this.scripts.release.run(this.deps.client, this.keyNames.of(lease.key).keys, [lease.owner, inbox.channel])) as Array<number | string>;
+    // Places handed to this client's own waiters: told here, without a message through the server.
+    for (let i = 1; i + 1 < reply.length; i += 2) inbox.handOver(String(reply[i]), Number(reply[i + 1]));
+    return reply[0] === 1;
+  }
+
+  /** One acquire script; resolves the token when held, undefined when not; throws on a size mismatch. */
+  private async attempt(keys: RedisSemaphoreKeys, request: PermitRequest, waiter: boolean): Promise<number | undefined> {
+    const reply = (await this.scripts.acquire.run(this.deps.client, keys.keys, [
+      request.owner,
+      request.ttlMs,
+      request.permits,
+      request.weight,
+      waiter ? '1' : '0',
+      this.deps.claimMs,
+      this.deps.inbox.channel,
+    ])) as [number, number | string];
+    if (reply[0] === -1) throw new PermitsMismatchError(request.key, this.deps.name, request.permits, Number(reply[1]));
+    return reply[0] === 1 ? Number(reply[1]) : undefined;
+  }
+
+  private grantOf(request: PermitRequest, token: number, startedAt: number, leaseMs: number): PermitGrant {
+    return permitGrantOf(request, token, leaseExpiry(startedAt, leaseMs));
+  }
+}

@@ -1,0 +1,17 @@
+// Holds one permit until killed. Usage: permit-holder.worker <subject> <key> <permits> <ttlMs>
+// Prints "held <token|->" once it holds the permit. Bounded: it exits by itself after 60 s.
+import { LockManager, LockService } from '@app/distributed-lock';
+import { subjectNamed } from './subjects';
+
+async function main(): Promise<void> {
+  const [subject, key, permits, ttl] = process.argv.slice(2);
+  const manager = new LockManager(await subjectNamed(subject).create());
+  const permit = await new LockService(manager).acquirePermit(key, { permits: Number(permits), ttl: Number(ttl), autoExtend: true, waitTimeout: 20_000 });
+  process.stdout.write(`held ${permit.fencingToken ?? '-'}\n`);
+  setTimeout(() => process.exit(0), 60_000);
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`${error instanceof Error ? error.stack : String(error)}\n`);
+  process.exit(1);
+});

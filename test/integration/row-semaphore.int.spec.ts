@@ -1,0 +1,67 @@
+import 'reflect-metadata';
+import { randomUUID } from 'node:crypto';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DataSource, type DataSourceOptions } from 'typeorm';
+import { InvalidLockOptionsError, LockManager, LockService } from '@app/distributed-lock';
+import { RowLockStrategy, SEMAPHORE_TABLES } from '@app/distributed-lock/strategies/database';
+import { sqliteDatabaseOf } from '../../libs/distributed-lock/src/strategies/database/sqlite-writer';
+
+// The lock table's semaphores beyond the contract (test/contract/semaphore.contract.ts runs that on MariaDB
+// and SQLite): what is particular to their tables and to SQLite's single writer.
+const run = randomUUID().slice(0, 8);
+
+describe('row semaphore (SQLite)', () => {
+  const options: DataSourceOptions = { type: 'better-sqlite3', database: join(tmpdir(), `lock-row-semaphore-${run}.sqlite`), enableWAL: true, timeout: 10_000 };
+  let manager: LockManager;
+  let locks: LockService;
+  /** Another connection to the same file (another process, as far as SQLite can tell). */
+  let other: DataSource;
+
+  beforeAll(async () => {
+    manager = new LockManager(new RowLockStrategy({ connection: options }));
+    locks = new LockService(manager);
+    other = await new DataSource(options).initialize();
+  });
+
+  afterAll(async () => {
+    await manager?.close();
+    await other?.destroy();
+  });
+
+  it('tryAcquirePermit waits out another writer’s short transaction instead of saying "full"', async () => {
+    const key = `busy:${run}`;
+    // Makes the tables, then frees the place again.
+    await (await locks.acquirePermit(key, { permits: 2 })).release();
+    const db = sqliteDatabaseOf(other, 'test');
+    // The other connection holds SQLite's single write lock for a moment.
+    db.exec('BEGIN IMMEDIATE');
+    const commit = setTimeout(() => db.exec('COMMIT'), 50);
+    try {
+      const permit = await locks.tryAcquirePermit(key, { permits: 2 });
+      expect(permit?.isHeld).toBe(true);
+      await permit?.release();
+    } finally {
+      clearTimeout(commit);
+      if (db.inTransaction) db.exec('ROLLBACK');
+    }
+  });
+
+  it('keeps one row per semaphore and one per permit held, in its own tables', async () => {
+    const key = `rows:${run}`;
+    const a = await locks.acquirePermit(key, { permits: 3 });
+    const b = await locks.acquirePermit(key, { permits: 3, weight: 2 });
+    expect(await other.query(`SELECT permits FROM ${SEMAPHORE_TABLES.semaphores} WHERE semaphore_key = ?`, [key])).toEqual([{ permits: 3 }]);
+    expect(await other.query(`SELECT weight FROM ${SEMAPHORE_TABLES.permits} WHERE semaphore_key = ? ORDER BY weight`, [key])).toEqual([{ weight: 1 }, { weight: 2 }]);
+    await Promise.all([a.release(), b.release()]);
+  });
+});
+
+describe('row semaphore options', () => {
+  it('refuses semaphore table names that are not plain SQL identifiers, and unknown keys, before any server is touched', () => {
+    const connection = { type: 'mysql' as const, url: 'mysql://u:p@127.0.0.1:1/db' };
+    expect(() => new RowLockStrategy({ connection, semaphoreTables: { permits: 'p; DROP TABLE x' } })).toThrow(InvalidLockOptionsError);
+    expect(() => new RowLockStrategy({ connection, semaphoreTables: { semaphores: '' } })).toThrow(/plain SQL identifier/);
+    expect(() => new RowLockStrategy({ connection, semaphoreTables: { permit: 'x' } as never })).toThrow(InvalidLockOptionsError);
+  });
+});
