@@ -1,7 +1,8 @@
 import type { LeaseGrant, LockMode, LockRequest, WaitBudget } from '../../locking/lock-lease';
 import type { LeaseLostListener, LockStrategy, LockStrategyCapabilities } from '../../locking/lock-strategy.interface';
 import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
-import { armMemoryLease, waitInMemoryQueue, type MemoryWaiter } from './memory-queue';
+import { waitInMemoryQueue, type MemoryWaiter } from './memory-queue';
+import { MemoryHolders, type MemoryHolder } from './memory-holders';
 import { InMemorySemaphore } from './in-memory-semaphore';
 
 /** Options of the in-memory strategy. */
@@ -10,14 +11,11 @@ export interface InMemoryLockStrategyOptions {
   readonly name?: string;
 }
 
-interface Holder {
-  readonly owner: string;
+interface HolderMode {
   readonly mode: LockMode;
-  readonly fencingToken: number;
-  expiresAt: number;
-  timer: NodeJS.Timeout | undefined;
-  readonly lostListeners: Set<LeaseLostListener>;
 }
+
+type Holder = MemoryHolder & HolderMode;
 
 type Waiter = MemoryWaiter<LockRequest, LeaseGrant>;
 
@@ -42,9 +40,8 @@ export class InMemoryLockStrategy implements LockStrategy {
   });
   /** Counting semaphores in this process (`LockService.acquirePermit`): FIFO, leased, fenced. */
   readonly semaphore: InMemorySemaphore;
-  private readonly keys = new Map<string, KeyState>();
-  // One counter for all keys: strictly increasing per key, and nothing to keep once a key is idle.
-  private lastFencingToken = 0;
+  private readonly holders = new MemoryHolders<HolderMode, KeyState>({ drain: (key, state) => this.drain(key, state) });
+  private readonly keys = this.holders.keys;
   private closed = false;
 
   constructor(options: InMemoryLockStrategyOptions = {}) {
@@ -74,28 +71,15 @@ export class InMemoryLockStrategy implements LockStrategy {
   }
 
   async extend(lease: LeaseGrant, ttlMs: number): Promise<LeaseGrant | null> {
-    const state = this.keys.get(lease.key);
-    const holder = state?.holders.get(lease.owner);
-    if (!state || !holder || holder.expiresAt <= Date.now()) return null;
-    holder.expiresAt = Date.now() + ttlMs;
-    this.armExpiry(lease.key, state, holder);
-    return { ...lease, expiresAt: holder.expiresAt };
+    return this.holders.extend(lease, ttlMs);
   }
 
   async release(lease: LeaseGrant): Promise<boolean> {
-    const state = this.keys.get(lease.key);
-    const holder = state?.holders.get(lease.owner);
-    if (!state || !holder) return false;
-    const stillValid = holder.expiresAt > Date.now();
-    this.removeHolder(state, holder);
-    this.drain(lease.key, state);
-    return stillValid;
+    return this.holders.release(lease);
   }
 
   onLeaseLost(lease: LeaseGrant, listener: LeaseLostListener): () => void {
-    const holder = this.keys.get(lease.key)?.holders.get(lease.owner);
-    holder?.lostListeners.add(listener);
-    return () => holder?.lostListeners.delete(listener);
+    return this.holders.onLeaseLost(lease, listener);
   }
 
   async ping(): Promise<void> {
@@ -107,22 +91,13 @@ export class InMemoryLockStrategy implements LockStrategy {
    * its lock was removed, and the next waiter gets it. For tests of lost-lock handling.
    */
   forceRelease(key: string): void {
-    const state = this.keys.get(key);
-    if (!state) return;
-    for (const holder of [...state.holders.values()]) {
-      this.removeHolder(state, holder);
-      for (const listener of holder.lostListeners) listener('removed');
-    }
-    this.drain(key, state);
+    this.holders.forceRelease(key);
   }
 
   async close(): Promise<void> {
     this.closed = true;
     this.semaphore.close();
-    for (const state of this.keys.values()) {
-      for (const holder of state.holders.values()) clearTimeout(holder.timer);
-      for (const waiter of [...state.queue]) waiter.cancel();
-    }
+    this.holders.close();
   }
 
   private assertOpen(): void {
@@ -135,7 +110,7 @@ export class InMemoryLockStrategy implements LockStrategy {
       state = { holders: new Map(), queue: [] };
       this.keys.set(key, state);
     }
-    this.dropExpired(state);
+    this.holders.dropExpired(state);
     return state;
   }
 
@@ -147,50 +122,13 @@ export class InMemoryLockStrategy implements LockStrategy {
   }
 
   private grant(request: LockRequest, state: KeyState): LeaseGrant {
-    this.lastFencingToken += 1;
-    const holder: Holder = {
-      owner: request.owner,
-      mode: request.mode,
-      fencingToken: this.lastFencingToken,
-      expiresAt: Date.now() + request.ttlMs,
-      timer: undefined,
-      lostListeners: new Set(),
-    };
-    state.holders.set(request.owner, holder);
-    this.armExpiry(request.key, state, holder);
+    const holder = this.holders.hold(request, state, { mode: request.mode });
     return { key: request.key, owner: request.owner, mode: request.mode, fencingToken: holder.fencingToken, expiresAt: holder.expiresAt };
-  }
-
-  private armExpiry(key: string, state: KeyState, holder: Holder): void {
-    armMemoryLease(
-      holder,
-      () => state.holders.get(holder.owner) === holder,
-      () => {
-        this.removeHolder(state, holder);
-        for (const listener of holder.lostListeners) listener('expired');
-        this.drain(key, state);
-      },
-    );
-  }
-
-  private dropExpired(state: KeyState): void {
-    const now = Date.now();
-    for (const holder of [...state.holders.values()]) {
-      if (holder.expiresAt <= now) {
-        this.removeHolder(state, holder);
-        for (const listener of holder.lostListeners) listener('expired');
-      }
-    }
-  }
-
-  private removeHolder(state: KeyState, holder: Holder): void {
-    clearTimeout(holder.timer);
-    state.holders.delete(holder.owner);
   }
 
   /** Grant waiters from the head of the queue while they fit (several readers at once). */
   private drain(key: string, state: KeyState): void {
-    this.dropExpired(state);
+    this.holders.dropExpired(state);
     while (state.queue.length > 0 && this.compatible(state, state.queue[0].request.mode)) {
       const waiter = state.queue.shift() as Waiter;
       waiter.grant(this.grant(waiter.request, state));

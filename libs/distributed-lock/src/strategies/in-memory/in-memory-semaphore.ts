@@ -2,16 +2,14 @@ import { PermitsMismatchError } from '../../errors/permits-mismatch.error';
 import type { PermitGrant, PermitRequest, WaitBudget } from '../../locking/lock-lease';
 import { permitGrantOf } from '../../locking/permit-grant';
 import type { LeaseLostListener, SemaphoreStrategy } from '../../locking/lock-strategy.interface';
-import { armMemoryLease, waitInMemoryQueue, type MemoryWaiter } from './memory-queue';
+import { waitInMemoryQueue, type MemoryWaiter } from './memory-queue';
+import { MemoryHolders, type MemoryHolder } from './memory-holders';
 
-interface PermitHolder {
-  readonly owner: string;
+interface PermitWeight {
   readonly weight: number;
-  readonly fencingToken: number;
-  expiresAt: number;
-  timer: NodeJS.Timeout | undefined;
-  readonly lostListeners: Set<LeaseLostListener>;
 }
+
+type PermitHolder = MemoryHolder & PermitWeight;
 
 type PermitWaiter = MemoryWaiter<PermitRequest, PermitGrant>;
 
@@ -30,8 +28,14 @@ interface SemaphoreState {
  * fencing tokens in the order of the grants. A semaphore's size is forgotten once nobody holds or waits.
  */
 export class InMemorySemaphore implements SemaphoreStrategy {
-  private readonly semaphores = new Map<string, SemaphoreState>();
-  private lastFencingToken = 0;
+  private readonly holders = new MemoryHolders<PermitWeight, SemaphoreState>({
+    drain: (key, state) => this.drain(key, state),
+    // A holder's weight is free again however it left (release, expiry, forced removal).
+    onRemoved: (state, holder) => {
+      state.used -= holder.weight;
+    },
+  });
+  private readonly semaphores = this.holders.keys;
 
   constructor(
     /** The strategy's name, for errors. */
@@ -59,54 +63,32 @@ export class InMemorySemaphore implements SemaphoreStrategy {
   }
 
   async extend(lease: PermitGrant, ttlMs: number): Promise<PermitGrant | null> {
-    const state = this.semaphores.get(lease.key);
-    const holder = state?.holders.get(lease.owner);
-    if (!state || !holder || holder.expiresAt <= Date.now()) return null;
-    holder.expiresAt = Date.now() + ttlMs;
-    this.armExpiry(lease.key, state, holder);
-    return { ...lease, expiresAt: holder.expiresAt };
+    return this.holders.extend(lease, ttlMs);
   }
 
   async release(lease: PermitGrant): Promise<boolean> {
-    const state = this.semaphores.get(lease.key);
-    const holder = state?.holders.get(lease.owner);
-    if (!state || !holder) return false;
-    const stillValid = holder.expiresAt > Date.now();
-    this.removeHolder(state, holder);
-    this.drain(lease.key, state);
-    return stillValid;
+    return this.holders.release(lease);
   }
 
   onLeaseLost(lease: PermitGrant, listener: LeaseLostListener): () => void {
-    const holder = this.semaphores.get(lease.key)?.holders.get(lease.owner);
-    holder?.lostListeners.add(listener);
-    return () => holder?.lostListeners.delete(listener);
+    return this.holders.onLeaseLost(lease, listener);
   }
 
   /** Takes every permit of `key` from its holders (who are told), as an operator deleting the semaphore would. */
   forceRelease(key: string): void {
-    const state = this.semaphores.get(key);
-    if (!state) return;
-    for (const holder of [...state.holders.values()]) {
-      this.removeHolder(state, holder);
-      for (const listener of holder.lostListeners) listener('removed');
-    }
-    this.drain(key, state);
+    this.holders.forceRelease(key);
   }
 
   /** Ends every wait and timer (the strategy closes). */
   close(): void {
-    for (const state of this.semaphores.values()) {
-      for (const holder of state.holders.values()) clearTimeout(holder.timer);
-      for (const waiter of [...state.queue]) waiter.cancel();
-    }
+    this.holders.close();
   }
 
   /** The semaphore's state, expired holders dropped; throws `PermitsMismatchError` when it is in use with another size. */
   private stateOf(request: PermitRequest): SemaphoreState {
     let state = this.semaphores.get(request.key);
     if (state) {
-      this.dropExpired(state);
+      this.holders.dropExpired(state);
       this.serve(state);
       if (state.permits !== request.permits) {
         if (state.holders.size > 0 || state.queue.length > 0) {
@@ -123,50 +105,14 @@ export class InMemorySemaphore implements SemaphoreStrategy {
   }
 
   private grant(request: PermitRequest, state: SemaphoreState): PermitGrant {
-    this.lastFencingToken += 1;
-    const holder: PermitHolder = {
-      owner: request.owner,
-      weight: request.weight,
-      fencingToken: this.lastFencingToken,
-      expiresAt: Date.now() + request.ttlMs,
-      timer: undefined,
-      lostListeners: new Set(),
-    };
-    state.holders.set(request.owner, holder);
+    const holder = this.holders.hold(request, state, { weight: request.weight });
     state.used += request.weight;
-    this.armExpiry(request.key, state, holder);
     return permitGrantOf(request, holder.fencingToken, holder.expiresAt);
-  }
-
-  private armExpiry(key: string, state: SemaphoreState, holder: PermitHolder): void {
-    armMemoryLease(
-      holder,
-      () => state.holders.get(holder.owner) === holder,
-      () => {
-        this.removeHolder(state, holder);
-        for (const listener of holder.lostListeners) listener('expired');
-        this.drain(key, state);
-      },
-    );
-  }
-
-  private dropExpired(state: SemaphoreState): void {
-    const now = Date.now();
-    for (const holder of [...state.holders.values()]) {
-      if (holder.expiresAt > now) continue;
-      this.removeHolder(state, holder);
-      for (const listener of holder.lostListeners) listener('expired');
-    }
-  }
-
-  private removeHolder(state: SemaphoreState, holder: PermitHolder): void {
-    clearTimeout(holder.timer);
-    if (state.holders.delete(holder.owner)) state.used -= holder.weight;
   }
 
   /** Grants waiters from the head of the queue while their weight fits; the first that does not fit stops the rest. */
   private drain(key: string, state: SemaphoreState): void {
-    this.dropExpired(state);
+    this.holders.dropExpired(state);
     this.serve(state);
     this.forgetIfIdle(key, state);
   }
