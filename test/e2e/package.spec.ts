@@ -1,6 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 
 const ROOT = resolve(__dirname, '..', '..');
 const LIB = join(ROOT, 'libs', 'distributed-lock');
@@ -41,6 +41,31 @@ describe('the packed library', () => {
     for (const client of ['ioredis', 'typeorm', 'mysql2', 'zookeeper', 'etcd3', 'memcache-client', '@nestjs/terminus', '@opentelemetry/api', '@nestjs/observe']) {
       expect(manifest.peerDependenciesMeta[client]).toEqual({ optional: true });
     }
+  });
+
+  it('names no optional peer in the declarations its main entry reaches (an app without it compiles with skipLibCheck: false)', () => {
+    // Follow the relative imports of dist/index.d.ts; collect every package a reached declaration names.
+    const optional = new Set(Object.keys(manifest.peerDependenciesMeta).filter((peer) => manifest.peerDependenciesMeta[peer].optional));
+    const seen = new Set<string>();
+    const named = new Map<string, string>();
+    const visit = (file: string): void => {
+      if (seen.has(file)) return;
+      seen.add(file);
+      const text = readFileSync(file, 'utf8');
+      for (const match of text.matchAll(/(?:from\s+|import\(\s*)['"]([^'"]+)['"]/g)) {
+        const target = match[1];
+        if (target.startsWith('.')) {
+          const base = resolve(dirname(file), target);
+          visit(existsSync(`${base}.d.ts`) ? `${base}.d.ts` : join(base, 'index.d.ts'));
+        } else {
+          const pkg = target.startsWith('@') ? target.split('/').slice(0, 2).join('/') : target.split('/')[0];
+          if (!named.has(pkg)) named.set(pkg, file.replace(`${LIB}/`, ''));
+        }
+      }
+    };
+    visit(join(LIB, 'dist', 'index.d.ts'));
+    expect(seen.size).toBeGreaterThan(20);
+    expect([...named].filter(([pkg]) => optional.has(pkg))).toEqual([]);
   });
 
   it('loads its main entry without loading any backend client, nor OpenTelemetry or Observe while telemetry is off', () => {

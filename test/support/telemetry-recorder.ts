@@ -10,7 +10,7 @@ import {
   type MetricData,
 } from '@opentelemetry/sdk-metrics';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
-import { OBSERVER_WRITE_DELAY_MS } from '../../libs/distributed-lock/src/telemetry/open-telemetry-lock-observer';
+import { OBSERVER_WRITE_DELAY_MS } from '../../libs/distributed-lock/src/telemetry/open-telemetry-recorder';
 
 /** A metric reader that exports nothing: the test collects when it wants to look. */
 class CollectingReader extends MetricReader {
