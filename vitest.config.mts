@@ -12,8 +12,19 @@ const common = {
   resolve: { alias: [{ find: /^@app\/distributed-lock(\/.*)?$/, replacement: `${root}libs/distributed-lock/src$1` }] },
 };
 
-function project(name: string, include: string[], testTimeout?: number): TestProjectInlineConfiguration {
-  return { ...common, test: { name, root, include, environment: 'node', globals: true, ...(testTimeout ? { testTimeout } : {}) } };
+interface ProjectRun {
+  /** Projects run one group after the other, in this order; the files of a group share its workers. */
+  readonly group: number;
+  readonly workers: number;
+  readonly testTimeout?: number;
+}
+
+function project(name: string, include: string[], run: ProjectRun): TestProjectInlineConfiguration {
+  const { group, workers, testTimeout } = run;
+  return {
+    ...common,
+    test: { name, root, include, environment: 'node', globals: true, maxWorkers: workers, sequence: { groupOrder: group }, ...(testTimeout ? { testTimeout } : {}) },
+  };
 }
 
 export default defineConfig({
@@ -21,17 +32,19 @@ export default defineConfig({
     // Servers for the contract, fault and e2e projects: started once per run, stopped at the end (see
     // scripts/services). Skipped for a unit-only run.
     globalSetup: ['test/support/global-setup.ts'],
-    // One test file at a time: the suites share the servers, and the fault suites stop and freeze them.
+    // The contract files two at a time: they use the shared servers under keys of their own and stop none of
+    // them, and most of their time is spent waiting on leases and timers. The fault suites stop and freeze
+    // the servers: one file at a time, after the contract files, with nothing beside them.
     maxWorkers: 1,
     projects: [
-      project('unit', ['libs/**/*.spec.ts', 'apps/**/*.spec.ts', 'scripts/**/*.spec.ts', 'bench/**/*.spec.ts', 'test/support/**/*.spec.ts']),
-      project('contract', ['test/contract/**/*.spec.ts', 'test/integration/**/*.spec.ts']),
-      project('faults', ['test/faults/**/*.spec.ts']),
-      project('e2e', ['test/e2e/**/*.spec.ts']),
+      project('unit', ['libs/**/*.spec.ts', 'apps/**/*.spec.ts', 'scripts/**/*.spec.ts', 'bench/**/*.spec.ts', 'test/support/**/*.spec.ts'], { group: 0, workers: 1 }),
+      project('contract', ['test/contract/**/*.spec.ts', 'test/integration/**/*.spec.ts'], { group: 1, workers: 2 }),
+      project('faults', ['test/faults/**/*.spec.ts'], { group: 2, workers: 1 }),
+      project('e2e', ['test/e2e/**/*.spec.ts'], { group: 3, workers: 1 }),
       // Long runs, not in `npm test` (scripts/run-tests.mjs leaves them out): `npm run test:long`, which CI
       // runs after it. The contract at 20 ms of round trip, and the flash sale through a Sentinel failover.
       // A step at 20 ms RTT takes far longer than on loopback: 60 s per test.
-      project('long', ['test/long/**/*.spec.ts'], 60_000),
+      project('long', ['test/long/**/*.spec.ts'], { group: 4, workers: 1, testTimeout: 60_000 }),
     ],
   },
 });
