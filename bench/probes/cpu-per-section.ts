@@ -5,6 +5,7 @@
 // servers' used_cpu_user + used_cpu_sys over the window. Needs the test servers (`npm run services -- up`).
 import { execFileSync, fork } from 'node:child_process';
 import { BENCH_SUBJECTS } from '../subjects';
+import { contendUntil } from './contend-until';
 
 interface ChildReport {
   readonly sections: number;
@@ -34,16 +35,7 @@ async function child(): Promise<void> {
   await new Promise<void>((resolve) => process.once('message', () => resolve()));
   const before = process.cpuUsage();
   const endAt = Date.now() + windowMs;
-  let sections = 0;
-  await Promise.all(
-    locks.map(async (lock) => {
-      while (Date.now() < endAt) {
-        const release = await lock.acquire(key, 5_000);
-        sections += 1;
-        await release();
-      }
-    }),
-  );
+  const sections = await contendUntil(locks, key, endAt);
   const used = process.cpuUsage(before);
   const report: ChildReport = { sections, cpuSeconds: (used.user + used.system) / 1e6 };
   process.send?.(report);

@@ -2,6 +2,7 @@
 // Usage: node -r @swc-node/register bench/probes/etcd-requests.ts <subject id> <instances> <ms>
 // (e.g. `etcd` or `peer:etcd3-lock@etcd`; PROBE_ETCD_METRICS defaults to http://127.0.0.1:12379/metrics).
 import { BENCH_SUBJECTS } from '../subjects';
+import { contendUntil } from './contend-until';
 
 const [subjectId = 'etcd', instancesArg = '8', windowArg = '4000'] = process.argv.slice(2);
 const url = process.env.PROBE_ETCD_METRICS ?? 'http://127.0.0.1:12379/metrics';
@@ -26,16 +27,7 @@ async function main(): Promise<void> {
   const key = `probe:${process.pid}:${Date.now()}`;
   const before = await counters();
   const endAt = Date.now() + Number(windowArg);
-  let sections = 0;
-  await Promise.all(
-    locks.map(async (lock) => {
-      while (Date.now() < endAt) {
-        const release = await lock.acquire(key, 5_000);
-        sections += 1;
-        await release();
-      }
-    }),
-  );
+  const sections = await contendUntil(locks, key, endAt);
   const after = await counters();
   console.log(`${subjectId}, ${instancesArg} instances: ${Math.round(sections / (Number(windowArg) / 1000))} sections/s`);
   for (const [name, total] of after) {
