@@ -285,6 +285,21 @@ describe('Redlock: the first master keeps the line', () => {
     expect(await queued(key)).toBe(0);
   }, 20_000);
 
+  // A scheduled tick: every instance tries once at the same instant. Votes split among them must not make
+  // all of them give up (the tick would run nowhere); the one the first master chose finishes its round.
+  it('gives a free lock to one of many instances that try once at the same instant', async () => {
+    const contenders = Array.from({ length: 5 }, () => instance());
+    const winnersPerRound: number[] = [];
+    for (let round = 0; round < 150; round += 1) {
+      const key = `tick:${run}:${round}`;
+      const grants = await Promise.all(contenders.map((locks) => locks.tryAcquire(key, { reentrant: false })));
+      const won = grants.filter((grant) => grant !== null);
+      winnersPerRound.push(won.length);
+      await Promise.all(won.map((lock) => lock?.release()));
+    }
+    expect(winnersPerRound.filter((winners) => winners !== 1)).toEqual([]);
+  }, 60_000);
+
   it('gives up a place in line on timeout, and the next contender is served without waiting for it', async () => {
     const key = `line-timeout:${run}`;
     const holder = await instance().acquire(key);
