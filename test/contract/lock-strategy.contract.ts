@@ -14,6 +14,7 @@ import { setUpSubject, type ContractSubject } from './contract-subject';
 import { countingProxy } from './contract-helpers';
 import { runCounterFuzz } from './mutual-exclusion.fuzz';
 import { runCrossProcessFuzz } from './cross-process';
+import { runSimultaneousTries } from './simultaneous-try';
 import { abortedWithin } from '../support/aborted-within';
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
@@ -366,6 +367,14 @@ export function describeLockStrategyContract(subject: ContractSubject): void {
         expect(outcome.sections).toBe(3 * 2 * 15);
         expect(outcome.counter).toBe(outcome.sections);
         // Three TypeScript processes start on 2 shared cores before the first section: not a 5 s job.
+      }, 60_000);
+
+      // A cron tick on every instance: each tries once at the same instant. Never two (the job would run
+      // twice), and never none: a tie among contenders must not make each of them give up.
+      it('gives a free key tried once by three processes at the same instant to exactly one of them', async () => {
+        const { winners, late } = await runSimultaneousTries(subject.name, `contract:${run}:tick`, 3, 20);
+        expect(winners.flatMap((count, round) => (count === 0 ? [`round ${round}: nobody`] : []))).toEqual([]);
+        expect(winners.flatMap((count, round) => (count > 1 && !late.has(round) ? [`round ${round}: ${count}`] : []))).toEqual([]);
       }, 60_000);
     }
   });

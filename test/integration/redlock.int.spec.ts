@@ -285,20 +285,18 @@ describe('Redlock: the first master keeps the line', () => {
     expect(await queued(key)).toBe(0);
   }, 20_000);
 
-  // A scheduled tick: every instance tries once at the same instant. Votes split among them must not make
-  // all of them give up (the tick would run nowhere); the one the first master chose finishes its round.
-  it('gives a free lock to one of many instances that try once at the same instant', async () => {
-    const contenders = Array.from({ length: 5 }, () => instance());
-    const winnersPerRound: number[] = [];
-    for (let round = 0; round < 150; round += 1) {
-      const key = `tick:${run}:${round}`;
-      const grants = await Promise.all(contenders.map((locks) => locks.tryAcquire(key, { reentrant: false })));
-      const won = grants.filter((grant) => grant !== null);
-      winnersPerRound.push(won.length);
-      await Promise.all(won.map((lock) => lock?.release()));
-    }
-    expect(winnersPerRound.filter((winners) => winners !== 1)).toEqual([]);
-  }, 60_000);
+  // A try that got the first master's vote keeps asking the others for a moment (a tie at a cron tick,
+  // see the contract); against a real holder on the others it must give up and leave no vote behind.
+  it('gives up a single try against a holder of the other masters, and leaves no vote on the first', async () => {
+    const key = `try-first:${run}`;
+    const holder = await instance().acquire(key);
+    const { keys } = redisLockKeys(NAMESPACE, key);
+    await masters[0].del(keys[0]); // the holder's vote on the first master is gone, as after a restart
+    expect(await instance().tryAcquire(key, { reentrant: false })).toBeNull();
+    expect(await masters[0].exists(keys[0])).toBe(0);
+    expect(await Promise.all(masters.slice(1).map((master) => master.get(keys[0])))).not.toContain(null);
+    await holder.release().catch(() => undefined);
+  });
 
   it('gives up a place in line on timeout, and the next contender is served without waiting for it', async () => {
     const key = `line-timeout:${run}`;

@@ -105,10 +105,31 @@ export class RedlockStrategy implements LockStrategy {
     this.processLine = new RedlockProcessLine(this.listeners, this.keyNames);
   }
 
+  /**
+   * One try, as every instance's scheduler makes at the same cron tick. A tie is not a holder: when
+   * contenders that came at the same instant split the votes, the one the first master chose keeps its
+   * votes and asks again for the others (the rest, refused by the first master, give theirs back at once);
+   * with the first master silent, each retries after a short random pause. Only then is the key "held".
+   */
   async tryAcquire(request: LockRequest): Promise<LeaseGrant | null> {
-    return (await this.attempt(request)).grant;
+    const redisOwner = this.localHandOver.newRedisOwner();
+    let round = await this.attempt(request, redisOwner, false, false, true);
+    if (round.outcome !== 'first' && round.outcome !== 'split') return round.grant;
+    // Asked again as a waiter: the first master then keeps our vote as it is (a plain request by the same
+    // owner would count a re-entry that one release does not undo).
+    let grant: LeaseGrant | null = null;
+    try {
+      for (let again = 1; again <= TIE_ROUNDS && (round.outcome === 'first' || round.outcome === 'split'); again += 1) {
+        await abortableDelay(round.outcome === 'first' ? 2 ** again : Math.random() * 4 * again);
+        round = await this.attempt(request, redisOwner, true);
+      }
+      grant = round.grant;
+      return grant;
+    } finally {
+      // Gives back the votes kept, and leaves the first master's line in case a round was refused there.
+      if (!grant) await this.leaveLine(request.key, redisOwner);
+    }
   }
-
 
   /**
    * One round on every master under `redisOwner`. `inLine`: a contender refused by the first master joins
@@ -117,7 +138,7 @@ export class RedlockStrategy implements LockStrategy {
    * holder's keys are on their way out), `split` (the first master did not answer, and other contenders
    * split the votes) or `refused`.
    */
-  private async attempt(request: LockRequest, redisOwner = this.localHandOver.newRedisOwner(), inLine = false, firstMasterFirst = false): Promise<Attempt> {
+  private async attempt(request: LockRequest, redisOwner = this.localHandOver.newRedisOwner(), inLine = false, firstMasterFirst = false, keepFirstVote = inLine): Promise<Attempt> {
     this.assertNodeTimeoutFits(request.ttlMs);
     const keys = this.keyNames.of(request.key);
     if (firstMasterFirst) {
@@ -147,8 +168,9 @@ export class RedlockStrategy implements LockStrategy {
       return { grant: { key: request.key, owner: request.owner, mode: request.mode, expiresAt: validUntil }, outcome: 'granted' };
     }
     const answered = outcomes.filter((o) => o.answered).length;
-    // Next in line with the first master's vote: keep every vote, the others come as the last holder's go.
-    if (first.held && inLine && answered >= this.quorum) return { grant: null, outcome: 'first' };
+    // The first master's vote (next in line, or first of a tie): keep every vote, the others come as the
+    // last holder's keys or the refused contenders' votes go.
+    if (first.held && keepFirstVote && answered >= this.quorum) return { grant: null, outcome: 'first' };
     // A failed round: free whatever we got at once, so that the others need not wait for our leases. That
     // includes every master that did not say no in time: its yes may be late (a slow master, or this
     // process's event loop stalled past the node timeout), and a late yes sets the key for a whole lease.
@@ -442,6 +464,13 @@ export class RedlockStrategy implements LockStrategy {
 
 /** The master that keeps the line of contenders (see RedlockQueueMaster). */
 const FIRST = 0;
+
+/**
+ * Further rounds a single try makes after a tie, before it reports the key held. The pauses between them
+ * (doubling, 2 ms first) cover the refused contenders' releases; a holder whose keys are still on their
+ * way out after that is a real one.
+ */
+const TIE_ROUNDS = 5;
 
 /** How one round on the masters went (see RedlockStrategy.attempt). */
 interface Attempt {
