@@ -25,6 +25,12 @@ async function settle<T>(promise: Promise<T>): Promise<{ value?: T; error?: unkn
   }
 }
 
+function describeFailure(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  const cause = error.cause instanceof Error ? ` (cause: ${error.cause.name}: ${error.cause.message} ${String((error.cause as { code?: unknown }).code ?? '')})` : '';
+  return `${error.name}: ${error.message}${cause}`;
+}
+
 /**
  * The promises the README makes, each attacked through the public API the way a user (or a failing
  * machine) would break it: odd numbers, odd keys, keys deleted behind the holder's back, long waits,
@@ -264,7 +270,8 @@ export function describePromisesContract(subject: ContractSubject): void {
         const holder = await locks.acquire(k);
         for (const waitTimeout of [1, 2, 5]) {
           const ends = await Promise.all(Array.from({ length: 4 }, () => settle(contender.acquire(k, { waitTimeout }))));
-          for (const end of ends) expect(end.error).toBeInstanceOf(LockAcquireTimeoutError);
+          // The message names the error and its cause: a rare failure here must say where it came from.
+          for (const end of ends) expect(end.error, describeFailure(end.error)).toBeInstanceOf(LockAcquireTimeoutError);
         }
         await holder.release();
       });
