@@ -83,16 +83,23 @@ function electionStory(apps: readonly AppProcess[], election: string, events: { 
   for (const write of writesOf(apps).filter((w) => w.election === election)) {
     entries.push({ ns: write.sentAt, text: `${write.process} write term ${write.term} sent, ${write.accepted ? 'accepted' : 'rejected'} at ${at(write.answeredAt)}` });
   }
+  for (const app of apps) {
+    for (const line of app.lines) {
+      const stale = /^stale-write (\S+) (\S+) (accepted|rejected) aborted=\S+ (\d+) (\d+)$/.exec(line);
+      if (stale && stale[1] === election) entries.push({ ns: stale[4], text: `${app.name} stale write term ${stale[2]} sent, ${stale[3]} at ${at(stale[5])}` });
+    }
+  }
   for (const freeze of events.freezes) entries.push({ ns: freeze.stoppedAt, text: `${freeze.process} frozen until ${at(freeze.resumedAt)}` });
   for (const death of events.deaths) entries.push({ ns: death.at, text: `${death.process} killed` });
   entries.sort((a, b) => (BigInt(a.ns) < BigInt(b.ns) ? -1 : BigInt(a.ns) > BigInt(b.ns) ? 1 : 0));
   return entries.map((entry) => `  ${at(entry.ns)} ${entry.text}`).join('\n');
 }
 
-async function until(condition: () => boolean, timeoutMs: number, what: string): Promise<void> {
+/** Waits for `condition`; `what` (or what it returns, read at the timeout) names what did not happen. */
+async function until(condition: () => boolean, timeoutMs: number, what: string | (() => string)): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`not within ${timeoutMs} ms: ${what}`);
+    if (Date.now() > deadline) throw new Error(`not within ${timeoutMs} ms: ${typeof what === 'string' ? what : what()}`);
     await sleep(20);
   }
 }
@@ -152,14 +159,23 @@ describe('Leader election across three app processes, every strategy at once', (
         target.child.kill('SIGCONT');
         const resumedAt = monotonicNow();
         freezes.push({ process: target.name, stoppedAt, resumedAt });
-        await until(() => led.every((s) => target.lines.slice(mark).some((line) => line.startsWith(`stale-write ${s} `) || (s === 'redlock' && line.startsWith(`lost ${s} `)))), 10_000, `round ${round}: stale writes`);
+        const wroteStale = (s: string): boolean => target.lines.slice(mark).some((line) => line.startsWith(`stale-write ${s} `) || (s === 'redlock' && line.startsWith(`lost ${s} `)));
+        await until(
+          () => led.every(wroteStale),
+          10_000,
+          () => `round ${round}: stale writes of ${target.name} for ${led.filter((s) => !wroteStale(s)).join(', ')}; its lines since the freeze: ${target.lines.slice(mark).join(' | ')}; stderr: ${target.stderrTail()}`,
+        );
         await until(() => STRATEGIES.every((s) => leaders(apps).has(s)), 15_000, `round ${round}: a leader for every election`);
         for (const line of target.lines.slice(mark).filter((l) => l.startsWith('stale-write '))) {
-          const [, strategy] = line.split(' ');
-          // Refused exactly where a newer leader wrote meanwhile (the pessimistic lock's row stays locked
-          // while its holder is frozen, so nobody replaced that one, and its write still counts).
+          const [, strategy, term, , , sentAt] = line.split(' ');
+          // Refused wherever a newer leader began meanwhile, and where the leader's own write of the same
+          // term, made as it gained it, landed before (the fencing check refuses a term equal to the one
+          // written). Otherwise that own write was still on its way (the freeze came first): either may land first.
           const replaced = termsOf(apps).some((t) => t.election === strategy && t.process !== target.name && BigInt(t.from) > BigInt(stoppedAt));
-          expect(line, `${target.name} ${line}`).toMatch(replaced ? / rejected / : / accepted /);
+          const own = writesOf([target]).find((w) => w.election === strategy && String(w.term) === term);
+          const ownLandedBefore = own !== undefined && own.accepted && BigInt(own.answeredAt) < BigInt(sentAt);
+          const expected = replaced || ownLandedBefore ? / rejected / : / (accepted|rejected) /;
+          expect(line, `${target.name} ${line}\n${strategy}:\n${electionStory(apps, strategy, { freezes, deaths }, origin)}`).toMatch(expected);
         }
         await sleep(1_500);
       }

@@ -4,7 +4,8 @@
 //   "write <strategy> <term> accepted|rejected <sent ns> <answered ns>" (the fenced write each new leader makes
 //   at once; a process frozen between the two times may find a newer leader's write there first),
 //   and on a "write" line from stdin, for every election it led last, the write a careless old leader
-//   makes whatever it believes: "stale-write <strategy> <term> accepted|rejected aborted=<signal state before it>".
+//   makes whatever it believes: "stale-write <strategy> <term> accepted|rejected aborted=<signal state before it>
+//   <sent ns> <answered ns>".
 // SIGTERM closes the app (resigning); SIGKILL is the crash, SIGSTOP the freeze.
 import 'reflect-metadata';
 import { createInterface } from 'node:readline';
@@ -47,8 +48,9 @@ class Leadership {
     await Promise.all(
       [...this.last].map(async ([strategy, { term, signal }]) => {
         const aborted = signal.aborted;
+        const sentAt = monotonicNow();
         const accepted = await this.resource.write(fencedResourceOf(RUN, strategy), term, `pid-${process.pid}-stale`);
-        say(`stale-write ${strategy} ${term} ${accepted ? 'accepted' : 'rejected'} aborted=${aborted}`);
+        say(`stale-write ${strategy} ${term} ${accepted ? 'accepted' : 'rejected'} aborted=${aborted} ${sentAt} ${monotonicNow()}`);
       }),
     );
   }
