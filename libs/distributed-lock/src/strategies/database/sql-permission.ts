@@ -15,6 +15,8 @@ export interface SqlCallSite {
   readonly operation: string;
   /** The strategy's tables: the grant names them all. */
   readonly tables: readonly string[];
+  /** PostgreSQL sequences it draws from (the advisory strategy's tokens): the grant names USAGE on them. */
+  readonly sequences?: readonly string[];
   readonly key?: string;
 }
 
@@ -27,8 +29,9 @@ export function sqlCallError(error: unknown, site: SqlCallSite): unknown {
   const errno = Number(e?.driverError?.errno ?? e?.errno);
   const postgres = (e?.driverError?.code ?? e?.code) === PG_DENIED;
   if (!DENIED.has(errno) && !postgres) return error;
-  const grant = site.tables
-    .map((table) => (postgres ? `GRANT SELECT, INSERT, UPDATE ON ${table} TO <user>;` : `GRANT SELECT, INSERT, UPDATE ON <database>.\`${table}\` TO <user>;`))
-    .join(' ');
+  const grant = [
+    ...site.tables.map((table) => (postgres ? `GRANT SELECT, INSERT, UPDATE ON ${table} TO <user>;` : `GRANT SELECT, INSERT, UPDATE ON <database>.\`${table}\` TO <user>;`)),
+    ...(postgres ? (site.sequences ?? []).map((sequence) => `GRANT USAGE ON SEQUENCE ${sequence} TO <user>;`) : []),
+  ].join(' ');
   return new LockPermissionDeniedError(site.strategy, site.operation, grant, { key: site.key, cause: error });
 }
