@@ -4,6 +4,7 @@ import { DataSource } from 'typeorm';
 import { LockManager, LockPermissionDeniedError, LockService } from '@app/distributed-lock';
 import { PessimisticLockStrategy, RowLockStrategy } from '@app/distributed-lock/strategies/database';
 import { lockTableGrants, MARIADB_TLS, startTopology, stopTopology, type RunningTopology } from '../../scripts/services';
+import { expectLeaseLockThroughUser, expectServerWaitThroughUser } from '../support/least-privilege-locks';
 import { ensureSecurePackages, mariadbTlsOptions } from '../support/secure-servers';
 
 const { app } = MARIADB_TLS.users;
@@ -61,28 +62,13 @@ describe('MariaDB with TLS required and a least-privilege user', () => {
   it('locks with the row strategy (lease table) through TLS, with no CREATE grant', async () => {
     const service = locks(new RowLockStrategy({ connection: mariadbTlsOptions(app.name, app.password) }));
     const contender = locks(new RowLockStrategy({ connection: mariadbTlsOptions(app.name, app.password) }));
-    const key = `tls:${run}:row`;
-    const lock = await service.acquire(key, { ttl: 5_000 });
-    expect(await contender.tryAcquire(key)).toBeNull();
-    await lock.extend(5_000);
-    expect(lock.fencingToken).toBeGreaterThan(0);
-    expect(await lock.release()).toBe(true);
-    const next = await contender.acquire(key, { waitTimeout: 2_000 });
-    expect(next.fencingToken).toBeGreaterThan(lock.fencingToken ?? 0);
-    await next.release();
+    await expectLeaseLockThroughUser(service, contender, `tls:${run}:row`);
   });
 
   it('locks with the pessimistic strategy (SELECT … FOR UPDATE) through TLS, with no CREATE grant', async () => {
     const service = locks(new PessimisticLockStrategy({ connection: mariadbTlsOptions(app.name, app.password) }));
     const contender = locks(new PessimisticLockStrategy({ connection: mariadbTlsOptions(app.name, app.password) }));
-    const key = `tls:${run}:pessimistic`;
-    const lock = await service.acquire(key);
-    expect(await contender.tryAcquire(key)).toBeNull();
-    const waiting = contender.acquire(key, { waitTimeout: 5_000 });
-    expect(await lock.release()).toBe(true);
-    const next = await waiting;
-    expect(next.fencingToken).toBeGreaterThan(lock.fencingToken ?? 0);
-    await next.release();
+    await expectServerWaitThroughUser(service, contender, `tls:${run}:pessimistic`);
   });
 
   it.each([
