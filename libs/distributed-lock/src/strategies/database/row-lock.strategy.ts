@@ -135,6 +135,13 @@ export class RowLockStrategy implements LockStrategy {
           });
         return semaphoreReady;
       },
+      callError: (error, operation, key) =>
+        sqlCallError(error, {
+          strategy: this.name,
+          operation,
+          key,
+          tables: [semaphores, { table: permits, privileges: 'SELECT, INSERT, UPDATE, DELETE' }],
+        }),
     });
   }
 

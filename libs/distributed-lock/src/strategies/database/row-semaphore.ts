@@ -19,6 +19,8 @@ export interface RowSemaphoreDeps {
   readonly fastPaths: boolean;
   /** Initialises the data source and the tables once; resolves the dialect and the statements. */
   prepare(): Promise<{ dialect: SqlDialect; sql: RowSemaphoreStatements }>;
+  /** What to throw for a failed call: a refused grant becomes `LockPermissionDeniedError` naming the semaphores' GRANTs. */
+  callError(error: unknown, operation: string, key: string): unknown;
 }
 
 /**
@@ -60,26 +62,38 @@ export class RowSemaphore implements SemaphoreStrategy {
   constructor(private readonly deps: RowSemaphoreDeps) {}
 
   async tryAcquire(request: PermitRequest): Promise<PermitGrant | null> {
-    const { dialect, sql } = await this.deps.prepare();
-    const sentAt = Date.now();
-    const token = dialect.name === 'sqlite' ? await this.grantOnSqlite(sql, request) : await this.grantInTransaction(dialect, sql, request);
-    if (token === null) return null;
-    return permitGrantOf(request, token, leaseExpiry(sentAt, request.ttlMs));
+    try {
+      const { dialect, sql } = await this.deps.prepare();
+      const sentAt = Date.now();
+      const token = dialect.name === 'sqlite' ? await this.grantOnSqlite(sql, request) : await this.grantInTransaction(dialect, sql, request);
+      if (token === null) return null;
+      return permitGrantOf(request, token, leaseExpiry(sentAt, request.ttlMs));
+    } catch (error) {
+      throw this.deps.callError(error, 'acquire', request.key);
+    }
   }
 
   async extend(lease: PermitGrant, ttlMs: number): Promise<PermitGrant | null> {
-    const { sql } = await this.deps.prepare();
-    const sentAt = Date.now();
-    const changed = await this.write(sql.extend, [ttlMs, lease.key, lease.owner]);
-    return changed === 1 ? { ...lease, expiresAt: leaseExpiry(sentAt, ttlMs) } : null;
+    try {
+      const { sql } = await this.deps.prepare();
+      const sentAt = Date.now();
+      const changed = await this.write(sql.extend, [ttlMs, lease.key, lease.owner]);
+      return changed === 1 ? { ...lease, expiresAt: leaseExpiry(sentAt, ttlMs) } : null;
+    } catch (error) {
+      throw this.deps.callError(error, 'extend', lease.key);
+    }
   }
 
   async release(lease: PermitGrant): Promise<boolean> {
-    const { sql } = await this.deps.prepare();
-    if ((await this.write(sql.releaseLive, [lease.key, lease.owner])) === 1) return true;
-    // Expired (or removed): nothing held; its row, if any, goes.
-    await this.write(sql.forget, [lease.key, lease.owner]);
-    return false;
+    try {
+      const { sql } = await this.deps.prepare();
+      if ((await this.write(sql.releaseLive, [lease.key, lease.owner])) === 1) return true;
+      // Expired (or removed): nothing held; its row, if any, goes.
+      await this.write(sql.forget, [lease.key, lease.owner]);
+      return false;
+    } catch (error) {
+      throw this.deps.callError(error, 'release', lease.key);
+    }
   }
 
   /** One statement outside a transaction; resolves the rows it changed. */
