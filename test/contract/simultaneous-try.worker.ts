@@ -11,7 +11,8 @@ const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
 async function main(): Promise<void> {
   const [subjectName, key, dir, index, roundsArg, periodArg, holdArg] = process.argv.slice(2);
   const [rounds, periodMs, holdMs] = [Number(roundsArg), Number(periodArg), Number(holdArg)];
-  const manager = new LockManager(await subjectNamed(subjectName).create());
+  // Three TypeScript processes start at once on 2 shared cores: their first call may take seconds.
+  const manager = new LockManager(await subjectNamed(subjectName).create(), { operationTimeout: 20_000 });
   const locks = new LockService(manager);
   const won: number[] = [];
   // Rounds this instance began trying after the others' winner may already have given the key back.

@@ -4,7 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DataSource, EventSubscriber, QueryFailedError, type DataSourceOptions, type EntitySubscriberInterface, type UpdateEvent } from 'typeorm';
 import {
+  LockAcquireTimeoutError,
   LockBackendUnavailableError,
+  type LockHandle,
   LockManager,
   LockService,
   runWithOptimisticRetry,
@@ -33,7 +35,15 @@ async function expectSlotLimit(locks: LockService, prefix: string): Promise<void
   await held[0].release();
   const fifth = await waiting;
   expect(fifth.isHeld).toBe(true);
-  await Promise.all([...held.slice(1), fifth].map((lock) => lock.release()));
+  // A slot taken by an acquisition that itself waits (here for a held key) is contention, not a shortage
+  // of connections: a wait that ends then is a timeout, as it would be with more slots.
+  await held[1].release();
+  const behindHolder = locks.acquire(`${prefix}:pool:2`, { waitTimeout: 5_000, reentrant: false }).catch((e: unknown) => e);
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  const timedOut = await locks.acquire(`${prefix}:pool:6`, { waitTimeout: 300 }).catch((e: unknown) => e);
+  expect(timedOut).toBeInstanceOf(LockAcquireTimeoutError);
+  await Promise.all([...held.slice(2), fifth].map((lock) => lock.release()));
+  await ((await behindHolder) as LockHandle).release();
 }
 
 describe.each([

@@ -55,13 +55,17 @@ export class PinnedLocks<H extends PinnedLock> {
 
   /**
    * Runs `lock` with a connection slot: at once, or after waiting for one within the budget (then failing
-   * with an error naming `maxHeldConnections`; `tryAcquire`, without a budget, resolves null). The slot
+   * with an error naming `maxHeldConnections` when held locks pinned every slot, else resolving null like
+   * any wait that ended; `tryAcquire`, without a budget, resolves null). The slot
    * stays taken while the lock is held, and is given back when `lock` resolves null or throws.
    */
   async inSlot<G>(request: LockRequest, budget: WaitBudget | undefined, lock: (budget: WaitBudget | undefined) => Promise<G | null>): Promise<G | null> {
     const deadline = Date.now() + (budget?.timeoutMs ?? 0);
     if (!(await this.slots.take(budget, deadline))) {
-      if (!budget) return null;
+      // A slot taken by another acquisition that is itself waiting (for a held key, or cleaning up after
+      // its own wait ended) is contention: the wait just ended, as it would have with more slots. Only
+      // slots all pinned by held locks mean too few connections, and the error says which option to raise.
+      if (!budget || this.held.size < this.slots.max) return null;
       throw new LockBackendUnavailableError(
         this.strategy,
         `acquire: all ${this.slots.max} connections allowed to hold ${this.kind} locks stayed in use for the whole wait (raise maxHeldConnections, keeping it below your pool size, or shorten critical sections)`,
