@@ -13,8 +13,11 @@ const PG_DENIED = '42501';
 export interface SqlCallSite {
   readonly strategy: string;
   readonly operation: string;
-  /** The strategy's tables: the grant names them all. */
-  readonly tables: readonly string[];
+  /**
+   * The strategy's tables: the grant names them all, each with SELECT, INSERT, UPDATE unless it names its
+   * own privileges (the semaphores' permits table also needs DELETE).
+   */
+  readonly tables: ReadonlyArray<string | { readonly table: string; readonly privileges: string }>;
   readonly key?: string;
 }
 
@@ -28,7 +31,8 @@ export function sqlCallError(error: unknown, site: SqlCallSite): unknown {
   const postgres = (e?.driverError?.code ?? e?.code) === PG_DENIED;
   if (!DENIED.has(errno) && !postgres) return error;
   const grant = site.tables
-    .map((table) => (postgres ? `GRANT SELECT, INSERT, UPDATE ON ${table} TO <user>;` : `GRANT SELECT, INSERT, UPDATE ON <database>.\`${table}\` TO <user>;`))
+    .map((entry) => (typeof entry === 'string' ? { table: entry, privileges: 'SELECT, INSERT, UPDATE' } : entry))
+    .map(({ table, privileges }) => (postgres ? `GRANT ${privileges} ON ${table} TO <user>;` : `GRANT ${privileges} ON <database>.\`${table}\` TO <user>;`))
     .join(' ');
   return new LockPermissionDeniedError(site.strategy, site.operation, grant, { key: site.key, cause: error });
 }
