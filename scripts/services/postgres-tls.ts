@@ -3,6 +3,7 @@ import { chmodSync, chownSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ADVISORY_OBJECTS, advisoryTokensDdl } from '../../libs/distributed-lock/src/strategies/database/advisory-lock.sql';
 import { fenceTableDdl, leaseClockDdl, leaseTableDdl, LOCK_TABLES, rowTableDdl } from '../../libs/distributed-lock/src/strategies/database/lock-table.sql';
+import { SEMAPHORE_TABLES } from '../../libs/distributed-lock/src/strategies/database/row-semaphore.sql';
 import { sqlDialectFor } from '../../libs/distributed-lock/src/strategies/database/sql-dialect';
 import { POSTGRES_USER, postgresArgs, postgresBinary, postgresKind, postgresRunAs, type ServerKind } from './server-kinds';
 import { instancesRoot, type ServerRecord } from './service-state';
@@ -40,6 +41,14 @@ export function postgresLockGrants(database: string, schema: string, role: strin
     `GRANT SELECT, INSERT, UPDATE ON ${LOCK_TABLES.fences} TO ${role};`,
     `GRANT USAGE ON SEQUENCE ${ADVISORY_OBJECTS.sequence} TO ${role};`,
   ];
+}
+
+/**
+ * The two more grants of a role that takes the lock table's semaphores (acquirePermit), on tables made from
+ * `semaphoreTablesDdl`: DELETE on the permits, since a permit given back is deleted.
+ */
+export function postgresSemaphoreGrants(role: string, tables: { semaphores: string; permits: string } = SEMAPHORE_TABLES): string[] {
+  return [`GRANT SELECT, INSERT, UPDATE ON ${tables.semaphores} TO ${role};`, `GRANT SELECT, INSERT, UPDATE, DELETE ON ${tables.permits} TO ${role};`];
 }
 
 /** Where a started postgres-tls keeps its CA certificate (removed with the topology). */

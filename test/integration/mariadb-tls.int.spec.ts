@@ -4,7 +4,7 @@ import { DataSource } from 'typeorm';
 import { LockManager, LockPermissionDeniedError, LockService } from '@app/distributed-lock';
 import { PessimisticLockStrategy, RowLockStrategy, semaphoreTablesDdl, sqlDialectFor } from '@app/distributed-lock/strategies/database';
 import { lockTableGrants, MARIADB_TLS, semaphoreTableGrants, startTopology, stopTopology, type RunningTopology } from '../../scripts/services';
-import { expectLeaseLockThroughUser, expectServerWaitThroughUser } from '../support/least-privilege-locks';
+import { expectLeaseLockThroughUser, expectPermitsThroughUser, expectServerWaitThroughUser } from '../support/least-privilege-locks';
 import { ensureSecurePackages, mariadbTlsOptions } from '../support/secure-servers';
 
 const { app } = MARIADB_TLS.users;
@@ -95,16 +95,7 @@ describe('MariaDB with TLS required and a least-privilege user', () => {
       const options = mariadbTlsOptions(user, `${user}-pw`);
       const service = locks(new RowLockStrategy({ connection: options, semaphoreTables: tables }));
       const contender = locks(new RowLockStrategy({ connection: options, semaphoreTables: tables }));
-      const key = `tls:${run}:semaphore`;
-      const first = await service.acquirePermit(key, { permits: 2, ttl: 5_000 });
-      const second = await contender.acquirePermit(key, { permits: 2 });
-      expect(await contender.tryAcquirePermit(key, { permits: 2 })).toBeNull();
-      await first.extend(5_000);
-      expect(await first.release()).toBe(true);
-      const third = await contender.acquirePermit(key, { permits: 2, waitTimeout: 2_000 });
-      expect(third.fencingToken).toBeGreaterThan(second.fencingToken ?? 0);
-      expect(await second.release()).toBe(true);
-      expect(await third.release()).toBe(true);
+      await expectPermitsThroughUser(service, contender, `tls:${run}:semaphore`);
     } finally {
       await root.query(`DROP USER ${account}`);
       await root.query(`DROP TABLE ${tables.semaphores}, ${tables.permits}`);

@@ -3,9 +3,9 @@ import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { DataSource, Entity } from 'typeorm';
 import { LockManager, LockPermissionDeniedError, LockService, VersionConflictError } from '@app/distributed-lock';
-import { AdvisoryLockStrategy, lockTransaction, optimisticUpdate, PessimisticLockStrategy, RowLockStrategy } from '@app/distributed-lock/strategies/database';
-import { POSTGRES_TLS, postgresLockGrants, startTopology, stopTopology, type RunningTopology } from '../../scripts/services';
-import { expectLeaseLockThroughUser, expectServerWaitThroughUser } from '../support/least-privilege-locks';
+import { AdvisoryLockStrategy, lockTransaction, optimisticUpdate, PessimisticLockStrategy, RowLockStrategy, semaphoreTablesDdl, sqlDialectFor } from '@app/distributed-lock/strategies/database';
+import { POSTGRES_TLS, postgresLockGrants, postgresSemaphoreGrants, startTopology, stopTopology, type RunningTopology } from '../../scripts/services';
+import { expectLeaseLockThroughUser, expectPermitsThroughUser, expectServerWaitThroughUser } from '../support/least-privilege-locks';
 import { ensureSecurePackages, postgresTlsOptions } from '../support/secure-servers';
 import { StockRow } from '../support/stock-row.entity';
 
@@ -137,6 +137,29 @@ describe('PostgreSQL with TLS required and a least-privilege role', () => {
       await optimisticUpdate({ manager: lockTransaction(lock), entity: Inventory, id: sku, expectedVersion: 2, set: { quantity: 3 } });
     });
     expect(await root.getRepository(Inventory).findOneByOrFail({ sku })).toMatchObject({ quantity: 3, version: 3 });
+  });
+
+  it('a role of locks only needs no grant on the semaphore tables until it asks for a permit, then gets LockPermissionDeniedError naming them', async () => {
+    const service = locks(new RowLockStrategy({ connection: postgresTlsOptions(app.name, app.password) }));
+    const lock = await service.acquire(`tls:${run}:locks-only`);
+    expect(await lock.release()).toBe(true);
+    const error = await service.acquirePermit(`tls:${run}:permit`, { permits: 2, waitTimeout: 600_000 }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(LockPermissionDeniedError);
+    expect((error as LockPermissionDeniedError).grant).toContain('GRANT SELECT, INSERT, UPDATE, DELETE ON distributed_lock_permits TO <user>;');
+  }, 20_000);
+
+  it('gives permits to a role with the semaphore grants on tables an administrator made, with no CREATE grant', async () => {
+    const role = `sem_${run}`;
+    roles.push(role);
+    // The administrator's migration, from the DDL helper; the role gets the recipe's lock and semaphore grants.
+    for (const statement of semaphoreTablesDdl(sqlDialectFor('postgres'))) await root.query(statement);
+    await root.query(`CREATE ROLE ${role} LOGIN PASSWORD '${role}-pw'`);
+    for (const grant of [...postgresLockGrants(POSTGRES_TLS.database, POSTGRES_TLS.schema, role), ...postgresSemaphoreGrants(role)]) await root.query(grant);
+    expect(readFileSync('docs/security.md', 'utf8')).toContain(postgresSemaphoreGrants(app.name).join('\n'));
+    const options = postgresTlsOptions(role, `${role}-pw`);
+    const service = locks(new RowLockStrategy({ connection: options }));
+    const contender = locks(new RowLockStrategy({ connection: options }));
+    await expectPermitsThroughUser(service, contender, `tls:${run}:semaphore`);
   });
 
   it.each([

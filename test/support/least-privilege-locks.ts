@@ -28,3 +28,19 @@ export async function expectServerWaitThroughUser(service: LockService, contende
   expect(next.fencingToken).toBeGreaterThan(lock.fencingToken ?? 0);
   await next.release();
 }
+
+/**
+ * The same for the lock table's semaphores (2 permits): two holders, a third refused, extend, release, and a
+ * waiter gets the freed permit with a higher fencing token.
+ */
+export async function expectPermitsThroughUser(service: LockService, contender: LockService, key: string): Promise<void> {
+  const first = await service.acquirePermit(key, { permits: 2, ttl: 5_000 });
+  const second = await contender.acquirePermit(key, { permits: 2 });
+  expect(await contender.tryAcquirePermit(key, { permits: 2 })).toBeNull();
+  await first.extend(5_000);
+  expect(await first.release()).toBe(true);
+  const third = await contender.acquirePermit(key, { permits: 2, waitTimeout: 2_000 });
+  expect(third.fencingToken).toBeGreaterThan(second.fencingToken ?? 0);
+  expect(await second.release()).toBe(true);
+  expect(await third.release()).toBe(true);
+}
