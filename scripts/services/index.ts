@@ -15,4 +15,5 @@ export {
 } from './topologies';
 export { clusterNodes, parseClusterNodes, type ClusterNode } from './redis-cluster';
 export { REDIS_TLS, redisTlsCaFile } from './redis-tls';
-export { lockTableGrants, MARIADB_TLS, mariadbTlsCaFile } from './mariadb-tls';
+export { lockTableGrants, MARIADB_TLS, mariadbTlsCaFile, semaphoreTableGrants } from './mariadb-tls';
+export { POSTGRES_TLS, postgresLockGrants, postgresSemaphoreGrants, postgresTlsCaFile } from './postgres-tls';

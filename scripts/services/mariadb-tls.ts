@@ -1,6 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { fenceTableDdl, leaseTableDdl, LOCK_TABLES, rowTableDdl } from '../../libs/distributed-lock/src/strategies/database/lock-table.sql';
+import { SEMAPHORE_TABLES } from '../../libs/distributed-lock/src/strategies/database/row-semaphore.sql';
 import { sqlDialectFor } from '../../libs/distributed-lock/src/strategies/database/sql-dialect';
 import { mariadbArgs, mariadbKind, type ServerKind } from './server-kinds';
 import { instancesRoot, type ServerRecord } from './service-state';
@@ -31,6 +32,18 @@ export function lockTableGrants(database: string, user: string): string[] {
     `GRANT SELECT, INSERT, UPDATE ON \`${database}\`.\`${LOCK_TABLES.leases}\` TO ${user}`,
     `GRANT SELECT, INSERT, UPDATE ON \`${database}\`.\`${LOCK_TABLES.rows}\` TO ${user}`,
     `GRANT SELECT, INSERT, UPDATE ON \`${database}\`.\`${LOCK_TABLES.fences}\` TO ${user}`,
+  ];
+}
+
+/**
+ * The grants a user of the lock table's semaphores adds to `lockTableGrants` (docs/security.md): the
+ * semaphores table and the permits table, whose rows are deleted when a permit is given back. `user` as
+ * 'name'@'host'; `tables` for other names than the defaults.
+ */
+export function semaphoreTableGrants(database: string, user: string, tables: { semaphores: string; permits: string } = SEMAPHORE_TABLES): string[] {
+  return [
+    `GRANT SELECT, INSERT, UPDATE ON \`${database}\`.\`${tables.semaphores}\` TO ${user}`,
+    `GRANT SELECT, INSERT, UPDATE, DELETE ON \`${database}\`.\`${tables.permits}\` TO ${user}`,
   ];
 }
 

@@ -202,7 +202,7 @@ export const subjects: readonly ContractSubject[] = [
   },
   {
     name: 'row (PostgreSQL)',
-    capabilities: { fencing: true, fifo: false, sharedLocks: false, crossProcess: true },
+    capabilities: { fencing: true, fifo: false, sharedLocks: false, crossProcess: true, semaphores: { fifo: false, fencing: true } },
     create: async () => new RowLockStrategy({ connection: postgresOptions(), name: 'database-postgres' }),
     removeBehindBack: async (_strategy, key) => {
       await adminQuery(postgresOptions(), 'DELETE FROM distributed_lock_leases WHERE lock_key = $1', [key]);

@@ -2,8 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { DataSource } from 'typeorm';
 import { LockManager, LockPermissionDeniedError, LockService } from '@app/distributed-lock';
-import { PessimisticLockStrategy, RowLockStrategy } from '@app/distributed-lock/strategies/database';
-import { lockTableGrants, MARIADB_TLS, startTopology, stopTopology, type RunningTopology } from '../../scripts/services';
+import { PessimisticLockStrategy, RowLockStrategy, semaphoreTablesDdl, sqlDialectFor } from '@app/distributed-lock/strategies/database';
+import { lockTableGrants, MARIADB_TLS, semaphoreTableGrants, startTopology, stopTopology, type RunningTopology } from '../../scripts/services';
+import { expectLeaseLockThroughUser, expectPermitsThroughUser, expectServerWaitThroughUser } from '../support/least-privilege-locks';
 import { ensureSecurePackages, mariadbTlsOptions } from '../support/secure-servers';
 
 const { app } = MARIADB_TLS.users;
@@ -12,7 +13,8 @@ const run = randomUUID().slice(0, 8);
 /**
  * MariaDB with TLS required on every TCP connection, and the library's user holding only the grants of
  * docs/security.md on tables an administrator made from the DDL helpers: both SQL strategies lock through
- * it with their defaults (`ensureTable: true` included), so the library never needs CREATE at run time.
+ * it with their defaults (`ensureTable: true` included), so the library never needs CREATE at run time, and
+ * a user of locks only needs no grant on the semaphores' tables.
  */
 describe('MariaDB with TLS required and a least-privilege user', () => {
   let topology: RunningTopology;
@@ -49,6 +51,8 @@ describe('MariaDB with TLS required and a least-privilege user', () => {
       const grants = ((await secure.query('SHOW GRANTS')) as Array<Record<string, string>>).map((row) => Object.values(row)[0]);
       const recipe = readFileSync('docs/security.md', 'utf8');
       for (const grant of lockTableGrants(MARIADB_TLS.database, "'lock_app'@'%'")) expect(recipe).toContain(grant);
+      // The semaphores' grants are in the recipe for those who use them; this user locks without them.
+      for (const grant of semaphoreTableGrants(MARIADB_TLS.database, "'lock_app'@'%'")) expect(recipe).toContain(grant);
       // The server's own words for the recipe's grants: nothing more (USAGE is the login itself).
       expect(grants.filter((g) => !g.startsWith('GRANT USAGE')).sort()).toEqual(
         lockTableGrants(MARIADB_TLS.database, '`lock_app`@`127.0.0.1`').sort(),
@@ -61,28 +65,41 @@ describe('MariaDB with TLS required and a least-privilege user', () => {
   it('locks with the row strategy (lease table) through TLS, with no CREATE grant', async () => {
     const service = locks(new RowLockStrategy({ connection: mariadbTlsOptions(app.name, app.password) }));
     const contender = locks(new RowLockStrategy({ connection: mariadbTlsOptions(app.name, app.password) }));
-    const key = `tls:${run}:row`;
-    const lock = await service.acquire(key, { ttl: 5_000 });
-    expect(await contender.tryAcquire(key)).toBeNull();
-    await lock.extend(5_000);
-    expect(lock.fencingToken).toBeGreaterThan(0);
-    expect(await lock.release()).toBe(true);
-    const next = await contender.acquire(key, { waitTimeout: 2_000 });
-    expect(next.fencingToken).toBeGreaterThan(lock.fencingToken ?? 0);
-    await next.release();
+    await expectLeaseLockThroughUser(service, contender, `tls:${run}:row`);
   });
 
   it('locks with the pessimistic strategy (SELECT … FOR UPDATE) through TLS, with no CREATE grant', async () => {
     const service = locks(new PessimisticLockStrategy({ connection: mariadbTlsOptions(app.name, app.password) }));
     const contender = locks(new PessimisticLockStrategy({ connection: mariadbTlsOptions(app.name, app.password) }));
-    const key = `tls:${run}:pessimistic`;
-    const lock = await service.acquire(key);
-    expect(await contender.tryAcquire(key)).toBeNull();
-    const waiting = contender.acquire(key, { waitTimeout: 5_000 });
+    await expectServerWaitThroughUser(service, contender, `tls:${run}:pessimistic`);
+  });
+
+  it('a user of locks only needs no grant on the semaphore tables until it asks for a permit, then gets LockPermissionDeniedError naming them', async () => {
+    const service = locks(new RowLockStrategy({ connection: mariadbTlsOptions(app.name, app.password) }));
+    const lock = await service.acquire(`tls:${run}:locks-only`);
     expect(await lock.release()).toBe(true);
-    const next = await waiting;
-    expect(next.fencingToken).toBeGreaterThan(lock.fencingToken ?? 0);
-    await next.release();
+    const error = await service.acquirePermit(`tls:${run}:permit`, { permits: 2, waitTimeout: 1_000 }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(LockPermissionDeniedError);
+    expect((error as LockPermissionDeniedError).grant).toContain('GRANT SELECT, INSERT, UPDATE, DELETE ON <database>.`distributed_lock_permits` TO <user>;');
+  });
+
+  it('gives permits to a user with the semaphore grants on tables an administrator made, with no CREATE grant', async () => {
+    const tables = { semaphores: `tls_semaphores_${run}`, permits: `tls_permits_${run}` };
+    const user = `sem_${run}`;
+    const account = `'${user}'@'127.0.0.1'`;
+    // The administrator's migration, from the DDL helper.
+    for (const statement of semaphoreTablesDdl(sqlDialectFor('mariadb'), tables.semaphores, tables.permits)) await root.query(statement);
+    await root.query(`CREATE USER ${account} IDENTIFIED BY '${user}-pw' REQUIRE SSL`);
+    try {
+      for (const grant of [...lockTableGrants(MARIADB_TLS.database, account), ...semaphoreTableGrants(MARIADB_TLS.database, account, tables)]) await root.query(grant);
+      const options = mariadbTlsOptions(user, `${user}-pw`);
+      const service = locks(new RowLockStrategy({ connection: options, semaphoreTables: tables }));
+      const contender = locks(new RowLockStrategy({ connection: options, semaphoreTables: tables }));
+      await expectPermitsThroughUser(service, contender, `tls:${run}:semaphore`);
+    } finally {
+      await root.query(`DROP USER ${account}`);
+      await root.query(`DROP TABLE ${tables.semaphores}, ${tables.permits}`);
+    }
   });
 
   it.each([

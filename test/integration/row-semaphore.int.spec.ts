@@ -7,8 +7,8 @@ import { InvalidLockOptionsError, LockManager, LockService } from '@app/distribu
 import { RowLockStrategy, SEMAPHORE_TABLES } from '@app/distributed-lock/strategies/database';
 import { sqliteDatabaseOf } from '../../libs/distributed-lock/src/strategies/database/sqlite-writer';
 
-// The lock table's semaphores beyond the contract (test/contract/semaphore.contract.ts runs that on MariaDB
-// and SQLite): what is particular to their tables and to SQLite's single writer.
+// The lock table's semaphores beyond the contract (test/contract/semaphore.contract.ts runs that on MariaDB,
+// PostgreSQL and SQLite): what is particular to their tables and to SQLite's single writer.
 const run = randomUUID().slice(0, 8);
 
 describe('row semaphore (SQLite)', () => {
@@ -54,6 +54,53 @@ describe('row semaphore (SQLite)', () => {
     expect(await other.query(`SELECT permits FROM ${SEMAPHORE_TABLES.semaphores} WHERE semaphore_key = ?`, [key])).toEqual([{ permits: 3 }]);
     expect(await other.query(`SELECT weight FROM ${SEMAPHORE_TABLES.permits} WHERE semaphore_key = ? ORDER BY weight`, [key])).toEqual([{ weight: 1 }, { weight: 2 }]);
     await Promise.all([a.release(), b.release()]);
+  });
+});
+
+/** Whether `table` exists, as the database's catalog says. */
+async function tableExists(dataSource: DataSource, table: string): Promise<boolean> {
+  const type = dataSource.options.type;
+  const sql =
+    type === 'better-sqlite3'
+      ? "SELECT name FROM sqlite_master WHERE type = 'table' AND name = ?"
+      : type === 'postgres'
+        ? 'SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = $1'
+        : 'SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?';
+  return ((await dataSource.query(sql, [table])) as unknown[]).length === 1;
+}
+
+describe.each([
+  { name: 'MariaDB', options: (): DataSourceOptions => ({ type: 'mysql', url: process.env.LOCK_TEST_MYSQL_URL }) },
+  { name: 'PostgreSQL', options: (): DataSourceOptions => ({ type: 'postgres', url: process.env.LOCK_TEST_POSTGRES_URL }) },
+  { name: 'SQLite', options: (): DataSourceOptions => ({ type: 'better-sqlite3', database: join(tmpdir(), `lock-row-semaphore-tables-${run}.sqlite`) }) },
+])('row semaphore tables on $name', ({ options }) => {
+  // Tables of this run only: the shared servers' default tables exist already.
+  const tables = { leases: `leases_${run}`, semaphores: `semaphores_${run}`, permits: `permits_${run}` };
+  let dataSource: DataSource;
+  let manager: LockManager | undefined;
+
+  beforeAll(async () => {
+    dataSource = await new DataSource(options()).initialize();
+  });
+
+  afterAll(async () => {
+    await manager?.close();
+    for (const table of Object.values(tables)) await dataSource?.query(`DROP TABLE IF EXISTS ${table}`);
+    await dataSource?.destroy();
+  });
+
+  it('are not made by a strategy that only locks, and are made at its first permit', async () => {
+    manager = new LockManager(new RowLockStrategy({ dataSource, table: tables.leases, semaphoreTables: { semaphores: tables.semaphores, permits: tables.permits } }));
+    const locks = new LockService(manager);
+    const lock = await locks.acquire(`tables:${run}`);
+    expect(await lock.release()).toBe(true);
+    expect(await tableExists(dataSource, tables.leases)).toBe(true);
+    expect(await tableExists(dataSource, tables.semaphores)).toBe(false);
+    expect(await tableExists(dataSource, tables.permits)).toBe(false);
+    const permit = await locks.acquirePermit(`tables:${run}`, { permits: 2 });
+    expect(await tableExists(dataSource, tables.semaphores)).toBe(true);
+    expect(await tableExists(dataSource, tables.permits)).toBe(true);
+    expect(await permit.release()).toBe(true);
   });
 });
 

@@ -51,8 +51,7 @@ export class AppModule {
         }),
         MetricsModule,
         InventoryModule,
-        // The payment step's semaphore is the lock table's, which has none on PostgreSQL yet: no payment step there.
-        ...(config.database !== 'postgres' ? [PaymentsModule] : []),
+        PaymentsModule,
         ReportsModule,
         HealthModule,
         ...(SERVER_DATABASES.includes(config.database) ? [CheckoutModule] : []),

@@ -52,14 +52,14 @@ function inventoryStrategy(config: DemoConfig, dataSource: DataSource): LockStra
 }
 
 /**
- * Every strategy the app registers: the inventory's, the payment step's semaphore (the lock table, on SQLite
- * and MySQL, whatever guards the stock; PostgreSQL's lock table has no semaphores yet), the reports'
+ * Every strategy the app registers: the inventory's, the payment step's semaphore (the lock table, on the
+ * database of the sale, whatever guards the stock), the reports'
  * (in-process), and the pessimistic one on MySQL and PostgreSQL.
  */
 export function buildLockStrategies(config: DemoConfig, dataSource: DataSource): Record<string, LockStrategy> {
   return {
     inventory: inventoryStrategy(config, dataSource),
-    ...(config.database !== 'postgres' ? { payments: new RowLockStrategy({ dataSource, name: 'payments' }) } : {}),
+    payments: new RowLockStrategy({ dataSource, name: 'payments' }),
     reports: new InMemoryLockStrategy({ name: 'reports-memory' }),
     ...(SERVER_DATABASES.includes(config.database) ? { pessimistic: new PessimisticLockStrategy({ dataSource, maxHeldConnections: 12 }) } : {}),
   };

@@ -71,9 +71,9 @@ export class RowLockStrategy implements LockStrategy {
   readonly capabilities: LockStrategyCapabilities;
   /**
    * Counting semaphores in two tables of their own (`LockService.acquirePermit`): leased, fenced, polled (not
-   * FIFO). On MySQL/MariaDB and SQLite; none yet on PostgreSQL (permits are then refused with a typed error).
+   * FIFO). On MySQL/MariaDB, PostgreSQL and SQLite.
    */
-  readonly semaphore: RowSemaphore | undefined;
+  readonly semaphore: RowSemaphore;
   readonly handOverLimits: HandOverLimits;
   private readonly dataSource: LockDataSource;
   private readonly ownsDataSource: boolean;
@@ -101,24 +101,32 @@ export class RowLockStrategy implements LockStrategy {
     const resolved = resolveDataSource(options.dataSource, options.connection, this.name);
     this.dataSource = resolved.dataSource;
     this.ownsDataSource = resolved.owned;
-    const hasSemaphores = dialectOf(this.dataSource, this.name).name !== 'postgres';
+    // An unsupported database is refused here, before any server is touched.
+    dialectOf(this.dataSource, this.name);
     this.capabilities = Object.freeze({
       fencing: true,
       fifo: false,
       sharedLocks: false,
       crossProcess: true,
-      ...(hasSemaphores ? { semaphores: Object.freeze({ fifo: false, fencing: true }) } : {}),
+      semaphores: Object.freeze({ fifo: false, fencing: true }),
     });
     let semaphoreReady: Promise<{ dialect: SqlDialect; sql: RowSemaphoreStatements }> | undefined;
-    this.semaphore = !hasSemaphores ? undefined : new RowSemaphore({
+    this.semaphore = new RowSemaphore({
       name: this.name,
       dataSource: this.dataSource,
       fastPaths: this.fastPaths,
-      // The semaphores' tables are made on their first use: an application of locks only never has them.
+      // The semaphores' tables are looked for (and made if missing) at the first permit, not with the lock
+      // table: an application of locks only never has them, and its database user needs no grant on them.
       prepare: () => {
         semaphoreReady ??= this.prepare()
           .then(async ({ dialect }) => {
-            if (this.ensureTable) for (const statement of semaphoreTablesDdl(dialect, semaphores, permits)) await this.dataSource.query(statement);
+            if (this.ensureTable) {
+              const [semaphoresDdl, permitsDdl] = semaphoreTablesDdl(dialect, semaphores, permits);
+              await createMissingTables(this.dataSource, dialect, [
+                { table: semaphores, statements: [semaphoresDdl] },
+                { table: permits, statements: [permitsDdl] },
+              ]);
+            }
             return { dialect, sql: rowSemaphoreStatements(dialect, semaphores, permits) };
           })
           .catch((error: unknown) => {
@@ -127,6 +135,13 @@ export class RowLockStrategy implements LockStrategy {
           });
         return semaphoreReady;
       },
+      callError: (error, operation, key) =>
+        sqlCallError(error, {
+          strategy: this.name,
+          operation,
+          key,
+          tables: [semaphores, { table: permits, privileges: 'SELECT, INSERT, UPDATE, DELETE' }],
+        }),
     });
   }
 

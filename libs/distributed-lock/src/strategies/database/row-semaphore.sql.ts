@@ -15,14 +15,14 @@ export const SEMAPHORE_TABLES = Object.freeze({
  * reads its rows only.
  */
 export function semaphoreTablesDdl(d: SqlDialect, semaphores: string = SEMAPHORE_TABLES.semaphores, permits: string = SEMAPHORE_TABLES.permits): string[] {
-  if (d.name === 'mysql') {
-    const tail = `ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=${lockKeyCollation(d)}`;
+  if (d.name === 'mysql' || d.name === 'postgres') {
+    const tail = d.name === 'mysql' ? ` ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=${lockKeyCollation(d)}` : '';
     return [
       `CREATE TABLE IF NOT EXISTS ${d.quote(semaphores)} (
   semaphore_key ${lockKeyColumn(d)} PRIMARY KEY,
   permits INT NOT NULL,
   fencing_token BIGINT NOT NULL
-) ${tail}`,
+)${tail}`,
       `CREATE TABLE IF NOT EXISTS ${d.quote(permits)} (
   semaphore_key ${lockKeyColumn(d)},
   owner VARCHAR(255) NOT NULL,
@@ -30,7 +30,7 @@ export function semaphoreTablesDdl(d: SqlDialect, semaphores: string = SEMAPHORE
   fencing_token BIGINT NOT NULL,
   expires_at BIGINT NOT NULL,
   PRIMARY KEY (semaphore_key, owner)
-) ${tail}`,
+)${tail}`,
     ];
   }
   return [
@@ -46,11 +46,11 @@ export function semaphoreTablesDdl(d: SqlDialect, semaphores: string = SEMAPHORE
   ];
 }
 
-/** The statements of the lock table's semaphores; `?` parameters in the order each names. */
+/** The statements of the lock table's semaphores; parameters (`?`, or `$n` on PostgreSQL) in the order each names. */
 export interface RowSemaphoreStatements {
   /** The semaphore's row, if missing, with the first token. Parameters: key, permits. */
   readonly ensure: string;
-  /** The semaphore's size and last token, its row locked until the transaction ends (MySQL). Parameters: key. */
+  /** The semaphore's size and last token, its row locked until the transaction ends (MySQL/MariaDB, PostgreSQL). Parameters: key. */
   readonly lockSemaphore: string;
   /** The weight of the live permits, and how many have expired. Parameters: key. */
   readonly usage: string;
@@ -68,20 +68,24 @@ export interface RowSemaphoreStatements {
   readonly forget: string;
 }
 
-/** The statements for dialect `d` over the two semaphore tables (unquoted names). */
+/** The statements for dialect `d` over the two semaphore tables (unquoted names), bound for its driver. */
 export function rowSemaphoreStatements(d: SqlDialect, semaphores: string, permits: string): RowSemaphoreStatements {
   const s = d.quote(semaphores);
   const p = d.quote(permits);
   const live = `expires_at > ${d.nowMs}`;
-  return {
-    ensure: `${d.insertIfMissing(s, '(semaphore_key, permits, fencing_token)')} VALUES (?, ?, 0)`,
-    lockSemaphore: `SELECT permits, fencing_token FROM ${s} WHERE semaphore_key = ?${d.name === 'mysql' ? ' FOR UPDATE' : ''}`,
+  // SQLite has one writer (BEGIN IMMEDIATE), so the row needs no lock of its own there.
+  const forUpdate = d.name === 'sqlite' ? '' : ' FOR UPDATE';
+  const larger = d.name === 'sqlite' ? 'max' : 'GREATEST';
+  const statements: RowSemaphoreStatements = {
+    ensure: d.insertIfMissing(s, '(semaphore_key, permits, fencing_token) VALUES (?, ?, 0)'),
+    lockSemaphore: `SELECT permits, fencing_token FROM ${s} WHERE semaphore_key = ?${forUpdate}`,
     usage: `SELECT COALESCE(SUM(CASE WHEN ${live} THEN weight ELSE 0 END), 0) AS used, COALESCE(SUM(CASE WHEN ${live} THEN 0 ELSE 1 END), 0) AS expired FROM ${p} WHERE semaphore_key = ?`,
-    nextToken: `UPDATE ${s} SET permits = ?, fencing_token = ${d.tokenExpression(`${d.name === 'mysql' ? 'GREATEST' : 'max'}(fencing_token + 1, ${d.nowUs})`)} WHERE semaphore_key = ?${d.tokenReturning}`,
+    nextToken: `UPDATE ${s} SET permits = ?, fencing_token = ${d.tokenExpression(`${larger}(fencing_token + 1, ${d.nowUs})`)} WHERE semaphore_key = ?${d.tokenReturning}`,
     dropExpired: `DELETE FROM ${p} WHERE semaphore_key = ? AND expires_at <= ${d.nowMs}`,
     insert: `INSERT INTO ${p} (semaphore_key, owner, weight, fencing_token, expires_at) VALUES (?, ?, ?, ?, ${d.nowMs} + ?)`,
     extend: `UPDATE ${p} SET expires_at = ${d.nowMs} + ? WHERE semaphore_key = ? AND owner = ? AND ${live}`,
     releaseLive: `DELETE FROM ${p} WHERE semaphore_key = ? AND owner = ? AND ${live}`,
     forget: `DELETE FROM ${p} WHERE semaphore_key = ? AND owner = ?`,
   };
+  return Object.fromEntries(Object.entries(statements).map(([name, sql]) => [name, d.bind(sql)])) as Record<keyof RowSemaphoreStatements, string>;
 }

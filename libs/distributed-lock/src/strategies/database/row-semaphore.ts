@@ -19,6 +19,19 @@ export interface RowSemaphoreDeps {
   readonly fastPaths: boolean;
   /** Initialises the data source and the tables once; resolves the dialect and the statements. */
   prepare(): Promise<{ dialect: SqlDialect; sql: RowSemaphoreStatements }>;
+  /** What to throw for a failed call: a refused grant becomes `LockPermissionDeniedError` naming the semaphores' GRANTs. */
+  callError(error: unknown, operation: string, key: string): unknown;
+}
+
+/**
+ * The statement that opens a grant's transaction. On PostgreSQL it asks for READ COMMITTED whatever the
+ * server's `default_transaction_isolation`: each statement then reads what was committed before it, so the
+ * sum of the live permits, read after the semaphore's row is locked, counts the grant that held the lock
+ * before. Under REPEATABLE READ the snapshot would date from the lock's request, and `FOR UPDATE` on a row
+ * changed since would fail with a serialization error.
+ */
+function beginGrant(dialect: SqlDialect): string {
+  return dialect.name === 'postgres' ? 'START TRANSACTION ISOLATION LEVEL READ COMMITTED' : 'START TRANSACTION';
 }
 
 /** What a semaphore's row and its permits' usage say about a request. */
@@ -37,8 +50,8 @@ function decide(request: PermitRequest, semaphorePermits: number, used: number, 
 /**
  * Counting semaphores in the lock table, for `RowLockStrategy`: a row per semaphore (its size and its last
  * fencing token) and a row per permit held (owner, weight, token, lease end on the database server's
- * clock). A grant is one transaction: the semaphore's row locked (`SELECT … FOR UPDATE` on MySQL/MariaDB,
- * `BEGIN IMMEDIATE` on SQLite), the weights of the live permits summed, the next token taken
+ * clock). A grant is one transaction: the semaphore's row locked (`SELECT … FOR UPDATE` on MySQL/MariaDB
+ * and PostgreSQL, `BEGIN IMMEDIATE` on SQLite), the weights of the live permits summed, the next token taken
  * (the larger of the last one + 1 and the server clock in microseconds), the permit inserted. A crashed
  * holder's row stops counting at its lease end, and is deleted by the next grant. Not FIFO: waiters poll
  * with backoff (the database cannot notify).
@@ -49,26 +62,38 @@ export class RowSemaphore implements SemaphoreStrategy {
   constructor(private readonly deps: RowSemaphoreDeps) {}
 
   async tryAcquire(request: PermitRequest): Promise<PermitGrant | null> {
-    const { dialect, sql } = await this.deps.prepare();
-    const sentAt = Date.now();
-    const token = dialect.name === 'sqlite' ? await this.grantOnSqlite(sql, request) : await this.grantOnMysql(dialect, sql, request);
-    if (token === null) return null;
-    return permitGrantOf(request, token, leaseExpiry(sentAt, request.ttlMs));
+    try {
+      const { dialect, sql } = await this.deps.prepare();
+      const sentAt = Date.now();
+      const token = dialect.name === 'sqlite' ? await this.grantOnSqlite(sql, request) : await this.grantInTransaction(dialect, sql, request);
+      if (token === null) return null;
+      return permitGrantOf(request, token, leaseExpiry(sentAt, request.ttlMs));
+    } catch (error) {
+      throw this.deps.callError(error, 'acquire', request.key);
+    }
   }
 
   async extend(lease: PermitGrant, ttlMs: number): Promise<PermitGrant | null> {
-    const { sql } = await this.deps.prepare();
-    const sentAt = Date.now();
-    const changed = await this.write(sql.extend, [ttlMs, lease.key, lease.owner]);
-    return changed === 1 ? { ...lease, expiresAt: leaseExpiry(sentAt, ttlMs) } : null;
+    try {
+      const { sql } = await this.deps.prepare();
+      const sentAt = Date.now();
+      const changed = await this.write(sql.extend, [ttlMs, lease.key, lease.owner]);
+      return changed === 1 ? { ...lease, expiresAt: leaseExpiry(sentAt, ttlMs) } : null;
+    } catch (error) {
+      throw this.deps.callError(error, 'extend', lease.key);
+    }
   }
 
   async release(lease: PermitGrant): Promise<boolean> {
-    const { sql } = await this.deps.prepare();
-    if ((await this.write(sql.releaseLive, [lease.key, lease.owner])) === 1) return true;
-    // Expired (or removed): nothing held; its row, if any, goes.
-    await this.write(sql.forget, [lease.key, lease.owner]);
-    return false;
+    try {
+      const { sql } = await this.deps.prepare();
+      if ((await this.write(sql.releaseLive, [lease.key, lease.owner])) === 1) return true;
+      // Expired (or removed): nothing held; its row, if any, goes.
+      await this.write(sql.forget, [lease.key, lease.owner]);
+      return false;
+    } catch (error) {
+      throw this.deps.callError(error, 'release', lease.key);
+    }
   }
 
   /** One statement outside a transaction; resolves the rows it changed. */
@@ -107,19 +132,19 @@ export class RowSemaphore implements SemaphoreStrategy {
     return outcome.token;
   }
 
-  /** The grant's transaction on MySQL/MariaDB, on a connection of the pool. */
-  private async grantOnMysql(dialect: SqlDialect, sql: RowSemaphoreStatements, request: PermitRequest): Promise<number | null> {
+  /** The grant's transaction on MySQL/MariaDB or PostgreSQL, on a connection of the pool. */
+  private async grantInTransaction(dialect: SqlDialect, sql: RowSemaphoreStatements, request: PermitRequest): Promise<number | null> {
     const runner = this.deps.dataSource.createQueryRunner();
     await runner.connect();
     const run = (statement: string, parameters: unknown[]): Promise<DirectResult> => queryOnRunner(runner, statement, parameters, this.deps.fastPaths);
     try {
       for (let attempt = 0; attempt < 2; attempt += 1) {
-        await run('START TRANSACTION', []);
+        await run(beginGrant(dialect), []);
         try {
           const row = (await run(sql.lockSemaphore, [request.key])).records[0] as { permits: number } | undefined;
           if (!row) {
-            // A semaphore never seen: its row is made outside the transaction (two transactions inserting
-            // the same missing key under their gap locks would deadlock), then locked.
+            // A semaphore never seen: its row is made outside the transaction (on MySQL/MariaDB two
+            // transactions inserting the same missing key under their gap locks would deadlock), then locked.
             await run('ROLLBACK', []);
             await run(sql.ensure, [request.key, request.permits]);
             continue;

@@ -30,7 +30,7 @@ export interface SqlDialect {
   tokenOf(result: { raw?: unknown; records?: unknown[] }): number;
   /** Rows a statement with `tokenReturning` changed (a RETURNING statement reports rows, not a count). */
   changedRows(result: { affected?: number; records?: unknown[] }): number;
-  /** Insert a row unless its key exists, without failing. */
+  /** Insert a row unless its key exists, without failing; `columns` is the column list and its VALUES clause. */
   insertIfMissing(table: string, columns: string): string;
   /** True for "duplicate primary key". */
   isDuplicateKey(error: unknown): boolean;

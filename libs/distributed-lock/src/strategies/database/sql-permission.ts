@@ -13,8 +13,13 @@ const PG_DENIED = '42501';
 export interface SqlCallSite {
   readonly strategy: string;
   readonly operation: string;
-  /** The strategy's tables: the grant names them all. */
-  readonly tables: readonly string[];
+  /**
+   * The strategy's tables: the grant names them all, each with SELECT, INSERT, UPDATE unless it names its
+   * own privileges (the semaphores' permits table also needs DELETE).
+   */
+  readonly tables: ReadonlyArray<string | { readonly table: string; readonly privileges: string }>;
+  /** PostgreSQL sequences it draws from (the advisory strategy's tokens): the grant names USAGE on them. */
+  readonly sequences?: readonly string[];
   readonly key?: string;
 }
 
@@ -27,8 +32,11 @@ export function sqlCallError(error: unknown, site: SqlCallSite): unknown {
   const errno = Number(e?.driverError?.errno ?? e?.errno);
   const postgres = (e?.driverError?.code ?? e?.code) === PG_DENIED;
   if (!DENIED.has(errno) && !postgres) return error;
-  const grant = site.tables
-    .map((table) => (postgres ? `GRANT SELECT, INSERT, UPDATE ON ${table} TO <user>;` : `GRANT SELECT, INSERT, UPDATE ON <database>.\`${table}\` TO <user>;`))
-    .join(' ');
+  const grant = [
+    ...site.tables
+      .map((entry) => (typeof entry === 'string' ? { table: entry, privileges: 'SELECT, INSERT, UPDATE' } : entry))
+      .map(({ table, privileges }) => (postgres ? `GRANT ${privileges} ON ${table} TO <user>;` : `GRANT ${privileges} ON <database>.\`${table}\` TO <user>;`)),
+    ...(postgres ? (site.sequences ?? []).map((sequence) => `GRANT USAGE ON SEQUENCE ${sequence} TO <user>;`) : []),
+  ].join(' ');
   return new LockPermissionDeniedError(site.strategy, site.operation, grant, { key: site.key, cause: error });
 }

@@ -1,6 +1,6 @@
 import { LockPermissionDeniedError } from '../../errors/lock-permission-denied.error';
-import { REDIS_SCRIPT_COMMANDS, redisAclRules, redisCallError } from './redis-acl';
-import { ACQUIRE_SCRIPT, EXTEND_SCRIPT, LEAVE_QUEUE_SCRIPT, RELEASE_SCRIPT } from './redis-lock.scripts';
+import { REDIS_SCRIPT_COMMANDS, REDLOCK_EXTRA_SCRIPT_COMMANDS, redisAclRules, redisCallError } from './redis-acl';
+import { ACQUIRE_SCRIPT, EXTEND_SCRIPT, LEAVE_QUEUE_SCRIPT, REDLOCK_ACQUIRE_SCRIPT, REDLOCK_EXTEND_SCRIPT, REDLOCK_RELEASE_SCRIPT, RELEASE_SCRIPT } from './redis-lock.scripts';
 
 describe('Redis ACL rules', () => {
   it('name every command the single-instance scripts call, and no other', () => {
@@ -9,6 +9,16 @@ describe('Redis ACL rules', () => {
       for (const match of script.matchAll(/redis\.(?:p?call)\('([A-Za-z]+)'/g)) called.add(match[1].toLowerCase());
     }
     expect([...REDIS_SCRIPT_COMMANDS].sort()).toEqual([...called].sort());
+  });
+
+  it("with redlock, add every command Redlock's own scripts call", () => {
+    const called = new Set<string>(REDIS_SCRIPT_COMMANDS);
+    for (const script of [REDLOCK_ACQUIRE_SCRIPT, REDLOCK_RELEASE_SCRIPT, REDLOCK_EXTEND_SCRIPT]) {
+      for (const match of script.matchAll(/redis\.(?:p?call)\('([A-Za-z]+)'/g)) called.add(match[1].toLowerCase());
+    }
+    expect([...REDIS_SCRIPT_COMMANDS, ...REDLOCK_EXTRA_SCRIPT_COMMANDS].sort()).toEqual([...called].sort());
+    const rules = redisAclRules('dlock:redlock:', true);
+    for (const command of called) expect(rules.split(' ')).toContain(`+${command}`);
   });
 
   it('limit keys and channels to the namespace', () => {

@@ -18,12 +18,20 @@ export const REDIS_SCRIPT_COMMANDS = [
 ] as const;
 
 /**
- * The least ACL rules under which `RedisLockStrategy` works with key prefix `namespace`: its keys and its
- * channels (lock channels and each instance's inbox all start with the namespace), and exactly its
- * commands. For `ACL SETUSER <user> on ><password> <rules>`, or a `user` line of an ACL file.
+ * What Redlock's own scripts call on its masters besides the single-instance ones (the first master keeps
+ * the line with those): one user serves every master. Kept in step by redis-acl.spec.ts.
  */
-export function redisAclRules(namespace: string): string {
-  const commands = [...REDIS_CLIENT_COMMANDS, ...REDIS_SCRIPT_COMMANDS].map((command) => `+${command}`);
+export const REDLOCK_EXTRA_SCRIPT_COMMANDS = ['del', 'get'] as const;
+
+/**
+ * The least ACL rules under which `RedisLockStrategy` (or, with `redlock`, `RedlockStrategy` on each
+ * master) works with key prefix `namespace`: its keys and its channels (lock channels and each instance's
+ * inbox all start with the namespace), and exactly its commands. For `ACL SETUSER <user> on ><password>
+ * <rules>`, or a `user` line of an ACL file.
+ */
+export function redisAclRules(namespace: string, redlock = false): string {
+  const scriptCommands = redlock ? [...REDIS_SCRIPT_COMMANDS, ...REDLOCK_EXTRA_SCRIPT_COMMANDS].sort() : REDIS_SCRIPT_COMMANDS;
+  const commands = [...REDIS_CLIENT_COMMANDS, ...scriptCommands].map((command) => `+${command}`);
   return ['resetkeys', `~${namespace}*`, 'resetchannels', `&${namespace}*`, '-@all', ...commands].join(' ');
 }
 
@@ -31,7 +39,7 @@ export function redisAclRules(namespace: string): string {
  * A NOPERM reply (a command, key or channel the user may not use), or a script whose inner command the
  * ACL refused (Redis 7 words it "The user executing the script can't run this command").
  */
-function isPermissionReply(error: unknown): error is Error {
+export function isPermissionReply(error: unknown): error is Error {
   return error instanceof Error && (/^NOPERM\b/.test(error.message) || /can't run this command/.test(error.message));
 }
 
@@ -41,6 +49,8 @@ export interface RedisCallSite {
   readonly namespace: string;
   readonly operation: string;
   readonly key?: string;
+  /** The call was Redlock's: the rules to grant include its scripts' commands. */
+  readonly redlock?: boolean;
 }
 
 /**
@@ -56,7 +66,7 @@ export function redisCallError(error: unknown, site: RedisCallSite): unknown {
     return new LockPermissionDeniedError(site.strategy, site.operation, grant, { key: site.key, cause: error });
   }
   if (!isPermissionReply(error)) return error;
-  return new LockPermissionDeniedError(site.strategy, site.operation, `ACL SETUSER <user> ${redisAclRules(site.namespace)}`, { key: site.key, cause: error });
+  return new LockPermissionDeniedError(site.strategy, site.operation, `ACL SETUSER <user> ${redisAclRules(site.namespace, site.redlock)}`, { key: site.key, cause: error });
 }
 
 /** Blanks the arguments of a failed AUTH or HELLO (user name and password) that ioredis left on the error. */

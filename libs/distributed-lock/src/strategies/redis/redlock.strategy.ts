@@ -1,6 +1,7 @@
 import type { RedisOptions } from 'ioredis';
 import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
 import { LockBackendUnavailableError } from '../../errors/lock-backend-unavailable.error';
+import { LockPermissionDeniedError } from '../../errors/lock-permission-denied.error';
 import { abortableDelay } from '../../locking/abortable-delay';
 import { budgetAborted, waitForWake } from '../../locking/wait-for-wake';
 import type { LeaseGrant, LockRequest, WaitBudget } from '../../locking/lock-lease';
@@ -8,6 +9,7 @@ import { assertDuration, assertKnownKeys, describe } from '../../locking/lock-op
 import type { LockStrategy, LockStrategyCapabilities } from '../../locking/lock-strategy.interface';
 import { CLOCK_DRIFT_FACTOR } from '../../locking/lease-expiry';
 import { closeRedisClient } from './close-redis-client';
+import { redisCallError } from './redis-acl';
 import { RedisChannelListener } from './redis-channel-listener';
 import type { IoRedisClient, RedisLockClient } from './redis-client.type';
 import { resolveRedisClient, type OwnedRedisClient } from './redis-connection';
@@ -178,6 +180,11 @@ export class RedlockStrategy implements LockStrategy {
     const maybeSet = outcomes.map((o) => o.held || !o.answered);
     if (maybeSet.some(Boolean)) await this.releaseEverywhere(keys, redisOwner, undefined, maybeSet, true);
     if (answered < this.quorum) {
+      // Refused by the ACL (or a wrong password) rather than down: no wait fixes that, say what to grant.
+      for (const { error } of outcomes) {
+        const denied = error === undefined ? undefined : redisCallError(error, { strategy: this.name, namespace: this.keyNames.namespace, operation: 'acquire', key: request.key, redlock: true });
+        if (denied instanceof LockPermissionDeniedError) throw denied;
+      }
       throw new LockBackendUnavailableError(this.name, `acquire on a majority (${answered} of ${this.nodes.length} masters answered, ${this.quorum} needed)`, Date.now() - started, {
         key: request.key,
         cause: outcomes.find((o) => o.error !== undefined)?.error,
