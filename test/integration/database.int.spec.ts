@@ -35,13 +35,16 @@ async function expectSlotLimit(locks: LockService, prefix: string): Promise<void
   await held[0].release();
   const fifth = await waiting;
   expect(fifth.isHeld).toBe(true);
-  // A slot taken by an acquisition that itself waits (here for a held key) is contention, not a shortage
-  // of connections: a wait that ends then is a timeout, as it would be with more slots.
+  // Behind a waiter of this process for the same key (it has the last slot), a wait that ends is a timeout,
+  // as it would be with more slots; a free key kept out by the slots alone still names the option.
   await held[1].release();
   const behindHolder = locks.acquire(`${prefix}:pool:2`, { waitTimeout: 5_000, reentrant: false }).catch((e: unknown) => e);
   await new Promise((resolve) => setTimeout(resolve, 100));
-  const timedOut = await locks.acquire(`${prefix}:pool:6`, { waitTimeout: 300 }).catch((e: unknown) => e);
+  const timedOut = await locks.acquire(`${prefix}:pool:2`, { waitTimeout: 300, reentrant: false }).catch((e: unknown) => e);
   expect(timedOut).toBeInstanceOf(LockAcquireTimeoutError);
+  const keptOut = await locks.acquire(`${prefix}:pool:6`, { waitTimeout: 300 }).catch((e: unknown) => e);
+  expect(keptOut).toBeInstanceOf(LockBackendUnavailableError);
+  expect((keptOut as Error).message).toMatch(/maxHeldConnections/);
   await Promise.all([...held.slice(2), fifth].map((lock) => lock.release()));
   await ((await behindHolder) as LockHandle).release();
 }

@@ -42,6 +42,8 @@ export interface WaitCancel {
 export class PinnedLocks<H extends PinnedLock> {
   private readonly held = new Map<string, H>();
   private readonly slots: ConnectionSlots;
+  /** The keys of the acquisitions and locks that have a slot, with how many of each. */
+  private readonly keysInSlots = new Map<string, number>();
   private readonly waitStoppers = new Set<() => void>();
 
   constructor(
@@ -55,17 +57,18 @@ export class PinnedLocks<H extends PinnedLock> {
 
   /**
    * Runs `lock` with a connection slot: at once, or after waiting for one within the budget (then failing
-   * with an error naming `maxHeldConnections` when held locks pinned every slot, else resolving null like
-   * any wait that ended; `tryAcquire`, without a budget, resolves null). The slot
+   * with an error naming `maxHeldConnections`, unless others of this process had a slot for the same key:
+   * then it resolves null, like any wait that ended behind them; `tryAcquire`, without a budget, resolves
+   * null). The slot
    * stays taken while the lock is held, and is given back when `lock` resolves null or throws.
    */
   async inSlot<G>(request: LockRequest, budget: WaitBudget | undefined, lock: (budget: WaitBudget | undefined) => Promise<G | null>): Promise<G | null> {
     const deadline = Date.now() + (budget?.timeoutMs ?? 0);
     if (!(await this.slots.take(budget, deadline))) {
-      // A slot taken by another acquisition that is itself waiting (for a held key, or cleaning up after
-      // its own wait ended) is contention: the wait just ended, as it would have with more slots. Only
-      // slots all pinned by held locks mean too few connections, and the error says which option to raise.
-      if (!budget || this.held.size < this.slots.max) return null;
+      // Aborted, or behind others of this process for this very key (its holder, its waiters, contenders
+      // still cleaning up): the wait ended as it would have with more slots. Otherwise the key may be free
+      // and only the slots kept it out: say which option to raise.
+      if (!budget || budgetAborted(budget) || this.keysInSlots.has(request.key)) return null;
       throw new LockBackendUnavailableError(
         this.strategy,
         `acquire: all ${this.slots.max} connections allowed to hold ${this.kind} locks stayed in use for the whole wait (raise maxHeldConnections, keeping it below your pool size, or shorten critical sections)`,
@@ -73,6 +76,7 @@ export class PinnedLocks<H extends PinnedLock> {
         { key: request.key },
       );
     }
+    this.occupy(request.key);
     let grant: G | null = null;
     try {
       // Given up while waiting for a slot: give it back untouched.
@@ -80,8 +84,21 @@ export class PinnedLocks<H extends PinnedLock> {
       grant = await lock(budget && budgetWithin(budget, Math.max(1, deadline - Date.now())));
       return grant;
     } finally {
-      if (grant === null) this.slots.give();
+      if (grant === null) this.giveSlot(request.key);
     }
+  }
+
+  /** Counts `key` among the keys of the acquisitions and locks that have a slot. */
+  private occupy(key: string): void {
+    this.keysInSlots.set(key, (this.keysInSlots.get(key) ?? 0) + 1);
+  }
+
+  /** Gives back a slot that an acquisition or a lock for `key` had. */
+  private giveSlot(key: string): void {
+    const left = (this.keysInSlots.get(key) ?? 1) - 1;
+    if (left > 0) this.keysInSlots.set(key, left);
+    else this.keysInSlots.delete(key);
+    this.slots.give();
   }
 
   /**
@@ -156,7 +173,7 @@ export class PinnedLocks<H extends PinnedLock> {
     try {
       return await this.end(held, outcome);
     } finally {
-      this.slots.give();
+      this.giveSlot(held.key);
     }
   }
 
