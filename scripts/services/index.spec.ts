@@ -27,6 +27,7 @@ describe('services tool', () => {
       'LOCK_TEST_ETCD_SECURE',
       'LOCK_TEST_REDIS_TLS',
       'LOCK_TEST_MYSQL_TLS',
+      'LOCK_TEST_POSTGRES_TLS',
     ]);
   });
 
@@ -40,6 +41,7 @@ describe('services tool', () => {
     expect(packagesFor(['etcd-secure']).sort()).toEqual(['etcd-client', 'etcd-server', 'openssl']);
     expect(packagesFor(['redis-tls', 'mariadb-tls']).sort()).toEqual(['mariadb-server', 'openssl', 'redis-server']);
     expect(packagesFor(['postgres', 'postgres-faults'])).toEqual(['postgresql']);
+    expect(packagesFor(['postgres-tls'])).toEqual(['postgresql', 'openssl']);
     // A Cluster needs nothing but redis-server (redis-cli, which forms it, comes with it).
     expect(packagesFor(['redis-cluster', 'redis-cluster-replicas'])).toEqual(['redis-server']);
   });

@@ -16,3 +16,4 @@ export {
 export { clusterNodes, parseClusterNodes, type ClusterNode } from './redis-cluster';
 export { REDIS_TLS, redisTlsCaFile } from './redis-tls';
 export { lockTableGrants, MARIADB_TLS, mariadbTlsCaFile, semaphoreTableGrants } from './mariadb-tls';
+export { POSTGRES_TLS, postgresLockGrants, postgresSemaphoreGrants, postgresTlsCaFile } from './postgres-tls';

@@ -300,7 +300,7 @@ export const POSTGRES_DATABASE = 'locktest';
  * major installed (the package installs no `postgres` or `initdb` on the PATH). Resolved when called, so that
  * a machine where the tests install the package first finds it afterwards.
  */
-export function postgresBinary(name: 'postgres' | 'initdb' | 'psql'): string {
+export function postgresBinary(name: 'postgres' | 'initdb' | 'psql' | 'pg_isready'): string {
   const root = '/usr/lib/postgresql';
   const majors = existsSync(root) ? readdirSync(root).filter((entry) => /^\d+$/.test(entry) && existsSync(join(root, entry, 'bin', name))) : [];
   if (majors.length === 0) throw new Error(`PostgreSQL's ${name} not found under ${root}: install Debian's postgresql package (apt-get install -y postgresql)`);

@@ -31,6 +31,7 @@ import { formRedisCluster } from './redis-cluster';
 import { ETCD_SECURE, etcdSecureArgs, etcdSecureKind } from './etcd-secure';
 import { REDIS_TLS, redisTlsArgs, redisTlsKind } from './redis-tls';
 import { MARIADB_TLS, mariadbTlsArgs, mariadbTlsKind } from './mariadb-tls';
+import { POSTGRES_TLS, postgresTlsArgs, postgresTlsKind } from './postgres-tls';
 import { instancesRoot, listRecords, readRecord, removeRecord, type ServerRecord } from './service-state';
 
 /** The server set-ups the tests, the demo and the benchmarks use. */
@@ -59,6 +60,7 @@ export const TOPOLOGY_NAMES = [
   'etcd-secure',
   'redis-tls',
   'mariadb-tls',
+  'postgres-tls',
 ] as const;
 export type TopologyName = (typeof TOPOLOGY_NAMES)[number];
 
@@ -353,6 +355,17 @@ const PLANS: Record<TopologyName, TopologyPlan> = {
     command: 'mariadbd',
     args: (member) => mariadbTlsArgs(member),
     envValue: () => `mysql://127.0.0.1:${MARIADB_TLS.port}/${MARIADB_TLS.database}`,
+  },
+  // TCP through TLS only (hostssl), the library's role with the grants of docs/security.md only (see postgres-tls.ts).
+  'postgres-tls': {
+    kind: postgresTlsKind,
+    envVar: 'LOCK_TEST_POSTGRES_TLS',
+    members: [{ name: POSTGRES_TLS.member, ports: [POSTGRES_TLS.port] }],
+    get command() {
+      return postgresBinary('postgres');
+    },
+    args: (member) => postgresTlsArgs(member),
+    envValue: () => `postgres://127.0.0.1:${POSTGRES_TLS.port}/${POSTGRES_TLS.database}?sslmode=verify-full`,
   },
   // PostgreSQL's standard port is 5432: never used here.
   postgres: postgresPlan('postgres', 'LOCK_TEST_POSTGRES_URL', 15432),

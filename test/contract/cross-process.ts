@@ -1,49 +1,75 @@
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 
-/** Totals of a cross-process run. */
+/** What one cross-process session of a subject saw. */
 export interface CrossProcessOutcome {
+  /** The fuzz: sections run, overlaps seen, and the shared counter (lost increments show as a shortfall). */
   readonly sections: number;
   readonly violations: number;
   readonly counter: number;
+  /** The ticks: per round, how many processes got the round's key. */
+  readonly winners: readonly number[];
+  /** Rounds some process began trying too late (its timer fired after the winner may have let go). */
+  readonly late: ReadonlySet<number>;
 }
 
 const ROOT = resolve(__dirname, '..', '..');
 const WORKER = join(__dirname, 'cross-process.worker.ts');
+/** A tick every 120 ms; a winner holds its key 80 ms, until every process that tried on time was refused. */
+export const TICK_PERIOD_MS = 120;
+export const TICK_HOLD_MS = 80;
 
 /**
- * Starts `processes` separate Node processes that contend for one key with the named subject's strategy.
- * Inside the lock each creates a marker file exclusively (failing if another process is inside) and
- * increments a counter file with a read-yield-write, so overlaps show both as violations and as lost
- * increments. Every child is bounded by a timeout and killed if it overruns.
+ * Starts `processes` separate Node processes of the named subject's strategy, which take part in two runs,
+ * one after the other (one set of processes for both: starting TypeScript processes is the slow part).
+ * - The fuzz: `workersPerProcess` workers each contend `iterations` times for one key. Inside the lock each
+ *   creates a marker file exclusively (failing if another process is inside) and increments a counter file
+ *   with a read-yield-write, so overlaps show both as violations and as lost increments.
+ * - The ticks: once every process is done with the fuzz, all of them try a fresh key once at the same
+ *   wall-clock instant, `tickRounds` times, as every instance's scheduler does at a cron tick.
+ * Every child is bounded by a timeout and killed if it overruns.
  */
-export async function runCrossProcessFuzz(
+export async function runCrossProcessSession(
   subject: string,
   key: string,
-  processes: number,
-  workersPerProcess: number,
-  iterations: number,
+  options: { processes: number; workersPerProcess: number; iterations: number; tickRounds: number },
   timeoutMs = 120_000,
 ): Promise<CrossProcessOutcome> {
   const dir = mkdtempSync(join(tmpdir(), 'lock-xproc-'));
   const counterFile = join(dir, 'counter');
   writeFileSync(counterFile, '0');
   try {
-    const results = await Promise.all(
-      Array.from({ length: processes }, () =>
-        runWorkerProcess<{ sections: number; violations: number }>(WORKER, [subject, key, dir, String(workersPerProcess), String(iterations)], timeoutMs),
-      ),
+    const args = (index: number): string[] =>
+      [subject, key, dir, String(index), String(options.workersPerProcess), String(options.iterations), String(options.tickRounds), String(TICK_PERIOD_MS), String(TICK_HOLD_MS)];
+    const results = Array.from({ length: options.processes }, (_, i) =>
+      runWorkerProcess<{ sections: number; violations: number; won: number[]; late: number[] }>(WORKER, args(i), timeoutMs),
     );
+    await startTicksOnceReady(dir, options.processes, results, timeoutMs);
+    const outcomes = await Promise.all(results);
     return {
-      sections: results.reduce((sum, r) => sum + r.sections, 0),
-      violations: results.reduce((sum, r) => sum + r.violations, 0),
+      sections: outcomes.reduce((sum, r) => sum + r.sections, 0),
+      violations: outcomes.reduce((sum, r) => sum + r.violations, 0),
       counter: Number(readFileSync(counterFile, 'utf8')),
+      winners: Array.from({ length: options.tickRounds }, (_, round) => outcomes.filter((o) => o.won.includes(round)).length),
+      late: new Set(outcomes.flatMap((o) => o.late)),
     };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** Once every worker has written dir/ready-<index>, writes dir/start: the first tick's wall-clock time. */
+async function startTicksOnceReady(dir: string, processes: number, results: ReadonlyArray<Promise<unknown>>, timeoutMs: number): Promise<void> {
+  // A worker that fails before it is ready ends the wait through its rejection.
+  const failed = Promise.race(results).then(() => undefined);
+  const deadline = Date.now() + timeoutMs;
+  while (!Array.from({ length: processes }, (_, i) => existsSync(join(dir, `ready-${i}`))).every(Boolean)) {
+    if (Date.now() > deadline) throw new Error(`the ${processes} processes were not ready within ${timeoutMs} ms`);
+    await Promise.race([failed, new Promise((resolve) => setTimeout(resolve, 20))]);
+  }
+  writeFileSync(join(dir, 'start'), String(Date.now() + 200));
 }
 
 /**

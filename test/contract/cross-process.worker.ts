@@ -1,49 +1,83 @@
-// One contender process of the cross-process fuzz. Usage: worker <subject> <key> <dir> <workers> <iterations>
-import { closeSync, openSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
+// One process of a cross-process session (see cross-process.ts).
+// Usage: worker <subject> <key> <dir> <index> <workers> <iterations> <tickRounds> <tickPeriodMs> <tickHoldMs>
+import { closeSync, existsSync, openSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { LockManager, LockService } from '@app/distributed-lock';
 import { subjectNamed } from './subjects';
 
-async function main(): Promise<void> {
-  const [subjectName, key, dir, workersArg, iterationsArg] = process.argv.slice(2);
-  const strategy = await subjectNamed(subjectName).create();
-  const manager = new LockManager(strategy);
-  const locks = new LockService(manager);
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)));
+
+/** Workers contend for `key`; inside, a marker file made exclusively and a read-yield-write counter. */
+async function fuzz(locks: LockService, key: string, dir: string, workers: number, iterations: number): Promise<{ sections: number; violations: number }> {
   const marker = join(dir, 'inside');
   const counterFile = join(dir, 'counter');
   let sections = 0;
   let violations = 0;
+  await Promise.all(
+    Array.from({ length: workers }, async () => {
+      for (let i = 0; i < iterations; i += 1) {
+        await locks.withLock(
+          key,
+          async () => {
+            let fd: number | undefined;
+            try {
+              fd = openSync(marker, 'wx');
+            } catch {
+              violations += 1;
+            }
+            const read = Number(readFileSync(counterFile, 'utf8'));
+            await sleep(1);
+            writeFileSync(counterFile, String(read + 1));
+            if (fd !== undefined) {
+              closeSync(fd);
+              unlinkSync(marker);
+            }
+            sections += 1;
+          },
+          { waitTimeout: 60_000 },
+        );
+      }
+    }),
+  );
+  return { sections, violations };
+}
+
+/**
+ * Says it is ready (dir/ready-<index>), waits for dir/start, then at each round's instant tries the round's
+ * key once and, when it got it, holds it for `holdMs` from the instant.
+ */
+async function ticks(locks: LockService, key: string, dir: string, index: string, rounds: number, periodMs: number, holdMs: number): Promise<{ won: number[]; late: number[] }> {
+  const won: number[] = [];
+  const late: number[] = [];
+  writeFileSync(join(dir, `ready-${index}`), '');
+  const startFile = join(dir, 'start');
+  while (!existsSync(startFile)) await sleep(10);
+  const start = Number(readFileSync(startFile, 'utf8'));
+  for (let round = 0; round < rounds; round += 1) {
+    const instant = start + round * periodMs;
+    await sleep(instant - Date.now());
+    if (Date.now() - instant > holdMs / 2) late.push(round);
+    const lock = await locks.tryAcquire(`${key}:tick:${round}`, { reentrant: false, ttl: 30_000 });
+    if (!lock) continue;
+    won.push(round);
+    await sleep(instant + holdMs - Date.now());
+    await lock.release();
+  }
+  return { won, late };
+}
+
+async function main(): Promise<void> {
+  const [subjectName, key, dir, index, workers, iterations, tickRounds, tickPeriodMs, tickHoldMs] = process.argv.slice(2);
+  // Three TypeScript processes start at once on 2 shared cores: their first calls may take seconds.
+  const manager = new LockManager(await subjectNamed(subjectName).create(), { operationTimeout: 20_000 });
+  const locks = new LockService(manager);
   try {
-    await Promise.all(
-      Array.from({ length: Number(workersArg) }, async () => {
-        for (let i = 0; i < Number(iterationsArg); i += 1) {
-          await locks.withLock(
-            key,
-            async () => {
-              let fd: number | undefined;
-              try {
-                fd = openSync(marker, 'wx');
-              } catch {
-                violations += 1;
-              }
-              const read = Number(readFileSync(counterFile, 'utf8'));
-              await new Promise((resolve) => setTimeout(resolve, 1));
-              writeFileSync(counterFile, String(read + 1));
-              if (fd !== undefined) {
-                closeSync(fd);
-                unlinkSync(marker);
-              }
-              sections += 1;
-            },
-            { waitTimeout: 60_000 },
-          );
-        }
-      }),
-    );
+    const fuzzed = await fuzz(locks, key, dir, Number(workers), Number(iterations));
+    const ticked = await ticks(locks, key, dir, index, Number(tickRounds), Number(tickPeriodMs), Number(tickHoldMs));
+    process.stdout.write(`${JSON.stringify({ ...fuzzed, ...ticked })}\n`);
   } finally {
     await manager.close();
   }
-  process.stdout.write(`${JSON.stringify({ sections, violations })}\n`);
 }
 
 main().then(

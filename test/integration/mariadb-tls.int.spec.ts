@@ -4,6 +4,7 @@ import { DataSource } from 'typeorm';
 import { LockManager, LockPermissionDeniedError, LockService } from '@app/distributed-lock';
 import { PessimisticLockStrategy, RowLockStrategy, semaphoreTablesDdl, sqlDialectFor } from '@app/distributed-lock/strategies/database';
 import { lockTableGrants, MARIADB_TLS, semaphoreTableGrants, startTopology, stopTopology, type RunningTopology } from '../../scripts/services';
+import { expectLeaseLockThroughUser, expectPermitsThroughUser, expectServerWaitThroughUser } from '../support/least-privilege-locks';
 import { ensureSecurePackages, mariadbTlsOptions } from '../support/secure-servers';
 
 const { app } = MARIADB_TLS.users;
@@ -64,28 +65,13 @@ describe('MariaDB with TLS required and a least-privilege user', () => {
   it('locks with the row strategy (lease table) through TLS, with no CREATE grant', async () => {
     const service = locks(new RowLockStrategy({ connection: mariadbTlsOptions(app.name, app.password) }));
     const contender = locks(new RowLockStrategy({ connection: mariadbTlsOptions(app.name, app.password) }));
-    const key = `tls:${run}:row`;
-    const lock = await service.acquire(key, { ttl: 5_000 });
-    expect(await contender.tryAcquire(key)).toBeNull();
-    await lock.extend(5_000);
-    expect(lock.fencingToken).toBeGreaterThan(0);
-    expect(await lock.release()).toBe(true);
-    const next = await contender.acquire(key, { waitTimeout: 2_000 });
-    expect(next.fencingToken).toBeGreaterThan(lock.fencingToken ?? 0);
-    await next.release();
+    await expectLeaseLockThroughUser(service, contender, `tls:${run}:row`);
   });
 
   it('locks with the pessimistic strategy (SELECT … FOR UPDATE) through TLS, with no CREATE grant', async () => {
     const service = locks(new PessimisticLockStrategy({ connection: mariadbTlsOptions(app.name, app.password) }));
     const contender = locks(new PessimisticLockStrategy({ connection: mariadbTlsOptions(app.name, app.password) }));
-    const key = `tls:${run}:pessimistic`;
-    const lock = await service.acquire(key);
-    expect(await contender.tryAcquire(key)).toBeNull();
-    const waiting = contender.acquire(key, { waitTimeout: 5_000 });
-    expect(await lock.release()).toBe(true);
-    const next = await waiting;
-    expect(next.fencingToken).toBeGreaterThan(lock.fencingToken ?? 0);
-    await next.release();
+    await expectServerWaitThroughUser(service, contender, `tls:${run}:pessimistic`);
   });
 
   it('a user of locks only needs no grant on the semaphore tables until it asks for a permit, then gets LockPermissionDeniedError naming them', async () => {
@@ -109,16 +95,7 @@ describe('MariaDB with TLS required and a least-privilege user', () => {
       const options = mariadbTlsOptions(user, `${user}-pw`);
       const service = locks(new RowLockStrategy({ connection: options, semaphoreTables: tables }));
       const contender = locks(new RowLockStrategy({ connection: options, semaphoreTables: tables }));
-      const key = `tls:${run}:semaphore`;
-      const first = await service.acquirePermit(key, { permits: 2, ttl: 5_000 });
-      const second = await contender.acquirePermit(key, { permits: 2 });
-      expect(await contender.tryAcquirePermit(key, { permits: 2 })).toBeNull();
-      await first.extend(5_000);
-      expect(await first.release()).toBe(true);
-      const third = await contender.acquirePermit(key, { permits: 2, waitTimeout: 2_000 });
-      expect(third.fencingToken).toBeGreaterThan(second.fencingToken ?? 0);
-      expect(await second.release()).toBe(true);
-      expect(await third.release()).toBe(true);
+      await expectPermitsThroughUser(service, contender, `tls:${run}:semaphore`);
     } finally {
       await root.query(`DROP USER ${account}`);
       await root.query(`DROP TABLE ${tables.semaphores}, ${tables.permits}`);

@@ -1,11 +1,12 @@
 import { readFileSync } from 'node:fs';
 import type { RedisOptions } from 'ioredis';
 import type { MysqlDataSourceOptions } from 'typeorm/driver/mysql/MysqlDataSourceOptions';
-import { ensureDebianPackages, MARIADB_TLS, mariadbTlsCaFile, packagesFor, REDIS_TLS, redisTlsCaFile } from '../../scripts/services';
+import type { PostgresDataSourceOptions } from 'typeorm/driver/postgres/PostgresDataSourceOptions';
+import { ensureDebianPackages, MARIADB_TLS, mariadbTlsCaFile, packagesFor, POSTGRES_TLS, postgresTlsCaFile, REDIS_TLS, redisTlsCaFile } from '../../scripts/services';
 
 /** Installs what the TLS topologies need (openssl included) on a fresh machine; a no-op once there. */
 export function ensureSecurePackages(): void {
-  ensureDebianPackages(packagesFor(['redis-tls', 'mariadb-tls']), (line) => process.stdout.write(`${line}\n`));
+  ensureDebianPackages(packagesFor(['redis-tls', 'mariadb-tls', 'postgres-tls']), (line) => process.stdout.write(`${line}\n`));
 }
 
 /** ioredis options for the redis-tls topology as `username`: TLS verified against its throwaway CA. */
@@ -25,5 +26,20 @@ export function mariadbTlsOptions(username: string, password: string): MysqlData
     ssl: { ca: readFileSync(mariadbTlsCaFile()), rejectUnauthorized: true },
     poolSize: 8,
     connectTimeout: 5_000,
+  };
+}
+
+/** TypeORM options for the postgres-tls topology as `username`: TLS verified against its throwaway CA. */
+export function postgresTlsOptions(username: string, password: string): PostgresDataSourceOptions {
+  return {
+    type: 'postgres',
+    host: '127.0.0.1',
+    port: POSTGRES_TLS.port,
+    username,
+    password,
+    database: POSTGRES_TLS.database,
+    ssl: { ca: readFileSync(postgresTlsCaFile()), rejectUnauthorized: true },
+    poolSize: 8,
+    connectTimeoutMS: 5_000,
   };
 }

@@ -1,3 +1,6 @@
+import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
+import { describe } from '../../locking/lock-options';
+import { fenceTableDdl, SQL_IDENTIFIER } from './lock-table.sql';
 import type { SqlDialect } from './sql-dialect';
 
 /** Default names of the advisory strategy's objects. */
@@ -66,4 +69,14 @@ export function advisoryDdl(d: SqlDialect, objects: { sequence: string; fences: 
     return [`CREATE SEQUENCE IF NOT EXISTS ${d.quote(objects.sequence)} AS BIGINT START WITH ${Date.now() * 1000}`];
   }
   return [fenceTableDdl(d, objects.fences)];
+}
+
+/**
+ * DDL of the advisory strategy's token source, for a migration that makes it ahead of time (then the
+ * strategy's role needs no CREATE): on PostgreSQL the sequence, on MySQL/MariaDB the fence table. `tokens`
+ * is the strategy's option of that name (default: `ADVISORY_OBJECTS.sequence` or `ADVISORY_OBJECTS.fences`).
+ */
+export function advisoryTokensDdl(dialect: SqlDialect, tokens?: string): string[] {
+  if (tokens !== undefined && !SQL_IDENTIFIER.test(tokens)) throw new InvalidLockOptionsError('tokens', `expected a plain SQL identifier, got ${describe(tokens)}.`);
+  return advisoryDdl(dialect, { sequence: tokens ?? ADVISORY_OBJECTS.sequence, fences: tokens ?? ADVISORY_OBJECTS.fences }, fenceTableDdl);
 }

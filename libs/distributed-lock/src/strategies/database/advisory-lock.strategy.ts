@@ -13,12 +13,14 @@ import { ADVISORY_OBJECTS, advisoryDdl, advisoryStatements, type AdvisoryStateme
 import { assertMaxHeldConnections } from './connection-slots';
 import { PinnedLocks, pinnedLock, type PinnedLock } from './pinned-locks';
 import type { LockDataSource } from './database-client.type';
-import { ensureInitialized, resolveDataSource, runDdl } from './database-connection';
+import { ensureInitialized, resolveDataSource } from './database-connection';
+import { createMissingSequence, createMissingTables } from './ensure-tables';
 import { isConnectionError, isNotSent, rollbackAndRelease } from './held-connection';
 import { fenceTableDdl, MAX_SQL_KEY_LENGTH, SQL_IDENTIFIER } from './lock-table.sql';
 import { queryOnRunner, type DirectResult } from './mysql-direct';
 import { beginLockTransaction, commitLockTransaction } from './runner-transaction';
 import { dialectOf, withServerFeatures, type SqlDialect } from './sql-dialect';
+import { sqlCallError } from './sql-permission';
 import { connectionIdOf, discardConnection, isConnectionClosed } from './typeorm-internals';
 
 /** Options of the advisory-lock strategy (PostgreSQL advisory locks, MySQL/MariaDB `GET_LOCK`). */
@@ -131,11 +133,26 @@ export class AdvisoryLockStrategy implements LockStrategy {
   }
 
   tryAcquire(request: LockRequest): Promise<LeaseGrant | null> {
-    return this.locks.inSlot(request, undefined, () => this.lockOnConnection(request, undefined));
+    return this.locks.inSlot(request, undefined, () => this.lockOnConnection(request, undefined)).catch((error: unknown) => {
+      throw this.callError(error, request.key);
+    });
   }
 
   acquire(request: LockRequest, budget: WaitBudget): Promise<LeaseGrant | null> {
-    return this.locks.inSlot(request, budget, (remaining) => this.lockOnConnection(request, remaining));
+    return this.locks.inSlot(request, budget, (remaining) => this.lockOnConnection(request, remaining)).catch((error: unknown) => {
+      throw this.callError(error, request.key);
+    });
+  }
+
+  /**
+   * A refused grant becomes `LockPermissionDeniedError` naming the GRANT to run: USAGE on the token sequence
+   * (PostgreSQL's `nextval`), or the fence table's grants (MySQL/MariaDB). Advisory locks and GET_LOCK
+   * themselves need no grant.
+   */
+  private callError(error: unknown, key: string): unknown {
+    const postgres = dialectOf(this.dataSource, this.name).name === 'postgres';
+    const tokens = this.tokens ?? (postgres ? ADVISORY_OBJECTS.sequence : ADVISORY_OBJECTS.fences);
+    return sqlCallError(error, { strategy: this.name, operation: 'acquire', key, tables: postgres ? [] : [tokens], sequences: postgres ? [tokens] : [] });
   }
 
   extend(lease: LeaseGrant, ttlMs: number): Promise<LeaseGrant | null> {
@@ -265,7 +282,12 @@ export class AdvisoryLockStrategy implements LockStrategy {
       await ensureInitialized(this.dataSource);
       const dialect = await withServerFeatures(this.dataSource, dialectOf(this.dataSource, this.name));
       const objects = dialect.name === 'postgres' ? { ...ADVISORY_OBJECTS, sequence: this.tokens ?? ADVISORY_OBJECTS.sequence } : { ...ADVISORY_OBJECTS, fences: this.tokens ?? ADVISORY_OBJECTS.fences };
-      if (this.ensureTable) await runDdl(this.dataSource, advisoryDdl(dialect, objects, fenceTableDdl));
+      if (this.ensureTable) {
+        // Only what is missing: a role without CREATE works once a migration made the sequence or table.
+        const ddl = advisoryDdl(dialect, objects, fenceTableDdl);
+        if (dialect.name === 'postgres') await createMissingSequence(this.dataSource, objects.sequence, ddl);
+        else await createMissingTables(this.dataSource, dialect, [{ table: objects.fences, statements: ddl }]);
+      }
       return { dialect, sql: advisoryStatements(dialect, this.scope, objects) };
     })().catch((error: unknown) => {
       this.ready = undefined;

@@ -28,3 +28,17 @@ export async function createMissingTables(dataSource: LockDataSource, dialect: S
   }
   for (const entry of missing) await runDdl(dataSource, entry.statements);
 }
+
+/**
+ * Makes a PostgreSQL sequence (the advisory strategy's tokens) only when it is missing, for the same reason
+ * as the tables: `CREATE SEQUENCE IF NOT EXISTS` needs CREATE on the schema even when the sequence exists.
+ * pg_class shows every sequence whatever the role's grants, so one the role may not use is found, and its
+ * `nextval` then names the missing USAGE, not the CREATE nobody needs.
+ */
+export async function createMissingSequence(dataSource: LockDataSource, sequence: string, statements: readonly string[]): Promise<void> {
+  const rows = (await dataSource.query(
+    "SELECT 1 AS present FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE c.relkind = 'S' AND c.relname = $1 AND n.nspname = current_schema()",
+    [sequence],
+  )) as unknown[];
+  if (rows.length === 0) await runDdl(dataSource, statements);
+}

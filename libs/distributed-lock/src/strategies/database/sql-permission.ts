@@ -18,6 +18,8 @@ export interface SqlCallSite {
    * own privileges (the semaphores' permits table also needs DELETE).
    */
   readonly tables: ReadonlyArray<string | { readonly table: string; readonly privileges: string }>;
+  /** PostgreSQL sequences it draws from (the advisory strategy's tokens): the grant names USAGE on them. */
+  readonly sequences?: readonly string[];
   readonly key?: string;
 }
 
@@ -30,9 +32,11 @@ export function sqlCallError(error: unknown, site: SqlCallSite): unknown {
   const errno = Number(e?.driverError?.errno ?? e?.errno);
   const postgres = (e?.driverError?.code ?? e?.code) === PG_DENIED;
   if (!DENIED.has(errno) && !postgres) return error;
-  const grant = site.tables
-    .map((entry) => (typeof entry === 'string' ? { table: entry, privileges: 'SELECT, INSERT, UPDATE' } : entry))
-    .map(({ table, privileges }) => (postgres ? `GRANT ${privileges} ON ${table} TO <user>;` : `GRANT ${privileges} ON <database>.\`${table}\` TO <user>;`))
-    .join(' ');
+  const grant = [
+    ...site.tables
+      .map((entry) => (typeof entry === 'string' ? { table: entry, privileges: 'SELECT, INSERT, UPDATE' } : entry))
+      .map(({ table, privileges }) => (postgres ? `GRANT ${privileges} ON ${table} TO <user>;` : `GRANT ${privileges} ON <database>.\`${table}\` TO <user>;`)),
+    ...(postgres ? (site.sequences ?? []).map((sequence) => `GRANT USAGE ON SEQUENCE ${sequence} TO <user>;`) : []),
+  ].join(' ');
   return new LockPermissionDeniedError(site.strategy, site.operation, grant, { key: site.key, cause: error });
 }
