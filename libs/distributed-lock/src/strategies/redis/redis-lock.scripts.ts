@@ -7,7 +7,7 @@
 //                    KEYS[2] queue   ZSET  waiting owners, scored by arrival number (FIFO)
 //                    KEYS[3] waiters HASH  owner -> "<ttlMs>:<aliveUntilMs>:<x|s>:<claimMs>:<inbox>", plus "#seq", the
 //                                          arrival counter; <inbox> is the waiter's client channel (may be empty)
-//                    KEYS[4] fence   STRING the last fencing token ("" for none: tokens are then 0)
+//                    KEYS[4] fence   STRING the last fencing token ("" or KEYS[1] for none: tokens are then 0)
 //                    KEYS[5] readers ZSET  reader owners, scored by the server time their lease ends
 // ARGV[1] is always the owner id; ARGV[2] the channel on which releases and hand-overs are announced.
 
@@ -28,8 +28,9 @@ end
 -- the old one's by more than the outage. The week-long expiry keeps idle counters from piling up.
 -- Tokens travel as decimal strings: Lua 5.1 would print a 16-digit number as "1.79e+15" and lose digits.
 local function next_token()
-  -- No fence key (the first master of a Redlock, whose counter alone could not fence): no token.
-  if KEYS[4] == '' then return '0' end
+  -- No fence key (the first master of a Redlock, whose counter alone could not fence): no token. Redlock
+  -- passes the lock key again rather than '', which a user's ACL key pattern (~namespace*) refuses.
+  if KEYS[4] == '' or KEYS[4] == KEYS[1] then return '0' end
   local token = redis.call('INCR', KEYS[4])
   local t = redis.call('TIME')
   local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])

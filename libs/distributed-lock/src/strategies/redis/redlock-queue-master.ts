@@ -18,7 +18,11 @@ import { RedisScript } from './redis-script';
  */
 export class RedlockQueueMaster {
   readonly inbox: RedisInbox;
-  /** The single-Redis keys of a lock, without the fence: Redlock has no fencing tokens to count. */
+  /**
+   * The single-Redis keys of a lock, without the fence: Redlock has no fencing tokens to count. The lock
+   * key stands in the fence's place (the scripts read that as "no fence"): an empty key name would be
+   * outside the namespace, and the ACL recipe's key pattern would refuse every call on this master.
+   */
   private readonly keyCache = new WeakMap<RedisLockKeys, readonly string[]>();
   private readonly scripts = {
     acquire: new RedisScript(ACQUIRE_SCRIPT),
@@ -64,7 +68,7 @@ export class RedlockQueueMaster {
     let unfenced = this.keyCache.get(keys);
     if (!unfenced) {
       const [lock, queue, waiters, , readers] = keys.keys;
-      unfenced = [lock, queue, waiters, '', readers];
+      unfenced = [lock, queue, waiters, lock, readers];
       this.keyCache.set(keys, unfenced);
     }
     return unfenced;

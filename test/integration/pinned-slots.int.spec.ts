@@ -1,0 +1,45 @@
+import 'reflect-metadata';
+import { randomUUID } from 'node:crypto';
+import { DataSource } from 'typeorm';
+import { LockBackendUnavailableError, type LockHandle, LockManager, LockService } from '@app/distributed-lock';
+import { PessimisticLockStrategy } from '@app/distributed-lock/strategies/database';
+import { StockRow as Stock } from '../support/stock-row.entity';
+
+const run = randomUUID().slice(0, 8);
+
+/**
+ * The connection slots of a strategy that pins a connection per lock (maxHeldConnections): a key nobody
+ * holds that cannot be had for want of a slot is a shortage of slots, and the caller is told which option
+ * to raise, whatever the other slots are pinned by (a held lock, or an acquisition waiting for one).
+ */
+describe('pinned connection slots (PostgreSQL pessimistic)', () => {
+  let dataSource: DataSource;
+  let manager: LockManager;
+  let locks: LockService;
+
+  beforeAll(async () => {
+    dataSource = await new DataSource({ type: 'postgres', url: process.env.LOCK_TEST_POSTGRES_URL, entities: [Stock], synchronize: true, poolSize: 8 }).initialize();
+    manager = new LockManager(new PessimisticLockStrategy({ dataSource, maxHeldConnections: 2, name: 'pessimistic-slots' }));
+    locks = new LockService(manager);
+  });
+
+  afterAll(async () => {
+    await manager?.close();
+    await dataSource?.destroy();
+  });
+
+  it('a free key kept out by slots pinned by a held lock and a waiter for it: the error names maxHeldConnections', async () => {
+    const holder = await locks.acquire(`slots:${run}:busy`);
+    // Waits for the held key on the second (and last) slot, for longer than the acquisition below.
+    const waiter = locks.acquire(`slots:${run}:busy`, { waitTimeout: 3_000, reentrant: false }).catch((e: unknown) => e);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    // Nobody holds or waits for this key: with one more slot it would be granted at once.
+    const outcome = await locks.acquire(`slots:${run}:free`, { waitTimeout: 300 }).catch((e: unknown) => e);
+    await holder.release();
+    const late = await waiter;
+    if (late && typeof (late as LockHandle).release === 'function') await (late as LockHandle).release();
+    if (outcome && typeof (outcome as LockHandle).release === 'function') await (outcome as LockHandle).release();
+    expect(outcome).toBeInstanceOf(LockBackendUnavailableError);
+    expect((outcome as Error).message).toMatch(/maxHeldConnections/);
+  }, 20_000);
+});
