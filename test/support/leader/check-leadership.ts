@@ -71,3 +71,29 @@ export function checkLeadership(
   }
   return anomalies;
 }
+
+/** The fenced write a process makes as soon as it gains a term, as it reported it. Times as in `TermRecord`. */
+export interface LeaderWriteRecord {
+  readonly election: string;
+  readonly process: string;
+  readonly term: number;
+  readonly accepted: boolean;
+  /** When it was sent, and when its answer came back. */
+  readonly sentAt: string;
+  readonly answeredAt: string;
+}
+
+/**
+ * The refused writes of new leaders that nothing explains. A write refused by the fencing check had a
+ * term at or below one written before: fine only if a higher term began in another process before the
+ * answer came (the writer was frozen, or lost its term, between gaining it and its write reaching the
+ * resource; `checkLeadership` judges that overlap). Anything else (a term handed out twice, terms out of
+ * order) is returned.
+ */
+export function unexplainedRefusals(terms: readonly TermRecord[], writes: readonly LeaderWriteRecord[]): LeaderWriteRecord[] {
+  return writes.filter(
+    (write) =>
+      !write.accepted &&
+      !terms.some((t) => t.election === write.election && t.process !== write.process && t.term !== undefined && t.term > write.term && ns(t.from) < ns(write.answeredAt)),
+  );
+}

@@ -1,9 +1,11 @@
 // One instance of an application that campaigns in one leader election per strategy (LEADER_RUN names
 // them). Prints, with CLOCK_MONOTONIC in ns (shared by every process of the machine):
 //   "ready" once campaigning, "gained <strategy> <term|-> <ns>", "lost <strategy> <term|-> <reason> <ns>",
-//   "write <strategy> <term> accepted|rejected" (the fenced write each new leader makes at once),
+//   "write <strategy> <term> accepted|rejected <sent ns> <answered ns>" (the fenced write each new leader makes
+//   at once; a process frozen between the two times may find a newer leader's write there first),
 //   and on a "write" line from stdin, for every election it led last, the write a careless old leader
-//   makes whatever it believes: "stale-write <strategy> <term> accepted|rejected aborted=<signal state before it>".
+//   makes whatever it believes: "stale-write <strategy> <term> accepted|rejected aborted=<signal state before it>
+//   <sent ns> <answered ns>".
 // SIGTERM closes the app (resigning); SIGKILL is the crash, SIGSTOP the freeze.
 import 'reflect-metadata';
 import { createInterface } from 'node:readline';
@@ -31,8 +33,9 @@ class Leadership {
     say(`gained ${strategy} ${event.term ?? '-'} ${monotonicNow()}`);
     if (event.term === undefined) return;
     this.last.set(strategy, { term: event.term, signal: event.signal });
+    const sentAt = monotonicNow();
     const accepted = await this.resource.write(fencedResourceOf(RUN, strategy), event.term, `pid-${process.pid}`);
-    say(`write ${strategy} ${event.term} ${accepted ? 'accepted' : 'rejected'}`);
+    say(`write ${strategy} ${event.term} ${accepted ? 'accepted' : 'rejected'} ${sentAt} ${monotonicNow()}`);
   }
 
   @OnLeadershipLost()
@@ -45,8 +48,9 @@ class Leadership {
     await Promise.all(
       [...this.last].map(async ([strategy, { term, signal }]) => {
         const aborted = signal.aborted;
+        const sentAt = monotonicNow();
         const accepted = await this.resource.write(fencedResourceOf(RUN, strategy), term, `pid-${process.pid}-stale`);
-        say(`stale-write ${strategy} ${term} ${accepted ? 'accepted' : 'rejected'} aborted=${aborted}`);
+        say(`stale-write ${strategy} ${term} ${accepted ? 'accepted' : 'rejected'} aborted=${aborted} ${sentAt} ${monotonicNow()}`);
       }),
     );
   }

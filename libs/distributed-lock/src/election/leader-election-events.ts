@@ -8,8 +8,9 @@ export interface LeaderElectionEventMap {
   /** This process stopped leading; emitted after the term's signal aborted. */
   lost: [{ readonly election: string; readonly term: number | undefined; readonly reason: LeadershipLostReason; readonly error: LeadershipLostError; readonly heldMs: number }];
   /**
-   * A campaign could not reach the backend (tried again in `retryInMs`), a resignation's release failed
-   * (0: the lease frees the lock by itself), or a `gained` listener threw (0).
+   * A campaign could not reach the backend (tried again in `retryInMs`), the release of a term's lock
+   * failed at a resignation or once its lease passed on the local clock (0: the lease frees the lock by
+   * itself), or a `gained` listener threw (0).
    */
   campaignError: [{ readonly election: string; readonly error: unknown; readonly retryInMs: number }];
 }

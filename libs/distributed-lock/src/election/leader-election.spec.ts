@@ -8,12 +8,12 @@ import { LockService } from '../locking/lock-service';
 import { InMemoryLockStrategy } from '../strategies/in-memory/in-memory-lock.strategy';
 import { LeaderElection } from './leader-election';
 import type { LeaderElectionOptions } from './leader-election-options';
+import { withRenewalHook } from '../../../../test/support/renewal-hook';
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** `count` processes' elections of one name, each with its own lock service on one shared in-memory "server". */
-function cluster(count: number, options: Partial<LeaderElectionOptions> = {}) {
-  const server = new InMemoryLockStrategy();
+function cluster<S extends InMemoryLockStrategy>(count: number, options: Partial<LeaderElectionOptions> = {}, server: S = new InMemoryLockStrategy() as S) {
   const log: string[] = [];
   const elections = Array.from({ length: count }, (_, i) => {
     const election = new LeaderElection(new LockService(new LockManager(server)), { name: 'primary', ttl: 300, retry: { initialDelay: 20, maxDelay: 40 }, ...options });
@@ -93,6 +93,29 @@ describe('LeaderElection', () => {
     expect(signal.aborted).toBe(true);
     expect(elections[0].signal.aborted).toBe(true);
     await elections[0].close();
+  });
+
+  it('gives back the lock of a term that ended on the local clock while its renewal was on its way, so that another leads', async () => {
+    // The store renews the lease; the process freezes before it hears so, past the lease's old end but not
+    // past the renewed one. Without giving the lock back, the watchdog would go on renewing it for nobody.
+    const { server, elections, leaders, log } = cluster(2, {}, withRenewalHook(new InMemoryLockStrategy()));
+    for (const election of elections) election.start();
+    await until(() => leaders().length === 1);
+    const first = leaders()[0];
+    let ledAfterFreeze: boolean | undefined;
+    server.afterNextRenewal(() => {
+      const frozenUntil = Date.now() + 250;
+      while (Date.now() < frozenUntil) {
+        // the event loop is blocked
+      }
+      ledAfterFreeze = elections[first].isLeader;
+    });
+    await until(() => ledAfterFreeze !== undefined);
+    expect(ledAfterFreeze).toBe(false);
+    await until(() => leaders().length === 1 && log.filter((line) => line.startsWith('gained')).length > 1);
+    const terms = log.filter((line) => line.startsWith('gained')).map((line) => Number(line.split(' ')[2]));
+    expect(terms[1]).toBeGreaterThan(terms[0]);
+    await Promise.all(elections.map((election) => election.close()));
   });
 
   it('waitForLeadership resolves for the leader and times out for the others; close() ends the campaign', async () => {

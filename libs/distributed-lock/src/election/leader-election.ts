@@ -163,23 +163,31 @@ export class LeaderElection {
       this.stop.abort();
     }
     const term = this.endTerm(reason);
-    if (term) {
-      try {
-        await term.lock.release();
-      } catch (error) {
-        // The lease frees the lock by itself; reported, not swallowed.
-        this.events.emit('campaignError', { election: this.name, error, retryInMs: 0 });
-      }
-    }
+    if (term) await this.giveBack(term.lock);
     if (!rejoin) await loop;
   }
 
-  /** The running term, after ending it if its lease passed on the local clock (a process that was frozen). */
+  /** Releases the lock of a term that ended; a failure is reported (the lease frees the lock by itself). */
+  private async giveBack(lock: LockHandle): Promise<void> {
+    try {
+      await lock.release();
+    } catch (error) {
+      this.events.emit('campaignError', { election: this.name, error, retryInMs: 0 });
+    }
+  }
+
+  /**
+   * The running term, after ending it if its lease passed on the local clock (a process that was frozen).
+   * A term ended so gives its lock back: the store may still hold it for us (a renewal sent before the
+   * freeze can still get through, and the watchdog would go on renewing it), and a lock nobody leads with
+   * would keep every candidate, this process's next campaign included, waiting behind it.
+   */
   private checkLease(): Term | undefined {
     const term = this.current;
     if (!term) return undefined;
     if (term.lock.isHeld && term.lock.expiresAt > Date.now()) return term;
     this.endTerm('lock-lost', term.lock.signal.aborted ? term.lock.signal.reason : new LockLostError(term.lock.key, this.strategyName, 'expired'));
+    if (term.lock.isHeld) void this.giveBack(term.lock);
     return undefined;
   }
 
