@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { InvalidLockOptionsError, LockManager, LockNotReplicatedError, LockService } from '@app/distributed-lock';
 import { RedisLockStrategy } from '@app/distributed-lock/strategies/redis';
-import { redisLockKeys } from '@app/distributed-lock/strategies/redis/redis-keys';
+import { redisLockKeys, redisSemaphoreKeys } from '@app/distributed-lock/strategies/redis/redis-keys';
 import { Redis } from 'ioredis';
 import { waitUntil } from '../../scripts/services/probes';
 import { startPrivateRedis, type PrivateRedis } from '../support/private-redis';
@@ -9,6 +9,8 @@ import { startPrivateRedis, type PrivateRedis } from '../support/private-redis';
 const run = randomUUID().slice(0, 8);
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 const lockKeyOf = (key: string): string => redisLockKeys('dlock:', key).keys[0];
+/** The sorted set of a semaphore's holders: owner -> server time (ms) its lease ends. */
+const holdersOf = (key: string): string => redisSemaphoreKeys('dlock:', key).keys[0];
 
 /** How many times the server ran a command (INFO commandstats), e.g. "evalsha". */
 async function callsOf(client: Redis, command: string): Promise<number> {
@@ -128,6 +130,62 @@ describe('Redis strategy with replica acknowledgement', () => {
     }
     await replicaConfirmsWrites();
     const again = await acked.acquire(key);
+    await again.release();
+    await held.release();
+  }, 20_000);
+
+  it('gives a permit only once the replica has it, and keeps it there through extensions and hand-overs', async () => {
+    const key = `ack:${run}:permit`;
+    const first = locksOn({ connection: master.url, replicaAck: { replicas: 1 } });
+    const second = locksOn({ connection: master.url, replicaAck: { replicas: 1, timeoutMs: 1_000 } });
+    const permit = await first.acquirePermit(key, { permits: 1 });
+    // Read on the replica at once: WAIT answered after the replica acknowledged the grant.
+    expect(await onReplica.zscore(holdersOf(key), permit.owner)).not.toBeNull();
+    await permit.extend(60_000);
+    expect(Number(await onReplica.zscore(holdersOf(key), permit.owner))).toBeGreaterThan(Date.now() + 50_000);
+    // A hand-over: the waiter's place counts once the replica has its whole lease.
+    const waiting = second.acquirePermit(key, { permits: 1, waitTimeout: 5_000 });
+    await sleep(100);
+    await permit.release();
+    const next = await waiting;
+    expect(next.fencingToken).toBeGreaterThan(permit.fencingToken as number);
+    expect(Number(await onReplica.zscore(holdersOf(key), next.owner))).toBeGreaterThan(Date.now() + 20_000);
+    await next.release();
+  });
+
+  it('gives the permit back and fails with LockNotReplicatedError when the replica does not confirm in time', async () => {
+    const key = `ack:${run}:permit-frozen`;
+    const acked = locksOn({ connection: master.url, replicaAck: { replicas: 1, timeoutMs: 200 } });
+    const plain = locksOn({ connection: master.url });
+    const held = await acked.acquirePermit(`${key}:held`, { permits: 2 });
+    const holderOfWaited = await plain.acquirePermit(`${key}:handed`, { permits: 1 });
+    const handedOver = acked.acquirePermit(`${key}:handed`, { permits: 1, waitTimeout: 5_000 }).catch((error: unknown) => error);
+    await sleep(100);
+    replica.freeze();
+    try {
+      const error = await acked.acquirePermit(key, { permits: 2 }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(LockNotReplicatedError);
+      expect(error).toMatchObject({ key, operation: 'acquire', reason: 'too-few-replicas', replicas: 1, acknowledged: 0, timeoutMs: 200 });
+      // Given back: no holder entry on the master.
+      expect(await onMaster.zcard(holdersOf(key))).toBe(0);
+      // The same through withPermit: the function never runs.
+      let ran = false;
+      const viaWith = await acked.withPermit(key, () => (ran = true), { permits: 2 }).catch((e: unknown) => e);
+      expect(viaWith).toBeInstanceOf(LockNotReplicatedError);
+      expect(ran).toBe(false);
+      // An extension the replica does not confirm fails; the lease stays where it was confirmed.
+      const until = held.expiresAt;
+      await expect(held.extend(60_000)).rejects.toBeInstanceOf(LockNotReplicatedError);
+      expect(held.expiresAt).toBe(until);
+      // A hand-over the replica does not confirm is given back as well.
+      await holderOfWaited.release();
+      expect(await handedOver).toMatchObject({ key: `${key}:handed`, reason: 'too-few-replicas' });
+      expect(await onMaster.zcard(holdersOf(`${key}:handed`))).toBe(0);
+    } finally {
+      replica.thaw();
+    }
+    await replicaConfirmsWrites();
+    const again = await acked.acquirePermit(key, { permits: 2 });
     await again.release();
     await held.release();
   }, 20_000);

@@ -43,10 +43,11 @@ export interface RedisLockStrategyOptions {
    */
   readonly recheckInterval?: number;
   /**
-   * Replica acknowledgement: after every acquisition, hand-over and extension, wait until `replicas` replicas
-   * of the lock's master have the write (`WAIT replicas timeoutMs`, sent behind the script in the same round
-   * trip). A failover to a replica that acknowledged cannot lose the lock. When too few confirm within
-   * `timeoutMs` (default 500 ms), the acquisition gives the lock back and fails with `LockNotReplicatedError`
+   * Replica acknowledgement: after every acquisition, hand-over and extension, of a lock and of a permit
+   * (`acquirePermit`) alike, wait until `replicas` replicas of the key's master have the write (`WAIT
+   * replicas timeoutMs`, sent behind the script in the same round trip). A failover to a replica that
+   * acknowledged cannot lose the lock or permit. When too few confirm within `timeoutMs` (default 500 ms),
+   * the acquisition gives the lock or permit back and fails with `LockNotReplicatedError`
    * (`reason: 'too-few-replicas'`), and an extension fails with it (the watchdog tries again until the
    * lease ends). A server that refuses `WAIT` (some managed services) fails the first use with
    * `reason: 'wait-unsupported'`, and every later one at once. Default: off (replication stays asynchronous).
@@ -129,6 +130,7 @@ export class RedisLockStrategy implements LockStrategy {
       inbox: this.inbox,
       recheckMs: this.recheckMs,
       claimMs: this.claimMs,
+      replicaAck: this.replicaAck,
     });
   }
 
@@ -226,11 +228,13 @@ export class RedisLockStrategy implements LockStrategy {
         const extended = await this.scripts.extend.run(this.client, keys.keys, args);
         return extended === 1 ? { ...lease, expiresAt: leaseExpiry(sentAt, ttlMs) } : null;
       }
-      const { reply, acknowledged } = await this.replicaAck.run(this.client, this.scripts.extend, keys.keys, args, async () => undefined, lease.key, 'extend');
-      if (reply !== 1) return null;
-      // Extended on the master only: a promoted replica would end the lease where it last confirmed it.
-      if (!this.replicaAck.enough(acknowledged)) throw this.replicaAck.tooFew(lease.key, 'extend', acknowledged);
-      return { ...lease, expiresAt: leaseExpiry(sentAt, ttlMs) };
+      // Too few confirmations fail the extension: a promoted replica would end the lease where it last confirmed it.
+      const reply = await this.replicaAck.confirm(this.client, this.scripts.extend, keys.keys, args, {
+        key: lease.key,
+        operation: 'extend',
+        wrote: (extended) => extended === 1,
+      });
+      return reply === 1 ? { ...lease, expiresAt: leaseExpiry(sentAt, ttlMs) } : null;
     } catch (error) {
       throw this.callError(error, 'extend', lease.key);
     }
@@ -279,12 +283,14 @@ export class RedisLockStrategy implements LockStrategy {
     // Refused WAIT: give back what the script took (the lock, or a place in the queue) before failing.
     const giveBack = (reply: unknown): Promise<unknown> =>
       (reply as [number])[0] === 1 ? this.releaseOwner(keys, request.owner) : waiter ? this.scripts.leave.run(this.client, keys.keys, [request.owner, keys.channel]) : Promise.resolve();
-    const { reply, acknowledged } = await this.replicaAck.run(this.client, this.scripts.acquire, keys.keys, args, giveBack, request.key, 'acquire');
+    const reply = await this.replicaAck.confirm(this.client, this.scripts.acquire, keys.keys, args, {
+      key: request.key,
+      operation: 'acquire',
+      wrote: (acquired) => (acquired as [number])[0] === 1,
+      giveBack: () => this.releaseOwner(keys, request.owner),
+      onRefused: giveBack,
+    });
     const [held, token] = reply as [number, number | string];
-    if (held === 1 && !this.replicaAck.enough(acknowledged)) {
-      await this.releaseOwner(keys, request.owner).catch(() => undefined);
-      throw this.replicaAck.tooFew(request.key, 'acquire', acknowledged);
-    }
     return [held === 1, Number(token)];
   }
 
@@ -297,14 +303,13 @@ export class RedisLockStrategy implements LockStrategy {
   private async takeHandOver(keys: RedisLockKeys, request: LockRequest, token: number, notBefore: number): Promise<LeaseGrant | null> {
     if (!this.replicaAck) return this.handedOverGrant(request, token, notBefore);
     const sentAt = Date.now();
-    const giveBack = (reply: unknown): Promise<unknown> => (reply === 1 ? this.releaseOwner(keys, request.owner) : Promise.resolve());
-    const { reply, acknowledged } = await this.replicaAck.run(this.client, this.scripts.extend, keys.keys, [request.owner, keys.channel, request.ttlMs], giveBack, request.key, 'acquire');
-    if (reply !== 1) return null;
-    if (!this.replicaAck.enough(acknowledged)) {
-      await this.releaseOwner(keys, request.owner).catch(() => undefined);
-      throw this.replicaAck.tooFew(request.key, 'acquire', acknowledged);
-    }
-    return this.grantOf(request, token, sentAt);
+    const reply = await this.replicaAck.confirm(this.client, this.scripts.extend, keys.keys, [request.owner, keys.channel, request.ttlMs], {
+      key: request.key,
+      operation: 'acquire',
+      wrote: (extended) => extended === 1,
+      giveBack: () => this.releaseOwner(keys, request.owner),
+    });
+    return reply === 1 ? this.grantOf(request, token, sentAt) : null;
   }
 
   /**

@@ -24,6 +24,23 @@ export interface AcknowledgedReply {
   readonly acknowledged: number;
 }
 
+/** What `ReplicaAck.confirm` needs to know of one step: what it grants, and how to give that back. */
+export interface ConfirmedStep {
+  /** The lock or semaphore key, for the error. */
+  readonly key: string;
+  /** An acquisition (a hand-over included) or an extension. */
+  readonly operation: 'acquire' | 'extend';
+  /** Whether the script's reply says it granted (or extended): only such a write has to be confirmed. */
+  readonly wrote: (reply: unknown) => boolean;
+  /** Gives back a grant too few replicas confirmed (an extension has nothing to give back: omit it). */
+  readonly giveBack?: () => Promise<unknown>;
+  /**
+   * Gives back whatever the script took when the server refused `WAIT` (see `ReplicaAck.run`). Default: what
+   * `giveBack` gives back, when the script wrote.
+   */
+  readonly onRefused?: (reply: unknown) => Promise<unknown>;
+}
+
 /**
  * Waits, after a script that wrote a lock, until enough replicas have the write: `WAIT` sent right behind
  * the script in one pipeline, so on the same connection (`WAIT` counts the writes of its own connection)
@@ -78,6 +95,20 @@ export class ReplicaAck {
       throw error;
     }
     return { reply, acknowledged: waited };
+  }
+
+  /**
+   * `run`, then the rule every grant and extension follows (the lock's and the semaphore's alike): the reply
+   * counts when the script wrote nothing (`step.wrote` false) or enough replicas acknowledged the write;
+   * otherwise `step.giveBack` undoes the grant and the call fails with `LockNotReplicatedError`
+   * ('too-few-replicas'). Resolves the script's reply.
+   */
+  async confirm(client: RedisLockClient, script: RedisScript, keys: readonly string[], args: ReadonlyArray<string | number>, step: ConfirmedStep): Promise<unknown> {
+    const onRefused = step.onRefused ?? ((reply: unknown) => (step.wrote(reply) && step.giveBack ? step.giveBack() : Promise.resolve()));
+    const { reply, acknowledged } = await this.run(client, script, keys, args, onRefused, step.key, step.operation);
+    if (!step.wrote(reply) || this.enough(acknowledged)) return reply;
+    await step.giveBack?.().catch(() => undefined);
+    throw this.tooFew(step.key, step.operation, acknowledged);
   }
 
   /** True when the write was acknowledged by enough replicas. */

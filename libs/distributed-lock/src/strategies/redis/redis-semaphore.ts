@@ -8,6 +8,7 @@ import type { RedisLockClient } from './redis-client.type';
 import type { RedisInbox } from './redis-inbox';
 import { RedisLockKeyNames, redisSemaphoreKeys, type RedisSemaphoreKeys } from './redis-keys';
 import { waitInRedisQueue } from './redis-queue-wait';
+import type { ReplicaAck } from './redis-replica-ack';
 import { RedisScript } from './redis-script';
 import { PERMIT_ACQUIRE_SCRIPT, PERMIT_EXTEND_SCRIPT, PERMIT_LEAVE_SCRIPT, PERMIT_RELEASE_SCRIPT } from './redis-semaphore.scripts';
 
@@ -23,6 +24,8 @@ export interface RedisSemaphoreDeps {
   readonly recheckMs: number;
   /** How long a waiter stays in line without refreshing, and how long a handed-over place is reserved, in ms. */
   readonly claimMs: number;
+  /** The strategy's `replicaAck`: when set, a grant, hand-over or extension counts only once replicas have it. */
+  readonly replicaAck?: ReplicaAck;
 }
 
 /**
@@ -63,40 +66,80 @@ export class RedisSemaphore implements SemaphoreStrategy {
       },
     });
     if (!waited) return null;
-    // A handed-over place is reserved for a short claim: the lock service extends it to the full lease at once.
-    const grant = this.grantOf(request, waited.token, waited.since, waited.handedOver ? Math.min(request.ttlMs, this.deps.claimMs) : request.ttlMs);
-    if (!budgetAborted(budget)) return grant;
+    const grant = waited.handedOver ? await this.takeHandOver(keys, request, waited.token, waited.since) : this.grantOf(request, waited.token, waited.since, request.ttlMs);
+    if (!grant || !budgetAborted(budget)) return grant;
     await this.release(grant);
     return null;
   }
 
   async extend(lease: PermitGrant, ttlMs: number): Promise<PermitGrant | null> {
     const sentAt = Date.now();
-    const extended = await this.scripts.extend.run(this.deps.client, this.keyNames.of(lease.key).keys, [lease.owner, ttlMs]);
+    const { client, replicaAck } = this.deps;
+    const keys = this.keyNames.of(lease.key).keys;
+    const args = [lease.owner, ttlMs];
+    // With `replicaAck`, too few confirmations fail the extension: the lease stays where the replicas last had it.
+    const extended = replicaAck
+      ? await replicaAck.confirm(client, this.scripts.extend, keys, args, { key: lease.key, operation: 'extend', wrote: (reply) => reply === 1 })
+      : await this.scripts.extend.run(client, keys, args);
     return extended === 1 ? { ...lease, expiresAt: leaseExpiry(sentAt, ttlMs) } : null;
   }
 
   async release(lease: PermitGrant): Promise<boolean> {
+    return this.releaseOwner(this.keyNames.of(lease.key), lease.owner);
+  }
+
+  private async releaseOwner(keys: RedisSemaphoreKeys, owner: string): Promise<boolean> {
     const { inbox } = this.deps;
-    const reply = (await this.scripts.release.run(this.deps.client, this.keyNames.of(lease.key).keys, [lease.owner, inbox.channel])) as Array<number | string>;
+    const reply = (await this.scripts.release.run(this.deps.client, keys.keys, [owner, inbox.channel])) as Array<number | string>;
     // Places handed to this client's own waiters: told here, without a message through the server.
     for (let i = 1; i + 1 < reply.length; i += 2) inbox.handOver(String(reply[i]), Number(reply[i + 1]));
     return reply[0] === 1;
   }
 
-  /** One acquire script; resolves the token when held, undefined when not; throws on a size mismatch. */
+  /**
+   * One acquire script; resolves the token when held, undefined when not; throws on a size mismatch. With
+   * `replicaAck`, a grant counts only once the replicas have it: one they did not confirm is given back and
+   * fails with `LockNotReplicatedError`.
+   */
   private async attempt(keys: RedisSemaphoreKeys, request: PermitRequest, waiter: boolean): Promise<number | undefined> {
-    const reply = (await this.scripts.acquire.run(this.deps.client, keys.keys, [
-      request.owner,
-      request.ttlMs,
-      request.permits,
-      request.weight,
-      waiter ? '1' : '0',
-      this.deps.claimMs,
-      this.deps.inbox.channel,
-    ])) as [number, number | string];
+    const { client, replicaAck } = this.deps;
+    const args = [request.owner, request.ttlMs, request.permits, request.weight, waiter ? '1' : '0', this.deps.claimMs, this.deps.inbox.channel];
+    const giveBack = (): Promise<unknown> => this.releaseOwner(keys, request.owner);
+    const reply = (
+      replicaAck
+        ? await replicaAck.confirm(client, this.scripts.acquire, keys.keys, args, {
+            key: request.key,
+            operation: 'acquire',
+            wrote: (acquired) => (acquired as [number])[0] === 1,
+            giveBack,
+            // Refused WAIT: give back what the script took (a place, or a place in the queue) before failing.
+            onRefused: (acquired) =>
+              (acquired as [number])[0] === 1 ? giveBack() : waiter ? this.scripts.leave.run(client, keys.keys, [request.owner]) : Promise.resolve(),
+          })
+        : await this.scripts.acquire.run(client, keys.keys, args)
+    ) as [number, number | string];
     if (reply[0] === -1) throw new PermitsMismatchError(request.key, this.deps.name, request.permits, Number(reply[1]));
     return reply[0] === 1 ? Number(reply[1]) : undefined;
+  }
+
+  /**
+   * A place a release handed to us, reserved for a short claim (see hand_over in the scripts). Without
+   * `replicaAck` it is ours at once, for that claim: the lock service extends it to the full lease at once.
+   * With it, the claim is first extended to the whole lease with `WAIT` behind (the release's write reached
+   * the replicas before ours): resolves null when the claim was gone by then, and gives the place back and
+   * fails when too few replicas confirmed.
+   */
+  private async takeHandOver(keys: RedisSemaphoreKeys, request: PermitRequest, token: number, notBefore: number): Promise<PermitGrant | null> {
+    const { client, replicaAck } = this.deps;
+    if (!replicaAck) return this.grantOf(request, token, notBefore, Math.min(request.ttlMs, this.deps.claimMs));
+    const sentAt = Date.now();
+    const reply = await replicaAck.confirm(client, this.scripts.extend, keys.keys, [request.owner, request.ttlMs], {
+      key: request.key,
+      operation: 'acquire',
+      wrote: (extended) => extended === 1,
+      giveBack: () => this.releaseOwner(keys, request.owner),
+    });
+    return reply === 1 ? this.grantOf(request, token, sentAt, request.ttlMs) : null;
   }
 
   private grantOf(request: PermitRequest, token: number, startedAt: number, leaseMs: number): PermitGrant {
