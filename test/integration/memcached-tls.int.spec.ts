@@ -11,6 +11,7 @@ import { waitUntil } from '../../scripts/services/probes';
 import { memcachedArgs } from '../../scripts/services/server-kinds';
 import { makeTlsFiles } from '../../scripts/services/tls-certificates';
 import { closedPort } from '../support/silent-server';
+import { ensureSecurePackages } from '../support/secure-servers';
 
 const run = randomUUID().slice(0, 8);
 const OPERATION_TIMEOUT = 1_000;
@@ -59,6 +60,8 @@ describe('memcached strategy through TLS', () => {
   }
 
   beforeAll(async () => {
+    // openssl makes the certificates: on a bare machine it comes with the other TLS topologies' packages.
+    ensureSecurePackages();
     dir = mkdtempSync(join(tmpdir(), 'memcached-tls-'));
     const files = makeTlsFiles(join(dir, 'server'));
     ca = readFileSync(files.ca);
