@@ -335,6 +335,20 @@ function find(list: readonly ContractSubject[], name: string): ContractSubject {
 }
 
 /** A subject of any list, by name (the cross-process worker finds its subject this way). */
+/**
+ * Subjects for single checks in worker processes, not for the whole contract: Redlock with its first master
+ * down (nothing listens on port 1), where contenders that come together can split the votes of the other
+ * four with nobody ahead in a line.
+ */
+export const probeSubjects: readonly ContractSubject[] = [
+  {
+    name: 'redlock (first master down)',
+    capabilities: { fencing: false, fifo: false, sharedLocks: false, crossProcess: true },
+    create: async () => new RedlockStrategy({ connections: ['redis://127.0.0.1:1', ...redisUrls().slice(0, 4)], name: 'redlock-first-down' }),
+    removeBehindBack: (_strategy, key) => deleteRedisLock(redisUrls().slice(0, 4), key, 'dlock:redlock:'),
+  },
+];
+
 export function subjectNamed(name: string): ContractSubject {
-  return find([...subjects, ...fastPathsOffSubjects, ...optionVariantSubjects, ...distantSubjects], name);
+  return find([...subjects, ...fastPathsOffSubjects, ...optionVariantSubjects, ...distantSubjects, ...probeSubjects], name);
 }

@@ -6,6 +6,7 @@ import { Redis } from 'ioredis';
 import { LockPermissionDeniedError } from '@app/distributed-lock';
 import { redisAclRules } from '@app/distributed-lock/strategies/redis/redis-acl';
 import { startPrivateRedis, type PrivateRedis } from '../support/private-redis';
+import { runCrossProcessSession } from '../contract/cross-process';
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 const run = randomUUID().slice(0, 8);
@@ -324,6 +325,14 @@ describe('Redlock: the first master keeps the line', () => {
 });
 
 describe('Redlock: the first master down', () => {
+  // Nobody keeps a line then: three processes trying one key at the same instant can split the other four
+  // masters' votes. A tie is not a holder: each retries after a random pause, and one of them gets it.
+  it('gives a free key tried once by three processes at the same instant to exactly one of them', async () => {
+    const { winners, late } = await runCrossProcessSession('redlock (first master down)', `first-down-tick:${run}`, { processes: 3, workersPerProcess: 1, iterations: 3, tickRounds: 32 });
+    expect(winners.flatMap((count, round) => (count === 0 ? [`round ${round}: nobody`] : []))).toEqual([]);
+    expect(winners.flatMap((count, round) => (count > 1 && !late.has(round) ? [`round ${round}: ${count}`] : []))).toEqual([]);
+  }, 60_000);
+
   it('grants on the other masters and leaves no unhandled rejection behind', async () => {
     const unhandled: unknown[] = [];
     const record = (reason: unknown): void => void unhandled.push(reason);
