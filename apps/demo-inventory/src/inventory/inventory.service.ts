@@ -78,7 +78,8 @@ export class InventoryService {
 
   /**
    * Guarded by the inventory module's lock strategy. The write also checks the fencing token, so that a
-   * holder whose lock was lost (lease expired during a long pause) cannot write over a newer holder.
+   * holder whose lock was lost (lease expired during a long pause, a failover) cannot write over a newer
+   * holder, nor a newer holder over a late write it did not read.
    */
   @Locked('stock:{0}', { waitTimeout: 60_000, retry: { maxDelay: 20 } })
   async buyLocked(sku: string, buyer: string): Promise<Order> {
@@ -106,7 +107,10 @@ export class InventoryService {
         .update(Product)
         .set({ stock: product.stock - 1, ...(token !== null ? { lastFence: token } : {}) })
         .where('sku = :sku', { sku });
-      if (token !== null) query.andWhere('lastFence < :token', { token });
+      // `lastFence < token` alone refuses an older holder's late write, but not a newer holder that read the
+      // stock before that late write landed: it would write the same stock again. The write therefore also
+      // requires the row to be as it was read (no fenced write since).
+      if (token !== null) query.andWhere('lastFence = :seen AND lastFence < :token', { seen: product.lastFence, token });
       const result = await query.execute();
       if (result.affected !== 1) throw new StaleFencingTokenError(sku, token ?? 0);
       return this.recordOrder(manager, sku, buyer, this.locks.backendName, token);
