@@ -14,16 +14,3 @@ export class UnknownProductError extends Error {
   }
 }
 
-/**
- * A write carried a fencing token lower than the last one seen for the row: its lock was lost (lease
- * expired, process paused) and another holder has written since. Mapped to 409.
- */
-export class StaleFencingTokenError extends Error {
-  constructor(
-    readonly sku: string,
-    readonly token: number,
-  ) {
-    super(`write to ${sku} with fencing token ${token} refused: a newer lock holder has written`);
-    this.name = 'StaleFencingTokenError';
-  }
-}

@@ -1,11 +1,11 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { currentLock, Locked, LockService, OptimisticVersion } from '@app/distributed-lock';
-import { optimisticUpdate } from '@app/distributed-lock/strategies/database';
+import { fencedUpdate, optimisticUpdate } from '@app/distributed-lock/strategies/database';
 import type { DataSource, EntityManager } from 'typeorm';
 import { demoConfig, type DemoConfig } from '../config/demo-config';
 import { HoldLog, preciseNow } from './hold-log';
-import { SoldOutError, StaleFencingTokenError, UnknownProductError } from './inventory.errors';
+import { SoldOutError, UnknownProductError } from './inventory.errors';
 import { Order } from './order.entity';
 import { Product } from './product.entity';
 
@@ -102,17 +102,12 @@ export class InventoryService {
     // The deduction and its order commit together: a database that fails between them (restart, lost
     // connection) leaves neither, never an item gone without its order.
     return this.dataSource.transaction(async (manager) => {
-      const query = manager
-        .createQueryBuilder()
-        .update(Product)
-        .set({ stock: product.stock - 1, ...(token !== null ? { lastFence: token } : {}) })
-        .where('sku = :sku', { sku });
-      // `lastFence < token` alone refuses an older holder's late write, but not a newer holder that read the
-      // stock before that late write landed: it would write the same stock again. The write therefore also
-      // requires the row to be as it was read (no fenced write since).
-      if (token !== null) query.andWhere('lastFence = :seen AND lastFence < :token', { seen: product.lastFence, token });
-      const result = await query.execute();
-      if (result.affected !== 1) throw new StaleFencingTokenError(sku, token ?? 0);
+      const set = { stock: product.stock - 1 };
+      // Refused (FencedWriteRefusedError, 409 STALE_LOCK) when a newer holder wrote, and also when anyone
+      // wrote since this read: `lastFence < token` alone would let a newer holder that read the stock before
+      // an older holder's late write landed write the same stock again. Redlock and memcached have no token.
+      if (token !== null) await fencedUpdate({ manager, entity: Product, id: sku, token, seenFence: product.lastFence, fenceProperty: 'lastFence', set });
+      else await manager.getRepository(Product).update({ sku }, set);
       return this.recordOrder(manager, sku, buyer, this.locks.backendName, token);
     });
   }

@@ -2,6 +2,7 @@ import { ArgumentsHost, Catch, HttpException, HttpStatus, Logger, type Exception
 import type { Response } from 'express';
 import {
   DistributedLockError,
+  FencedWriteRefusedError,
   InvalidLockOptionsError,
   LockAcquireTimeoutError,
   LockBackendUnavailableError,
@@ -9,7 +10,7 @@ import {
   LockNotReplicatedError,
   VersionConflictError,
 } from '@app/distributed-lock';
-import { SoldOutError, StaleFencingTokenError, UnknownProductError } from './inventory.errors';
+import { SoldOutError, UnknownProductError } from './inventory.errors';
 
 interface Mapped {
   readonly status: number;
@@ -20,7 +21,7 @@ interface Mapped {
 function mapError(error: unknown): Mapped | undefined {
   if (error instanceof SoldOutError) return { status: HttpStatus.CONFLICT, error: 'SOLD_OUT' };
   if (error instanceof UnknownProductError) return { status: HttpStatus.NOT_FOUND, error: 'UNKNOWN_PRODUCT' };
-  if (error instanceof StaleFencingTokenError) return { status: HttpStatus.CONFLICT, error: 'STALE_LOCK' };
+  if (error instanceof FencedWriteRefusedError) return { status: HttpStatus.CONFLICT, error: 'STALE_LOCK' };
   if (error instanceof VersionConflictError) return { status: HttpStatus.CONFLICT, error: 'CONFLICT' };
   if (error instanceof LockLostError) return { status: HttpStatus.CONFLICT, error: 'LOCK_LOST' };
   if (error instanceof LockAcquireTimeoutError) return { status: HttpStatus.LOCKED, error: 'LOCK_BUSY' };

@@ -12,6 +12,7 @@ export { InvalidLockOptionsError } from './invalid-lock-options.error';
 export { InvalidLockKeyError } from './invalid-lock-key.error';
 export { StrategyNotRegisteredError } from './strategy-not-registered.error';
 export { VersionConflictError } from './version-conflict.error';
+export { FencedWriteRefusedError } from './fenced-write-refused.error';
 export { MissingPeerDependencyError } from './missing-peer-dependency.error';
 export { LockAssertionError } from './lock-assertion.error';
 export { LeadershipLostError, type LeadershipLostReason } from './leadership-lost.error';

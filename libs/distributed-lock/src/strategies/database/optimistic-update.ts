@@ -6,6 +6,7 @@ import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error
 import { VersionConflictError } from '../../errors/version-conflict.error';
 import { describe } from '../../locking/lock-options';
 import { assertFastPaths } from '../fast-paths-option';
+import { assertRowUpdateInput, rowIdWhere } from './row-update';
 import { runVersionedUpdateDirect } from './versioned-update.sql';
 
 /** One optimistic update of one row. */
@@ -55,24 +56,16 @@ export async function optimisticUpdate<T extends ObjectLiteral>(options: Optimis
   const direct = options.fastPaths === false ? undefined : runVersionedUpdateDirect(options.manager, metadata, column, options.id, options.expectedVersion, options.set as ObjectLiteral);
   const affected = direct ? await direct : await updateThroughQueryBuilder(options, metadata, column);
   if (affected === 1) return;
-  const current = (await options.manager.findOne(options.entity, { where: metadata.getEntityIdMap(normaliseId(metadata.primaryColumns.map((c) => c.propertyName), options.id)) as never })) as Record<string, unknown> | null;
+  const current = (await options.manager.findOne(options.entity, { where: rowIdWhere(metadata, options.id) as never })) as Record<string, unknown> | null;
   throw new VersionConflictError(metadata.name, options.id, options.expectedVersion, current ? current[column.propertyName] : undefined);
 }
 
 /** Checked before anything reaches the database: each mistake named with what to give instead. */
 function assertUpdateInput(options: OptimisticUpdateOptions<ObjectLiteral>): void {
-  const raw: unknown = options;
-  if (typeof raw !== 'object' || raw === null) throw new InvalidLockOptionsError('optimisticUpdate', `expected an options object, got ${describe(raw)}.`);
-  if (typeof options.manager?.createQueryBuilder !== 'function') {
-    throw new InvalidLockOptionsError('manager', 'expected a TypeORM EntityManager, e.g. dataSource.manager or a transaction\'s manager.');
-  }
-  if (options.id === undefined || options.id === null) throw new InvalidLockOptionsError('id', 'expected the primary key of the row to update.');
+  assertRowUpdateInput(options, 'optimisticUpdate');
   const version = options.expectedVersion;
   const validVersion = typeof version === 'number' ? Number.isFinite(version) : version instanceof Date && !Number.isNaN(version.getTime());
   if (!validVersion) throw new InvalidLockOptionsError('expectedVersion', `expected the version read with the row (a number, or a Date), got ${describe(version)}.`);
-  if (typeof options.set !== 'object' || options.set === null || Array.isArray(options.set)) {
-    throw new InvalidLockOptionsError('set', `expected an object of the columns to change, got ${describe(options.set)}.`);
-  }
   assertFastPaths(options.fastPaths);
 }
 
@@ -92,9 +85,4 @@ async function updateThroughQueryBuilder<T extends ObjectLiteral>(options: Optim
     .andWhere(`${column.databaseName} = :expectedVersion`, { expectedVersion: options.expectedVersion })
     .execute();
   return result.affected;
-}
-
-function normaliseId(primary: string[], id: unknown): ObjectLiteral {
-  if (typeof id === 'object' && id !== null) return id as ObjectLiteral;
-  return { [primary[0]]: id };
 }

@@ -1,0 +1,119 @@
+import 'reflect-metadata';
+import { randomUUID } from 'node:crypto';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DataSource, type DataSourceOptions } from 'typeorm';
+import { FencedWriteRefusedError, InMemoryLockStrategy, LockManager, LockService } from '@app/distributed-lock';
+import { fencedUpdate } from '@app/distributed-lock/strategies/database';
+import { FencedStock } from '../support/fenced-stock.entity';
+
+const run = randomUUID().slice(0, 8);
+const mysql = (): DataSourceOptions => ({ type: 'mysql', url: process.env.LOCK_TEST_MYSQL_URL, entities: [FencedStock], synchronize: true, poolSize: 4 });
+const sqlite = (): DataSourceOptions => ({ type: 'better-sqlite3', database: join(tmpdir(), `fenced-${run}.sqlite`), entities: [FencedStock], synchronize: true, enableWAL: true, timeout: 10_000 });
+const postgres = (): DataSourceOptions => ({ type: 'postgres', url: process.env.LOCK_TEST_POSTGRES_URL, entities: [FencedStock], synchronize: true, poolSize: 4 });
+
+describe.each([
+  ['MariaDB', mysql],
+  ['SQLite', sqlite],
+  ['PostgreSQL', postgres],
+])('fencedUpdate (%s)', (_name, options) => {
+  let dataSource: DataSource;
+  const newRow = async (quantity: number): Promise<string> => {
+    const sku = `sku-${randomUUID().slice(0, 8)}`;
+    await dataSource.getRepository(FencedStock).insert({ sku, quantity, lastFence: 0 });
+    return sku;
+  };
+  const rowOf = async (sku: string): Promise<{ quantity: number; lastFence: number }> => {
+    const row = await dataSource.getRepository(FencedStock).findOneByOrFail({ sku });
+    return { quantity: row.quantity, lastFence: Number(row.lastFence) };
+  };
+  const write = (sku: string, token: number, seenFence: number | string, quantity: number): Promise<void> =>
+    fencedUpdate({ manager: dataSource.manager, entity: FencedStock, id: sku, token, seenFence, fenceProperty: 'lastFence', set: { quantity } });
+
+  beforeAll(async () => {
+    dataSource = await new DataSource(options()).initialize();
+  });
+
+  afterAll(async () => {
+    await dataSource?.destroy();
+  });
+
+  it('writes the change and the token, taking the fence as read (a bigint string too)', async () => {
+    const sku = await newRow(10);
+    const read = await dataSource.getRepository(FencedStock).findOneByOrFail({ sku });
+    await write(sku, 3, read.lastFence, 9);
+    expect(await rowOf(sku)).toEqual({ quantity: 9, lastFence: 3 });
+    await write(sku, 8, 3, 8);
+    expect(await rowOf(sku)).toEqual({ quantity: 8, lastFence: 8 });
+  });
+
+  it('refuses a holder whose token is below the one that wrote last (its lock was lost)', async () => {
+    const sku = await newRow(10);
+    await write(sku, 7, 0, 9);
+    const error = await write(sku, 5, 7, 8).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(FencedWriteRefusedError);
+    expect(error).toMatchObject({ token: 5, seenFence: 7, actualFence: 7, id: sku });
+    expect((error as Error).message).toMatch(/newer token wrote first/);
+    expect(await rowOf(sku)).toEqual({ quantity: 9, lastFence: 7 });
+  });
+
+  it('refuses the newer holder whose read came before an older holder\'s late write (no item sold twice)', async () => {
+    const sku = await newRow(10);
+    // Holder 5 read 10 and its write is late; holder 7 got the lock meanwhile and read 10 too.
+    await write(sku, 5, 0, 9);
+    const error = await write(sku, 7, 0, 9).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(FencedWriteRefusedError);
+    expect(error).toMatchObject({ token: 7, seenFence: 0, actualFence: 5 });
+    expect(await rowOf(sku)).toEqual({ quantity: 9, lastFence: 5 });
+  });
+
+  it('fences a read-modify-write under real locks: every holder of 12 sells one item, none twice', async () => {
+    const sku = await newRow(12);
+    const locks = new LockService(new LockManager(new InMemoryLockStrategy()));
+    const buy = (): Promise<void> =>
+      locks.withLock(`fenced:${sku}`, async (lock) => {
+        const read = await rowOf(sku);
+        await write(sku, lock.fencingToken as number, read.lastFence, read.quantity - 1);
+      });
+    await Promise.all(Array.from({ length: 12 }, buy));
+    expect((await rowOf(sku)).quantity).toBe(0);
+  });
+
+  it('writes inside the caller\'s transaction: rolled back with it', async () => {
+    const sku = await newRow(10);
+    await expect(
+      dataSource.transaction(async (manager) => {
+        await fencedUpdate({ manager, entity: FencedStock, id: sku, token: 4, seenFence: 0, fenceProperty: 'lastFence', set: { quantity: 9 } });
+        throw new Error('payment declined');
+      }),
+    ).rejects.toThrow('payment declined');
+    expect(await rowOf(sku)).toEqual({ quantity: 10, lastFence: 0 });
+  });
+
+  it('reports a row that is gone, and rejects bad input with a typed error that names the field, before any statement', async () => {
+    await expect(write('no-such-sku', 4, 0, 1)).rejects.toMatchObject({ name: 'FencedWriteRefusedError', actualFence: undefined });
+    const sku = await newRow(5);
+    const base = { manager: dataSource.manager, entity: FencedStock, id: sku, token: 4, seenFence: 0, fenceProperty: 'lastFence', set: { quantity: 4 } };
+    const bad: Array<[string, Record<string, unknown>]> = [
+      ['token', { token: null }],
+      ['token', { token: 0 }],
+      ['token', { token: 1.5 }],
+      ['token', { token: '4' }],
+      ['token', { token: Number.MAX_SAFE_INTEGER + 2 }],
+      ['seenFence', { seenFence: -1 }],
+      ['seenFence', { seenFence: '1e3' }],
+      ['seenFence', { seenFence: '' }],
+      ['seenFence', { seenFence: undefined }],
+      ['fenceProperty', { fenceProperty: '' }],
+      ['fenceProperty', { fenceProperty: 'last_fence_typo' }],
+      ['set', { set: null }],
+      ['set', { set: { quantity: 3, lastFence: 99 } }],
+      ['id', { id: undefined }],
+      ['manager', { manager: {} }],
+    ];
+    for (const [option, change] of bad) {
+      await expect(fencedUpdate({ ...base, ...change } as never)).rejects.toMatchObject({ name: 'InvalidLockOptionsError', option });
+    }
+    expect(await rowOf(sku)).toEqual({ quantity: 5, lastFence: 0 });
+  });
+});
