@@ -95,6 +95,21 @@ describe.each([
     expect(error).toMatchObject({ entity: 'StockRow', expectedVersion: 1, actualVersion: 2 });
   });
 
+  it('reports the version another writer left, not the snapshot of the caller\'s transaction that read the row', async () => {
+    const sku = `sku-${randomUUID().slice(0, 8)}`;
+    await dataSource.getRepository(Stock).insert({ sku, quantity: 5 });
+    const error = await dataSource
+      .transaction(async (manager) => {
+        const read = await manager.getRepository(Stock).findOneByOrFail({ sku });
+        // Another writer, on another connection (on SQLite's single connection, inside this transaction).
+        await dataSource.getRepository(Stock).update({ sku }, { quantity: 4 });
+        await optimisticUpdate({ manager, entity: Stock, id: sku, expectedVersion: read.version, set: { quantity: read.quantity - 1 } });
+      })
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(VersionConflictError);
+    expect(error).toMatchObject({ expectedVersion: 1, actualVersion: 2 });
+  });
+
   it('rejects bad input with a typed error that names the field, before any statement', async () => {
     const sku = `sku-${randomUUID().slice(0, 8)}`;
     await dataSource.getRepository(Stock).insert({ sku, quantity: 5 });
@@ -106,6 +121,8 @@ describe.each([
       ['set', { set: null }],
       ['set', { set: [4] }],
       ['id', { id: undefined }],
+      ['id', { id: [sku, 'other'] }], // several rows
+      ['id', { id: {} }], // every row at that version
       ['manager', { manager: {} }],
     ];
     for (const [option, change] of bad) {

@@ -5,12 +5,13 @@ import { join } from 'node:path';
 import { DataSource, type DataSourceOptions } from 'typeorm';
 import { FencedWriteRefusedError, InMemoryLockStrategy, LockManager, LockService } from '@app/distributed-lock';
 import { fencedUpdate } from '@app/distributed-lock/strategies/database';
+import { FencedBin } from '../support/fenced-bin.entity';
 import { FencedStock } from '../support/fenced-stock.entity';
 
 const run = randomUUID().slice(0, 8);
-const mysql = (): DataSourceOptions => ({ type: 'mysql', url: process.env.LOCK_TEST_MYSQL_URL, entities: [FencedStock], synchronize: true, poolSize: 4 });
-const sqlite = (): DataSourceOptions => ({ type: 'better-sqlite3', database: join(tmpdir(), `fenced-${run}.sqlite`), entities: [FencedStock], synchronize: true, enableWAL: true, timeout: 10_000 });
-const postgres = (): DataSourceOptions => ({ type: 'postgres', url: process.env.LOCK_TEST_POSTGRES_URL, entities: [FencedStock], synchronize: true, poolSize: 4 });
+const mysql = (): DataSourceOptions => ({ type: 'mysql', url: process.env.LOCK_TEST_MYSQL_URL, entities: [FencedStock, FencedBin], synchronize: true, poolSize: 4 });
+const sqlite = (): DataSourceOptions => ({ type: 'better-sqlite3', database: join(tmpdir(), `fenced-${run}.sqlite`), entities: [FencedStock, FencedBin], synchronize: true, enableWAL: true, timeout: 10_000 });
+const postgres = (): DataSourceOptions => ({ type: 'postgres', url: process.env.LOCK_TEST_POSTGRES_URL, entities: [FencedStock, FencedBin], synchronize: true, poolSize: 4 });
 
 describe.each([
   ['MariaDB', mysql],
@@ -65,6 +66,69 @@ describe.each([
     expect(error).toBeInstanceOf(FencedWriteRefusedError);
     expect(error).toMatchObject({ token: 7, seenFence: 0, actualFence: 5 });
     expect(await rowOf(sku)).toEqual({ quantity: 9, lastFence: 5 });
+  });
+
+  it('lets a holder write a row again under the same token, once it has read its own write back', async () => {
+    // A leader writes many times in one term, a lock holder may update a row twice in its section: the
+    // fence equal to the token is this holder's own write, and `fence = :seen` still refuses a stale read.
+    const sku = await newRow(10);
+    await write(sku, 4, 0, 9);
+    await write(sku, 4, 4, 8);
+    expect(await rowOf(sku)).toEqual({ quantity: 8, lastFence: 4 });
+    const error = await write(sku, 4, 0, 9).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(FencedWriteRefusedError);
+    expect(error).toMatchObject({ token: 4, seenFence: 0, actualFence: 4 });
+    expect((error as Error).message).not.toMatch(/newer token|lost/);
+    expect(await rowOf(sku)).toEqual({ quantity: 8, lastFence: 4 });
+  });
+
+  it('reports the fence a newer holder wrote, not the snapshot of the caller\'s transaction that read the row', async () => {
+    const sku = await newRow(10);
+    const error = await dataSource
+      .transaction(async (manager) => {
+        const read = await manager.getRepository(FencedStock).findOneByOrFail({ sku });
+        // A newer holder writes on another connection after this transaction's read (on SQLite's single
+        // connection, inside it).
+        await dataSource.getRepository(FencedStock).update({ sku }, { quantity: 9, lastFence: 9 });
+        await fencedUpdate({ manager, entity: FencedStock, id: sku, token: 5, seenFence: read.lastFence, fenceProperty: 'lastFence', set: { quantity: read.quantity - 1 } });
+      })
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(FencedWriteRefusedError);
+    expect(error).toMatchObject({ token: 5, seenFence: 0, actualFence: 9 });
+    expect((error as Error).message).toMatch(/newer token wrote first/);
+  });
+
+  it('writes one row of a composite key, its fence under a column name of its own, and refuses an id that is not one whole key', async () => {
+    const shop = `shop-${randomUUID().slice(0, 8)}`;
+    const bins = dataSource.getRepository(FencedBin);
+    await bins.insert([
+      { shop, bin: 'a', quantity: 10, lastFence: 0 },
+      { shop, bin: 'b', quantity: 10, lastFence: 0 },
+    ]);
+    const base = { manager: dataSource.manager, entity: FencedBin, token: 4, seenFence: 0, fenceProperty: 'lastFence', set: { quantity: 9 } };
+    await fencedUpdate({ ...base, id: { shop, bin: 'a' } });
+    const sku = await newRow(10);
+    // Each of these would reach more than one row, or none by accident: an array, a key with a column
+    // missing (or none at all), a property that is no key, a plain value for a composite key.
+    const bad: Array<[typeof FencedBin | typeof FencedStock, unknown]> = [
+      [FencedBin, { shop }],
+      [FencedBin, {}],
+      [FencedBin, 'b'],
+      [FencedBin, [{ shop, bin: 'a' }, { shop, bin: 'b' }]],
+      [FencedStock, [sku, 'other']],
+      [FencedStock, {}],
+      [FencedStock, { code: sku }],
+      [FencedStock, { sku: null }],
+    ];
+    for (const [entity, id] of bad) {
+      await expect(fencedUpdate({ ...base, entity, id } as never)).rejects.toMatchObject({ name: 'InvalidLockOptionsError', option: 'id' });
+    }
+    const rows = await bins.find({ where: { shop }, order: { bin: 'ASC' } });
+    expect(rows.map((row) => [row.bin, row.quantity, Number(row.lastFence)])).toEqual([
+      ['a', 9, 4],
+      ['b', 10, 0],
+    ]);
+    expect(await rowOf(sku)).toEqual({ quantity: 10, lastFence: 0 });
   });
 
   it('fences a read-modify-write under real locks: every holder of 12 sells one item, none twice', async () => {

@@ -1,9 +1,11 @@
 import { DistributedLockError } from './distributed-lock.error';
 
 /**
- * A fenced write (`fencedUpdate`) changed no row: since the row was read, another holder wrote to it, or
- * the row already carries a token at least as high as the writer's. The writer's read is stale and its lock
- * (or permit) is probably lost: re-reading and writing again under the same token would be refused too.
+ * A fenced write (`fencedUpdate`) changed no row. When the row now carries a token above the writer's, a
+ * newer holder wrote: the writer's lock (or permit) is lost, and any write under its token will be refused.
+ * Otherwise the row changed since the writer read it (an older holder's late write, or the writer's own
+ * write under the same token): the change computed from that read is refused, and a change computed from a
+ * fresh read may be written under the same token.
  */
 export class FencedWriteRefusedError extends DistributedLockError {
   constructor(
@@ -20,10 +22,12 @@ export class FencedWriteRefusedError extends DistributedLockError {
   ) {
     super(
       `Fenced write to ${entity} ${JSON.stringify(id)} refused: token ${token}, fence read ${seenFence}, ` +
-        `${actualFence === undefined ? 'row not found' : `fence now ${actualFence}`}. ` +
-        (actualFence !== undefined && actualFence >= token
-          ? 'A holder with a newer token wrote first: this lock (or permit) is lost.'
-          : 'Someone wrote since your read, or the fence was already at or above your token.'),
+        (actualFence === undefined
+          ? 'row not found.'
+          : `fence now ${actualFence}. ` +
+            (actualFence > token
+              ? 'A holder with a newer token wrote first: this lock (or permit) is lost.'
+              : 'The row changed since it was read (a late write of an older holder, or your own under this token): compute the change again from a fresh read.')),
     );
   }
 }

@@ -1,10 +1,9 @@
 import type { EntityManager, EntityTarget, ObjectLiteral } from 'typeorm';
-import type { ColumnMetadata } from 'typeorm/metadata/ColumnMetadata';
 import type { QueryDeepPartialEntity } from 'typeorm/query-builder/QueryPartialEntity';
 import { FencedWriteRefusedError } from '../../errors/fenced-write-refused.error';
 import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
 import { describe } from '../../locking/lock-options';
-import { assertRowUpdateInput, rowIdWhere } from './row-update';
+import { assertRowUpdateInput, currentRow, rowIdWhere } from './row-update';
 
 /** One fenced update of one row. */
 export interface FencedUpdateOptions<T extends ObjectLiteral> {
@@ -27,38 +26,37 @@ export interface FencedUpdateOptions<T extends ObjectLiteral> {
 }
 
 /**
- * `UPDATE … SET …, fence = :token WHERE id = ? AND fence = :seenFence AND fence < :token`, and a
+ * `UPDATE … SET …, fence = :token WHERE id = ? AND fence = :seenFence AND fence <= :token`, and a
  * `FencedWriteRefusedError` when no row matched.
  *
- * Why both conditions: `fence < :token` refuses a holder whose lock was lost (paused past its lease, a
+ * Why both conditions: `fence <= :token` refuses a holder whose lock was lost (paused past its lease, a
  * failover) once a newer holder wrote. It does not refuse the newer holder when it read the row before the
  * older holder's late write landed: its change, computed from that read, would undo the late write (the
  * same item sold twice). `fence = :seenFence` refuses that write too, as the row changed since its read.
+ * An equal token is this holder's own earlier write (a leader writes many times in one term): with
+ * `fence = :seenFence` it is safe to let it write again, once it has read that write back.
  */
 export async function fencedUpdate<T extends ObjectLiteral>(options: FencedUpdateOptions<T>): Promise<void> {
   const seenFence = assertFencedInput(options);
   const metadata = options.manager.connection.getMetadata(options.entity);
   const column = metadata.findColumnWithPropertyPath(options.fenceProperty);
   if (!column) throw new InvalidLockOptionsError('fenceProperty', `${metadata.name} has no property "${options.fenceProperty}"; name the column that records the last fenced write's token.`);
+  const where = rowIdWhere(metadata, options.id);
   const builder = options.manager.createQueryBuilder();
   const fence = builder.escape(column.databaseName);
   const result = await builder
     .update(options.entity)
     .set({ ...options.set, [column.propertyName]: options.token } as QueryDeepPartialEntity<T>)
-    .whereInIds(options.id)
-    .andWhere(`${fence} = :fencedUpdateSeen AND ${fence} < :fencedUpdateToken`, { fencedUpdateSeen: seenFence, fencedUpdateToken: options.token })
+    .whereInIds(where)
+    .andWhere(`${fence} = :fencedUpdateSeen AND ${fence} <= :fencedUpdateToken`, { fencedUpdateSeen: seenFence, fencedUpdateToken: options.token })
     .execute();
   if (result.affected === 1) return;
-  const actual = await currentFence(options, column);
-  // A driver that does not count changed rows: the write went through if the row now carries the token.
+  const row = await currentRow(options.manager, options.entity, where);
+  const actual = row ? Number(column.getEntityValue(row)) : undefined;
+  // A driver that does not count changed rows: the write went through if the row now carries the token
+  // (or this holder had written it before: such a driver cannot tell the two apart).
   if (result.affected === undefined && actual === options.token) return;
   throw new FencedWriteRefusedError(metadata.name, options.id, options.token, seenFence, actual);
-}
-
-async function currentFence(options: FencedUpdateOptions<ObjectLiteral>, column: ColumnMetadata): Promise<number | undefined> {
-  const metadata = options.manager.connection.getMetadata(options.entity);
-  const row = (await options.manager.findOne(options.entity, { where: rowIdWhere(metadata, options.id) as never })) as Record<string, unknown> | null;
-  return row ? Number(column.getEntityValue(row)) : undefined;
 }
 
 /** Checked before anything reaches the database: each mistake named with what to give instead. Returns the seen fence as a number. */

@@ -6,7 +6,7 @@ import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error
 import { VersionConflictError } from '../../errors/version-conflict.error';
 import { describe } from '../../locking/lock-options';
 import { assertFastPaths } from '../fast-paths-option';
-import { assertRowUpdateInput, rowIdWhere } from './row-update';
+import { assertRowUpdateInput, currentRow, rowIdWhere } from './row-update';
 import { runVersionedUpdateDirect } from './versioned-update.sql';
 
 /** One optimistic update of one row. */
@@ -53,10 +53,11 @@ export async function optimisticUpdate<T extends ObjectLiteral>(options: Optimis
       `${metadata.name} has no @VersionColumn or @UpdateDateColumn${options.versionProperty ? ` and no property "${options.versionProperty}"` : ''}; add one or name the property.`,
     );
   }
+  const where = rowIdWhere(metadata, options.id);
   const direct = options.fastPaths === false ? undefined : runVersionedUpdateDirect(options.manager, metadata, column, options.id, options.expectedVersion, options.set as ObjectLiteral);
-  const affected = direct ? await direct : await updateThroughQueryBuilder(options, metadata, column);
+  const affected = direct ? await direct : await updateThroughQueryBuilder(options, metadata, column, where);
   if (affected === 1) return;
-  const current = (await options.manager.findOne(options.entity, { where: rowIdWhere(metadata, options.id) as never })) as Record<string, unknown> | null;
+  const current = await currentRow(options.manager, options.entity, where);
   throw new VersionConflictError(metadata.name, options.id, options.expectedVersion, current ? current[column.propertyName] : undefined);
 }
 
@@ -70,7 +71,7 @@ function assertUpdateInput(options: OptimisticUpdateOptions<ObjectLiteral>): voi
 }
 
 /** Any data source, any change: the query builder writes the statement. Resolves the rows changed. */
-async function updateThroughQueryBuilder<T extends ObjectLiteral>(options: OptimisticUpdateOptions<T>, metadata: EntityMetadata, column: ColumnMetadata): Promise<number | undefined> {
+async function updateThroughQueryBuilder<T extends ObjectLiteral>(options: OptimisticUpdateOptions<T>, metadata: EntityMetadata, column: ColumnMetadata, where: ObjectLiteral): Promise<number | undefined> {
   const set: Record<string, unknown> = { ...(options.set as Record<string, unknown>) };
   // TypeORM's update builder bumps @VersionColumn (+1) and @UpdateDateColumn (now) by itself; any other
   // version property is bumped here.
@@ -81,7 +82,7 @@ async function updateThroughQueryBuilder<T extends ObjectLiteral>(options: Optim
     .createQueryBuilder()
     .update(options.entity)
     .set(set as QueryDeepPartialEntity<T>)
-    .whereInIds(options.id)
+    .whereInIds(where)
     .andWhere(`${column.databaseName} = :expectedVersion`, { expectedVersion: options.expectedVersion })
     .execute();
   return result.affected;

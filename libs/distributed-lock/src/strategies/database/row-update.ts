@@ -1,4 +1,4 @@
-import type { EntityManager, ObjectLiteral } from 'typeorm';
+import type { EntityManager, EntityTarget, ObjectLiteral } from 'typeorm';
 import type { EntityMetadata } from 'typeorm/metadata/EntityMetadata';
 import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
 import { describe } from '../../locking/lock-options';
@@ -23,8 +23,33 @@ export function assertRowUpdateInput(options: RowUpdateInput, helper: string): v
   }
 }
 
-/** The `where` of one row from the id a caller gave: a plain value for a single-column key, else an object. */
-export function rowIdWhere(metadata: EntityMetadata, id: unknown): ObjectLiteral | undefined {
-  const given = typeof id === 'object' && id !== null ? (id as ObjectLiteral) : { [metadata.primaryColumns[0].propertyName]: id };
-  return metadata.getEntityIdMap(given);
+/**
+ * The `where` of exactly one row from the id a caller gave: a plain value for a single-column key, or an
+ * object with every column of the key (other properties are dropped). Anything else is refused before a
+ * statement: TypeORM's `whereInIds` takes an array as several rows, and an object that misses a column of
+ * the key as a filter on the rest (every row for `{}`), so a write meant for one row would change many.
+ */
+export function rowIdWhere(metadata: EntityMetadata, id: unknown): ObjectLiteral {
+  const keys = metadata.primaryColumns.map((column) => column.propertyPath);
+  const expected = keys.length === 1 ? `its ${keys[0]}, or { ${keys[0]} }` : `an object with ${keys.join(', ')}`;
+  if (Array.isArray(id)) throw new InvalidLockOptionsError('id', `expected the key of one row of ${metadata.name} (${expected}), got an array: write one row per call.`);
+  const given = typeof id === 'object' && id !== null ? (id as ObjectLiteral) : keys.length === 1 ? { [metadata.primaryColumns[0].propertyName]: id } : undefined;
+  const whole = given !== undefined && metadata.primaryColumns.every((column) => column.getEntityValue(given) != null);
+  const where = whole ? metadata.getEntityIdMap(given) : undefined;
+  if (!where) throw new InvalidLockOptionsError('id', `expected the key of one row of ${metadata.name} (${expected}), got ${describe(id)}.`);
+  return where;
+}
+
+/**
+ * The row as it is now, after an UPDATE that changed nothing. In a transaction on MySQL/MariaDB (REPEATABLE
+ * READ by default) a plain SELECT answers from the snapshot of the transaction's first read: the row as
+ * the caller read it, not the row that refused the write. A locking read answers with the row as the
+ * UPDATE saw it (which already locked it). `FOR UPDATE` rather than a shared lock: TypeORM writes `FOR
+ * SHARE` for any server "8.0 or newer", which MariaDB (10.x, 11.x) refuses as a syntax error. PostgreSQL's
+ * default isolation reads each statement afresh, and SQLite has one writer.
+ */
+export async function currentRow(manager: EntityManager, entity: EntityTarget<ObjectLiteral>, where: ObjectLiteral): Promise<ObjectLiteral | null> {
+  const type = manager.connection.options.type;
+  const snapshot = manager.queryRunner?.isTransactionActive === true && (type === 'mysql' || type === 'mariadb' || type === 'aurora-mysql');
+  return manager.findOne(entity, { where, ...(snapshot ? { lock: { mode: 'pessimistic_write' as const } } : {}) });
 }
