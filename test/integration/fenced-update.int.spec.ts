@@ -6,12 +6,13 @@ import { DataSource, type DataSourceOptions } from 'typeorm';
 import { FencedWriteRefusedError, InMemoryLockStrategy, LockManager, LockService } from '@app/distributed-lock';
 import { fencedUpdate } from '@app/distributed-lock/strategies/database';
 import { FencedBin } from '../support/fenced-bin.entity';
+import { FencedLedger } from '../support/fenced-ledger.entity';
 import { FencedStock } from '../support/fenced-stock.entity';
 
 const run = randomUUID().slice(0, 8);
-const mysql = (): DataSourceOptions => ({ type: 'mysql', url: process.env.LOCK_TEST_MYSQL_URL, entities: [FencedStock, FencedBin], synchronize: true, poolSize: 4 });
-const sqlite = (): DataSourceOptions => ({ type: 'better-sqlite3', database: join(tmpdir(), `fenced-${run}.sqlite`), entities: [FencedStock, FencedBin], synchronize: true, enableWAL: true, timeout: 10_000 });
-const postgres = (): DataSourceOptions => ({ type: 'postgres', url: process.env.LOCK_TEST_POSTGRES_URL, entities: [FencedStock, FencedBin], synchronize: true, poolSize: 4 });
+const mysql = (): DataSourceOptions => ({ type: 'mysql', url: process.env.LOCK_TEST_MYSQL_URL, entities: [FencedStock, FencedBin, FencedLedger], synchronize: true, poolSize: 4 });
+const sqlite = (): DataSourceOptions => ({ type: 'better-sqlite3', database: join(tmpdir(), `fenced-${run}.sqlite`), entities: [FencedStock, FencedBin, FencedLedger], synchronize: true, enableWAL: true, timeout: 10_000 });
+const postgres = (): DataSourceOptions => ({ type: 'postgres', url: process.env.LOCK_TEST_POSTGRES_URL, entities: [FencedStock, FencedBin, FencedLedger], synchronize: true, poolSize: 4 });
 
 describe.each([
   ['MariaDB', mysql],
@@ -129,6 +130,19 @@ describe.each([
       ['b', 10, 0],
     ]);
     expect(await rowOf(sku)).toEqual({ quantity: 10, lastFence: 0 });
+  });
+
+  it('writes a fence kept in an embedded object, beside the other columns of that object, and bumps the version', async () => {
+    const account = `acct-${randomUUID().slice(0, 8)}`;
+    const ledger = dataSource.getRepository(FencedLedger);
+    await ledger.insert({ account, balance: 100, stamp: { fence: 0, writer: '' } });
+    const base = { manager: dataSource.manager, entity: FencedLedger, id: account, fenceProperty: 'stamp.fence' };
+    await fencedUpdate({ ...base, token: 3, seenFence: 0, set: { balance: 90, stamp: { writer: 'ann' } } });
+    await fencedUpdate({ ...base, token: 5, seenFence: 3, set: { balance: 80 } });
+    const row = await ledger.findOneByOrFail({ account });
+    expect({ balance: row.balance, fence: Number(row.stamp.fence), writer: row.stamp.writer, version: row.version }).toEqual({ balance: 80, fence: 5, writer: 'ann', version: 3 });
+    await expect(fencedUpdate({ ...base, token: 7, seenFence: 5, set: { balance: 70, stamp: { fence: 99 } } })).rejects.toMatchObject({ name: 'InvalidLockOptionsError', option: 'set' });
+    await expect(fencedUpdate({ ...base, token: 3, seenFence: 5, set: { balance: 70 } })).rejects.toMatchObject({ name: 'FencedWriteRefusedError', actualFence: 5 });
   });
 
   it('fences a read-modify-write under real locks: every holder of 12 sells one item, none twice', async () => {

@@ -2,7 +2,8 @@ import { DistributedLockError } from './distributed-lock.error';
 
 /**
  * A fenced write (`fencedUpdate`) changed no row. When the row now carries a token above the writer's, a
- * newer holder wrote: the writer's lock (or permit) is lost, and any write under its token will be refused.
+ * newer holder wrote: the writer's lock is lost, and any write to the row under its token will be refused
+ * (a semaphore's permit may still be valid, several are at once: the row went to a later permit).
  * Otherwise the row changed since the writer read it (an older holder's late write, or the writer's own
  * write under the same token): the change computed from that read is refused, and a change computed from a
  * fresh read may be written under the same token.
@@ -26,7 +27,7 @@ export class FencedWriteRefusedError extends DistributedLockError {
           ? 'row not found.'
           : `fence now ${actualFence}. ` +
             (actualFence > token
-              ? 'A holder with a newer token wrote first: this lock (or permit) is lost.'
+              ? 'A holder with a newer token wrote first: this lock is lost (a permit, which shares its semaphore with newer ones, has lost this row to a later permit).'
               : 'The row changed since it was read (a late write of an older holder, or your own under this token): compute the change again from a fresh read.')),
     );
   }

@@ -46,7 +46,7 @@ export async function fencedUpdate<T extends ObjectLiteral>(options: FencedUpdat
   const fence = builder.escape(column.databaseName);
   const result = await builder
     .update(options.entity)
-    .set({ ...options.set, [column.propertyName]: options.token } as QueryDeepPartialEntity<T>)
+    .set(withFence(options.set as ObjectLiteral, column.propertyPath.split('.'), options.token) as QueryDeepPartialEntity<T>)
     .whereInIds(where)
     .andWhere(`${fence} = :fencedUpdateSeen AND ${fence} <= :fencedUpdateToken`, { fencedUpdateSeen: seenFence, fencedUpdateToken: options.token })
     .execute();
@@ -72,8 +72,22 @@ function assertFencedInput(options: FencedUpdateOptions<ObjectLiteral>): number 
   if (typeof options.fenceProperty !== 'string' || options.fenceProperty === '') {
     throw new InvalidLockOptionsError('fenceProperty', `expected the name of the property that records the fence, e.g. "lastFence", got ${describe(options.fenceProperty)}.`);
   }
-  if (Object.prototype.hasOwnProperty.call(options.set, options.fenceProperty)) {
-    throw new InvalidLockOptionsError('set', `leave "${options.fenceProperty}" out of set: fencedUpdate writes the token there.`);
-  }
   return seen;
+}
+
+/**
+ * `set` with the token at the fence's property path: `{ lastFence: token }`, or for a fence in an embedded
+ * object (`stamp.fence`) `{ stamp: { ...set.stamp, fence: token } }`, keeping the embedded object's other
+ * changes. A fence already in `set` is refused: the token goes there.
+ */
+function withFence(set: ObjectLiteral, path: readonly string[], token: number, at = path.join('.')): ObjectLiteral {
+  const [head, ...rest] = path;
+  const own = Object.prototype.hasOwnProperty.call(set, head);
+  if (rest.length === 0) {
+    if (own) throw new InvalidLockOptionsError('set', `leave "${at}" out of set: fencedUpdate writes the token there.`);
+    return { ...set, [head]: token };
+  }
+  const given: unknown = own ? set[head] : undefined;
+  const inner = typeof given === 'object' && given !== null ? (given as ObjectLiteral) : {};
+  return { ...set, [head]: withFence(inner, rest, token, at) };
 }
