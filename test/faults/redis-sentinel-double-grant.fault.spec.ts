@@ -4,9 +4,8 @@ import type { Redis } from 'ioredis';
 import { LockManager, LockNotReplicatedError, LockService, type Lock } from '@app/distributed-lock';
 import { RedisLockStrategy, type RedisReplicaAckOptions } from '@app/distributed-lock/strategies/redis';
 import { ensureDebianPackages, faults, packagesFor, startTopology, stopTopology } from '../../scripts/services';
-import { waitUntil } from '../../scripts/services/probes';
 import { FencedResource } from '../support/fenced-resource';
-import { adminClient, healthyReplicas, promotedReplica, sentinelMasterPort } from '../support/redis-fencing';
+import { adminClient, healthyReplicas, promotedReplica, replicasConfirmWrites, sentinelMasterPort } from '../support/redis-fencing';
 
 const run = randomUUID().slice(0, 8);
 const TOPOLOGY = 'redis-sentinel2';
@@ -64,8 +63,7 @@ describe('Two holders across a Sentinel failover, and replicaAck', () => {
     sentinel = adminClient(Number(sentinelUrl.port));
     await healthyReplicas(sentinel, masterName, REPLICAS.length);
     const master = adminClient((await sentinelMasterPort(sentinel, masterName)) as number);
-    // WAIT counts a replica only after its first acknowledgement.
-    await waitUntil('the master to count its replicas', async () => (await master.wait(2, 100)) === 2, 10_000, 50);
+    await replicasConfirmWrites(master, 2);
     master.disconnect();
   }, 60_000);
 

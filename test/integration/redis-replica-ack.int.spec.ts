@@ -5,6 +5,7 @@ import { redisLockKeys, redisSemaphoreKeys } from '@app/distributed-lock/strateg
 import { Redis } from 'ioredis';
 import { waitUntil } from '../../scripts/services/probes';
 import { startPrivateRedis, type PrivateRedis } from '../support/private-redis';
+import { replicasConfirmWrites } from '../support/redis-fencing';
 
 const run = randomUUID().slice(0, 8);
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
@@ -43,17 +44,6 @@ describe('Redis strategy with replica acknowledgement', () => {
     return new LockService(manager);
   };
 
-  const replicaConfirmsWrites = (): Promise<void> =>
-    waitUntil(
-      'the replica to confirm a write',
-      async () => {
-        await onMaster.set(`ack:${run}:probe`, String(Date.now()));
-        return (await onMaster.wait(1, 100)) === 1;
-      },
-      10_000,
-      50,
-    );
-
   beforeAll(async () => {
     master = await startPrivateRedis();
     replica = await startPrivateRedis(['--replicaof', '127.0.0.1', String(master.port)]);
@@ -62,7 +52,7 @@ describe('Redis strategy with replica acknowledgement', () => {
     await waitUntil('the replica to sync', async () => /master_link_status:up/.test(await onReplica.info('replication')), 10_000, 50);
     // The replica's first acknowledgement comes up to a second after the sync. WAIT counts replicas that
     // have this connection's last write, so a WAIT without a write of its own says nothing: write, then wait.
-    await replicaConfirmsWrites();
+    await replicasConfirmWrites(onMaster, 1);
   }, 30_000);
 
   afterAll(async () => {
@@ -128,7 +118,7 @@ describe('Redis strategy with replica acknowledgement', () => {
     } finally {
       replica.thaw();
     }
-    await replicaConfirmsWrites();
+    await replicasConfirmWrites(onMaster, 1);
     const again = await acked.acquire(key);
     await again.release();
     await held.release();
@@ -184,7 +174,7 @@ describe('Redis strategy with replica acknowledgement', () => {
     } finally {
       replica.thaw();
     }
-    await replicaConfirmsWrites();
+    await replicasConfirmWrites(onMaster, 1);
     const again = await acked.acquirePermit(key, { permits: 2 });
     await again.release();
     await held.release();

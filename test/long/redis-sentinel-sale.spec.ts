@@ -4,8 +4,7 @@ import { join } from 'node:path';
 import { runSale } from '../../scripts/demo/run-sale';
 import { SALE_RUNS } from '../../scripts/demo/sale-plan';
 import { ensureDebianPackages, faults, packagesFor, startTopology, stopTopology } from '../../scripts/services';
-import { waitUntil } from '../../scripts/services/probes';
-import { adminClient, healthyReplicas, promotedReplica, sentinelMasterPort } from '../support/redis-fencing';
+import { adminClient, healthyReplicas, promotedReplica, replicasConfirmWrites, sentinelMasterPort } from '../support/redis-fencing';
 import { doubleGrants } from '../support/double-grants';
 
 const SETTINGS = { buyers: 300, stock: 100, instances: 3, sqlitePath: join(tmpdir(), `sentinel-sale-${process.pid}.sqlite`) };
@@ -62,8 +61,7 @@ describe('Flash sale through a Sentinel failover (Redis master SIGKILLed)', () =
         await healthyReplicas(sentinel, masterName, 2);
         const masterPort = (await sentinelMasterPort(sentinel, masterName)) as number;
         const master = adminClient(masterPort);
-        // WAIT counts a replica only after its first acknowledgement.
-        await waitUntil('the master to count its replicas', async () => (await master.wait(2, 100)) === 2, 10_000, 50);
+        await replicasConfirmWrites(master, 2);
         master.disconnect();
         let killedAt = 0;
         let chaos: Promise<unknown> | undefined;

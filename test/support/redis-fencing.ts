@@ -28,6 +28,24 @@ export function adminClient(port: number): Redis {
 }
 
 /**
+ * Resolves once `replicas` replicas acknowledge a write of `master`'s. WAIT counts the replicas that have
+ * this connection's last write, so a WAIT on a connection that wrote nothing answers at once with every
+ * connected replica, though a replica's first acknowledgement of a real write can come up to a second after
+ * its sync: write, then WAIT.
+ */
+export function replicasConfirmWrites(master: Redis, replicas: number): Promise<void> {
+  return waitUntil(
+    `${replicas} replica(s) to confirm a write`,
+    async () => {
+      await master.set('test:replicas-confirm-writes', String(Date.now()));
+      return (await master.wait(replicas, 100)) >= replicas;
+    },
+    10_000,
+    50,
+  );
+}
+
+/**
  * Takes and releases `key` `count` times, one after the other, through a fresh `RedisLockStrategy` on
  * `url` (closed at the end): the fencing token of each grant, in order.
  */
