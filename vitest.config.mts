@@ -48,8 +48,9 @@ export default defineConfig({
       project('faults', ['test/faults/**/*.spec.ts'], { group: 3, workers: 1 }),
       project('e2e', ['test/e2e/**/*.spec.ts'], { group: 4, workers: 1 }),
       // Long runs, not in `npm test` (scripts/run-tests.mjs leaves them out): `npm run test:long`, which CI
-      // runs after it. The contract at 20 ms of round trip, and the flash sale through a Sentinel failover.
-      // A step at 20 ms RTT takes far longer than on loopback: 60 s per test.
+      // runs after it. The contract at 20 ms of round trip, and the whole flash sales: the demo's own run (and
+      // its report in a browser), the sale through server failures, and through a Sentinel failover. A step at
+      // 20 ms RTT takes far longer than on loopback: 60 s per test.
       project('long', ['test/long/**/*.spec.ts'], { group: 5, workers: 1, testTimeout: 60_000 }),
     ],
   },
