@@ -11,8 +11,6 @@ import { adminClient } from '../support/redis-fencing';
 
 const run = randomUUID().slice(0, 8);
 const STOCK = 10;
-/** The demo's deduction: sold, or told that its lock was lost or that its write came too late. */
-const ANSWER = /^(201|409 LOCK_LOST|409 STALE_LOCK)$/;
 
 /**
  * The demo's locked deduction reads the stock, does its checkout work, then writes the stock it read minus
@@ -79,9 +77,11 @@ describe("The demo's fenced deduction when a holder's write is held up past its 
       const product = await data.getRepository(Product).findOneByOrFail({ sku });
       const orders = await data.getRepository(Order).countBy({ sku });
       process.stdout.write(`fenced deduction, write held up past its lock: answers ${answers.join(', ')}; orders ${orders}, stock ${STOCK} → ${product.stock}\n`);
-      expect(answers.filter((answer) => !ANSWER.test(answer))).toEqual([]);
+      // The first buyer's write landed, but its lock was gone before its section ended: it is told so. The
+      // second buyer's write, computed from a read taken before that write landed, is refused.
+      expect(answers).toEqual(['409 LOCK_LOST', '409 STALE_LOCK']);
       expect(orders).toBe(STOCK - product.stock);
-      expect(orders).toBeGreaterThanOrEqual(1);
+      expect(orders).toBe(1);
     } finally {
       await blocker.query('ROLLBACK').catch(() => undefined);
       await blocker.end();

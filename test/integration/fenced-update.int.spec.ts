@@ -3,8 +3,8 @@ import { randomUUID } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DataSource, type DataSourceOptions } from 'typeorm';
-import { FencedWriteRefusedError, InMemoryLockStrategy, LockManager, LockService } from '@app/distributed-lock';
-import { fencedUpdate } from '@app/distributed-lock/strategies/database';
+import { FencedWriteRefusedError, LockManager, LockService } from '@app/distributed-lock';
+import { fencedUpdate, RowLockStrategy } from '@app/distributed-lock/strategies/database';
 import { FencedBin } from '../support/fenced-bin.entity';
 import { FencedLedger } from '../support/fenced-ledger.entity';
 import { FencedStock } from '../support/fenced-stock.entity';
@@ -145,16 +145,21 @@ describe.each([
     await expect(fencedUpdate({ ...base, token: 3, seenFence: 5, set: { balance: 70 } })).rejects.toMatchObject({ name: 'FencedWriteRefusedError', actualFence: 5 });
   });
 
-  it('fences a read-modify-write under real locks: every holder of 12 sells one item, none twice', async () => {
+  it('fences a read-modify-write under the lock table from two instances, each with its own pool: 12 buyers sell 12 items once each', async () => {
     const sku = await newRow(12);
-    const locks = new LockService(new LockManager(new InMemoryLockStrategy()));
-    const buy = (): Promise<void> =>
-      locks.withLock(`fenced:${sku}`, async (lock) => {
-        const read = await rowOf(sku);
-        await write(sku, lock.fencingToken as number, read.lastFence, read.quantity - 1);
-      });
-    await Promise.all(Array.from({ length: 12 }, buy));
-    expect((await rowOf(sku)).quantity).toBe(0);
+    // Two app instances: each its own strategy and connection pool on the same database, as deployed.
+    const instances = [0, 1].map(() => new LockManager(new RowLockStrategy({ connection: { ...options(), entities: [], synchronize: false } as DataSourceOptions })));
+    try {
+      const buy = (manager: LockManager): Promise<void> =>
+        new LockService(manager).withLock(`fenced:${sku}`, async (lock) => {
+          const read = await rowOf(sku);
+          await write(sku, lock.fencingToken as number, read.lastFence, read.quantity - 1);
+        }, { waitTimeout: 20_000 });
+      await Promise.all(Array.from({ length: 12 }, (_, i) => buy(instances[i % 2])));
+      expect(await rowOf(sku)).toMatchObject({ quantity: 0 });
+    } finally {
+      await Promise.all(instances.map((manager) => manager.close()));
+    }
   });
 
   it('writes inside the caller\'s transaction: rolled back with it', async () => {
