@@ -1,15 +1,13 @@
 // Throwaway Redis, MariaDB, PostgreSQL, ZooKeeper, etcd and memcached servers on loopback, from Debian's packages.
 // Usage: npm run services -- up [topology…] | down | status
 //   topologies: redis, redis5, redis-cluster, redis-cluster-replicas, mariadb, postgres, zookeeper, zookeeper3, etcd, etcd3, etcd-secure,
-//   memcached, and the fault ones (default for "up": what npm test starts: the single ones, redis5, zookeeper3 and etcd3)
-import { describeServers, ensureDebianPackages, packagesFor, startTopology, stopAll, TOPOLOGY_NAMES, type TopologyName } from './services/index';
-
-const DEFAULT_UP: TopologyName[] = ['redis', 'redis5', 'mariadb', 'zookeeper', 'etcd', 'zookeeper3', 'etcd3', 'memcached', 'postgres'];
+//   memcached, and the fault ones (default for "up": what npm test starts, SHARED_TOPOLOGIES)
+import { describeServers, ensureDebianPackages, packagesFor, SHARED_TOPOLOGIES, startTopology, stopAll, TOPOLOGY_NAMES, type TopologyName } from './services/index';
 
 async function main(): Promise<void> {
   const [command = 'status', ...rest] = process.argv.slice(2);
   if (command === 'up') {
-    const names = (rest.length ? rest : DEFAULT_UP) as TopologyName[];
+    const names = (rest.length ? rest : SHARED_TOPOLOGIES) as readonly TopologyName[];
     const unknown = names.filter((name) => !TOPOLOGY_NAMES.includes(name));
     if (unknown.length) throw new Error(`unknown topology ${unknown.join(', ')}; known: ${TOPOLOGY_NAMES.join(', ')}`);
     ensureDebianPackages(packagesFor(names));

@@ -5,6 +5,7 @@ export {
   faults,
   killAllNow,
   packagesFor,
+  SHARED_TOPOLOGIES,
   startTopology,
   stopAll,
   stopTopology,

@@ -64,6 +64,14 @@ export const TOPOLOGY_NAMES = [
 ] as const;
 export type TopologyName = (typeof TOPOLOGY_NAMES)[number];
 
+/**
+ * The topologies `npm test` starts once for the whole run, and `npm run services -- up` starts by default.
+ * Every topology that more than one test file uses belongs here: a file that started one itself would stop
+ * it in its `afterAll` under the others (seen with the Redis Cluster, which two contract files and an
+ * integration file use at once). Fault suites start topologies of their own, which they kill.
+ */
+export const SHARED_TOPOLOGIES: readonly TopologyName[] = ['redis', 'redis5', 'redis-cluster', 'mariadb', 'zookeeper', 'etcd', 'zookeeper3', 'etcd3', 'memcached', 'postgres'];
+
 interface MemberPlan {
   readonly name: string;
   readonly ports: readonly number[];

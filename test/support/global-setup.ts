@@ -1,12 +1,6 @@
 import type { TestProject } from 'vitest/node';
-import { ensureDebianPackages, killAllNow, packagesFor, startTopology, stopAll, topologiesGivenByEnvironment, type TopologyName } from '../../scripts/services';
+import { ensureDebianPackages, killAllNow, packagesFor, SHARED_TOPOLOGIES, startTopology, stopAll, topologiesGivenByEnvironment, type TopologyName } from '../../scripts/services';
 
-/**
- * The topologies every run needs, the ZooKeeper ensemble and the etcd cluster included: several suites
- * run against them at once, and a suite that started one itself would restart it under the others.
- * (Fault suites start their own, which they kill.)
- */
-export const BASE_TOPOLOGIES: readonly TopologyName[] = ['redis', 'redis5', 'mariadb', 'zookeeper', 'etcd', 'zookeeper3', 'etcd3', 'memcached', 'postgres'];
 
 /**
  * Vitest global setup: installs missing server packages (apt, as root), starts throwaway servers on
@@ -28,9 +22,9 @@ export async function setup(project: TestProject): Promise<void> {
     });
   }
   process.once('exit', () => killAllNow(keep));
-  ensureDebianPackages(packagesFor([...BASE_TOPOLOGIES, 'redis-sentinel', 'etcd-secure']), (line) => process.stdout.write(`${line}\n`));
+  ensureDebianPackages(packagesFor([...SHARED_TOPOLOGIES, 'redis-sentinel', 'etcd-secure']), (line) => process.stdout.write(`${line}\n`));
   const started = Date.now();
-  const running = await Promise.all(BASE_TOPOLOGIES.map((name) => startTopology(name)));
+  const running = await Promise.all(SHARED_TOPOLOGIES.map((name) => startTopology(name)));
   const parts = running.map((t) => `${t.name} ${t.managed ? `${t.startupMs} ms` : `(yours: ${t.envVar})`}`);
   process.stdout.write(`\n[services] ready in ${Date.now() - started} ms: ${parts.join(', ')}\n`);
 }
