@@ -133,6 +133,8 @@ export function describePromisesContract(subject: ContractSubject): void {
         );
         expect(outcome.error).toBeInstanceOf(LockLostError);
         expect((outcome.error as Error).message).toMatch(/release|removed|session|lost/);
+        // The section ran to its end: what it returned is on the error, for a caller whose writes were fenced.
+        expect((outcome.error as LockLostError).sectionResult).toEqual({ value: 'done' });
       });
 
       it('a second holder gets in after the removal, and the first section still learns it was not alone', async () => {
@@ -146,6 +148,7 @@ export function describePromisesContract(subject: ContractSubject): void {
           }),
         );
         expect(outcome.error).toBeInstanceOf(LockLostError);
+        expect((outcome.error as LockLostError).sectionResult).toEqual({ value: 'done' });
         expect(second?.isHeld).toBe(true);
         await second?.release();
       });
@@ -163,6 +166,7 @@ export function describePromisesContract(subject: ContractSubject): void {
         );
         expect(outcome.error).toBeInstanceOf(LockLostError);
         expect(((outcome.error as LockLostError).cause as Error)?.message).toBe('the write failed');
+        expect((outcome.error as LockLostError).sectionResult).toBeUndefined();
       });
 
       it('tells a holder at once, while its section runs, that its lock was removed (long before any extension)', async () => {

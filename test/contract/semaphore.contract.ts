@@ -226,6 +226,7 @@ export function describeSemaphoreContract(subject: ContractSubject): void {
         }, { permits: 2, ttl: 1_000 })
         .catch((e: unknown) => e);
       expect(error).toBeInstanceOf(LockLostError);
+      expect((error as LockLostError).sectionResult).toEqual({ value: 'done' });
     }, 30_000);
 
     it('runs withPermit’s function and gives the permit back on success and on failure', async () => {

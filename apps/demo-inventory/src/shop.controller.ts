@@ -1,6 +1,7 @@
 import { BadRequestException, Body, Controller, Get, HttpCode, Optional, Param, Post } from '@nestjs/common';
 import { PessimisticCheckoutService } from './checkout/pessimistic-checkout.service';
 import { BuyDto, CreateProductDto } from './inventory/buy.dto';
+import { fencedOrderOf } from './inventory/fenced-order';
 import { HoldLog, type Hold } from './inventory/hold-log';
 import { InventoryService } from './inventory/inventory.service';
 import type { Order } from './inventory/order.entity';
@@ -61,7 +62,7 @@ export class ShopController {
       case 'atomic':
         return this.inventory.buyAtomic(dto.sku, dto.buyer);
       case 'locked':
-        return this.inventory.buyLocked(dto.sku, dto.buyer);
+        return this.inventory.buyLocked(dto.sku, dto.buyer).catch(fencedOrderOf);
       case 'optimistic':
         return this.inventory.buyOptimistic(dto.sku, dto.buyer);
       case 'pessimistic':

@@ -130,6 +130,7 @@ export class InventoryService {
 
   /** Writes an order; `manager` decides which transaction it belongs to. */
   async recordOrder(manager: EntityManager, sku: string, buyer: string, strategy: string, fencingToken: number | null): Promise<Order> {
-    return manager.getRepository(Order).save({ sku, buyer, strategy, fencingToken, instance: this.config.instance });
+    const orders = manager.getRepository(Order);
+    return orders.save(orders.create({ sku, buyer, strategy, fencingToken, instance: this.config.instance }));
   }
 }

@@ -33,16 +33,32 @@ const HOW_FOUND: Record<LockLostReason, string> = {
  * only the release found out).
  */
 export class LockLostError extends DistributedLockError {
+  /**
+   * Set when the section ran to its end before the loss was reported (its function resolved; the loss was
+   * noticed during it, or only by the release): `value` is what it returned, which `withLock`, `withPermit`,
+   * `@Locked`, `@Limited` and `@ScheduledLock` discard by throwing this error. Its writes may overlap another
+   * holder's. Keep the value only when each of its writes was checked against a newer holder's, as a fenced
+   * write (`fencedUpdate`) is, and landed: for example the order a fenced stock deduction committed, which the
+   * buyer should hear about. Absent when the section threw (its error is the `cause`).
+   */
+  readonly sectionResult?: { readonly value: unknown };
+
   constructor(
     readonly key: string,
     readonly strategy: string,
     readonly reason: LockLostReason,
-    options?: { cause?: unknown },
+    options?: { cause?: unknown; sectionResult?: { readonly value: unknown } },
   ) {
     super(
       `Lock "${key}" (strategy "${strategy}") was lost: ${HOW_FOUND[reason]} (${reason}). Work done since may overlap with ` +
         'another holder: check `signal.aborted` before writing, and guard writes with the fencing token.',
       options,
     );
+    if (options?.sectionResult) this.sectionResult = options.sectionResult;
+  }
+
+  /** This loss, as the end of a section that completed with `value` (a new error: the handle's own stays as it was). */
+  withSectionResult(value: unknown): LockLostError {
+    return new LockLostError(this.key, this.strategy, this.reason, { ...(this.cause === undefined ? {} : { cause: this.cause }), sectionResult: { value } });
   }
 }

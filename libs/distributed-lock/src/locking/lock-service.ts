@@ -99,8 +99,9 @@ export class LockService {
   /**
    * Run `fn` while holding the lock, and release it afterwards, on success and on failure. Nested calls on
    * the same key inside `fn` re-enter. If the lock was lost while `fn` ran (noticed during the section, or
-   * only by the release, which found it no longer held), `fn`'s result is discarded and the
-   * `LockLostError` is thrown, since its work may have overlapped with another holder. Where the release
+   * only by the release, which found it no longer held), the `LockLostError` is thrown instead of `fn`'s
+   * result, since its work may have overlapped with another holder; the result is on the error's
+   * `sectionResult`, for sections whose writes were fenced. Where the release
    * commits the section's writes (`PessimisticLockStrategy`), a failed commit throws `LockCommitFailedError`.
    */
   async withLock<T>(key: string | readonly string[], fn: (lock: Lock) => T | Promise<T>, options?: AcquireOptions): Promise<T> {
@@ -123,7 +124,7 @@ export class LockService {
     const lostDuring = lossOf(lock);
     await this.releaseQuietly(lock, lostDuring === undefined ? 'completed' : 'lost');
     const lost = lostDuring ?? lossOf(lock);
-    if (lost !== undefined) throw lost;
+    if (lost !== undefined) throw lost instanceof LockLostError ? lost.withSectionResult(result) : lost;
     return result;
   }
 
@@ -156,8 +157,8 @@ export class LockService {
   /**
    * Run `fn` while holding a permit of the semaphore `key` (see `acquirePermit`), and give it back
    * afterwards, on success and on failure. If the permit was lost while `fn` ran (noticed during the
-   * section, or only by the release), `fn`'s result is discarded and the `LockLostError` is thrown: more
-   * than `permits` callers may have been inside. Inside `fn`, `currentPermit()` returns the permit.
+   * section, or only by the release), the `LockLostError` is thrown instead of `fn`'s result (which is on
+   * its `sectionResult`): more than `permits` callers may have been inside. Inside `fn`, `currentPermit()` returns the permit.
    */
   async withPermit<T>(key: string, fn: (permit: PermitHandle) => T | Promise<T>, options: PermitOptions): Promise<T> {
     if (typeof fn !== 'function') throw new InvalidLockOptionsError('fn', 'withPermit needs a function to run under the permit.');
@@ -173,7 +174,7 @@ export class LockService {
     }
     await this.releaseQuietly(new MultiLockHandle([permit]), permit.signal.aborted ? 'lost' : 'completed');
     const lost = lossOfPermit(permit);
-    if (lost !== undefined) throw lost;
+    if (lost !== undefined) throw lost.withSectionResult(result);
     return result;
   }
 

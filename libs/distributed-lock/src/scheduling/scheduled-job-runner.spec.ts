@@ -75,8 +75,12 @@ describe('ScheduledJobRunner', () => {
       const lock = assertLocked();
       await new Promise<void>((resolve) => lock.signal.addEventListener('abort', () => resolve(), { once: true }));
       toldAfter = Date.now() - started;
+      return 'report written';
     });
-    await expect(run).rejects.toBeInstanceOf(LockLostError);
+    const error = await run.catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(LockLostError);
+    // What the run returned, for a job whose writes were fenced.
+    expect((error as LockLostError).sectionResult).toEqual({ value: 'report written' });
     expect(toldAfter).toBeGreaterThanOrEqual(90);
     expect(toldAfter).toBeLessThan(400);
     expect(finished[0]).toBeInstanceOf(LockLostError);

@@ -77,7 +77,7 @@ export class ScheduledJobRunner {
       else service.events.emit('backgroundError', { strategy: service.strategyName, key: service.prefix + key, operation: 'release', error });
     }
     const lost = lostOf(lock);
-    const error = lost ? (failure ? new LockLostError(lost.key, lost.strategy, lost.reason, { cause: failure.error }) : lost) : failure?.error;
+    const error = lost ? (failure ? new LockLostError(lost.key, lost.strategy, lost.reason, { cause: failure.error }) : lost.withSectionResult(value)) : failure?.error;
     const failed = lost !== undefined || failure !== undefined;
     events.emit('finished', { ...base, durationMs, keptForMs: lost ? 0 : keptForMs, ...(failed ? { error } : {}) });
     if (failed) throw error;
