@@ -11,8 +11,26 @@ export interface CrossProcessOutcome {
   readonly counter: number;
   /** The ticks: per round, how many processes got the round's key. */
   readonly winners: readonly number[];
-  /** Rounds some process began trying too late (its timer fired after the winner may have let go). */
-  readonly late: ReadonlySet<number>;
+  /**
+   * Rounds two processes held at once: their holds, each from its grant's answer to its release being sent
+   * (a span inside the server's hold), overlapped. Two winners one after the other (a try whose request
+   * reached the server after the first winner let go, on a loaded machine) are not at once.
+   */
+  readonly heldAtOnce: ReadonlySet<number>;
+}
+
+/** One won round, as a worker saw it: when the lock was known held (its grant answered) and when its release was sent (Date.now()). */
+export type TickHold = [round: number, heldFrom: number, heldUntil: number];
+
+/** The rounds in which two of `holds` overlapped. */
+export function roundsHeldAtOnce(holds: readonly TickHold[]): Set<number> {
+  const rounds = new Set<number>();
+  for (const [i, [round, from, until]] of holds.entries()) {
+    for (const [other, otherFrom, otherUntil] of holds.slice(i + 1)) {
+      if (other === round && Math.max(from, otherFrom) < Math.min(until, otherUntil)) rounds.add(round);
+    }
+  }
+  return rounds;
 }
 
 const ROOT = resolve(__dirname, '..', '..');
@@ -44,7 +62,7 @@ export async function runCrossProcessSession(
     const args = (index: number): string[] =>
       [subject, key, dir, String(index), String(options.workersPerProcess), String(options.iterations), String(options.tickRounds), String(TICK_PERIOD_MS), String(TICK_HOLD_MS)];
     const results = Array.from({ length: options.processes }, (_, i) =>
-      runWorkerProcess<{ sections: number; violations: number; won: number[]; late: number[] }>(WORKER, args(i), timeoutMs),
+      runWorkerProcess<{ sections: number; violations: number; holds: TickHold[] }>(WORKER, args(i), timeoutMs),
     );
     await startTicksOnceReady(dir, options.processes, results, timeoutMs);
     const outcomes = await Promise.all(results);
@@ -52,8 +70,8 @@ export async function runCrossProcessSession(
       sections: outcomes.reduce((sum, r) => sum + r.sections, 0),
       violations: outcomes.reduce((sum, r) => sum + r.violations, 0),
       counter: Number(readFileSync(counterFile, 'utf8')),
-      winners: Array.from({ length: options.tickRounds }, (_, round) => outcomes.filter((o) => o.won.includes(round)).length),
-      late: new Set(outcomes.flatMap((o) => o.late)),
+      winners: Array.from({ length: options.tickRounds }, (_, round) => outcomes.filter((o) => o.holds.some(([won]) => won === round)).length),
+      heldAtOnce: roundsHeldAtOnce(outcomes.flatMap((o) => o.holds)),
     };
   } finally {
     rmSync(dir, { recursive: true, force: true });

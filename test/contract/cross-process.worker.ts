@@ -1,6 +1,7 @@
 // One process of a cross-process session (see cross-process.ts).
 // Usage: worker <subject> <key> <dir> <index> <workers> <iterations> <tickRounds> <tickPeriodMs> <tickHoldMs>
 import { closeSync, existsSync, openSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
+import type { TickHold } from './cross-process';
 import { join } from 'node:path';
 import { LockManager, LockService } from '@app/distributed-lock';
 import { subjectNamed } from './subjects';
@@ -44,11 +45,11 @@ async function fuzz(locks: LockService, key: string, dir: string, workers: numbe
 
 /**
  * Says it is ready (dir/ready-<index>), waits for dir/start, then at each round's instant tries the round's
- * key once and, when it got it, holds it for `holdMs` from the instant.
+ * key once and, when it got it, holds it for `holdMs` from the instant. Reports each hold: the server held
+ * the lock at least from its answer to the release, so two reported holds that overlap were at once.
  */
-async function ticks(locks: LockService, key: string, dir: string, index: string, rounds: number, periodMs: number, holdMs: number): Promise<{ won: number[]; late: number[] }> {
-  const won: number[] = [];
-  const late: number[] = [];
+async function ticks(locks: LockService, key: string, dir: string, index: string, rounds: number, periodMs: number, holdMs: number): Promise<{ holds: TickHold[] }> {
+  const holds: TickHold[] = [];
   writeFileSync(join(dir, `ready-${index}`), '');
   const startFile = join(dir, 'start');
   while (!existsSync(startFile)) await sleep(10);
@@ -56,14 +57,14 @@ async function ticks(locks: LockService, key: string, dir: string, index: string
   for (let round = 0; round < rounds; round += 1) {
     const instant = start + round * periodMs;
     await sleep(instant - Date.now());
-    if (Date.now() - instant > holdMs / 2) late.push(round);
     const lock = await locks.tryAcquire(`${key}:tick:${round}`, { reentrant: false, ttl: 30_000 });
     if (!lock) continue;
-    won.push(round);
+    const heldFrom = Date.now();
     await sleep(instant + holdMs - Date.now());
+    holds.push([round, heldFrom, Date.now()]);
     await lock.release();
   }
-  return { won, late };
+  return { holds };
 }
 
 async function main(): Promise<void> {

@@ -177,8 +177,10 @@ export function describeLockStrategyContract(subject: ContractSubject): void {
 
     it('keeps a slow holder’s lease alive with the watchdog', async () => {
       const k = key();
-      const lock = await locks.acquire(k, { ttl: 300, autoExtend: true });
-      await sleep(1_000);
+      // Over three leases. The watchdog renews at a third of the lease, so a renewal may come up to two
+      // thirds late (400 ms: an event-loop stall on a loaded machine, a slow round trip) before the lease ends.
+      const lock = await locks.acquire(k, { ttl: 600, autoExtend: true });
+      await sleep(2_000);
       expect(lock.signal.aborted).toBe(false);
       expect(await contender.tryAcquire(k)).toBeNull();
       expect(lock.isHeld).toBe(true);
@@ -319,7 +321,9 @@ export function describeLockStrategyContract(subject: ContractSubject): void {
               tokens.push(lock.fencingToken);
             }, { waitTimeout: 20_000, reentrant: false }),
           );
-          await sleep(60);
+          // Arrival is when the test starts each wait: long enough apart that the first request of each is
+          // in line before the next one's, also with a slow first request on a loaded machine.
+          await sleep(150);
         }
         await holder.release();
         await Promise.all(waiters);
@@ -373,12 +377,14 @@ export function describeLockStrategyContract(subject: ContractSubject): void {
         // Three TypeScript processes start on 2 shared cores before the first section: not a 5 s job.
       }, 60_000);
 
-      // A cron tick on every instance: each tries once at the same instant. Never two (the job would run
-      // twice), and never none: a tie among contenders must not make each of them give up.
+      // A cron tick on every instance: each tries once at the same instant. Never two at once (the job would
+      // run twice over), and never none: a tie among contenders must not make each of them give up. (A try
+      // that reaches the server after the winner let go, on a loaded machine, may take the key again: that is
+      // what lockAtLeastFor is for, see docs/scheduled-jobs.md.)
       it('gives a free key tried once by three processes at the same instant to exactly one of them', async () => {
-        const { winners, late } = await crossProcess();
+        const { winners, heldAtOnce } = await crossProcess();
         expect(winners.flatMap((count, round) => (count === 0 ? [`round ${round}: nobody`] : []))).toEqual([]);
-        expect(winners.flatMap((count, round) => (count > 1 && !late.has(round) ? [`round ${round}: ${count}`] : []))).toEqual([]);
+        expect([...heldAtOnce].map((round) => `round ${round}: ${winners[round]} at once`)).toEqual([]);
       }, 60_000);
     }
   });

@@ -346,7 +346,8 @@ export function describeSemaphoreContract(subject: ContractSubject): void {
               { permits: 2, weight: weights[i], waitTimeout: 30_000 },
             ),
           );
-          await sleep(100);
+          // Far enough apart that each is in line before the next asks, also on a loaded machine.
+          await sleep(150);
         }
         for (const holder of holders) await holder.release();
         await Promise.all(waiters);

@@ -34,11 +34,13 @@ describe('Redlock: lockAtLeastFor with one of three masters frozen', () => {
     const here = instance();
     const elsewhere = instance();
     const events = new ScheduledLockEvents();
-    const runner = new ScheduledJobRunner({ job, service: here, options: { lockAtMostFor: 5_000, lockAtLeastFor: 400, perRun: false }, events });
+    const runner = new ScheduledJobRunner({ job, service: here, options: { lockAtMostFor: 5_000, lockAtLeastFor: 2_000, perRun: false }, events });
+    // The other instance's connections are open before the check below, which must come inside lockAtLeastFor.
+    await (await elsewhere.acquire(`${job}:warm-up`)).release();
     // A minority master stops answering (a stop-the-world pause): the other two still make a majority.
     servers[2].freeze();
     const outcome = runner.run(async () => {
-      await sleep(230); // ends 170 ms inside lockAtLeastFor: the lease is shortened to those 170 ms
+      await sleep(230); // ends inside lockAtLeastFor: the lease is shortened to the rest of it, 1.77 s
       return 'done';
     });
     const settled = await outcome.then(

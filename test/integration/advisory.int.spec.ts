@@ -13,34 +13,46 @@ const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
 interface Server {
   readonly name: string;
   options(): DataSourceOptions;
-  /** How many connections wait inside the server for a lock of this kind right now. */
-  waiting: string;
+  /**
+   * How many connections wait inside the server for the lock of `key` right now (that key only: the other
+   * contract files run advisory locks of their own on the same server at the same time).
+   */
+  waitingOn(dataSource: DataSource, key: string): Promise<number>;
   /** Ends a connection by its server id, as an operator would. */
   kill(id: number): string;
   /** The server id of the connection holding the key's lock, by the server's own books. */
   holderOf(dataSource: DataSource, key: string): Promise<number | undefined>;
 }
 
+/** A bigint advisory key is classid (high 32 bits) and objid (low 32 bits), objsubid 1, in pg_locks. */
+const PG_ADVISORY_KEY = "locktype = 'advisory' AND classid = $1::oid AND objid = $2::oid AND objsubid = 1";
+function pgAdvisoryKeyParts(key: string): [string, string] {
+  const bits = BigInt.asUintN(64, BigInt(postgresAdvisoryKey(key)));
+  return [String(bits >> 32n), String(bits & 0xffffffffn)];
+}
+
 const SERVERS: readonly Server[] = [
   {
     name: 'PostgreSQL',
     options: () => ({ type: 'postgres', url: process.env.LOCK_TEST_POSTGRES_URL, entities: [Stock], synchronize: true, poolSize: 12 }),
-    waiting: "SELECT count(*) AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND wait_event = 'advisory'",
+    waitingOn: async (dataSource, key) => {
+      const rows = (await dataSource.query(`SELECT count(*) AS n FROM pg_locks WHERE ${PG_ADVISORY_KEY} AND NOT granted`, pgAdvisoryKeyParts(key))) as Array<{ n: string }>;
+      return Number(rows[0]?.n);
+    },
     kill: (id) => `SELECT pg_terminate_backend(${id})`,
     holderOf: async (dataSource, key) => {
-      // A bigint advisory key is classid (high 32 bits) and objid (low 32 bits), objsubid 1, in pg_locks.
-      const bits = BigInt.asUintN(64, BigInt(postgresAdvisoryKey(key)));
-      const rows = (await dataSource.query("SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND classid = $1::oid AND objid = $2::oid AND objsubid = 1", [
-        String(bits >> 32n),
-        String(bits & 0xffffffffn),
-      ])) as Array<{ pid: number }>;
+      const rows = (await dataSource.query(`SELECT pid FROM pg_locks WHERE ${PG_ADVISORY_KEY} AND granted`, pgAdvisoryKeyParts(key))) as Array<{ pid: number }>;
       return rows[0]?.pid;
     },
   },
   {
     name: 'MariaDB',
     options: () => ({ type: 'mysql', url: process.env.LOCK_TEST_MYSQL_URL, entities: [Stock], synchronize: true, poolSize: 12 }),
-    waiting: "SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST WHERE STATE = 'User lock'",
+    waitingOn: async (dataSource, key) => {
+      // A session waiting in GET_LOCK shows the statement, which names the lock.
+      const rows = (await dataSource.query("SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST WHERE STATE = 'User lock' AND INFO LIKE CONCAT('%', ?, '%')", [getLockName(key)])) as Array<{ n: string | number }>;
+      return Number(rows[0]?.n);
+    },
     kill: (id) => `KILL ${id}`,
     holderOf: async (dataSource, key) => {
       const rows = (await dataSource.query('SELECT IS_USED_LOCK(?) AS id', [getLockName(key)])) as Array<{ id: number | null }>;
@@ -57,7 +69,12 @@ describe.each(SERVERS)('advisory strategy on $name', (server) => {
     managers.push(manager);
     return new LockService(manager);
   };
-  const waitingNow = async (): Promise<number> => Number(((await dataSource.query(server.waiting)) as Array<{ n: string | number }>)[0]?.n);
+  /** Until `n` wait for `key` inside the server, bounded; resolves how many did. */
+  const waitingOn = async (key: string, n: number): Promise<number> => {
+    let now = await server.waitingOn(dataSource, key);
+    for (const deadline = Date.now() + 10_000; now < n && Date.now() < deadline; now = await server.waitingOn(dataSource, key)) await sleep(20);
+    return now;
+  };
 
   beforeAll(async () => {
     dataSource = await new DataSource(server.options()).initialize();
@@ -72,10 +89,9 @@ describe.each(SERVERS)('advisory strategy on $name', (server) => {
     const [a, b] = [service(), service()];
     const key = `adv:${run}:wait`;
     const holder = await a.acquire(key);
-    const before = await waitingNow();
+    expect(await server.waitingOn(dataSource, key)).toBe(0);
     const waiter = b.acquire(key, { waitTimeout: 10_000 });
-    await sleep(150);
-    expect(await waitingNow()).toBe(before + 1);
+    expect(await waitingOn(key, 1)).toBe(1);
     await holder.release();
     const next = await waiter;
     expect(next.fencingToken).toBeGreaterThan(holder.fencingToken as number);

@@ -39,7 +39,8 @@ async function expectSlotLimit(locks: LockService, prefix: string): Promise<void
   // as it would be with more slots; a free key kept out by the slots alone still names the option.
   await held[1].release();
   const behindHolder = locks.acquire(`${prefix}:pool:2`, { waitTimeout: 5_000, reentrant: false }).catch((e: unknown) => e);
-  await new Promise((resolve) => setTimeout(resolve, 100));
+  // Time for it to take the last slot and wait on the row, also on a loaded machine.
+  await new Promise((resolve) => setTimeout(resolve, 1_000));
   const timedOut = await locks.acquire(`${prefix}:pool:2`, { waitTimeout: 300, reentrant: false }).catch((e: unknown) => e);
   expect(timedOut).toBeInstanceOf(LockAcquireTimeoutError);
   const keptOut = await locks.acquire(`${prefix}:pool:6`, { waitTimeout: 300 }).catch((e: unknown) => e);

@@ -32,7 +32,9 @@ describe('pinned connection slots (PostgreSQL pessimistic)', () => {
     const holder = await locks.acquire(`slots:${run}:busy`);
     // Waits for the held key on the second (and last) slot, for longer than the acquisition below.
     const waiter = locks.acquire(`slots:${run}:busy`, { waitTimeout: 3_000, reentrant: false }).catch((e: unknown) => e);
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    // Time for it to take the slot and wait on the row, also on a loaded machine (the server cannot name the
+    // key a row-lock waiter waits for, so this is a pause, not a poll).
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
     // Nobody holds or waits for this key: with one more slot it would be granted at once.
     const outcome = await locks.acquire(`slots:${run}:free`, { waitTimeout: 300 }).catch((e: unknown) => e);
     await holder.release();

@@ -8,18 +8,32 @@ import { spawnHolder } from '../support/holder-process';
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 const run = randomUUID().slice(0, 8);
 
+/** How many wait in the fair queue of `key`, read with a client of the test's own. */
+const queued = (admin: Redis, key: string): Promise<number> => admin.zcard(redisLockKeys('dlock:', key).keys[1]);
+
+/** Until `length` wait in the queue of `key` (a waiter is in line once its first script ran), bounded. */
+async function waitForQueue(admin: Redis, key: string, length: number): Promise<void> {
+  for (let waited = 0; (await queued(admin, key)) < length; waited += 20) {
+    if (waited > 20_000) throw new Error(`the queue of ${key} never reached ${length}`);
+    await sleep(20);
+  }
+}
+
 /** The fair Redis read-write lock: writers are never overtaken by later readers; queued readers go together. */
 describe('Redis read-write lock (fair)', () => {
   let managers: LockManager[];
   let clients: LockService[];
+  let admin: Redis;
 
   beforeAll(() => {
     managers = [0, 1, 2].map(() => new LockManager(new RedisLockStrategy({ connection: process.env.LOCK_TEST_REDIS_URL as string })));
     clients = managers.map((manager) => new LockService(manager));
+    admin = new Redis(process.env.LOCK_TEST_REDIS_URL as string);
   });
 
   afterAll(async () => {
     await Promise.all(managers.map((manager) => manager.close()));
+    admin.disconnect();
   });
 
   it('does not let a reader overtake a queued writer', async () => {
@@ -30,12 +44,12 @@ describe('Redis read-write lock (fair)', () => {
       order.push('writer');
       return lock;
     });
-    await sleep(100);
+    await waitForQueue(admin, key, 1);
     const reader2 = clients[2].acquire(key, { mode: 'shared', waitTimeout: 10_000 }).then((lock) => {
       order.push('reader2');
       return lock;
     });
-    await sleep(100);
+    await waitForQueue(admin, key, 2);
     expect(order).toEqual([]);
     await r1.release();
     const w = await writer;
@@ -53,14 +67,14 @@ describe('Redis read-write lock (fair)', () => {
     const readers: Array<Promise<LockHandle>> = [];
     for (let i = 0; i < 3; i += 1) {
       readers.push(clients[(i % 2) + 1].acquire(key, { mode: 'shared', waitTimeout: 10_000 }));
-      await sleep(30);
+      await waitForQueue(admin, key, i + 1);
     }
     let w2In = false;
     const w2 = clients[0].acquire(key, { waitTimeout: 10_000, reentrant: false }).then((lock) => {
       w2In = true;
       return lock;
     });
-    await sleep(50);
+    await waitForQueue(admin, key, 4);
     await w1.release();
     const held = await Promise.all(readers);
     expect(held.every((lock) => lock.isHeld)).toBe(true);
@@ -103,13 +117,6 @@ describe('Redis fair hand-over reaches a live waiter', () => {
     managers.push(manager);
     return { manager, locks: new LockService(manager) };
   };
-  const queued = (key: string): Promise<number> => admin.zcard(redisLockKeys('dlock:', key).keys[1]);
-  const waitForQueue = async (key: string, length: number): Promise<void> => {
-    for (let waited = 0; (await queued(key)) < length; waited += 20) {
-      if (waited > 20_000) throw new Error(`the queue of ${key} never reached ${length}`);
-      await sleep(20);
-    }
-  };
 
   beforeAll(() => {
     admin = new Redis(url());
@@ -128,11 +135,11 @@ describe('Redis fair hand-over reaches a live waiter', () => {
     // Another application instance queues for the key with a 30 s lease, then dies in line.
     const dead = spawnHolder('redis (fair)', key, 30_000);
     try {
-      await waitForQueue(key, 1);
+      await waitForQueue(admin, key, 1);
       dead.child.kill('SIGKILL');
       await dead.exited;
       const live = liveSide.acquire(key, { waitTimeout: 8_000 });
-      await waitForQueue(key, 2);
+      await waitForQueue(admin, key, 2);
       // Released while the dead waiter still counts as alive (it refreshed its place < 1.5 s ago): the
       // hand-over goes to it, and only reserves the lock for the claim.
       await holder.release();
@@ -151,12 +158,12 @@ describe('Redis fair hand-over reaches a live waiter', () => {
     const { locks: liveSide } = serviceOf();
     const holder = await holderSide.acquire(key);
     const gone = closingSide.acquire(key, { waitTimeout: 10_000 }).catch((error: unknown) => error);
-    await waitForQueue(key, 1);
+    await waitForQueue(admin, key, 1);
     const live = liveSide.acquire(key, { waitTimeout: 10_000 });
-    await waitForQueue(key, 2);
+    await waitForQueue(admin, key, 2);
     await closing.close();
     await gone;
-    expect(await queued(key)).toBe(1);
+    expect(await queued(admin, key)).toBe(1);
     await holder.release();
     // No claim to wait out: the closed waiter was no longer in line.
     const started = Date.now();
@@ -175,11 +182,11 @@ describe('Redis fair hand-over reaches a live waiter', () => {
       resolvedAt = Date.now();
       return lock;
     });
-    await waitForQueue(key, 1);
+    await waitForQueue(admin, key, 1);
     // Another application instance queues behind, with a short lease that its watchdog keeps.
     const other = spawnHolder('redis (fair)', key, 2_000);
     try {
-      await waitForQueue(key, 2);
+      await waitForQueue(admin, key, 2);
       await holder.release(); // handed to the waiter of this process, for the 1.5 s claim
       const until = Date.now() + 2_500;
       while (Date.now() < until) {
@@ -218,7 +225,7 @@ describe('Redis fair hand-over reaches a live waiter', () => {
     const { locks: waiterSide } = serviceOf();
     const holder = await holderSide.acquire(key);
     const waiting = waiterSide.acquire(key, { ttl: 4_000, autoExtend: false, waitTimeout: 10_000 });
-    await waitForQueue(key, 1);
+    await waitForQueue(admin, key, 1);
     await holder.release();
     const lock = await waiting;
     await sleep(2_500); // past the 1.5 s claim
@@ -240,7 +247,7 @@ describe('Redis fair hand-over reaches a live waiter', () => {
         await lock.release();
       }),
     );
-    await waitForQueue(key, waiters.length);
+    await waitForQueue(admin, key, waiters.length);
     // Nobody waits on the lock's own channel: each instance listens on one inbox of its own.
     const { channel } = redisLockKeys('dlock:', key);
     expect(await admin.pubsub('NUMSUB', channel)).toEqual([channel, 0]);
