@@ -8,9 +8,12 @@ const subject = (id: string): BenchSubject => ({ id, subject: id, ours: false, b
 
 describe('contend', () => {
   it('measures only from measureFrom, and counts for throughput only sections acquired before the end', async () => {
+    // Every worker enters its loop only if the window has not ended yet: a stall between these lines and that
+    // first check that outlasted a 60 ms window left no section at all. 400 ms outlasts a 300 ms stall; once
+    // a worker is in, a stall only moves sections past the end, where they are still recorded.
     const start = wallClockMs();
     const from = start + 30;
-    const endAt = from + 60;
+    const endAt = from + 400;
     const result = await contend(localMutex(2), 'k', 3, endAt, { workerPrefix: 'w', waitMs: 1_000, measureFrom: from });
     expect(result.sections.length).toBeGreaterThan(0);
     expect(result.sections.every((section) => section.acquiredAt >= from)).toBe(true);
@@ -34,7 +37,8 @@ describe('contend with a layout', () => {
       },
       holdMs: 5,
     };
-    const result = await contend(layout, 'k', 3, wallClockMs() + 60, { workerPrefix: 'w', waitMs: 1_000 });
+    // 400 ms, not 60: a stall before the workers' first loop check must not leave the window already over.
+    const result = await contend(layout, 'k', 3, wallClockMs() + 400, { workerPrefix: 'w', waitMs: 1_000 });
     expect([...used].sort()).toEqual([0, 1, 2]);
     expect(result.sections.every((section) => section.releasedAt - section.acquiredAt >= 4)).toBe(true);
     // Three separate in-process mutexes are three locks: the overlap gauge must catch it.

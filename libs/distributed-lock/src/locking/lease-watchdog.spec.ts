@@ -1,6 +1,13 @@
 import { LeaseWatchdog } from './lease-watchdog';
 
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+// The watchdog only reads setTimeout, clearTimeout and Date.now: on a fake clock each step is exact, so the
+// assertions below hold to the millisecond and a stalled event loop (a loaded CI machine) cannot move a timer
+// past a lease's end. On real timers a 100 ms stall expired the 90 ms lease of the first case.
+beforeEach(() => vi.useFakeTimers());
+afterEach(() => vi.useRealTimers());
+
+/** Moves the fake clock on, running every timer due and the promise callbacks they start. */
+const advance = (ms: number): Promise<void> => vi.advanceTimersByTimeAsync(ms).then(() => undefined);
 
 describe('LeaseWatchdog', () => {
   it('renews at its interval while renewals succeed', async () => {
@@ -22,9 +29,10 @@ describe('LeaseWatchdog', () => {
       90,
     );
     dog.start();
-    await sleep(250);
+    await advance(250);
     dog.stop();
     expect(renewals).toBeGreaterThanOrEqual(3);
+    expect(renewals).toBe(8); // at 30, 60, … 240 ms: one per interval
     expect(gone).toEqual([]);
   });
 
@@ -36,7 +44,9 @@ describe('LeaseWatchdog', () => {
       1000,
     );
     dog.start();
-    await sleep(60);
+    await advance(10); // the first renewal, at the interval
+    expect(gone).toEqual(['extension-refused']);
+    await advance(50);
     expect(gone).toEqual(['extension-refused']);
   });
 
@@ -57,14 +67,16 @@ describe('LeaseWatchdog', () => {
       120,
     );
     dog.start();
-    await sleep(400);
+    await advance(119);
+    expect(gone).toEqual([]); // still retrying while the lease has time left
+    await advance(400 - 119);
     expect(failures.length).toBeGreaterThanOrEqual(2);
     expect(gone).toEqual(['backend-unreachable']);
   });
 
   it('without renewal, fires "expired" at the end of the lease, and not before', async () => {
     const gone: string[] = [];
-    // A grant with its whole lease (50 ms asked, 60 left: no top-up due even if the test runs late).
+    // A grant with its whole lease (50 ms asked, 60 left: no top-up due).
     const expiresAt = Date.now() + 60;
     let renewals = 0;
     const dog = new LeaseWatchdog(
@@ -81,9 +93,13 @@ describe('LeaseWatchdog', () => {
       50,
     );
     dog.start();
-    await sleep(30);
+    await advance(30);
     expect(gone).toEqual([]);
-    await sleep(120);
+    await advance(29); // 1 ms before the end
+    expect(gone).toEqual([]);
+    await advance(1);
+    expect(gone).toEqual(['expired']);
+    await advance(90);
     expect(gone).toEqual(['expired']);
     expect(renewals).toBe(0);
   });
@@ -108,10 +124,11 @@ describe('LeaseWatchdog', () => {
       3_000,
     );
     dog.start();
-    await sleep(150);
+    await advance(150);
     dog.stop();
     expect(renewedAt.length).toBe(1);
     expect(renewedAt[0]).toBeLessThan(100);
+    expect(renewedAt[0]).toBeLessThanOrEqual(50); // half of the 100 ms left
   });
 
   it('tops up once a grant that is much shorter than the lease asked for, also without auto-extension', async () => {
@@ -133,10 +150,10 @@ describe('LeaseWatchdog', () => {
       150,
     );
     dog.start();
-    await sleep(80);
+    await advance(80);
     expect(renewals).toBe(1);
     expect(gone).toEqual([]);
-    await sleep(250);
+    await advance(250);
     expect(renewals).toBe(1);
     expect(gone).toEqual(['expired']);
   });

@@ -6,7 +6,8 @@ import { LockManager } from './lock-manager';
 import { LockService } from './lock-service';
 import type { LockStrategy, ReleaseOutcome } from './lock-strategy.interface';
 
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+/** Moves the fake clock on, running every timer due and the promise callbacks they start. */
+const advance = (ms: number): Promise<void> => vi.advanceTimersByTimeAsync(ms).then(() => undefined);
 
 /** A client of one shared in-memory "server" that records what it is asked; closing it closes nothing shared. */
 function recordingClient(server: InMemoryLockStrategy, transactional = false): LockStrategy & { extended: number[]; released: ReleaseOutcome[] } {
@@ -31,6 +32,12 @@ function recordingClient(server: InMemoryLockStrategy, transactional = false): L
 }
 
 describe('LockHandle.releaseAfter', () => {
+  // The delay, the shortened lease and the in-memory store's expiry all run on setTimeout and Date.now: on a
+  // fake clock "not before the delay" and "not waiting out the delay" are exact, where real timers left 50 to
+  // 200 ms of margin that a stalled event loop (a loaded CI machine) could eat.
+  beforeEach(() => vi.useFakeTimers());
+  afterEach(() => vi.useRealTimers());
+
   it('keeps the lock taken for the delay with a lease shortened to it, then releases it', async () => {
     const server = new InMemoryLockStrategy();
     const client = recordingClient(server);
@@ -44,7 +51,10 @@ describe('LockHandle.releaseAfter', () => {
     expect(client.extended[0]).toBeGreaterThan(100);
     expect(client.extended[0]).toBeLessThanOrEqual(150);
     expect(await other.tryAcquire('job')).toBeNull();
-    await sleep(220);
+    await advance(149);
+    expect(client.released).toEqual([]);
+    expect(await other.tryAcquire('job')).toBeNull(); // still taken until the delay ends
+    await advance(71);
     expect(client.released).toEqual(['completed']);
     const next = await other.tryAcquire('job');
     expect(next).not.toBeNull();
@@ -81,10 +91,14 @@ describe('LockHandle.releaseAfter', () => {
     const lock = await new LockService(manager).acquire('job', { ttl: 10_000 });
     await lock.releaseAfter(300);
     const started = Date.now();
-    await manager.close();
-    expect(Date.now() - started).toBeLessThan(200);
-    expect(await other.tryAcquire('job')).toBeNull();
-    await sleep(350);
+    let closedAt: number | undefined;
+    const closing = manager.close().then(() => (closedAt = Date.now()));
+    await advance(299);
+    expect(closedAt).toBeDefined(); // closed before the delay ended…
+    expect((closedAt ?? Number.POSITIVE_INFINITY) - started).toBeLessThan(200); // …and without waiting on it
+    await closing;
+    expect(await other.tryAcquire('job')).toBeNull(); // left to end in the store, with the delay
+    await advance(51);
     const next = await other.tryAcquire('job');
     expect(next).not.toBeNull();
     await next?.release();
@@ -97,7 +111,9 @@ describe('LockHandle.releaseAfter', () => {
     const lock = await locks.acquire('job', { ttl: 10_000 });
     await lock.releaseAfter(100);
     expect(client.extended[0]).toBeGreaterThan(1_050);
-    await sleep(160);
+    await advance(99);
+    expect(client.released).toEqual([]);
+    await advance(61);
     expect(client.released).toEqual(['completed']);
   });
 });
