@@ -7,7 +7,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startTopology, stopTopology } from '../services/index';
+import { ensureDebianPackages, packagesFor, startTopology, stopTopology, type TopologyName } from '../services/index';
 import { ALL_NODES, FIXTURES, type ConsumerFixture, type NodeMajor } from './fixtures';
 import { envFor, nodeBinary, type NodeBinary } from './node-binaries';
 import { runTwoInstances } from './two-instances';
@@ -137,8 +137,12 @@ async function main(): Promise<void> {
 
   const started = Date.now();
   const work = mkdtempSync(join(tmpdir(), 'lock-consumers-'));
+  const needsMariadb = fixtures.some((fixture) => fixture.database === 'mariadb');
+  const topologies: TopologyName[] = needsMariadb ? ['redis', 'mariadb'] : ['redis'];
+  // A fresh machine has no server packages yet: this runs before `npm test`, whose setup would install them.
+  ensureDebianPackages(packagesFor(topologies), (line) => process.stdout.write(`${line}\n`));
   const redis = await startTopology('redis');
-  const mariadb = fixtures.some((fixture) => fixture.database === 'mariadb') ? await startTopology('mariadb') : undefined;
+  const mariadb = needsMariadb ? await startTopology('mariadb') : undefined;
   try {
     const tarball = packLibrary(work);
     const nodes = new Map(majors.map((major) => [major, nodeBinary(major)] as const));

@@ -16,7 +16,7 @@ export function launch(record: ServerRecord): ServerRecord {
       ...(record.uid !== undefined ? { uid: record.uid } : {}),
       ...(record.gid !== undefined ? { gid: record.gid } : {}),
     });
-    if (child.pid === undefined) throw new Error(`could not start ${record.command} for ${record.name}`);
+    if (child.pid === undefined) throw new Error(`could not start ${record.command} for ${record.name}: is its Debian package installed? (npm run services -- up ${record.topology} installs it)`);
     // The server outlives nothing but our bookkeeping: it is stopped through its pid, not this handle.
     child.unref();
     child.on('error', () => undefined);
