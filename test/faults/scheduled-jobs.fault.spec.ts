@@ -15,8 +15,9 @@ const SKEW_MS = 400;
 
 /**
  * After its runner is killed, how long the job's lock can keep the others out: the lease
- * (lockAtMostFor), ZooKeeper's session timeout (4 s in the subjects), nothing for the pessimistic lock
- * (its connection closes with the process), nothing for a per-run lock (the next tick has a key of its own).
+ * (lockAtMostFor; memcached's rounded up to whole seconds, plus the second it may keep an item), ZooKeeper's
+ * session timeout (4 s in the subjects), nothing for the pessimistic and advisory locks (their connection
+ * closes with the process), nothing for a per-run lock (the next tick has a key of its own).
  */
 const FREED_WITHIN: Record<string, number> = {
   redis: LOCK_AT_MOST_FOR,
@@ -26,13 +27,18 @@ const FREED_WITHIN: Record<string, number> = {
   pessimistic: 0,
   zookeeper: 4_000,
   etcd: LOCK_AT_MOST_FOR,
+  'row-postgres': LOCK_AT_MOST_FOR,
+  'pessimistic-postgres': 0,
+  'advisory-postgres': 0,
+  'advisory-mysql': 0,
+  memcached: Math.ceil(LOCK_AT_MOST_FOR / 1_000) * 1_000 + 1_000,
   'redis-per-run': 0,
 };
 /**
- * Where the lock goes with the crashed runner's connection (the pessimistic lock), the tick it was running
- * may run again on an instance whose timer fires later: lockAtLeastFor cannot outlive the process there.
+ * Where the lock goes with the crashed runner's connection (the pessimistic and advisory locks), the tick it
+ * was running may run again on an instance whose timer fires later: lockAtLeastFor cannot outlive the process there.
  */
-const CRASH_FREES_AT_ONCE = new Set(['pessimistic']);
+const CRASH_FREES_AT_ONCE = new Set(['pessimistic', 'pessimistic-postgres', 'advisory-postgres', 'advisory-mysql']);
 /** One tick, the scheduler's timer, and a loaded machine: added to every bound. */
 const SLACK_MS = 1_500;
 

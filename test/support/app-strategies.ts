@@ -13,6 +13,11 @@ export const APP_STRATEGIES = {
   pessimistic: 'pessimistic (MariaDB)',
   zookeeper: 'zookeeper (standalone)',
   etcd: 'etcd (single node)',
+  'row-postgres': 'row (PostgreSQL)',
+  'pessimistic-postgres': 'pessimistic (PostgreSQL)',
+  'advisory-postgres': 'advisory (PostgreSQL)',
+  'advisory-mysql': 'advisory GET_LOCK (MariaDB)',
+  memcached: 'memcached',
 } as const;
 
 /** A fresh strategy for each name of `APP_STRATEGIES`, for `DistributedLockModule.forRoot({ strategies })`. */

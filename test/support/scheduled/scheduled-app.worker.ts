@@ -83,6 +83,36 @@ class Jobs {
     return this.runs.work('etcd');
   }
 
+  @lock('row-postgres')
+  @Cron(EVERY_SECOND)
+  rowPostgres(): Promise<void> {
+    return this.runs.work('row-postgres');
+  }
+
+  @Cron(EVERY_SECOND)
+  @lock('pessimistic-postgres')
+  pessimisticPostgres(): Promise<void> {
+    return this.runs.work('pessimistic-postgres');
+  }
+
+  @lock('advisory-postgres')
+  @Cron(EVERY_SECOND)
+  advisoryPostgres(): Promise<void> {
+    return this.runs.work('advisory-postgres');
+  }
+
+  @Cron(EVERY_SECOND)
+  @lock('advisory-mysql')
+  advisoryMysql(): Promise<void> {
+    return this.runs.work('advisory-mysql');
+  }
+
+  @lock('memcached')
+  @Cron(EVERY_SECOND)
+  memcached(): Promise<void> {
+    return this.runs.work('memcached');
+  }
+
   @Cron(EVERY_SECOND)
   @lock('redis', { perRun: true })
   redisPerRun(): Promise<void> {

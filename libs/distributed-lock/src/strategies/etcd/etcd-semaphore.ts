@@ -214,17 +214,20 @@ export class EtcdSemaphore implements SemaphoreStrategy {
   /** Moves our key, if still ours, to a fresh lease of `ttlSeconds`; the old lease is revoked. */
   private async moveToLease(entry: PermitKey, ttlSeconds: number): Promise<boolean> {
     const longer = this.client.lease(ttlSeconds, { autoKeepAlive: false });
+    let moved: boolean;
     try {
       const id = await longer.grant();
       const current = await this.client.get(entry.key).exec();
       const value = current.kvs[0]?.value?.toString();
-      if (value === undefined) throw new Error('gone');
-      const txn = await this.client.if(entry.key, 'Create', '==', String(entry.createRevision)).then(this.client.put(entry.key).value(value).lease(id)).commit();
-      if (!txn.succeeded) throw new Error('gone');
+      // Our key gone, or replaced by another with the same name: the permit is not ours any more.
+      moved = value !== undefined && (await this.client.if(entry.key, 'Create', '==', String(entry.createRevision)).then(this.client.put(entry.key).value(value).lease(id)).commit()).succeeded;
     } catch (error) {
       longer.revoke().catch(() => undefined);
-      if (error instanceof Error && error.message === 'gone') return false;
       throw error;
+    }
+    if (!moved) {
+      longer.revoke().catch(() => undefined);
+      return false;
     }
     const old = entry.lease;
     entry.lease = longer;

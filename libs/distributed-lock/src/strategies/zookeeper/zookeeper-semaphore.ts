@@ -80,12 +80,14 @@ export class ZooKeeperSemaphore implements SemaphoreStrategy {
     if (!node) return null;
     const sentAt = Date.now();
     const client = await this.deps.client();
+    let stillThere: boolean;
     try {
-      await client.exists(node.path, false).then((stat) => {
-        if (!stat) throw new Error(`${ZK_ERRORS.NO_NODE} no node`);
-      });
+      stillThere = Boolean(await client.exists(node.path, false));
     } catch (error) {
       if (zkErrorCode(error) !== ZK_ERRORS.NO_NODE) throw error;
+      stillThere = false;
+    }
+    if (!stillThere) {
       this.forget(lease.owner);
       return null;
     }
