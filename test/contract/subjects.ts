@@ -173,7 +173,7 @@ export const subjects: readonly ContractSubject[] = [
   },
   {
     name: 'redis (Cluster, 3 masters)',
-    capabilities: { fencing: true, fifo: true, sharedLocks: true, crossProcess: true },
+    capabilities: { fencing: true, fifo: true, sharedLocks: true, crossProcess: true, semaphores: { fifo: true, fencing: true } },
     topology: 'redis-cluster',
     create: async () => clusterStrategy(requiredEnv('LOCK_TEST_REDIS_CLUSTER'), { name: 'redis-cluster' }),
     removeBehindBack: (_strategy, key) => deleteClusterLock(requiredEnv('LOCK_TEST_REDIS_CLUSTER'), key),

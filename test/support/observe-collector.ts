@@ -21,6 +21,8 @@ export interface ObserveCustomMetric {
   readonly v?: Record<string, number>;
   readonly ct?: Record<string, number>;
   readonly sm?: Record<string, number>;
+  /** The labels a summary is split by. */
+  readonly l?: readonly string[];
 }
 
 interface ObserveBatch {

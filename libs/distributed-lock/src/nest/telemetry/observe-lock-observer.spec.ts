@@ -20,7 +20,16 @@ class CartService {
     await new Promise((resolve) => setTimeout(resolve, 5));
     return cart;
   }
+
+  /** On the second strategy: its waits and holds go to its own part of the summaries. */
+  @Locked('stock:{0}', { strategy: 'stock' })
+  async restock(sku: string): Promise<string> {
+    return sku;
+  }
 }
+
+/** The in-memory strategies of the app, so that a test can take a lock away from its holder. */
+const strategies = { carts: new InMemoryLockStrategy(), stock: new InMemoryLockStrategy() };
 
 @Controller()
 class CartController {
@@ -29,6 +38,29 @@ class CartController {
   @Get('checkout/:cart')
   checkout(@Param('cart') cart: string): Promise<string> {
     return this.carts.checkout(cart);
+  }
+
+  @Get('restock/:sku')
+  restock(@Param('sku') sku: string): Promise<string> {
+    return this.carts.restock(sku);
+  }
+
+  /** Extends its lock once, then loses it (taken away behind its back) while the section still runs. */
+  @Get('lose/:cart')
+  async lose(@Param('cart') cart: string): Promise<string> {
+    await this.carts.locks.withLock(`cart:${cart}`, async (lock) => {
+      await lock.extend(5_000);
+      strategies.carts.forceRelease(`cart:${cart}`);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    });
+    return 'unexpected';
+  }
+
+  /** A wait that the request gives up on (its signal aborts) while another holds the lock. */
+  @Get('abort/:cart')
+  async abort(@Param('cart') cart: string): Promise<string> {
+    await this.carts.locks.withLock(`cart:${cart}`, () => undefined, { signal: AbortSignal.timeout(20), waitTimeout: 5_000 });
+    return 'unexpected';
   }
 
   @Get('busy/:cart')
@@ -53,7 +85,7 @@ describe('NestJS Observe (real SDK, local collector)', () => {
     @Module({
       imports: [
         ObserveModule.forRoot({ appKey: '', appSecret: '', serviceId: 'lock-test', endpoint, flushInterval: 1_000, runtimeMetrics: false }),
-        DistributedLockModule.forRoot({ strategies: { carts: new InMemoryLockStrategy() }, logEvents: false, telemetry: { openTelemetry: false } }),
+        DistributedLockModule.forRoot({ strategies, defaultStrategy: 'carts', logEvents: false, telemetry: { openTelemetry: false } }),
       ],
       controllers: [CartController],
       providers: [CartService],
@@ -103,5 +135,40 @@ describe('NestJS Observe (real SDK, local collector)', () => {
     expect(timedOut?.t?.[a.errorType]).toBe('LockAcquireTimeoutError');
     expect(timedOut?.e).toBeTruthy();
     await collector.waitFor(() => Object.keys(collector.metric(metrics.acquisitions)?.v ?? {}).some((label) => label.includes('"timeout"')));
+  }, 30_000);
+
+  it('ends the span of a lock lost mid-section as failed, with its reason, and counts the loss and the extension', async () => {
+    expect((await fetch(`${base}/lose/c3`)).status).toBe(500);
+    await collector.waitFor(() => collector.spans().some((span) => span.n === spans.lock && span.operation === '/lose/:cart'));
+    const lost = collector.spans().find((span) => span.n === spans.lock && span.operation === '/lose/:cart');
+    expect(lost?.t).toMatchObject({ [a.outcome]: 'acquired', [a.holdOutcome]: 'lost', [a.lostReason]: expect.any(String) });
+    expect(lost?.e).toBeTruthy();
+    await collector.waitFor(() => collector.metric(metrics.losses) !== undefined && collector.metric(metrics.extensions) !== undefined);
+    expect(Object.entries(collector.metric(metrics.losses)?.v ?? {})).toEqual([[JSON.stringify({ [a.lostReason]: lost?.t?.[a.lostReason], [a.strategy]: 'carts' }), 1]]);
+    expect(Object.values(collector.metric(metrics.extensions)?.v ?? {})).toEqual([1]);
+  }, 30_000);
+
+  it('marks an aborted wait as failed', async () => {
+    const holder = await app.get(LockService).acquire('cart:c4');
+    try {
+      expect((await fetch(`${base}/abort/c4`)).status).toBe(500);
+    } finally {
+      await holder.release();
+    }
+    await collector.waitFor(() => collector.spans().some((span) => span.n === spans.lock && span.operation === '/abort/:cart'));
+    const aborted = collector.spans().find((span) => span.n === spans.lock && span.operation === '/abort/:cart');
+    expect(aborted?.t).toMatchObject({ [a.outcome]: 'aborted', [a.errorType]: 'LockAcquireAbortedError' });
+    expect(aborted?.e).toBeTruthy();
+  }, 30_000);
+
+  it('keeps each strategy apart in the summaries when the app has several', async () => {
+    expect(await (await fetch(`${base}/restock/s1`)).text()).toBe('s1');
+    await collector.waitFor(() => collector.spans().some((span) => span.n === spans.lock && span.operation === '/restock/:sku'));
+    expect(collector.spans().find((span) => span.operation === '/restock/:sku' && span.n === spans.lock)?.t).toMatchObject({ [a.strategy]: 'stock', [a.outcome]: 'acquired' });
+    await collector.waitFor(() => (collector.metric(metrics.holdDuration)?.ct?.stock ?? 0) >= 1);
+    expect(collector.metric(metrics.holdDuration)?.ct).toMatchObject({ stock: 1 });
+    // One summary per name, split by the strategies' labels, both declared (each report carries the labels that changed).
+    expect(collector.metric(metrics.holdDuration)).toMatchObject({ l: ['carts', 'stock'] });
+    expect(collector.metric(metrics.waitDuration)).toMatchObject({ l: ['carts', 'stock'], ct: { stock: 1 } });
   }, 30_000);
 });

@@ -56,7 +56,7 @@ export class ObserveLockObserver implements LockObserver {
     this.acquisitions = tracer.counter(metrics.acquisitions, { description: 'Lock acquisitions, by outcome.', labels: [names.strategy, names.mode, names.outcome] });
     this.losses = tracer.counter(metrics.losses, { description: 'Locks lost by their holder, by reason.', labels: [names.strategy, names.lostReason] });
     this.extensions = tracer.counter(metrics.extensions, { description: 'Lease extensions of held locks.', labels: [names.strategy] });
-    this.backgroundErrors = tracer.counter(metrics.backgroundErrors, { description: 'Failures of background lock work that no caller awaits.', labels: [names.strategy, names.operation] });
+    this.backgroundErrors = tracer.counter(metrics.backgroundErrors, { description: 'Failures of background lock work that no caller awaits.', labels: [names.strategy, names.operation, names.errorType] });
     this.waiters = tracer.gauge(metrics.waiters, { description: 'Lock acquisitions waiting now.', labels: [names.strategy], kind: 'additive' });
     this.held = tracer.gauge(metrics.held, { description: 'Locks held now.', labels: [names.strategy], kind: 'additive' });
   }
@@ -88,7 +88,7 @@ export class ObserveLockObserver implements LockObserver {
         hold.span?.end(new Error(`lock lost: ${event.reason}`));
       },
       backgroundError: (event: LockEventMap['backgroundError'][0]) =>
-        this.backgroundErrors.increment({ ...strategy, [names.operation]: event.operation }),
+        this.backgroundErrors.increment({ ...strategy, [names.operation]: event.operation, [names.errorType]: errorType(event.error) }),
     };
     this.listeners.set(manager, listeners);
     manager.events.on('extended', listeners.extended);
