@@ -3,7 +3,6 @@ import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error
 import { LockBackendUnavailableError } from '../../errors/lock-backend-unavailable.error';
 import { LockPermissionDeniedError } from '../../errors/lock-permission-denied.error';
 import { abortableDelay } from '../../locking/abortable-delay';
-import { budgetAborted, waitForWake } from '../../locking/wait-for-wake';
 import type { LeaseGrant, LockRequest, WaitBudget } from '../../locking/lock-lease';
 import { assertDuration, assertKnownKeys, describe } from '../../locking/lock-options';
 import type { LockStrategy, LockStrategyCapabilities } from '../../locking/lock-strategy.interface';
@@ -21,6 +20,7 @@ import { handOverLimits, type LocalHandOverOption } from '../../locking/hand-ove
 import { RedlockProcessLine } from './redlock-process-line';
 import { RedlockQueueMaster } from './redlock-queue-master';
 import { runOnMasters, type NodeOutcome } from './redlock-round';
+import { RedlockWait, type RedlockAttempt, type RedlockWaitDeps } from './redlock-wait';
 import { strategyName } from '../strategy-name';
 
 /** Options of the Redlock strategy. */
@@ -75,6 +75,8 @@ export class RedlockStrategy implements LockStrategy {
   private readonly localHandOver: RedlockLocalHandOver;
   /** The first master, which keeps the line of contenders across processes (see RedlockQueueMaster). */
   private readonly queueMaster: RedlockQueueMaster;
+  /** What a waiting contender uses of this strategy (see RedlockWait). */
+  private readonly waitDeps: RedlockWaitDeps;
   private readonly scripts = {
     acquire: new RedisScript(REDLOCK_ACQUIRE_SCRIPT),
     release: new RedisScript(REDLOCK_RELEASE_SCRIPT),
@@ -105,6 +107,17 @@ export class RedlockStrategy implements LockStrategy {
     this.localHandOver = new RedlockLocalHandOver(handOverLimits(options.localHandover));
     this.queueMaster = new RedlockQueueMaster(this.listeners[0], this.keyNames.namespace, this.recheckMs * 3);
     this.processLine = new RedlockProcessLine(this.listeners, this.keyNames);
+    this.waitDeps = {
+      processLine: this.processLine,
+      localHandOver: this.localHandOver,
+      queueMaster: this.queueMaster,
+      recheckMs: this.recheckMs,
+      firstMasterReady: () => this.nodes[FIRST].client.status === 'ready',
+      atMostNodeTimeout: (work) => this.atMostNodeTimeout(work),
+      attempt: (request, redisOwner, firstMasterFirst) => this.attempt(request, redisOwner, true, firstMasterFirst),
+      leaveLine: (key, redisOwner) => this.leaveLine(key, redisOwner),
+      release: (lease) => this.release(lease),
+    };
   }
 
   /**
@@ -140,7 +153,7 @@ export class RedlockStrategy implements LockStrategy {
    * holder's keys are on their way out), `split` (the first master did not answer, and other contenders
    * split the votes) or `refused`.
    */
-  private async attempt(request: LockRequest, redisOwner = this.localHandOver.newRedisOwner(), inLine = false, firstMasterFirst = false, keepFirstVote = inLine): Promise<Attempt> {
+  private async attempt(request: LockRequest, redisOwner = this.localHandOver.newRedisOwner(), inLine = false, firstMasterFirst = false, keepFirstVote = inLine): Promise<RedlockAttempt> {
     this.assertNodeTimeoutFits(request.ttlMs);
     const keys = this.keyNames.of(request.key);
     if (firstMasterFirst) {
@@ -208,139 +221,7 @@ export class RedlockStrategy implements LockStrategy {
         if (!(error instanceof LockBackendUnavailableError)) throw error;
       }
     }
-    // A local holder may hand the lock to us instead of releasing it on the masters. We are listed for
-    // that from the moment we queue here, in arrival order, so that a release finds its successor even
-    // before the successor's turn to ask the masters has come (it then leaves the line at once).
-    let handed: LeaseGrant | undefined;
-    let wake: (() => void) | undefined;
-    let leaveLine: (() => void) | undefined;
-    // Behind a contender of this process (it reached the masters): waiting here is no sign of a silent server.
-    if (this.processLine.has(request.key) || this.localHandOver.heldHere(request.key)) budget.serverAnswered?.();
-    const stopAwaitingHandover = this.localHandOver.awaitHandover(request, (grant) => {
-      handed = grant;
-      leaveLine?.();
-      wake?.();
-    });
-    // A plain callback rather than an AbortController: one per contended acquisition showed up in
-    // profiles (signal creation, and the DOMException that abort() builds).
-    const turn = await this.processLine.waitTurn(request.key, budget, deadline, (leave) => (leaveLine = leave));
-    if (!turn) {
-      stopAwaitingHandover();
-      return this.keepLateHandover(handed, budget);
-    }
-    // Our place in the first master's line, for the whole wait (a new id per round would lose it).
-    const redisOwner = this.localHandOver.newRedisOwner();
-    // What we wait for between rounds: the first master's hand-over (told on our inbox; the other
-    // masters' release notifications are ignored then, or every waiter of every process would wake and
-    // ask), or a release on the masters (notified on the key's channel) when we are next or the first
-    // master does not answer. Both are counted, so that one arriving during a round is not lost.
-    let waitingFor: 'hand-over' | 'release' = 'release';
-    let releases = 0;
-    let handOvers = 0;
-    const released = (): void => {
-      releases += 1;
-      if (waitingFor === 'release') wake?.();
-    };
-    // The masters' release notifications reach the head of the local line through the line's
-    // subscription (see RedlockProcessLine.listenForReleases); a holder of this process that gives the key
-    // back to the masters may tell us directly, sparing us the wait for the notification.
-    const stopWatchingReleases = this.processLine.watchReleases(request.key, released);
-    const expecting = this.queueMaster.inbox.expect(redisOwner, () => {
-      handOvers += 1;
-      wake?.();
-    });
-    let inLine = false;
-    try {
-      // Confirmed before we join the line, so that a hand-over is not missed; but no longer than a node
-      // may take to answer: with the first master down its line is not kept, and the re-checks cover
-      // a hand-over missed while the subscription is being made.
-      if (this.nodes[FIRST].client.status === 'ready') await this.atMostNodeTimeout(expecting.ready);
-      let splitRounds = 0;
-      let split = false;
-      // Rounds in a row as next in line: the last holder's keys are normally gone within a round trip, but
-      // a holder that died leaves them until its lease ends, so the pause between rounds grows.
-      let nextRounds = 0;
-      let nextInLine = false;
-      let seenHandOversBefore = 0;
-      // While a majority is unreachable, keep trying until the budget ends, then report the outage itself.
-      let unavailable: LockBackendUnavailableError | undefined;
-      while (!budgetAborted(budget)) {
-        const seenReleases = releases;
-        const seenHandOvers = handOvers;
-        if (handed) return handed;
-        // Held by another contender here: the masters would say no; its release hands over or wakes us.
-        if (this.localHandOver.heldHere(request.key)) {
-          budget.serverAnswered?.();
-          waitingFor = 'release';
-        } else {
-          try {
-            inLine = true;
-            // Told that the first master's vote is ours, or already holding it: ask every master at once.
-            const round = await this.attempt(request, redisOwner, true, handOvers === seenHandOversBefore && !nextInLine);
-            budget.serverAnswered?.();
-            if (round.grant) {
-              inLine = false;
-              return round.grant;
-            }
-            if (handed) return handed;
-            waitingFor = round.outcome === 'queued' ? 'hand-over' : 'release';
-            split = round.outcome === 'split';
-            if (round.outcome === 'split' || round.outcome === 'refused') this.processLine.listenForReleases(request.key);
-            nextRounds = round.outcome === 'first' ? nextRounds + 1 : 0;
-            nextInLine = round.outcome === 'first';
-            seenHandOversBefore = handOvers;
-            unavailable = undefined;
-          } catch (error) {
-            if (!(error instanceof LockBackendUnavailableError)) throw error;
-            unavailable = error;
-            waitingFor = 'release';
-            this.processLine.listenForReleases(request.key);
-          }
-        }
-        const remaining = deadline - Date.now();
-        if (remaining <= 0) break;
-        const news = waitingFor === 'hand-over' ? handOvers !== seenHandOvers : releases !== seenReleases;
-        if (!news) {
-          const pause = unavailable ? this.recheckMs / 5 : nextRounds > 0 ? Math.min(this.recheckMs, 2 ** nextRounds) : this.recheckMs;
-          await waitForWake(budget, Date.now() + Math.min(remaining, pause), (woken) => {
-            wake = woken;
-            return () => (wake = undefined);
-          });
-        }
-        // After a split vote with other processes' contenders (the first master did not answer), a short
-        // random pause, growing while the splits go on, breaks the tie.
-        if (split) {
-          splitRounds += 1;
-          await abortableDelay(Math.random() * Math.min(2 * splitRounds, 50), budget.signal);
-        } else {
-          splitRounds = 0;
-        }
-      }
-      stopAwaitingHandover();
-      const late = await this.keepLateHandover(handed, budget);
-      if (late) return late;
-      if (unavailable && !budgetAborted(budget)) throw unavailable;
-      return null;
-    } finally {
-      expecting.stop();
-      stopAwaitingHandover();
-      stopWatchingReleases();
-      // Not granted by our own rounds: give up our place in the first master's line (a vote it handed us
-      // meanwhile goes on to the next) and whatever votes we kept while next in line.
-      if (inLine) await this.leaveLine(request.key, redisOwner);
-      turn();
-    }
-  }
-
-  /**
-   * A hand-over that came as we gave up (no other can come once we stopped awaiting it) is kept, unless
-   * the caller aborted: then it is passed on or released.
-   */
-  private async keepLateHandover(handed: LeaseGrant | undefined, budget: WaitBudget): Promise<LeaseGrant | null> {
-    if (!handed) return null;
-    if (!budgetAborted(budget)) return handed;
-    await this.release(handed);
-    return null;
+    return new RedlockWait(this.waitDeps, request, budget, deadline).run();
   }
 
   async extend(lease: LeaseGrant, ttlMs: number): Promise<LeaseGrant | null> {
@@ -479,8 +360,3 @@ const FIRST = 0;
  */
 const TIE_ROUNDS = 5;
 
-/** How one round on the masters went (see RedlockStrategy.attempt). */
-interface Attempt {
-  readonly grant: LeaseGrant | null;
-  readonly outcome: 'granted' | 'queued' | 'first' | 'split' | 'refused';
-}
