@@ -123,6 +123,9 @@ export class RedlockWait {
         if (this.handed) return this.handed;
         const grant = await this.round(redisOwner);
         if (grant) return grant;
+        // Handed over while the round's promise settled: `pause` would not hear it (its wake is not set yet).
+        // From here to the pause's wake, nothing yields.
+        if (this.handed) return this.handed;
         if (!(await this.pause(seen))) break;
       }
       stopAwaitingHandover();
