@@ -1,7 +1,11 @@
 import type { WaitDistribution } from './lock-wait-metrics';
 
 const escape = (text: string): string => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
-const COLOURS = ['#3b82f6', '#10b981', '#f59e0b', '#8b5cf6', '#ef4444', '#14b8a6', '#64748b', '#ec4899'];
+const COLOURS = ['#3b82f6', '#10b981', '#f59e0b', '#8b5cf6', '#ef4444', '#14b8a6', '#64748b', '#ec4899', '#84cc16', '#0ea5e9', '#a16207', '#111827'];
+/** Past the colours (a run of every strategy has more sales than that), the lines repeat them dashed. */
+const DASHES = ['', '6 3', '2 3'];
+/** About the width of one character of the 12 px legend text, to size the legend's column. */
+const LEGEND_CHAR_PX = 7;
 
 function formatSeconds(seconds: number): string {
   if (seconds >= 1) return `${seconds} s`;
@@ -18,8 +22,10 @@ export function waitCdfSvg(distributions: readonly WaitDistribution[]): string {
   if (bounds.length < 2) return '';
   const left = 50;
   const top = 30;
-  const width = 720;
-  const plotWidth = width - left - 150;
+  const plotWidth = 570;
+  const legendLabel = (d: WaitDistribution): string => `${d.strategy} (${d.total})`;
+  const legendWidth = 30 + LEGEND_CHAR_PX * Math.max(...distributions.map((d) => legendLabel(d).length));
+  const width = left + plotWidth + 16 + legendWidth;
   const plotHeight = 220;
   const logMin = Math.log10(bounds[0]);
   const logSpan = Math.log10(bounds[bounds.length - 1]) - logMin;
@@ -35,16 +41,18 @@ export function waitCdfSvg(distributions: readonly WaitDistribution[]): string {
   const lines = distributions
     .map((d, i) => {
       const colour = COLOURS[i % COLOURS.length];
+      const dash = DASHES[Math.floor(i / COLOURS.length) % DASHES.length];
+      const dashAttribute = dash ? ` stroke-dasharray="${dash}"` : '';
       const points = d.bounds.map((bound, j) => ({ bound, count: d.counts[j] })).filter((p) => Number.isFinite(p.bound));
       const path = points.map((p) => `${x(p.bound).toFixed(1)},${y(p.count / d.total).toFixed(1)}`).join(' ');
       const dots = points
         .map((p) => `<circle class="wait-point" cx="${x(p.bound).toFixed(1)}" cy="${y(p.count / d.total).toFixed(1)}" r="2.5" fill="${colour}"><title>${escape(`${d.strategy}: ${p.count} of ${d.total} waits ≤ ${formatSeconds(p.bound)} (${Math.round((100 * p.count) / d.total)} %)`)}</title></circle>`)
         .join('');
-      const legend = `<rect x="${left + plotWidth + 16}" y="${top + i * 18}" width="10" height="10" fill="${colour}"/><text x="${left + plotWidth + 30}" y="${top + i * 18 + 9}" class="legend">${escape(`${d.strategy} (${d.total})`)}</text>`;
-      return `<g class="wait-cdf" data-strategy="${escape(d.strategy)}"><polyline points="${path}" fill="none" stroke="${colour}" stroke-width="2"/>${dots}${legend}</g>`;
+      const legend = `<line x1="${left + plotWidth + 14}" x2="${left + plotWidth + 28}" y1="${top + i * 18 + 5}" y2="${top + i * 18 + 5}" stroke="${colour}" stroke-width="3"${dashAttribute}/><text x="${left + plotWidth + 32}" y="${top + i * 18 + 9}" class="legend">${escape(legendLabel(d))}</text>`;
+      return `<g class="wait-cdf" data-strategy="${escape(d.strategy)}"><polyline points="${path}" fill="none" stroke="${colour}" stroke-width="2"${dashAttribute}/>${dots}${legend}</g>`;
     })
     .join('');
-  const height = top + plotHeight + 26;
+  const height = Math.max(top + plotHeight + 26, top + distributions.length * 18 + 10);
   const title = 'Lock wait during the sale: share of waits that took at most x (from GET /metrics, lock_wait_duration)';
   return `<figure id="lock-waits"><figcaption>${escape(title)}</figcaption><svg class="wait-chart" viewBox="0 0 ${width} ${height}" width="${width}" height="${height}" role="img" aria-label="${escape(title)}">${grid}${ticks}${lines}</svg></figure>`;
 }
