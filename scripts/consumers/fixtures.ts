@@ -8,8 +8,13 @@ export interface ConsumerFixture {
   readonly name: string;
   /** Folder under test/consumers when one app is installed twice, with other packages. */
   readonly app?: string;
-  /** The app's database: its own SQLite file, or `mariadb` (the test server, given to the app as MYSQL_URL). */
-  readonly database?: 'sqlite' | 'mariadb';
+  /**
+   * The app's database: its own SQLite file, `mariadb` (the test server, given to the app as MYSQL_URL) or
+   * `postgres` (the test server, as POSTGRES_URL).
+   */
+  readonly database?: 'sqlite' | 'mariadb' | 'postgres';
+  /** Given the test ZooKeeper as ZOOKEEPER_CONNECT (the app then registers a ZooKeeper strategy). */
+  readonly zookeeper?: boolean;
   /** Packages installed beside the library's tarball, as a user would name them. */
   readonly packages: readonly string[];
   /** Node whose npm installs and whose toolchain builds the app (Nest CLI 12 wants Node ≥ 22.12). */
@@ -50,6 +55,21 @@ export const FIXTURES: readonly ConsumerFixture[] = [
     scenarios: ['row', 'pessimistic'],
     unitNodes: [],
     nativeModules: [],
+  },
+  {
+    // The same app on the lowest pg and zookeeper of the peer ranges, where the fast paths reach into them
+    // (typeorm-internals.ts reads pg's client, zookeeper-internals.ts calls the zookeeper binding): the
+    // pessimistic lock and the advisory lock on PostgreSQL, and the ZooKeeper lock. zookeeper 7.0.0 does not
+    // compile on Node 24 (its binding predates V8's interceptor API there), so the range starts at 7.2.0.
+    name: 'nest12-cjs-pg-zookeeper-floor',
+    app: 'nest12-cjs',
+    packages: ['ioredis@5', '@nestjs/typeorm', 'typeorm@0.3.21', 'pg@8.11.0', 'zookeeper@7.2.0'],
+    database: 'postgres',
+    zookeeper: true,
+    buildNode: 22,
+    scenarios: ['pessimistic', 'named', 'zookeeper'],
+    unitNodes: [],
+    nativeModules: ['zookeeper'],
   },
   { name: 'nest11-cjs', packages: ['ioredis'], buildNode: 20, scenarios: ['redis'], unitNodes: ALL_NODES, nativeModules: [] },
 ];

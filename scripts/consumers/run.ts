@@ -1,8 +1,9 @@
 // `npm run test:consumers`: the library as users receive it. Packs the tarball, installs it into each
 // consumer app under test/consumers (copied outside the workspace) with no flags, fails on any peer
 // warning, builds the app, runs two instances of it against one Redis on Node 20, 22 and 24, and runs
-// the app's own unit tests in its own runner. An app whose database is MariaDB gets the test server's (started
-// here unless LOCK_TEST_MYSQL_URL names one). Options: --only <fixture>, --nodes 20,22.
+// the app's own unit tests in its own runner. An app whose database is MariaDB or PostgreSQL, or that locks on
+// ZooKeeper, gets the test server's (started here unless its LOCK_TEST_* variable names one). Options:
+// --only <fixture>, --nodes 20,22.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -45,7 +46,7 @@ function packLibrary(into: string): string {
   return join(into, tarball);
 }
 
-const REPORTED_PACKAGES = ['@nestjs/core', '@nestjs/typeorm', 'typescript', 'vitest', 'jest', 'ioredis', 'typeorm', 'better-sqlite3', 'mysql2'];
+const REPORTED_PACKAGES = ['@nestjs/core', '@nestjs/typeorm', 'typescript', 'vitest', 'jest', 'ioredis', 'typeorm', 'better-sqlite3', 'mysql2', 'pg', 'zookeeper'];
 
 /** The versions npm chose, so that the supported-versions table can name what was proven. */
 function installedVersions(appDir: string): string {
@@ -55,22 +56,37 @@ function installedVersions(appDir: string): string {
   }).join(', ');
 }
 
-interface Servers {
-  readonly redisUrl: string;
-  readonly mysqlUrl: string | undefined;
+/** The test servers' addresses, by topology. */
+type Servers = Partial<Record<TopologyName, string>>;
+
+/** The servers a fixture's app is given: Redis always, its database server, ZooKeeper. */
+function topologiesOf(fixture: ConsumerFixture): TopologyName[] {
+  const database: TopologyName[] = fixture.database === 'mariadb' ? ['mariadb'] : fixture.database === 'postgres' ? ['postgres'] : [];
+  return ['redis', ...database, ...(fixture.zookeeper ? (['zookeeper'] as const) : [])];
 }
 
-/** Where the app's DataSource points: MYSQL_URL for a MariaDB app, else a SQLite file of its own. */
-function databaseEnv(fixture: ConsumerFixture, servers: Servers, sqliteFile: string): Record<string, string> {
-  if (fixture.database !== 'mariadb') return { SQLITE_FILE: sqliteFile };
-  if (!servers.mysqlUrl) throw new Error(`${fixture.name} runs on MariaDB, but no MariaDB was started`);
-  return { MYSQL_URL: servers.mysqlUrl };
+function serverOf(servers: Servers, topology: TopologyName, fixture: ConsumerFixture): string {
+  const value = servers[topology];
+  if (!value) throw new Error(`${fixture.name} needs ${topology}, but it was not started`);
+  return value;
+}
+
+/** The app's environment for its servers: its database (MYSQL_URL, POSTGRES_URL, else a SQLite file of its own) and ZooKeeper. */
+function serverEnv(fixture: ConsumerFixture, servers: Servers, sqliteFile: string): Record<string, string> {
+  const env: Record<string, string> =
+    fixture.database === 'mariadb'
+      ? { MYSQL_URL: serverOf(servers, 'mariadb', fixture) }
+      : fixture.database === 'postgres'
+        ? { POSTGRES_URL: serverOf(servers, 'postgres', fixture) }
+        : { SQLITE_FILE: sqliteFile };
+  if (fixture.zookeeper) env.ZOOKEEPER_CONNECT = serverOf(servers, 'zookeeper', fixture);
+  return env;
 }
 
 async function checkFixture(fixture: ConsumerFixture, tarball: string, nodes: Map<NodeMajor, NodeBinary>, servers: Servers, work: string): Promise<void> {
   const appDir = join(work, fixture.name);
   cpSync(join(ROOT, 'test', 'consumers', fixture.app ?? fixture.name), appDir, { recursive: true });
-  const { redisUrl } = servers;
+  const redisUrl = serverOf(servers, 'redis', fixture);
   const buildNode = nodes.get(fixture.buildNode) ?? nodeBinary(fixture.buildNode);
   const started = Date.now();
   const installLog = run('npm', ['install', tarball, ...fixture.packages], appDir, envFor(buildNode));
@@ -91,7 +107,7 @@ async function checkFixture(fixture: ConsumerFixture, tarball: string, nodes: Ma
   let controlDone = false;
   for (const node of order) {
     if (node.major !== fixture.buildNode && fixture.nativeModules.length) run('npm', ['rebuild', ...fixture.nativeModules], appDir, envFor(node));
-    const env: Record<string, string> = databaseEnv(fixture, servers, join(appDir, `locks-${node.major}.sqlite`));
+    const env: Record<string, string> = serverEnv(fixture, servers, join(appDir, `locks-${node.major}.sqlite`));
     for (const mode of fixture.scenarios) {
       try {
         const result = await runTwoInstances({ appDir, node, redisUrl, mode, env });
@@ -137,25 +153,23 @@ async function main(): Promise<void> {
 
   const started = Date.now();
   const work = mkdtempSync(join(tmpdir(), 'lock-consumers-'));
-  const needsMariadb = fixtures.some((fixture) => fixture.database === 'mariadb');
-  const topologies: TopologyName[] = needsMariadb ? ['redis', 'mariadb'] : ['redis'];
+  const topologies = [...new Set(fixtures.flatMap(topologiesOf))];
   // A fresh machine has no server packages yet: this runs before `npm test`, whose setup would install them.
   ensureDebianPackages(packagesFor(topologies), (line) => process.stdout.write(`${line}\n`));
-  const redis = await startTopology('redis');
-  const mariadb = needsMariadb ? await startTopology('mariadb') : undefined;
+  const running = await Promise.all(topologies.map((name) => startTopology(name)));
+  const servers: Servers = Object.fromEntries(running.map((topology) => [topology.name, topology.value]));
   try {
     const tarball = packLibrary(work);
     const nodes = new Map(majors.map((major) => [major, nodeBinary(major)] as const));
     for (const fixture of fixtures) {
       try {
-        await checkFixture(fixture, tarball, nodes, { redisUrl: redis.value, mysqlUrl: mariadb?.value }, work);
+        await checkFixture(fixture, tarball, nodes, servers, work);
       } catch (error) {
         record({ fixture: fixture.name, node: '-', check: 'setup', ok: false, detail: String(error) });
       }
     }
   } finally {
-    if (redis.managed) await stopTopology('redis');
-    if (mariadb?.managed) await stopTopology('mariadb');
+    for (const topology of running) if (topology.managed) await stopTopology(topology.name);
     rmSync(work, { recursive: true, force: true });
   }
   const failed = outcomes.filter((outcome) => !outcome.ok).length;

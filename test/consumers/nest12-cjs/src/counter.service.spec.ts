@@ -16,7 +16,7 @@ async function setUp(store: CounterStore) {
   const moduleRef = await Test.createTestingModule({
     imports: [
       DistributedLockModule.forRoot({
-        strategies: { default: new InMemoryLockStrategy(), orders: new InMemoryLockStrategy(), ledger: new InMemoryLockStrategy() },
+        strategies: { default: new InMemoryLockStrategy(), orders: new InMemoryLockStrategy(), ledger: new InMemoryLockStrategy(), named: new InMemoryLockStrategy() },
       }),
     ],
     providers: [CounterService, { provide: COUNTER_STORE, useValue: store }],

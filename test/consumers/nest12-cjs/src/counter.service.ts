@@ -30,6 +30,12 @@ export class CounterService {
     return this.readPauseWrite(name);
   }
 
+  /** The same under the "named" strategy: the database's own lock (PostgreSQL advisory lock, GET_LOCK). */
+  @Locked('named:{0}', { strategy: 'named' })
+  async incrementUnderNamedLock(name: string): Promise<number> {
+    return this.readPauseWrite(name);
+  }
+
   /** The control: the same work with no lock, which loses updates when two callers overlap. */
   async incrementUnlocked(name: string): Promise<number> {
     return this.readPauseWrite(name);

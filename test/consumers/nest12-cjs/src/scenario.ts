@@ -4,6 +4,7 @@ import { NestFactory } from '@nestjs/core';
 import { once } from 'node:events';
 import { AppModule } from './app.module';
 import { CounterService } from './counter.service';
+import { ZooKeeperCounterService } from './zookeeper-counter.service';
 
 const calls = Number(process.env.CALLS ?? 100);
 const parallel = Number(process.env.PARALLEL ?? 10);
@@ -17,6 +18,8 @@ async function main(): Promise<void> {
     off: (n) => counter.incrementUnlocked(n),
     row: (n) => counter.incrementUnderRowLock(n),
     pessimistic: (n) => counter.incrementUnderLedgerLock(n),
+    named: (n) => counter.incrementUnderNamedLock(n),
+    zookeeper: (n) => app.get(ZooKeeperCounterService).increment(n),
   };
   const increment = increments[mode] ?? ((n: string) => counter.increment(n));
   console.log('ready');
