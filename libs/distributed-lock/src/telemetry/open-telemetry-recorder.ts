@@ -27,8 +27,8 @@ const MODES: readonly LockMode[] = ['exclusive', 'shared'];
 /**
  * How long an ended wait or hold waits to be written to the SDK, in ms, with the others that end meanwhile.
  * A timer per batch rather than a `setImmediate` per lock: on a Redis lock taken and released in a loop, a
- * `setImmediate` after each step made the event loop turn once more per step, and cost the loop about twice
- * the throughput that one timer per batch does (bench/telemetry-sdk.ts, the "redis-telemetry" subject).
+ * `setImmediate` after each step makes the event loop turn once more per step, which costs the loop far more
+ * than one timer per batch (measure with the benchmark's "redis-telemetry" subject, docs/observability.md).
  * The times written are those noted when the lock ended, so the delay changes no figure.
  */
 export const OBSERVER_WRITE_DELAY_MS = 10;

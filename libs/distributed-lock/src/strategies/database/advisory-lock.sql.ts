@@ -13,7 +13,7 @@ export const ADVISORY_OBJECTS = Object.freeze({
 
 /**
  * The statements of the advisory strategy. Each takes the lock and its fencing token in one round trip,
- * so that a lock costs what the raw `pg_advisory_lock` / `GET_LOCK` does plus the token's few µs on the server.
+ * so that a lock costs what the raw `pg_advisory_lock` / `GET_LOCK` does plus the token's work on the server.
  */
 export interface AdvisoryStatements {
   /**

@@ -83,8 +83,8 @@ local function grant(owner, ttl, mode)
 end
 
 -- A mode may be granted when no writer holds, and (for a writer) no reader either. \`writer\`: the holder
--- the caller already read (false: none), or nil to read it here. Every redis.call costs about a
--- microsecond and a half in a script, so known facts are passed on rather than read twice.
+-- the caller already read (false: none), or nil to read it here. Every redis.call costs server time on the
+-- path of every lock, so known facts are passed on rather than read twice.
 local function grantable(mode, writer)
   if writer == nil then writer = redis.call('HGET', KEYS[1], 'o') end
   if writer then return false end

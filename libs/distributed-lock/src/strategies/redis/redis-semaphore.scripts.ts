@@ -12,8 +12,8 @@ import { SCRIPT_BASICS } from './redis-lock.scripts';
 // The holders and the info expire together (one TTL, the longest lease or place in line), so that the
 // weight held never outlives the holders it counts. ARGV[1] is always the owner id.
 //
-// Every redis.call costs about a microsecond and a half in a script: the state a script needs is read with
-// one HMGET and written back with one HSET, and the clock is read once.
+// Every redis.call costs server time on the path of every permit: the state a script needs is read with one
+// HMGET and written back with one HSET, and the clock is read once.
 
 const SEMAPHORE_PRELUDE = `${SCRIPT_BASICS}
 -- The semaphore's state, read once: the clock, the size, the weight held, the last token.
