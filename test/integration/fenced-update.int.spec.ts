@@ -162,6 +162,32 @@ describe.each([
     }
   });
 
+  it('refuses the write of a permit holder whose lease ran out once the holder granted its place wrote (lock-table semaphore, two instances)', async () => {
+    const sku = await newRow(10);
+    const instances = [0, 1].map(() => new LockManager(new RowLockStrategy({ connection: { ...options(), entities: [], synchronize: false } as DataSourceOptions })));
+    try {
+      const [first, second] = instances.map((manager) => new LockService(manager));
+      // One place (permits: 1) so that the second instance gets in only when the first holder's lease has ended;
+      // no watchdog, as a holder frozen past its lease would have none.
+      const stale = await first.acquirePermit(`fenced-permit:${sku}`, { permits: 1, ttl: 300, autoExtend: false });
+      const staleRead = await rowOf(sku);
+      const fresh = await second.acquirePermit(`fenced-permit:${sku}`, { permits: 1, ttl: 10_000, waitTimeout: 10_000 });
+      expect(fresh.fencingToken).toBeGreaterThan(stale.fencingToken as number);
+      const freshRead = await rowOf(sku);
+      await write(sku, fresh.fencingToken as number, freshRead.lastFence, freshRead.quantity - 1);
+      // The holder whose permit ran out wakes and writes with what it read before: refused, the row keeps the newer write.
+      const error = await write(sku, stale.fencingToken as number, staleRead.lastFence, staleRead.quantity - 1).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(FencedWriteRefusedError);
+      expect(error).toMatchObject({ token: stale.fencingToken, actualFence: fresh.fencingToken });
+      expect(await rowOf(sku)).toEqual({ quantity: 9, lastFence: fresh.fencingToken });
+      expect(stale.signal.aborted).toBe(true);
+      await fresh.release();
+      await stale.release().catch(() => undefined);
+    } finally {
+      await Promise.all(instances.map((manager) => manager.close()));
+    }
+  });
+
   it('writes inside the caller\'s transaction: rolled back with it', async () => {
     const sku = await newRow(10);
     await expect(
