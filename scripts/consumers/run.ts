@@ -8,7 +8,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ensureDebianPackages, packagesFor, startTopology, stopTopology, type TopologyName } from '../services/index';
+import { startTopologies, stopStarted, type RunningTopology, type TopologyName } from '../services/index';
 import { ALL_NODES, FIXTURES, type ConsumerFixture, type NodeMajor } from './fixtures';
 import { envFor, nodeBinary, type NodeBinary } from './node-binaries';
 import { runTwoInstances } from './two-instances';
@@ -153,12 +153,11 @@ async function main(): Promise<void> {
 
   const started = Date.now();
   const work = mkdtempSync(join(tmpdir(), 'lock-consumers-'));
-  const topologies = [...new Set(fixtures.flatMap(topologiesOf))];
-  // A fresh machine has no server packages yet: this runs before `npm test`, whose setup would install them.
-  ensureDebianPackages(packagesFor(topologies), (line) => process.stdout.write(`${line}\n`));
-  const running = await Promise.all(topologies.map((name) => startTopology(name)));
-  const servers: Servers = Object.fromEntries(running.map((topology) => [topology.name, topology.value]));
+  let running: RunningTopology[] = [];
   try {
+    // A fresh machine has no server packages yet: this runs before `npm test`, whose setup would install them.
+    running = await startTopologies([...new Set(fixtures.flatMap(topologiesOf))], (line) => process.stdout.write(`${line}\n`));
+    const servers: Servers = Object.fromEntries(running.map((topology) => [topology.name, topology.value]));
     const tarball = packLibrary(work);
     const nodes = new Map(majors.map((major) => [major, nodeBinary(major)] as const));
     for (const fixture of fixtures) {
@@ -169,7 +168,7 @@ async function main(): Promise<void> {
       }
     }
   } finally {
-    for (const topology of running) if (topology.managed) await stopTopology(topology.name);
+    await stopStarted(running);
     rmSync(work, { recursive: true, force: true });
   }
   const failed = outcomes.filter((outcome) => !outcome.ok).length;

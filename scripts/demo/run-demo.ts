@@ -7,7 +7,7 @@ import 'reflect-metadata';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { ensureDebianPackages, packagesFor, startTopology, stopTopology, type RunningTopology, type TopologyName } from '../services';
+import { startTopologies, stopStarted, type RunningTopology, type TopologyName } from '../services';
 import { renderTable, type DemoResultRow } from './demo-result';
 import { progressBar } from './progress-bar';
 import { renderReportHtml } from './report-html';
@@ -42,8 +42,7 @@ async function main(): Promise<void> {
   let stockReport: StockReportSummary | undefined;
   try {
     if (topologies.length) {
-      ensureDebianPackages(packagesFor(topologies), (line) => process.stderr.write(`${line}\n`));
-      running.push(...(await Promise.all(topologies.map((name) => startTopology(name)))));
+      running.push(...(await startTopologies(topologies, (line) => process.stderr.write(`${line}\n`))));
       process.stderr.write(`servers: ${running.map((t) => `${t.name}${t.managed ? ` (${t.startupMs} ms)` : ' (yours)'}`).join(', ')}\n`);
     }
     process.stderr.write(`${settings.buyers} buyers, ${settings.stock} items, ${settings.instances} instances per strategy\n`);
@@ -62,7 +61,7 @@ async function main(): Promise<void> {
       stockReport = await runStockReportDemo({ sqlitePath: `${settings.sqlitePath}.jobs`, count: settings.instances });
     }
   } finally {
-    for (const topology of running) if (topology.managed) await stopTopology(topology.name);
+    await stopStarted(running);
     for (const suffix of ['', '-wal', '-shm', '.jobs', '.jobs-wal', '.jobs-shm']) rmSync(`${settings.sqlitePath}${suffix}`, { force: true });
   }
   const seconds = ((Date.now() - started) / 1000).toFixed(1);

@@ -7,9 +7,15 @@ const distribution = (strategy: string): WaitDistribution => ({ strategy, bounds
 describe('waitCdfSvg', () => {
   it('tells apart every line of `npm run demo -- --strategies all` (11 locked sales): a colour and dash of its own each', () => {
     const svg = waitCdfSvg(NAMES.map(distribution));
-    const styles = [...svg.matchAll(/<polyline [^>]*stroke="([^"]+)"[^>]*?(?:stroke-dasharray="([^"]+)")?[^>]*\/>/g)].map(([, colour, dash]) => `${colour}|${dash ?? ''}`);
+    const styles = [...svg.matchAll(/<polyline [^>]*\/>/g)].map(([line]) => `${/stroke="([^"]+)"/.exec(line)?.[1]}|${/stroke-dasharray="([^"]+)"/.exec(line)?.[1] ?? ''}`);
     expect(styles).toHaveLength(NAMES.length);
     expect(new Set(styles).size).toBe(NAMES.length);
+  });
+
+  it('keeps the lines apart past the palette: 36 lines, 36 styles (the colours again, dashed)', () => {
+    const many = Array.from({ length: 36 }, (_, i) => distribution(`strategy-${i}`));
+    const styles = [...waitCdfSvg(many).matchAll(/<polyline [^>]*\/>/g)].map(([line]) => `${/stroke="([^"]+)"/.exec(line)?.[1]}|${/stroke-dasharray="([^"]+)"/.exec(line)?.[1] ?? ''}`);
+    expect(new Set(styles).size).toBe(36);
   });
 
   it('makes room for the longest legend label instead of cutting it at the edge', () => {

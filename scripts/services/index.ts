@@ -1,4 +1,5 @@
 export { ensureDebianPackages, SERVER_PACKAGES } from './debian-packages';
+export { startTopologies, stopStarted } from './start-topologies';
 export {
   describeServers,
   envVarOf,
