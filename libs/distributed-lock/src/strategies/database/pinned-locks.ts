@@ -198,9 +198,13 @@ export class PinnedLocks<H extends PinnedLock> {
     held.timer.unref?.();
   }
 
+  /**
+   * Tells the holder first, then ends the lock: the end (a rollback, an unlock) is what lets the next
+   * contender in, so a holder told after it could still believe it holds while the next one is inside.
+   */
   private endAndTell(owner: string, held: H, reason: 'session-ended' | 'expired'): void {
-    const listeners = [...held.listeners];
-    const tell = (): void => listeners.forEach((listener) => listener(reason));
-    void this.finish(owner, 'lost').then(tell, tell);
+    for (const listener of [...held.listeners]) listener(reason);
+    // The holder's lock service releases it too on being told; whichever comes first ends it, once.
+    void this.finish(owner, 'lost').catch(() => false);
   }
 }

@@ -361,9 +361,9 @@ export class ZooKeeperLockStrategy implements LockStrategy {
     node.timer = setTimeout(() => {
       const listeners = [...node.listeners];
       this.forget(owner);
-      void this.deleteNode(node.path)
-        .catch(() => false)
-        .then(() => listeners.forEach((listener) => listener('expired')));
+      // Told before the node goes: its deletion is what lets the next in line in.
+      for (const listener of listeners) listener('expired');
+      void this.deleteNode(node.path).catch(() => false);
     }, Math.max(0, expiresAt - Date.now()));
     node.timer.unref?.();
   }

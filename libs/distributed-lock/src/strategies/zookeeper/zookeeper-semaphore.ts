@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { PermitsMismatchError } from '../../errors/permits-mismatch.error';
 import { leaseExpiry } from '../../locking/lease-expiry';
 import type { PermitGrant, PermitRequest, WaitBudget } from '../../locking/lock-lease';
-import type { SemaphoreStrategy } from '../../locking/lock-strategy.interface';
+import type { LeaseLostListener, SemaphoreStrategy } from '../../locking/lock-strategy.interface';
 import { permitGrantOf } from '../../locking/permit-grant';
 import { budgetAborted, waitForWake } from '../../locking/wait-for-wake';
 import { ZK_ERRORS, zkErrorCode, type ZooKeeperLockClient } from './zookeeper-client.type';
@@ -22,6 +22,8 @@ export interface ZooKeeperSemaphoreDeps {
 interface PermitNode {
   readonly path: string;
   timer?: NodeJS.Timeout;
+  /** Told when the permit's lease ends here (see `armLease`). */
+  readonly listeners: Set<LeaseLostListener>;
 }
 
 /** Where a request stands in its semaphore's queue. */
@@ -122,7 +124,7 @@ export class ZooKeeperSemaphore implements SemaphoreStrategy {
       this.deps.orphans.adopt(semaphorePath, prefix);
       throw error;
     }
-    const node: PermitNode = { path };
+    const node: PermitNode = { path, listeners: new Set() };
     this.nodes.set(request.owner, node);
     const name = path.slice(semaphorePath.length + 1);
     try {
@@ -155,9 +157,24 @@ export class ZooKeeperSemaphore implements SemaphoreStrategy {
   }
 
   /** A lease that runs out unextended is given up here, as a crashed holder's session would be. */
+  /** Told when the permit's lease ends unextended here, before its node is deleted. */
+  onLeaseLost(lease: PermitGrant, listener: LeaseLostListener): () => void {
+    const node = this.nodes.get(lease.owner);
+    node?.listeners.add(listener);
+    return () => node?.listeners.delete(listener);
+  }
+
+  /**
+   * A lease that runs out unextended gives its place back, as a crashed holder's session would. The holder
+   * is told first: the node's deletion is what lets the next waiter in.
+   */
   private armLease(owner: string, node: PermitNode, expiresAt: number): void {
     clearTimeout(node.timer);
-    node.timer = setTimeout(() => void this.leave(owner).catch(() => undefined), Math.max(0, expiresAt - Date.now()));
+    node.timer = setTimeout(() => {
+      if (this.nodes.get(owner) !== node) return;
+      for (const listener of [...node.listeners]) listener('expired');
+      void this.leave(owner).catch(() => undefined);
+    }, Math.max(0, expiresAt - Date.now()));
     node.timer.unref?.();
   }
 
