@@ -20,11 +20,12 @@ const ENV_OF: Partial<Record<Backend, string>> = {
   redis: 'LOCK_TEST_REDIS_URL',
   redis5: 'LOCK_TEST_REDIS_URLS',
   mysql: 'LOCK_TEST_MYSQL_URL',
+  postgres: 'LOCK_TEST_POSTGRES_URL',
   etcd: 'LOCK_TEST_ETCD',
   zookeeper: 'LOCK_TEST_ZOOKEEPER',
   memcached: 'LOCK_TEST_MEMCACHED',
 };
-const TOPOLOGY_OF: Partial<Record<Backend, TopologyName>> = { redis: 'redis', redis5: 'redis5', mysql: 'mariadb', zookeeper: 'zookeeper', etcd: 'etcd', memcached: 'memcached' };
+const TOPOLOGY_OF: Partial<Record<Backend, TopologyName>> = { redis: 'redis', redis5: 'redis5', mysql: 'mariadb', postgres: 'postgres', zookeeper: 'zookeeper', etcd: 'etcd', memcached: 'memcached' };
 const ROOT = resolve(__dirname, '..');
 const WARM_UP_MS = 300;
 
