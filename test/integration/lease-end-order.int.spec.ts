@@ -34,6 +34,14 @@ async function behindDelay(subject: string, variable: string, proxies: LatencyPr
   }
 }
 
+/** Waits (bounded) for the holder to be told, then checks it was told before the next holder's grant. */
+async function expectToldBefore(toldAt: () => number | undefined, grantedAt: number): Promise<void> {
+  // Told at all (a late telling is the defect measured below, not a hang).
+  for (const deadline = Date.now() + 5_000; toldAt() === undefined && Date.now() < deadline; ) await new Promise((resolve) => setTimeout(resolve, 5));
+  expect(toldAt(), 'the holder was never told its lease ended').toBeDefined();
+  expect((toldAt() as number) - grantedAt, "ms from the next holder's grant to the old holder's telling").toBeLessThan(0);
+}
+
 describe.each(SUBJECTS)('a lease that ends on the holder\'s clock: $subject', ({ subject, variable }) => {
   it('tells the holder before its lock can go to the next contender', async () => {
     const proxies: LatencyProxy[] = [];
@@ -50,10 +58,7 @@ describe.each(SUBJECTS)('a lease that ends on the holder\'s clock: $subject', ({
       const granted = await waiter.acquire({ key, owner: `waiter-${randomUUID()}`, ttlMs: 10_000, mode: 'exclusive' }, { signal: stop.signal, timeoutMs: 10_000 });
       const grantedAt = performance.now();
       expect(granted).not.toBeNull();
-      // Told at all (a late telling is the defect measured below, not a hang).
-      for (const deadline = Date.now() + 5_000; toldAt === undefined && Date.now() < deadline; ) await new Promise((resolve) => setTimeout(resolve, 5));
-      expect(toldAt, 'the holder was never told its lease ended').toBeDefined();
-      expect((toldAt as number) - grantedAt, 'ms from the next holder\'s grant to the old holder\'s telling').toBeLessThan(0);
+      await expectToldBefore(() => toldAt, grantedAt);
       await waiter.release(granted as LeaseGrant);
     } finally {
       stop.abort();
@@ -81,9 +86,7 @@ describe("a permit's lease that ends on the holder's clock: zookeeper (standalon
       const granted = await waiterPermits.acquire({ key, owner: `waiter-${randomUUID()}`, ttlMs: 10_000, mode: 'exclusive', permits: 1, weight: 1 }, { signal: stop.signal, timeoutMs: 10_000 });
       const grantedAt = performance.now();
       expect(granted).not.toBeNull();
-      for (const deadline = Date.now() + 5_000; toldAt === undefined && Date.now() < deadline; ) await new Promise((resolve) => setTimeout(resolve, 5));
-      expect(toldAt, 'the holder was never told its lease ended').toBeDefined();
-      expect((toldAt as number) - grantedAt, "ms from the next holder's grant to the old holder's telling").toBeLessThan(0);
+      await expectToldBefore(() => toldAt, grantedAt);
       await waiterPermits.release(granted as PermitGrant);
     } finally {
       stop.abort();
