@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { LeaseGrant, LockStrategy, PermitGrant } from '@app/distributed-lock';
+import type { LeaseGrant, LockStrategy, PermitGrant, WaitBudget } from '@app/distributed-lock';
 import { behindProxies, type LatencyProxy } from '../support/latency-proxy';
 import { subjectNamed } from '../contract/subjects';
 
@@ -34,64 +34,73 @@ async function behindDelay(subject: string, variable: string, proxies: LatencyPr
   }
 }
 
-/** Waits (bounded) for the holder to be told, then checks it was told before the next holder's grant. */
-async function expectToldBefore(toldAt: () => number | undefined, grantedAt: number): Promise<void> {
-  // Told at all (a late telling is the defect measured below, not a hang).
-  for (const deadline = Date.now() + 5_000; toldAt() === undefined && Date.now() < deadline; ) await new Promise((resolve) => setTimeout(resolve, 5));
-  expect(toldAt(), 'the holder was never told its lease ended').toBeDefined();
-  expect((toldAt() as number) - grantedAt, "ms from the next holder's grant to the old holder's telling").toBeLessThan(0);
+/** What the check does with a lock, or with a permit of the strategy's semaphore: the same steps for both. */
+interface Grants {
+  take(owner: string, ttlMs: number): Promise<LeaseGrant | null>;
+  wait(owner: string, ttlMs: number, budget: WaitBudget): Promise<LeaseGrant | null>;
+  onLost(grant: LeaseGrant, listener: () => void): void;
+  release(grant: LeaseGrant): Promise<unknown>;
 }
 
-describe.each(SUBJECTS)('a lease that ends on the holder\'s clock: $subject', ({ subject, variable }) => {
-  it('tells the holder before its lock can go to the next contender', async () => {
-    const proxies: LatencyProxy[] = [];
-    const holder = await behindDelay(subject, variable, proxies);
-    const waiter = await subjectNamed(subject).create();
-    const key = `lease-end-order:${randomUUID()}`;
-    const stop = new AbortController();
-    try {
-      const lease = await holder.tryAcquire({ key, owner: `holder-${randomUUID()}`, ttlMs: TTL_MS, mode: 'exclusive' });
-      expect(lease).not.toBeNull();
-      let toldAt: number | undefined;
-      holder.onLeaseLost?.(lease as LeaseGrant, () => (toldAt ??= performance.now()));
-      if (!waiter.acquire) throw new Error(`${subject} has no server-side wait`);
-      const granted = await waiter.acquire({ key, owner: `waiter-${randomUUID()}`, ttlMs: 10_000, mode: 'exclusive' }, { signal: stop.signal, timeoutMs: 10_000 });
-      const grantedAt = performance.now();
-      expect(granted).not.toBeNull();
-      await expectToldBefore(() => toldAt, grantedAt);
-      await waiter.release(granted as LeaseGrant);
-    } finally {
-      stop.abort();
-      await Promise.all([holder.close(), waiter.close()]);
-      await Promise.all(proxies.map((proxy) => proxy.close()));
-    }
-  }, 30_000);
+function locksOf(strategy: LockStrategy, key: string): Grants {
+  const { acquire } = strategy;
+  if (!acquire) throw new Error(`${strategy.name} has no server-side wait`);
+  return {
+    take: (owner, ttlMs) => strategy.tryAcquire({ key, owner, ttlMs, mode: 'exclusive' }),
+    wait: (owner, ttlMs, budget) => acquire.call(strategy, { key, owner, ttlMs, mode: 'exclusive' }, budget),
+    onLost: (grant, listener) => void strategy.onLeaseLost?.(grant, listener),
+    release: (grant) => strategy.release(grant),
+  };
+}
+
+function permitsOf(strategy: LockStrategy, key: string): Grants {
+  const semaphore = strategy.semaphore;
+  const acquire = semaphore?.acquire;
+  if (!semaphore || !acquire) throw new Error(`${strategy.name} has no semaphore with a server-side wait`);
+  const request = (owner: string, ttlMs: number) => ({ key, owner, ttlMs, mode: 'exclusive' as const, permits: 1, weight: 1 });
+  return {
+    take: (owner, ttlMs) => semaphore.tryAcquire(request(owner, ttlMs)),
+    wait: (owner, ttlMs, budget) => acquire.call(semaphore, request(owner, ttlMs), budget),
+    onLost: (grant, listener) => void semaphore.onLeaseLost?.(grant as PermitGrant, listener),
+    release: (grant) => semaphore.release(grant as PermitGrant),
+  };
+}
+
+/**
+ * A holder 40 ms from its server lets its lease run out while a waiter next to the server waits: the holder's
+ * lease-lost listeners must have been called before the waiter's grant comes back.
+ */
+async function expectHolderToldFirst(subject: string, variable: string, grantsOf: (strategy: LockStrategy, key: string) => Grants): Promise<void> {
+  const proxies: LatencyProxy[] = [];
+  const holderStrategy = await behindDelay(subject, variable, proxies);
+  const waiterStrategy = await subjectNamed(subject).create();
+  const key = `lease-end-order:${randomUUID()}`;
+  const stop = new AbortController();
+  try {
+    const [holder, waiter] = [grantsOf(holderStrategy, key), grantsOf(waiterStrategy, key)];
+    const lease = await holder.take(`holder-${randomUUID()}`, TTL_MS);
+    expect(lease).not.toBeNull();
+    let toldAt: number | undefined;
+    holder.onLost(lease as LeaseGrant, () => (toldAt ??= performance.now()));
+    const granted = await waiter.wait(`waiter-${randomUUID()}`, 10_000, { signal: stop.signal, timeoutMs: 10_000 });
+    const grantedAt = performance.now();
+    expect(granted).not.toBeNull();
+    // Told at all (a late telling is the defect measured below, not a hang).
+    for (const deadline = Date.now() + 5_000; toldAt === undefined && Date.now() < deadline; ) await new Promise((resolve) => setTimeout(resolve, 5));
+    expect(toldAt, 'the holder was never told its lease ended').toBeDefined();
+    expect((toldAt as number) - grantedAt, "ms from the next holder's grant to the old holder's telling").toBeLessThan(0);
+    await waiter.release(granted as LeaseGrant);
+  } finally {
+    stop.abort();
+    await Promise.all([holderStrategy.close(), waiterStrategy.close()]);
+    await Promise.all(proxies.map((proxy) => proxy.close()));
+  }
+}
+
+describe.each(SUBJECTS)("a lease that ends on the holder's clock: $subject", ({ subject, variable }) => {
+  it('tells the holder before its lock can go to the next contender', () => expectHolderToldFirst(subject, variable, locksOf), 30_000);
 });
 
 describe("a permit's lease that ends on the holder's clock: zookeeper (standalone)", () => {
-  it('tells the holder before its place can go to the next waiter', async () => {
-    const proxies: LatencyProxy[] = [];
-    const holder = await behindDelay('zookeeper (standalone)', 'LOCK_TEST_ZOOKEEPER', proxies);
-    const waiter = await subjectNamed('zookeeper (standalone)').create();
-    const key = `lease-end-order-permit:${randomUUID()}`;
-    const stop = new AbortController();
-    try {
-      const holderPermits = holder.semaphore;
-      const waiterPermits = waiter.semaphore;
-      if (!holderPermits || !waiterPermits?.acquire) throw new Error('zookeeper has semaphores with a server-side wait');
-      const permit = await holderPermits.tryAcquire({ key, owner: `holder-${randomUUID()}`, ttlMs: TTL_MS, mode: 'exclusive', permits: 1, weight: 1 });
-      expect(permit).not.toBeNull();
-      let toldAt: number | undefined;
-      holderPermits.onLeaseLost?.(permit as PermitGrant, () => (toldAt ??= performance.now()));
-      const granted = await waiterPermits.acquire({ key, owner: `waiter-${randomUUID()}`, ttlMs: 10_000, mode: 'exclusive', permits: 1, weight: 1 }, { signal: stop.signal, timeoutMs: 10_000 });
-      const grantedAt = performance.now();
-      expect(granted).not.toBeNull();
-      await expectToldBefore(() => toldAt, grantedAt);
-      await waiterPermits.release(granted as PermitGrant);
-    } finally {
-      stop.abort();
-      await Promise.all([holder.close(), waiter.close()]);
-      await Promise.all(proxies.map((proxy) => proxy.close()));
-    }
-  }, 30_000);
+  it('tells the holder before its place can go to the next waiter', () => expectHolderToldFirst('zookeeper (standalone)', 'LOCK_TEST_ZOOKEEPER', permitsOf), 30_000);
 });

@@ -156,7 +156,6 @@ export class ZooKeeperSemaphore implements SemaphoreStrategy {
     }
   }
 
-  /** A lease that runs out unextended is given up here, as a crashed holder's session would be. */
   /** Told when the permit's lease ends unextended here, before its node is deleted. */
   onLeaseLost(lease: PermitGrant, listener: LeaseLostListener): () => void {
     const node = this.nodes.get(lease.owner);
