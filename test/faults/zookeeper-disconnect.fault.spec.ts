@@ -132,4 +132,36 @@ describe('ZooKeeper: a holder cut off from the server', () => {
       await Promise.allSettled([holder.close(), other.close()]);
     }
   }, 40_000);
+
+  it('tells a permit holder its permit is lost within the session timeout, and the place is free once the server is back', async () => {
+    const key = `fault:${run}:zk-permit-cut-off`;
+    const holder = new LockManager(new ZooKeeperLockStrategy({ connect, sessionTimeout: SESSION_TIMEOUT_MS }), { operationTimeout: 2_000 });
+    const other = new LockManager(new ZooKeeperLockStrategy({ connect, sessionTimeout: SESSION_TIMEOUT_MS }), { operationTimeout: 2_000 });
+    let resumed = false;
+    try {
+      // A lease far longer than the test (its first extension too): only the end of the session can take the permit away.
+      const permit = await new LockService(holder).acquirePermit(key, { permits: 1, ttl: 60_000 });
+      expect(faults.pause(SERVER)).toBe(true);
+      const frozenAt = Date.now();
+      const abortedAt = await abortTime(permit.signal, SESSION_TIMEOUT_MS + 3_000);
+      const toldAfterMs = abortedAt === undefined ? undefined : abortedAt - frozenAt;
+      process.stdout.write(`zookeeper cut-off permit holder told after ${toldAfterMs ?? 'never (within the bound)'} ms (session timeout ${SESSION_TIMEOUT_MS} ms)\n`);
+      expect(toldAfterMs).toBeDefined();
+      expect(toldAfterMs).toBeLessThan(SESSION_TIMEOUT_MS + 3_000);
+      expect(permit.signal.reason).toBeInstanceOf(LockLostError);
+      expect((permit.signal.reason as LockLostError).reason).toBe('session-ended');
+      expect(permit.isHeld).toBe(false);
+      // The holder was told: its node, which the server may keep one more session timeout, must not keep
+      // the place from others once the server answers again.
+      expect(faults.resume(SERVER)).toBe(true);
+      resumed = true;
+      const next = await new LockService(other).acquirePermit(key, { permits: 1, ttl: 10_000, waitTimeout: SESSION_TIMEOUT_MS / 2 });
+      expect(next.fencingToken).toBeGreaterThan(permit.fencingToken as number);
+      expect(await next.release()).toBe(true);
+      expect(await permit.release()).toBe(false);
+    } finally {
+      if (!resumed) faults.resume(SERVER);
+      await Promise.allSettled([holder.close(), other.close()]);
+    }
+  }, 40_000);
 });

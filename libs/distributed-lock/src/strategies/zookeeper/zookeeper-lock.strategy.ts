@@ -128,7 +128,7 @@ export class ZooKeeperLockStrategy implements LockStrategy {
       holdsLocks: () => this.held.size > 0 || this.semaphore.holdsPermits(),
     });
     this.orphans = new ZooKeeperOrphans(this.session);
-    this.semaphore = new ZooKeeperSemaphore({ name: this.name, basePath: this.basePath, client: () => this.session.client(), orphans: this.orphans });
+    this.semaphore = new ZooKeeperSemaphore({ name: this.name, basePath: this.basePath, session: this.session, orphans: this.orphans });
   }
 
   tryAcquire(request: LockRequest): Promise<LeaseGrant | null> {

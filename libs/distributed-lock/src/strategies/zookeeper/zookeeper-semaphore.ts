@@ -5,24 +5,26 @@ import type { PermitGrant, PermitRequest, WaitBudget } from '../../locking/lock-
 import type { LeaseLostListener, SemaphoreStrategy } from '../../locking/lock-strategy.interface';
 import { permitGrantOf } from '../../locking/permit-grant';
 import { budgetAborted, waitForWake } from '../../locking/wait-for-wake';
-import { ZK_ERRORS, zkErrorCode, type ZooKeeperLockClient } from './zookeeper-client.type';
+import { ZK_DELETED_EVENT, ZK_ERRORS, zkErrorCode, type ZooKeeperLockClient } from './zookeeper-client.type';
 import { createContender } from './zookeeper-lock.recipe';
 import type { ZooKeeperOrphans } from './zookeeper-orphans';
 import { zkSemaphorePath, zkSequence } from './zookeeper-paths';
+import type { ZooKeeperSession } from './zookeeper-session';
 
-/** What the semaphore shares with its strategy: the session's client, the orphan sweeper, the base path. */
+/** What the semaphore shares with its strategy: the session (its client, its end), the orphan sweeper, the base path. */
 export interface ZooKeeperSemaphoreDeps {
   readonly name: string;
   readonly basePath: string;
-  client(): Promise<ZooKeeperLockClient>;
+  readonly session: Pick<ZooKeeperSession, 'client' | 'onExpired'>;
   readonly orphans: Pick<ZooKeeperOrphans, 'adopt'>;
 }
 
-/** A permit node of ours: held or waiting, with the timer of its lease once held. */
+/** A permit node of ours: held or waiting, with the timer of its lease and the watch on its session once held. */
 interface PermitNode {
   readonly path: string;
   timer?: NodeJS.Timeout;
-  /** Told when the permit's lease ends here (see `armLease`). */
+  stopWatchingSession?: () => void;
+  /** Told when the permit is lost: its lease ends here, its node is deleted, its session ends. */
   readonly listeners: Set<LeaseLostListener>;
 }
 
@@ -81,7 +83,7 @@ export class ZooKeeperSemaphore implements SemaphoreStrategy {
     const node = this.nodes.get(lease.owner);
     if (!node) return null;
     const sentAt = Date.now();
-    const client = await this.deps.client();
+    const client = await this.deps.session.client();
     let stillThere: boolean;
     try {
       stillThere = Boolean(await client.exists(node.path, false));
@@ -110,7 +112,7 @@ export class ZooKeeperSemaphore implements SemaphoreStrategy {
 
   private async take(request: PermitRequest, budget: WaitBudget | undefined): Promise<PermitGrant | null> {
     const deadline = Date.now() + (budget?.timeoutMs ?? 0);
-    const client = await this.deps.client();
+    const client = await this.deps.session.client();
     if (budget && budgetAborted(budget)) return null;
     const semaphorePath = zkSemaphorePath(this.deps.basePath, request.key);
     const prefix = nodePrefix(request);
@@ -135,10 +137,15 @@ export class ZooKeeperSemaphore implements SemaphoreStrategy {
         const children = budget ? await client.w_get_children(semaphorePath, () => changed()) : await client.get_children(semaphorePath, false);
         const standing = standingOf(request, name, children);
         if (standing.kind === 'holds') {
-          const stat = await client.exists(path, false);
+          // Our node is watched from here on (its stat is the token): the holder is told at once when an
+          // operator or a bug deletes it and the next waiter is let in, not at the next extension.
+          const stat = await client.w_exists(path, (type: number) => {
+            if (type === ZK_DELETED_EVENT) this.lost(request.owner, node, 'removed');
+          });
           if (!stat) throw new Error(`our node ${path} is gone (session expired?)`);
           const expiresAt = leaseExpiry(budget ? Date.now() : sentAt, request.ttlMs);
           this.armLease(request.owner, node, expiresAt);
+          this.watchSession(request.owner, node, client);
           return permitGrantOf(request, Number(stat.czxid), expiresAt);
         }
         if (standing.kind === 'mismatch') {
@@ -177,25 +184,53 @@ export class ZooKeeperSemaphore implements SemaphoreStrategy {
     node.timer.unref?.();
   }
 
+  /**
+   * The session the permit's node lives on ended: the node is gone with it (or will be), and others may
+   * hold the place already. Given up after a cut rather than expired, the server may keep the session a
+   * while longer: the node is then deleted from a new session, or by the orphan sweeper later.
+   */
+  private watchSession(owner: string, node: PermitNode, client: ZooKeeperLockClient): void {
+    node.stopWatchingSession = this.deps.session.onExpired((end) => {
+      if (!this.lost(owner, node, 'session-ended')) return;
+      if (end === 'given-up') void this.deleteNode(node.path).catch(() => false);
+    }, client);
+  }
+
+  /** Tells the holder its permit is lost and forgets it; false when it was no longer held (given back, lost before). */
+  private lost(owner: string, node: PermitNode, reason: 'removed' | 'session-ended'): boolean {
+    if (this.nodes.get(owner) !== node) return false;
+    const listeners = [...node.listeners];
+    this.forget(owner);
+    for (const listener of listeners) listener(reason);
+    return true;
+  }
+
   private forget(owner: string): PermitNode | undefined {
     const node = this.nodes.get(owner);
     this.nodes.delete(owner);
-    if (node) clearTimeout(node.timer);
+    if (node) {
+      clearTimeout(node.timer);
+      node.stopWatchingSession?.();
+    }
     return node;
   }
 
   /** Deletes our node, which wakes the waiters behind it; resolves false when it was already gone. */
   private async leave(owner: string): Promise<boolean> {
     const node = this.forget(owner);
-    if (!node) return false;
+    return node ? this.deleteNode(node.path) : false;
+  }
+
+  /** Deletes a node; one whose answer was lost with the connection is left to the orphan sweeper (the error still surfaces). */
+  private async deleteNode(path: string): Promise<boolean> {
     try {
-      const client = await this.deps.client();
-      await client.delete_(node.path, -1);
+      const client = await this.deps.session.client();
+      await client.delete_(path, -1);
       return true;
     } catch (error) {
       if (zkErrorCode(error) === ZK_ERRORS.NO_NODE) return false;
-      const parent = node.path.lastIndexOf('/');
-      this.deps.orphans.adopt(node.path.slice(0, parent), node.path.slice(parent + 1));
+      const parent = path.lastIndexOf('/');
+      this.deps.orphans.adopt(path.slice(0, parent), path.slice(parent + 1));
       throw error;
     }
   }
