@@ -1,11 +1,12 @@
 import { PermitsMismatchError } from '../../errors/permits-mismatch.error';
 import { leaseExpiry } from '../../locking/lease-expiry';
 import type { PermitGrant, PermitRequest, WaitBudget } from '../../locking/lock-lease';
-import type { SemaphoreStrategy } from '../../locking/lock-strategy.interface';
+import type { LeaseLostListener, SemaphoreStrategy } from '../../locking/lock-strategy.interface';
 import { permitGrantOf } from '../../locking/permit-grant';
 import { budgetAborted, waitForWake } from '../../locking/wait-for-wake';
 import type { EtcdLockClient } from './etcd-client.type';
 import { etcdSemaphorePrefix, isLeaseGoneError } from './etcd-keys';
+import { EtcdOwnKeyWatches } from './etcd-own-key-watch';
 
 type EtcdLease = ReturnType<EtcdLockClient['lease']>;
 
@@ -65,12 +66,30 @@ export class EtcdSemaphore implements SemaphoreStrategy {
   readonly signalsServerAnswer = true;
   /** The keys of the permits this strategy holds or waits for, by owner id. */
   private readonly keys = new Map<string, PermitKey>();
+  /** Watches on the keys of held permits: a key deleted behind its holder is reported at once. */
+  private readonly ownKeys: EtcdOwnKeyWatches;
+  /** Told when a held permit's key is deleted behind its holder, by owner id. */
+  private readonly lostListeners = new Map<string, Set<LeaseLostListener>>();
 
   constructor(
     private readonly client: EtcdLockClient,
     private readonly namespace: string,
     private readonly name: string,
-  ) {}
+  ) {
+    this.ownKeys = new EtcdOwnKeyWatches(client);
+  }
+
+  /** Told when the permit's key is deleted (or replaced) behind its holder, while it holds it. */
+  onLeaseLost(lease: PermitGrant, listener: LeaseLostListener): () => void {
+    if (!this.keys.has(lease.owner)) return () => undefined;
+    let listeners = this.lostListeners.get(lease.owner);
+    if (!listeners) {
+      listeners = new Set();
+      this.lostListeners.set(lease.owner, listeners);
+    }
+    listeners.add(listener);
+    return () => listeners.delete(listener);
+  }
 
   async tryAcquire(request: PermitRequest): Promise<PermitGrant | null> {
     const { entry, standing, sentAt } = await this.enter(request);
@@ -174,6 +193,8 @@ export class EtcdSemaphore implements SemaphoreStrategy {
   async close(): Promise<void> {
     const entries = [...this.keys.values()];
     this.keys.clear();
+    this.ownKeys.stopAll();
+    this.lostListeners.clear();
     await Promise.all(entries.map((entry) => entry.lease.revoke().catch(() => undefined)));
   }
 
@@ -242,7 +263,7 @@ export class EtcdSemaphore implements SemaphoreStrategy {
    */
   private async leave(owner: string): Promise<boolean> {
     const entry = this.keys.get(owner);
-    this.keys.delete(owner);
+    this.untrack(owner);
     if (!entry) return false;
     try {
       const txn = await this.client.if(entry.key, 'Create', '==', String(entry.createRevision)).then(this.client.delete().key(entry.key)).commit();
@@ -256,12 +277,29 @@ export class EtcdSemaphore implements SemaphoreStrategy {
   /** Our key or its lease is gone: nothing to delete. */
   private forget(owner: string): null {
     const entry = this.keys.get(owner);
-    this.keys.delete(owner);
+    this.untrack(owner);
     entry?.lease.revoke().catch(() => undefined);
     return null;
   }
 
+  /** Stops following a permit of ours: its key, its watch, its listeners. */
+  private untrack(owner: string): void {
+    this.keys.delete(owner);
+    this.ownKeys.stop(owner);
+    this.lostListeners.delete(owner);
+  }
+
+  /** The key of a held permit was deleted behind its holder: the holder is told, the place is someone else's. */
+  private keyDeleted(owner: string, entry: PermitKey): void {
+    if (this.keys.get(owner) !== entry) return;
+    const listeners = [...(this.lostListeners.get(owner) ?? [])];
+    this.forget(owner);
+    for (const listener of listeners) listener('removed');
+  }
+
+  /** A grant: from here on its key is watched (see EtcdOwnKeyWatches). */
   private grantOf(request: PermitRequest, entry: PermitKey, renewedAt: number): PermitGrant {
+    this.ownKeys.watch(request.owner, entry.key, String(entry.createRevision), () => this.keyDeleted(request.owner, entry));
     return permitGrantOf(request, Number(entry.createRevision), leaseExpiry(renewedAt, request.ttlMs));
   }
 }
