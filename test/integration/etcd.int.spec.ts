@@ -4,6 +4,7 @@ import { etcdSemaphorePrefix } from '@app/distributed-lock/strategies/etcd/etcd-
 import { EtcdLockStrategy, type EtcdLeaseGrant } from '@app/distributed-lock/strategies/etcd';
 import { Etcd3 } from 'etcd3';
 import { expectLocalHandOverWithoutLooks, expectWaiterBehindAQuitterToWaitForTheHolder, expectWaiterServedWhenHolderEntryVanishes, expectWritersInTokenOrder } from '../support/local-handover';
+import { abortedWithin } from '../support/aborted-within';
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 const run = randomUUID().slice(0, 8);
@@ -217,14 +218,7 @@ describe('etcd strategy: a permit whose key is deleted behind its holder', () =>
         await sleep(100); // past the moment the holder's own watch is set
         const [first] = await raw.getAll().prefix(prefix).sort('Create', 'Ascend').keys();
         await raw.delete().key(first).exec();
-        const reason = await new Promise<unknown>((resolve, reject) => {
-          if (permit.signal.aborted) return resolve(permit.signal.reason);
-          const timer = setTimeout(() => reject(new Error('not told within 5 s')), 5_000);
-          permit.signal.addEventListener('abort', () => {
-            clearTimeout(timer);
-            resolve(permit.signal.reason);
-          });
-        });
+        const reason = await abortedWithin(permit.signal, 5_000);
         expect(reason).toMatchObject({ name: 'LockLostError', reason: 'removed' });
         expect(permit.isHeld).toBe(false);
       },

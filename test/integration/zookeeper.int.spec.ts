@@ -8,6 +8,7 @@ import { ZooKeeperOrphans } from '@app/distributed-lock/strategies/zookeeper/zoo
 import { zkContenderPrefix, zkLockPath, zkSemaphorePath, zkSequence } from '@app/distributed-lock/strategies/zookeeper/zookeeper-paths';
 import { ZooKeeperSession } from '@app/distributed-lock/strategies/zookeeper/zookeeper-session';
 import { expectLocalHandOverWithoutLooks, expectWaiterBehindAQuitterToWaitForTheHolder, expectWaiterServedWhenHolderEntryVanishes, expectWritersInTokenOrder } from '../support/local-handover';
+import { abortedWithin } from '../support/aborted-within';
 
 const BASE = '/dlock-int';
 const run = randomUUID().slice(0, 8);
@@ -406,14 +407,7 @@ describe('ZooKeeper strategy: a permit whose node is deleted behind its holder',
         waiter = locks.acquirePermit(key, { permits: 1, waitTimeout: 10_000 });
         await waitForNodes(client, permitNodes, key, 2);
         await client.delete_((await permitNodes(client, key))[0], -1);
-        const reason = await new Promise<unknown>((resolve, reject) => {
-          if (permit.signal.aborted) return resolve(permit.signal.reason);
-          const timer = setTimeout(() => reject(new Error('not told within 5 s')), 5_000);
-          permit.signal.addEventListener('abort', () => {
-            clearTimeout(timer);
-            resolve(permit.signal.reason);
-          });
-        });
+        const reason = await abortedWithin(permit.signal, 5_000);
         expect(reason).toMatchObject({ name: 'LockLostError', reason: 'removed' });
         expect(permit.isHeld).toBe(false);
       },
