@@ -299,7 +299,8 @@ export class EtcdSemaphore implements SemaphoreStrategy {
 
   /** A grant: from here on its key is watched (see EtcdOwnKeyWatches). */
   private grantOf(request: PermitRequest, entry: PermitKey, renewedAt: number): PermitGrant {
-    this.ownKeys.watch(request.owner, entry.key, String(entry.createRevision), () => this.keyDeleted(request.owner, entry));
+    // Not after close(), which stopped every watch: a watch set then would outlive the strategy.
+    if (this.keys.get(request.owner) === entry) this.ownKeys.watch(request.owner, entry.key, String(entry.createRevision), () => this.keyDeleted(request.owner, entry));
     return permitGrantOf(request, Number(entry.createRevision), leaseExpiry(renewedAt, request.ttlMs));
   }
 }

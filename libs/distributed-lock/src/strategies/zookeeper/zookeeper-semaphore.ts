@@ -143,6 +143,8 @@ export class ZooKeeperSemaphore implements SemaphoreStrategy {
             if (type === ZK_DELETED_EVENT) this.lost(request.owner, node, 'removed');
           });
           if (!stat) throw new Error(`our node ${path} is gone (session expired?)`);
+          // Given back meanwhile (close()): nothing to arm, nothing held.
+          if (this.nodes.get(request.owner) !== node) return null;
           const expiresAt = leaseExpiry(budget ? Date.now() : sentAt, request.ttlMs);
           this.armLease(request.owner, node, expiresAt);
           this.watchSession(request.owner, node, client);
