@@ -11,18 +11,27 @@ export interface SaleOutcome {
   /** When the last order was placed, from the start of the sale (the sell-out time when it sold out). */
   readonly lastOrderAtMs: number;
   readonly statusCounts: Record<string, number>;
+  /** The first few answers that were not the shop's (not JSON, or no answer at all), with when and what came. */
+  readonly oddAnswers: string[];
 }
+
+/** How many odd answers a sale keeps for its report. */
+const ODD_ANSWERS_KEPT = 5;
 
 /**
  * `buyers` concurrent purchases (at most `concurrency` in flight), spread round-robin over the
  * instances. Every request has its own timeout, so the sale always ends.
  */
 export async function runFlashSale(
-  instances: readonly ShopInstance[],
+  instances: ReadonlyArray<Pick<ShopInstance, 'port'>>,
   options: { sku: string; mode: string; buyers: number; concurrency: number; onProgress?: (done: number) => void },
 ): Promise<SaleOutcome> {
   const latenciesMs: number[] = [];
   const statusCounts: Record<string, number> = {};
+  const oddAnswers: string[] = [];
+  const noteOdd = (status: string, detail: string): void => {
+    if (oddAnswers.length < ODD_ANSWERS_KEPT) oddAnswers.push(`${status} after ${Math.round(performance.now() - started)} ms into the sale: ${detail}`);
+  };
   let next = 0;
   let done = 0;
   let created = 0;
@@ -45,18 +54,27 @@ export async function runFlashSale(
           body: JSON.stringify({ sku: options.sku, buyer: `buyer-${buyer}`, mode: options.mode }),
           signal: AbortSignal.timeout(90_000),
         });
-        const body = (await response.json()) as { error?: string };
-        status = response.status === 201 ? '201' : `${response.status} ${body.error ?? ''}`.trim();
-        if (response.status === 201) {
-          created += 1;
-          latenciesMs.push(performance.now() - t0);
-          lastOrderAtMs = performance.now() - started;
-        } else if (body.error === 'SOLD_OUT') soldOut += 1;
-        else if (response.status === 423 || response.status === 503) busy += 1;
-        else failed += 1;
+        const text = await response.text();
+        const body = jsonOrUndefined(text);
+        if (!body) {
+          // Not the shop's JSON (the HTTP server's own answer, say): its status, delay and start say what it was.
+          failed += 1;
+          status = `${response.status} not JSON`;
+          noteOdd(status, `answered in ${Math.round(performance.now() - t0)} ms, ${JSON.stringify(text.slice(0, 80))}`);
+        } else {
+          status = response.status === 201 ? '201' : `${response.status} ${body.error ?? ''}`.trim();
+          if (response.status === 201) {
+            created += 1;
+            latenciesMs.push(performance.now() - t0);
+            lastOrderAtMs = performance.now() - started;
+          } else if (body.error === 'SOLD_OUT') soldOut += 1;
+          else if (response.status === 423 || response.status === 503) busy += 1;
+          else failed += 1;
+        }
       } catch (error) {
         failed += 1;
         status = error instanceof Error ? error.name : 'error';
+        noteOdd(status, `after ${Math.round(performance.now() - t0)} ms, ${error instanceof Error ? error.message : String(error)}`);
       }
       statusCounts[status] = (statusCounts[status] ?? 0) + 1;
       done += 1;
@@ -64,5 +82,14 @@ export async function runFlashSale(
     }
   };
   await Promise.all(Array.from({ length: Math.min(options.concurrency, options.buyers) }, worker));
-  return { created, soldOut, busy, failed, latenciesMs, durationMs: performance.now() - started, lastOrderAtMs, statusCounts };
+  return { created, soldOut, busy, failed, latenciesMs, durationMs: performance.now() - started, lastOrderAtMs, statusCounts, oddAnswers };
+}
+
+function jsonOrUndefined(text: string): { error?: string } | undefined {
+  try {
+    const parsed: unknown = JSON.parse(text);
+    return typeof parsed === 'object' && parsed !== null ? (parsed as { error?: string }) : undefined;
+  } catch {
+    return undefined;
+  }
 }

@@ -54,6 +54,7 @@ async function main(): Promise<void> {
       payments.push(calls);
       const odd = Object.entries(outcome.statusCounts).filter(([status]) => status !== '201' && status !== '409 SOLD_OUT');
       bar.finish(`${outcome.created} sold in ${(outcome.durationMs / 1000).toFixed(1)} s${odd.length ? ` (other answers: ${odd.map(([s, n]) => `${n}× ${s}`).join(', ')})` : ''}`);
+      for (const odd of outcome.oddAnswers) process.stderr.write(`  ${odd}\n`);
       rows.push(row);
     }
     if (option('stock-report', 'on') !== 'off') {

@@ -128,6 +128,7 @@ describe('Flash sale through server failures', () => {
       await chaos;
       const answers = Object.keys(outcome.statusCounts);
       process.stdout.write(`${faultCase.run} (${faultCase.title}): ${JSON.stringify(outcome.statusCounts)}; orders ${row.orders}, stock ${row.initialStock} → ${row.finalStock}\n`);
+      for (const odd of outcome.oddAnswers) process.stdout.write(`  ${faultCase.run}: ${odd}\n`);
       expect(chaos).toBeDefined();
       expect(row.orders).toBe(row.initialStock - row.finalStock); // no order without its deduction, nor the reverse
       expect(row.finalStock).toBeGreaterThanOrEqual(0); // nothing oversold
