@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import { LockManager, LockService, type PermitHandle } from '@app/distributed-lock';
+import { LockManager, LockService } from '@app/distributed-lock';
 import { etcdSemaphorePrefix } from '@app/distributed-lock/strategies/etcd/etcd-keys';
 import { EtcdLockStrategy, type EtcdLeaseGrant } from '@app/distributed-lock/strategies/etcd';
 import { Etcd3 } from 'etcd3';
 import { expectLocalHandOverWithoutLooks, expectWaiterBehindAQuitterToWaitForTheHolder, expectWaiterServedWhenHolderEntryVanishes, expectWritersInTokenOrder } from '../support/local-handover';
-import { abortedWithin } from '../support/aborted-within';
+import { expectOwnReleaseNotReported, expectRemovedPermitReportedAtOnce, type PermitEntries } from '../support/permit-removal';
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 const run = randomUUID().slice(0, 8);
@@ -187,55 +187,34 @@ describe('etcd strategy: extending past the lease a lock was taken with', () => 
 describe('etcd strategy: a permit whose key is deleted behind its holder', () => {
   const hosts = (): string[] => (process.env.LOCK_TEST_ETCD as string).split(',');
   let raw: Etcd3;
+  let strategy: EtcdLockStrategy;
   let manager: LockManager;
+  let otherManager: LockManager;
 
   beforeAll(() => {
     raw = new Etcd3({ hosts: hosts() });
-    manager = new LockManager(new EtcdLockStrategy({ connection: { hosts: hosts() } }));
+    strategy = new EtcdLockStrategy({ connection: { hosts: hosts() } });
+    manager = new LockManager(strategy);
+    otherManager = new LockManager(new EtcdLockStrategy({ connection: { hosts: hosts() } }));
   });
 
   afterAll(async () => {
-    await manager.close();
+    await Promise.all([manager.close(), otherManager.close()]);
     raw.close();
   });
 
+  const entries = (): PermitEntries => ({
+    list: async (key) => raw.getAll().prefix(etcdSemaphorePrefix('dlock/', key)).sort('Create', 'Ascend').keys(),
+    remove: async (entry) => {
+      await raw.delete().key(entry).exec();
+    },
+  });
+
   it('tells the holder while the section runs, not at its next extension; withPermit rejects, and the waiter behind gets the place', async () => {
-    const locks = new LockService(manager);
-    const key = `permit-deleted:${run}`;
-    const prefix = etcdSemaphorePrefix('dlock/', key);
-    let waiter: Promise<PermitHandle> | undefined;
-    let heldToken: number | undefined;
-    // A long lease: its first extension comes after the bound below, so only a watch can tell the holder in time.
-    const section = locks.withPermit(
-      key,
-      async (permit) => {
-        heldToken = permit.fencingToken;
-        waiter = locks.acquirePermit(key, { permits: 1, waitTimeout: 10_000 });
-        for (let tries = 0; (await raw.getAll().prefix(prefix).keys()).length < 2; tries += 1) {
-          if (tries > 100) throw new Error('the waiter never joined the queue');
-          await sleep(20);
-        }
-        await sleep(100); // past the moment the holder's own watch is set
-        const [first] = await raw.getAll().prefix(prefix).sort('Create', 'Ascend').keys();
-        await raw.delete().key(first).exec();
-        const reason = await abortedWithin(permit.signal, 5_000);
-        expect(reason).toMatchObject({ name: 'LockLostError', reason: 'removed' });
-        expect(permit.isHeld).toBe(false);
-      },
-      { permits: 1, ttl: 60_000 },
-    );
-    await expect(section).rejects.toMatchObject({ name: 'LockLostError' });
-    const next = await (waiter as Promise<PermitHandle>);
-    expect(next.fencingToken).toBeGreaterThan(heldToken as number);
-    expect(await next.release()).toBe(true);
+    await expectRemovedPermitReportedAtOnce(new LockService(manager), new LockService(otherManager), `permit-deleted:${run}`, entries());
   }, 20_000);
 
-  it('is not told anything when it gives the permit back itself', async () => {
-    const permit = await new LockService(manager).acquirePermit(`permit-own-release:${run}`, { permits: 2 });
-    await sleep(100); // its own watch is set
-    const signal = permit.signal;
-    expect(await permit.release()).toBe(true);
-    await sleep(200); // the watch's deletion event comes in
-    expect((signal.reason as Error | undefined)?.name).not.toBe('LockLostError');
+  it('tells nobody when the holder gives the permit back itself', async () => {
+    await expectOwnReleaseNotReported(strategy.semaphore, `permit-own-release:${run}`);
   });
 });

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import util from 'node:util';
-import { LockManager, LockService, type PermitHandle } from '@app/distributed-lock';
+import { LockManager, LockService } from '@app/distributed-lock';
 import { ZooKeeperLockStrategy, type ZooKeeperLeaseGrant } from '@app/distributed-lock/strategies/zookeeper';
 import { zkErrorCode, type ZooKeeperLockClient } from '@app/distributed-lock/strategies/zookeeper/zookeeper-client.type';
 import { createContender, ensureLockNode } from '@app/distributed-lock/strategies/zookeeper/zookeeper-lock.recipe';
@@ -8,7 +8,7 @@ import { ZooKeeperOrphans } from '@app/distributed-lock/strategies/zookeeper/zoo
 import { zkContenderPrefix, zkLockPath, zkSemaphorePath, zkSequence } from '@app/distributed-lock/strategies/zookeeper/zookeeper-paths';
 import { ZooKeeperSession } from '@app/distributed-lock/strategies/zookeeper/zookeeper-session';
 import { expectLocalHandOverWithoutLooks, expectWaiterBehindAQuitterToWaitForTheHolder, expectWaiterServedWhenHolderEntryVanishes, expectWritersInTokenOrder } from '../support/local-handover';
-import { abortedWithin } from '../support/aborted-within';
+import { expectOwnReleaseNotReported, expectRemovedPermitReportedAtOnce, type PermitEntries } from '../support/permit-removal';
 
 const BASE = '/dlock-int';
 const run = randomUUID().slice(0, 8);
@@ -375,63 +375,37 @@ async function withCountedWatches(key: string, failure: (tries: number) => Error
 
 describe('ZooKeeper strategy: a permit whose node is deleted behind its holder', () => {
   let session: ZooKeeperSession;
+  let strategy: ZooKeeperLockStrategy;
   let manager: LockManager;
+  let otherManager: LockManager;
 
   beforeAll(() => {
     session = new ZooKeeperSession({ connect: process.env.LOCK_TEST_ZOOKEEPER as string }, 'zookeeper-permit-test', 10_000);
-    manager = new LockManager(new ZooKeeperLockStrategy({ connect: process.env.LOCK_TEST_ZOOKEEPER as string, basePath: BASE }));
+    strategy = new ZooKeeperLockStrategy({ connect: process.env.LOCK_TEST_ZOOKEEPER as string, basePath: BASE });
+    manager = new LockManager(strategy);
+    otherManager = new LockManager(new ZooKeeperLockStrategy({ connect: process.env.LOCK_TEST_ZOOKEEPER as string, basePath: BASE }));
   });
 
   afterAll(async () => {
-    await Promise.all([manager.close(), session.close()]);
+    await Promise.all([manager.close(), otherManager.close(), session.close()]);
   });
 
-  /** The permit nodes of a semaphore, in sequence order. */
-  const permitNodes = async (client: ZooKeeperLockClient, key: string): Promise<string[]> => {
-    const semaphorePath = zkSemaphorePath(BASE, key);
-    const names = await client.get_children(semaphorePath, false);
-    return names.sort((a, b) => zkSequence(a) - zkSequence(b)).map((name) => `${semaphorePath}/${name}`);
-  };
+  const entries = (): PermitEntries => ({
+    list: async (key) => {
+      const semaphorePath = zkSemaphorePath(BASE, key);
+      const names = await (await session.client()).get_children(semaphorePath, false);
+      return names.sort((a, b) => zkSequence(a) - zkSequence(b)).map((name) => `${semaphorePath}/${name}`);
+    },
+    remove: async (entry) => {
+      await (await session.client()).delete_(entry, -1);
+    },
+  });
 
   it('tells the holder while the section runs, not at its next extension; withPermit rejects, and the waiter behind gets the place', async () => {
-    const locks = new LockService(manager);
-    const key = `permit-deleted:${run}`;
-    const client = await session.client();
-    let waiter: Promise<PermitHandle> | undefined;
-    let heldToken: number | undefined;
-    // A long lease: its first extension comes after the bound below, so only a watch can tell the holder in time.
-    const section = locks.withPermit(
-      key,
-      async (permit) => {
-        heldToken = permit.fencingToken;
-        waiter = locks.acquirePermit(key, { permits: 1, waitTimeout: 10_000 });
-        await waitForNodes(client, permitNodes, key, 2);
-        await client.delete_((await permitNodes(client, key))[0], -1);
-        const reason = await abortedWithin(permit.signal, 5_000);
-        expect(reason).toMatchObject({ name: 'LockLostError', reason: 'removed' });
-        expect(permit.isHeld).toBe(false);
-      },
-      { permits: 1, ttl: 60_000 },
-    );
-    await expect(section).rejects.toMatchObject({ name: 'LockLostError' });
-    const next = await (waiter as Promise<PermitHandle>);
-    expect(next.fencingToken).toBeGreaterThan(heldToken as number);
-    expect(await next.release()).toBe(true);
+    await expectRemovedPermitReportedAtOnce(new LockService(manager), new LockService(otherManager), `permit-deleted:${run}`, entries());
   }, 20_000);
 
-  it('is not told anything when it gives the permit back itself', async () => {
-    const locks = new LockService(manager);
-    const permit = await locks.acquirePermit(`permit-own-release:${run}`, { permits: 2 });
-    const signal = permit.signal;
-    expect(await permit.release()).toBe(true);
-    await new Promise((resolve) => setTimeout(resolve, 200)); // the watch's deletion event comes in
-    expect((signal.reason as Error | undefined)?.name).not.toBe('LockLostError');
+  it('tells nobody when the holder gives the permit back itself', async () => {
+    await expectOwnReleaseNotReported(strategy.semaphore, `permit-own-release:${run}`);
   });
 });
-
-async function waitForNodes(client: ZooKeeperLockClient, list: (client: ZooKeeperLockClient, key: string) => Promise<string[]>, key: string, count: number): Promise<void> {
-  for (let tries = 0; (await list(client, key)).length < count; tries += 1) {
-    if (tries > 100) throw new Error(`${count} permit nodes of ${key} never appeared`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
