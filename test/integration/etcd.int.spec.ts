@@ -217,4 +217,41 @@ describe('etcd strategy: a permit whose key is deleted behind its holder', () =>
   it('tells nobody when the holder gives the permit back itself', async () => {
     await expectOwnReleaseNotReported(strategy.semaphore, `permit-own-release:${run}`);
   });
+
+  it('sets no watch for a waiter whose place comes in while its strategy closes', async () => {
+    const key = `permit-closed-during-grant:${run}`;
+    const client = new Etcd3({ hosts: hosts() });
+    const closing = new EtcdLockStrategy({ client });
+    const request = (owner: string) => ({ key, owner, ttlMs: 30_000, mode: 'exclusive', permits: 1, weight: 1 }) as const;
+    try {
+      const held = await strategy.semaphore.tryAcquire(request(`holder-${run}`));
+      const waiting = closing.semaphore.acquire(request(`waiter-${run}`), { signal: new AbortController().signal, timeoutMs: 10_000 });
+      for (let tries = 0; (await entries().list(key)).length < 2; tries += 1) {
+        if (tries > 100) throw new Error('the waiter never joined the queue');
+        await sleep(20);
+      }
+      // The waiter's next look (the holder's release wakes it) finds it holds, and its strategy closes as
+      // that answer comes in: close() gives every place back, so the grant that follows must arm no watch.
+      const realIf = client.if.bind(client);
+      client.if = ((...args: Parameters<Etcd3['if']>) => {
+        const builder = realIf(...args);
+        const commit = builder.commit.bind(builder);
+        builder.commit = async () => {
+          const answer = await commit();
+          client.if = realIf;
+          void closing.semaphore.close();
+          return answer;
+        };
+        return builder;
+      }) as Etcd3['if'];
+      await strategy.semaphore.release(held as NonNullable<typeof held>);
+      await waiting;
+      await sleep(200); // past the 50 ms after which a grant's watch is armed
+      const watches = (closing.semaphore as unknown as { ownKeys: { entries: Map<string, unknown> } }).ownKeys.entries;
+      expect(watches.size).toBe(0);
+    } finally {
+      await closing.close();
+      client.close();
+    }
+  });
 });

@@ -408,4 +408,26 @@ describe('ZooKeeper strategy: a permit whose node is deleted behind its holder',
   it('tells nobody when the holder gives the permit back itself', async () => {
     await expectOwnReleaseNotReported(strategy.semaphore, `permit-own-release:${run}`);
   });
+
+  it('gives no grant for a permit given back while its grant was being checked (close() meanwhile)', async () => {
+    const closing = new ZooKeeperLockStrategy({ connect: process.env.LOCK_TEST_ZOOKEEPER as string, basePath: BASE });
+    try {
+      const key = `permit-closed-during-grant:${run}`;
+      await closing.ping(); // session open
+      const client = await (closing as unknown as { session: ZooKeeperSession }).session.client();
+      const realWatch = client.w_exists.bind(client);
+      // The grant's look at its own node is answered, and the strategy closes as the answer comes in.
+      client.w_exists = async (path: string, watcher: Parameters<ZooKeeperLockClient['w_exists']>[1]) => {
+        const stat = await realWatch(path, watcher);
+        client.w_exists = realWatch;
+        await closing.semaphore.close();
+        return stat;
+      };
+      const grant = await closing.semaphore.tryAcquire({ key, owner: `closing-${run}`, ttlMs: 30_000, mode: 'exclusive', permits: 1, weight: 1 });
+      expect(grant).toBeNull();
+      expect(closing.semaphore.holdsPermits()).toBe(false);
+    } finally {
+      await closing.close();
+    }
+  });
 });
