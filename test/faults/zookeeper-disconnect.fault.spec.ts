@@ -71,6 +71,17 @@ async function abortTime(signal: AbortSignal, withinMs: number): Promise<number 
   }
 }
 
+/**
+ * The promise (README, docs/strategies/zookeeper.md): a holder cut off at time c is told between about
+ * c + 0.65 × and c + 0.9 × the session timeout, so before the server could expire its session and let
+ * another in. 300 ms of room above for the timers of a loaded machine, never reaching the timeout itself.
+ */
+function expectToldAsPromised(toldAfterMs: number | undefined): void {
+  expect(toldAfterMs).toBeDefined();
+  expect(toldAfterMs).toBeGreaterThanOrEqual(SESSION_TIMEOUT_MS * 0.65 - 100);
+  expect(toldAfterMs).toBeLessThan(Math.min(SESSION_TIMEOUT_MS * 0.9 + 300, SESSION_TIMEOUT_MS));
+}
+
 describe('ZooKeeper: a holder cut off from the server', () => {
   let connect: string;
 
@@ -100,9 +111,7 @@ describe('ZooKeeper: a holder cut off from the server', () => {
       const abortedAt = await abortTime(lock.signal, SESSION_TIMEOUT_MS + 3_000);
       const toldAfterMs = abortedAt === undefined ? undefined : abortedAt - frozenAt;
       process.stdout.write(`zookeeper cut-off holder told after ${toldAfterMs ?? 'never (within the bound)'} ms (session timeout ${SESSION_TIMEOUT_MS} ms)\n`);
-      expect(toldAfterMs).toBeDefined();
-      expect(toldAfterMs).toBeGreaterThanOrEqual(SESSION_TIMEOUT_MS / 2);
-      expect(toldAfterMs).toBeLessThan(SESSION_TIMEOUT_MS + 3_000);
+      expectToldAsPromised(toldAfterMs);
       expect(lock.signal.reason).toBeInstanceOf(LockLostError);
       expect((lock.signal.reason as LockLostError).reason).toBe('session-ended');
       expect(lock.isHeld).toBe(false);
@@ -146,8 +155,7 @@ describe('ZooKeeper: a holder cut off from the server', () => {
       const abortedAt = await abortTime(permit.signal, SESSION_TIMEOUT_MS + 3_000);
       const toldAfterMs = abortedAt === undefined ? undefined : abortedAt - frozenAt;
       process.stdout.write(`zookeeper cut-off permit holder told after ${toldAfterMs ?? 'never (within the bound)'} ms (session timeout ${SESSION_TIMEOUT_MS} ms)\n`);
-      expect(toldAfterMs).toBeDefined();
-      expect(toldAfterMs).toBeLessThan(SESSION_TIMEOUT_MS + 3_000);
+      expectToldAsPromised(toldAfterMs);
       expect(permit.signal.reason).toBeInstanceOf(LockLostError);
       expect((permit.signal.reason as LockLostError).reason).toBe('session-ended');
       expect(permit.isHeld).toBe(false);
