@@ -1,9 +1,11 @@
 // CPU per critical section across processes: what the clients and the Redis server(s) spend per section.
 // Usage: node -r @swc-node/register bench/probes/cpu-per-section.ts <subject id> <processes> <instances each> <ms>
-// (subject ids as in bench/subjects.ts; Redis ports to read `INFO cpu` from in PROBE_REDIS_PORTS, default 16379).
+// (subject ids as in bench/subjects.ts or bench/semaphore-subjects.ts; Redis ports to read `INFO cpu` from in PROBE_REDIS_PORTS, default 16379).
 // Each child process runs its instances in a loop on one key; the parent sums the children's cpuUsage and the
 // servers' used_cpu_user + used_cpu_sys over the window. Needs the test servers (`npm run services -- up`).
+// PROBE_CPU_PROF_DIR=<dir> writes each child's CPU profile there (node --cpu-prof).
 import { execFileSync, fork } from 'node:child_process';
+import { SEMAPHORE_SUBJECTS } from '../semaphore-subjects';
 import { BENCH_SUBJECTS } from '../subjects';
 import { contendUntil } from './contend-until';
 
@@ -27,7 +29,7 @@ function redisCpuSeconds(): number {
 }
 
 async function child(): Promise<void> {
-  const subject = BENCH_SUBJECTS.find((s) => s.id === subjectId);
+  const subject = [...BENCH_SUBJECTS, ...SEMAPHORE_SUBJECTS].find((s) => s.id === subjectId);
   if (!subject) throw new Error(`unknown subject ${subjectId}`);
   const locks = await Promise.all(Array.from({ length: instances }, () => subject.create()));
   const key = process.env.PROBE_KEY as string;
@@ -45,7 +47,9 @@ async function child(): Promise<void> {
 
 async function parent(): Promise<void> {
   const env = { ...process.env, PROBE_CHILD: '1', PROBE_KEY: `probe:${process.pid}:${Date.now()}` };
-  const children = Array.from({ length: processes }, () => fork(__filename, process.argv.slice(2), { env, execArgv: ['-r', '@swc-node/register'] }));
+  const profileDir = process.env.PROBE_CPU_PROF_DIR;
+  const execArgv = ['-r', '@swc-node/register', ...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [])];
+  const children = Array.from({ length: processes }, () => fork(__filename, process.argv.slice(2), { env, execArgv }));
   await Promise.all(children.map((c) => new Promise((resolve) => c.once('message', resolve))));
   const serverBefore = redisCpuSeconds();
   const reports = await Promise.all(

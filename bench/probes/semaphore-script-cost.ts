@@ -6,7 +6,9 @@
 import { PERMIT_ACQUIRE_SCRIPT, PERMIT_RELEASE_SCRIPT } from '@app/distributed-lock/strategies/redis/redis-semaphore.scripts';
 import { Redis } from 'ioredis';
 
-const url = process.env.PROBE_REDIS_URL ?? 'redis://127.0.0.1:16379';
+// No default: it resets the server's statistics and deletes keys, which a shared test server must not see.
+const url = process.env.PROBE_REDIS_URL;
+if (!url) throw new Error('set PROBE_REDIS_URL to a private Redis (e.g. redis-server --port 26399 --save "")');
 const CALLS = 3_000;
 const redis = new Redis(url);
 const keys = ['{probe-sem}h', '{probe-sem}q', '{probe-sem}w', '{probe-sem}i'];
