@@ -2,9 +2,10 @@ import { createHash, randomUUID } from 'node:crypto';
 import { LockManager, LockPermissionDeniedError, LockService, type LockHandle } from '@app/distributed-lock';
 import { ZooKeeperLockStrategy, type ZooKeeperLeaseGrant } from '@app/distributed-lock/strategies/zookeeper';
 import { zkErrorCode, ZK_ERRORS, type ZooKeeperLockClient } from '@app/distributed-lock/strategies/zookeeper/zookeeper-client.type';
-import { zkLockPath } from '@app/distributed-lock/strategies/zookeeper/zookeeper-paths';
+import { zkLockPath, zkSemaphorePath } from '@app/distributed-lock/strategies/zookeeper/zookeeper-paths';
 import { ZooKeeperSession } from '@app/distributed-lock/strategies/zookeeper/zookeeper-session';
 import { describeLockStrategyContract } from '../contract/lock-strategy.contract';
+import { describeSemaphoreContract } from '../contract/semaphore.contract';
 import { captureOutput, errorTexts, leaksOf, recordEvents } from '../support/secret-scan';
 
 // Digest authentication needs nothing of the server: the shared standalone ZooKeeper serves, under a base
@@ -25,6 +26,16 @@ const CONTRACT_BASE = `/dlock-acl-contract-${run}`;
 
 // The contract suite with digest auth and the creator-only ACL: all of it but the cross-process fuzz,
 // which starts workers by subject name. Removing a lock behind its holder's back takes the identity too.
+/** The same identity for the semaphore part of the contract (all but its cross-process part, for the same reason). */
+describeSemaphoreContract({
+  name: 'zookeeper (digest auth, creator-only ACL)',
+  capabilities: { fencing: true, fifo: true, sharedLocks: true, crossProcess: false, semaphores: { fifo: true, fencing: true } },
+  create: async () => new ZooKeeperLockStrategy({ connect: connect(), basePath: CONTRACT_BASE, digestAuth: `locksvc:${OWNER_PASSWORD}`, sessionTimeout: 4_000 }),
+  removeBehindBack: async () => {
+    throw new Error('the semaphore contract removes no lock');
+  },
+});
+
 describeLockStrategyContract({
   name: 'zookeeper (digest auth, creator-only ACL)',
   pushesRemoval: true,
@@ -92,6 +103,37 @@ describe('ZooKeeper strategy with digest authentication: lock nodes only its ide
     expect(lock.isHeld).toBe(true);
     expect(lock.signal.aborted).toBe(false);
     expect(await lock.release()).toBe(true);
+  });
+
+  it('lets neither an unauthenticated client nor another identity delete a held permit’s node, add a waiter or change the semaphore’s ACL', async () => {
+    const key = `permit-held:${run}`;
+    const permit = await new LockService(owner).acquirePermit(key, { permits: 1 });
+    const semaphoreNode = zkSemaphorePath(BASE, key);
+    const reader = await stranger(`locksvc:${OWNER_PASSWORD}`);
+    const [permitNode] = (await reader.get_children(semaphoreNode, false)).map((name) => `${semaphoreNode}/${name}`);
+    for (const client of [await stranger(), await stranger(`mallory:${randomUUID()}`)]) {
+      expect(zkErrorCode(await rejection(client.delete_(permitNode, -1)))).toBe(ZK_ERRORS.NO_AUTH);
+      // A waiter of its own of weight 1, named to sort ahead of ours.
+      expect(zkErrorCode(await rejection(client.create(`${semaphoreNode}/_p_x-p1-w1-0000000000`, '', 0)))).toBe(ZK_ERRORS.NO_AUTH);
+      expect(zkErrorCode(await rejection(client.delete_(semaphoreNode, -1)))).toBe(ZK_ERRORS.NO_AUTH);
+      expect(zkErrorCode(await rejection(client.set_acl(semaphoreNode, -1, [{ perms: 31, scheme: 'world', auth: 'anyone' }] as never)))).toBe(ZK_ERRORS.NO_AUTH);
+    }
+    expect(permit.isHeld).toBe(true);
+    expect(await permit.release()).toBe(true);
+  });
+
+  it('refuses a permit to a client without the identity with a typed error naming the grant', async () => {
+    const key = `permit-refused:${run}`;
+    const held = await new LockService(owner).acquirePermit(key, { permits: 2 });
+    const unauthenticated = new LockManager(new ZooKeeperLockStrategy({ connect: connect(), basePath: BASE }));
+    try {
+      const error = await rejection(new LockService(unauthenticated).acquirePermit(key, { permits: 2, waitTimeout: 60_000 }));
+      expect(error).toBeInstanceOf(LockPermissionDeniedError);
+      expect((error as LockPermissionDeniedError).grant).toContain('digestAuth');
+    } finally {
+      await unauthenticated.close();
+      expect(await held.release()).toBe(true);
+    }
   });
 
   it('gives the nodes it creates an ACL naming only its digest identity (digest:user:base64(sha1(user:password)):cdrwa)', async () => {

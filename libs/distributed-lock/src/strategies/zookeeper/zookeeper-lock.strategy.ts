@@ -128,7 +128,14 @@ export class ZooKeeperLockStrategy implements LockStrategy {
       holdsLocks: () => this.held.size > 0 || this.semaphore.holdsPermits(),
     });
     this.orphans = new ZooKeeperOrphans(this.session);
-    this.semaphore = new ZooKeeperSemaphore({ name: this.name, basePath: this.basePath, session: this.session, orphans: this.orphans });
+    this.semaphore = new ZooKeeperSemaphore({
+      name: this.name,
+      basePath: this.basePath,
+      session: this.session,
+      orphans: this.orphans,
+      restrict: this.digestUser !== undefined,
+      permissionDenied: (error, operation, key) => this.permissionDenied(error, operation, key),
+    });
   }
 
   tryAcquire(request: LockRequest): Promise<LeaseGrant | null> {

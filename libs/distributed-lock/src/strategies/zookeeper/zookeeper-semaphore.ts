@@ -11,12 +11,19 @@ import type { ZooKeeperOrphans } from './zookeeper-orphans';
 import { zkSemaphorePath, zkSequence } from './zookeeper-paths';
 import type { ZooKeeperSession } from './zookeeper-session';
 
-/** What the semaphore shares with its strategy: the session (its client, its end), the orphan sweeper, the base path. */
+/**
+ * What the semaphore shares with its strategy: the session (its client, its end), the orphan sweeper, the
+ * base path, and its identity's rules: whether the nodes it creates get the creator-only ACL (`digestAuth`),
+ * and the typed error for a refusal.
+ */
 export interface ZooKeeperSemaphoreDeps {
   readonly name: string;
   readonly basePath: string;
   readonly session: Pick<ZooKeeperSession, 'client' | 'onExpired'>;
   readonly orphans: Pick<ZooKeeperOrphans, 'adopt'>;
+  readonly restrict: boolean;
+  /** `LockPermissionDeniedError` for a NOAUTH answer (see zkPermissionDenied), undefined for any other. */
+  permissionDenied(error: unknown, operation: string, key?: string): Error | undefined;
 }
 
 /** A permit node of ours: held or waiting, with the timer of its lease and the watch on its session once held. */
@@ -119,9 +126,12 @@ export class ZooKeeperSemaphore implements SemaphoreStrategy {
     const sentAt = Date.now();
     let path: string;
     try {
-      path = await createContender(client, { base: this.deps.basePath, lockPath: semaphorePath, prefix }, request.owner, this.deps.orphans, this.deps.name);
+      path = await createContender(client, { base: this.deps.basePath, lockPath: semaphorePath, prefix, restrict: this.deps.restrict }, request.owner, this.deps.orphans, this.deps.name);
       budget?.serverAnswered?.();
     } catch (error) {
+      // Refused (NOAUTH): the create did not happen, and would be refused again.
+      const denied = this.deps.permissionDenied(error, 'acquire', request.key);
+      if (denied) throw denied;
       // Our last create may have happened server-side: whatever carries our prefix must go.
       this.deps.orphans.adopt(semaphorePath, prefix);
       throw error;
@@ -161,11 +171,11 @@ export class ZooKeeperSemaphore implements SemaphoreStrategy {
       }
     } catch (error) {
       await this.leave(request.owner).catch(() => undefined);
-      throw error;
+      throw this.deps.permissionDenied(error, 'acquire', request.key) ?? error;
     }
   }
 
-  /** Told when the permit's lease ends unextended here, before its node is deleted. */
+  /** Told when the permit is lost: its lease ends unextended here (before its node goes), its node is deleted, its session ends. */
   onLeaseLost(lease: PermitGrant, listener: LeaseLostListener): () => void {
     const node = this.nodes.get(lease.owner);
     node?.listeners.add(listener);
@@ -231,6 +241,8 @@ export class ZooKeeperSemaphore implements SemaphoreStrategy {
       return true;
     } catch (error) {
       if (zkErrorCode(error) === ZK_ERRORS.NO_NODE) return false;
+      const denied = this.deps.permissionDenied(error, 'release');
+      if (denied) throw denied;
       const parent = path.lastIndexOf('/');
       this.deps.orphans.adopt(path.slice(0, parent), path.slice(parent + 1));
       throw error;
