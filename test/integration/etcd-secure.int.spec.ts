@@ -6,6 +6,7 @@ import { etcdLockPrefix } from '@app/distributed-lock/strategies/etcd/etcd-keys'
 import { startTopology, stopTopology, type RunningTopology } from '../../scripts/services';
 import { ETCD_SECURE, etcdSecureCredentials } from '../../scripts/services/etcd-secure';
 import { describeLockStrategyContract } from '../contract/lock-strategy.contract';
+import { describeSemaphoreContract } from '../contract/semaphore.contract';
 import { captureOutput, errorTexts, leaksOf, recordEvents } from '../support/secret-scan';
 
 // An etcd with TLS, client certificates and auth on (the etcd-secure topology): the library connects as
@@ -54,6 +55,16 @@ describeLockStrategyContract({
   },
 });
 
+// The semaphore part of the contract through the same role (permits live under the lock prefix too).
+describeSemaphoreContract({
+  name: 'etcd (TLS, client certificates, RBAC user limited to the lock prefix)',
+  capabilities: { fencing: true, fifo: true, sharedLocks: true, crossProcess: false, semaphores: { fifo: true, fencing: true } },
+  create: async () => new EtcdLockStrategy({ connection: connection(lockUser), name: 'etcd-secure' }),
+  removeBehindBack: async () => {
+    throw new Error('the semaphore contract removes no lock');
+  },
+});
+
 describe('etcd strategy under RBAC: strangers and missing permissions', () => {
   const managers: LockManager[] = [];
   const clients: Etcd3[] = [];
@@ -93,6 +104,14 @@ describe('etcd strategy under RBAC: strangers and missing permissions', () => {
     expect(denied.key).toBe(`read-only:${run}`);
     expect(denied.grant).toContain(`etcdctl role grant-permission <role> --prefix=true readwrite ${ETCD_SECURE.prefix}`);
     expect(denied.grant).toContain(`etcdctl user grant-role ${readOnlyUser.name} <role>`);
+  });
+
+  it('names the grant when the role lacks write on the lock prefix, for a permit too', async () => {
+    const error = await rejection(new LockService(managerAs(readOnlyUser)).acquirePermit(`read-only-permit:${run}`, { permits: 2, waitTimeout: 60_000 }));
+    expect(error).toBeInstanceOf(LockPermissionDeniedError);
+    const denied = error as LockPermissionDeniedError;
+    expect(denied.key).toBe(`read-only-permit:${run}`);
+    expect(denied.grant).toContain(`etcdctl role grant-permission <role> --prefix=true readwrite ${ETCD_SECURE.prefix}`);
   });
 
   it('refuses a wrong password with a typed error, and never prints it', async () => {

@@ -121,7 +121,7 @@ export class EtcdLockStrategy implements LockStrategy {
     this.user = options.connection?.auth?.username;
     this.pool = new EtcdLeasePool(this.client);
     this.ownKeys = new EtcdOwnKeyWatches(this.client);
-    this.semaphore = new EtcdSemaphore(this.client, this.namespace, this.name);
+    this.semaphore = new EtcdSemaphore(this.client, this.namespace, this.name, (operation, pending, key) => this.refusalsTyped(operation, pending, key));
   }
 
   tryAcquire(request: LockRequest): Promise<LeaseGrant | null> {

@@ -75,8 +75,26 @@ export class EtcdSemaphore implements SemaphoreStrategy {
     private readonly client: EtcdLockClient,
     private readonly namespace: string,
     private readonly name: string,
+    /** The strategy's typing of refusals: an RBAC "permission denied" becomes `LockPermissionDeniedError`. */
+    private readonly refusalsTyped: <T>(operation: string, pending: Promise<T>, key?: string) => Promise<T>,
   ) {
     this.ownKeys = new EtcdOwnKeyWatches(client);
+  }
+
+  tryAcquire(request: PermitRequest): Promise<PermitGrant | null> {
+    return this.refusalsTyped('acquire', this.tryAcquireOnce(request), request.key);
+  }
+
+  acquire(request: PermitRequest, budget: WaitBudget): Promise<PermitGrant | null> {
+    return this.refusalsTyped('acquire', this.acquireWaiting(request, budget), request.key);
+  }
+
+  extend(lease: PermitGrant, ttlMs: number): Promise<PermitGrant | null> {
+    return this.refusalsTyped('extend', this.extendLease(lease, ttlMs), lease.key);
+  }
+
+  release(lease: PermitGrant): Promise<boolean> {
+    return this.refusalsTyped('release', this.releaseLease(lease), lease.key);
   }
 
   /** Told when the permit's key is deleted (or replaced) behind its holder, while it holds it. */
@@ -91,7 +109,7 @@ export class EtcdSemaphore implements SemaphoreStrategy {
     return () => listeners.delete(listener);
   }
 
-  async tryAcquire(request: PermitRequest): Promise<PermitGrant | null> {
+  private async tryAcquireOnce(request: PermitRequest): Promise<PermitGrant | null> {
     const { entry, standing, sentAt } = await this.enter(request);
     if (standing.kind === 'holds') return this.grantOf(request, entry, sentAt);
     await this.leave(request.owner);
@@ -99,7 +117,7 @@ export class EtcdSemaphore implements SemaphoreStrategy {
     return null;
   }
 
-  async acquire(request: PermitRequest, budget: WaitBudget): Promise<PermitGrant | null> {
+  private async acquireWaiting(request: PermitRequest, budget: WaitBudget): Promise<PermitGrant | null> {
     const deadline = Date.now() + budget.timeoutMs;
     if (budgetAborted(budget)) return null;
     const { entry, standing, sentAt } = await this.enter(request);
@@ -161,7 +179,7 @@ export class EtcdSemaphore implements SemaphoreStrategy {
     }
   }
 
-  async extend(lease: PermitGrant, ttlMs: number): Promise<PermitGrant | null> {
+  private async extendLease(lease: PermitGrant, ttlMs: number): Promise<PermitGrant | null> {
     const entry = this.keys.get(lease.owner);
     if (!entry) return null;
     const sentAt = Date.now();
@@ -184,7 +202,7 @@ export class EtcdSemaphore implements SemaphoreStrategy {
     return { ...lease, expiresAt: leaseExpiry(sentAt, ttlMs) };
   }
 
-  async release(lease: PermitGrant): Promise<boolean> {
+  private async releaseLease(lease: PermitGrant): Promise<boolean> {
     if (!this.keys.has(lease.owner)) return false;
     return this.leave(lease.owner);
   }
