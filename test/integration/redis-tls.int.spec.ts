@@ -119,4 +119,26 @@ describe('Redis with TLS and ACL users', () => {
     expect(error.strategy).toBe(`redis-tls-${name}`);
     expect(error.message).toContain('~dlock:*');
   });
+
+  it.each([
+    { missing: 'the EVALSHA command', rules: redisAclRules('dlock:').replace('+evalsha ', ''), at: 'acquire' },
+    { missing: 'the key pattern', rules: redisAclRules('dlock:').replace('~dlock:*', '~other:*'), at: 'acquire' },
+    { missing: 'a command the release script calls (HDEL)', rules: redisAclRules('dlock:').replace('+hdel ', ''), at: 'release' },
+  ])('a permit of a user without $missing gets LockPermissionDeniedError at $at, naming the rules to grant', async ({ rules, at }) => {
+    const name = `short-permit-${at}-${randomUUID().slice(0, 6)}`;
+    await user(name, rules);
+    const locks = locksAs(name, `${name}-pw`);
+    const key = `tls:${run}:${name}`;
+    let failure: unknown;
+    if (at === 'acquire') {
+      failure = await locks.acquirePermit(key, { permits: 2, ttl: 5_000 }).catch((e: unknown) => e);
+    } else {
+      const permit = await locks.acquirePermit(key, { permits: 2, ttl: 5_000 });
+      failure = await permit.release().catch((e: unknown) => e);
+    }
+    expect(failure).toBeInstanceOf(LockPermissionDeniedError);
+    const error = failure as LockPermissionDeniedError;
+    expect(error.grant).toBe(`ACL SETUSER <user> ${redisAclRules('dlock:')}`);
+    expect(error.strategy).toBe(`redis-tls-${name}`);
+  });
 });

@@ -131,6 +131,7 @@ export class RedisLockStrategy implements LockStrategy {
       recheckMs: this.recheckMs,
       claimMs: this.claimMs,
       replicaAck: this.replicaAck,
+      callError: (error, operation, key) => this.callError(error, operation, key),
     });
   }
 

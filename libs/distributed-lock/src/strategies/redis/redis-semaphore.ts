@@ -26,6 +26,8 @@ export interface RedisSemaphoreDeps {
   readonly claimMs: number;
   /** The strategy's `replicaAck`: when set, a grant, hand-over or extension counts only once replicas have it. */
   readonly replicaAck?: ReplicaAck;
+  /** The strategy's error for a failed call: a refused permission becomes `LockPermissionDeniedError` naming the ACL rules. */
+  callError(error: unknown, operation: string, key?: string): unknown;
 }
 
 /**
@@ -49,14 +51,37 @@ export class RedisSemaphore implements SemaphoreStrategy {
     this.keyNames = new RedisLockKeyNames(deps.namespace, 1_000, redisSemaphoreKeys);
   }
 
-  async tryAcquire(request: PermitRequest): Promise<PermitGrant | null> {
-    const sentAt = Date.now();
-    const token = await this.attempt(this.keyNames.of(request.key), request, false);
-    return token === undefined ? null : this.grantOf(request, token, sentAt, request.ttlMs);
+  tryAcquire(request: PermitRequest): Promise<PermitGrant | null> {
+    return this.typed('acquire', request.key, async () => {
+      const sentAt = Date.now();
+      const token = await this.attempt(this.keyNames.of(request.key), request, false);
+      return token === undefined ? null : this.grantOf(request, token, sentAt, request.ttlMs);
+    });
+  }
+
+  acquire(request: PermitRequest, budget: WaitBudget): Promise<PermitGrant | null> {
+    return this.typed('acquire', request.key, () => this.acquireWaiting(request, budget));
+  }
+
+  extend(lease: PermitGrant, ttlMs: number): Promise<PermitGrant | null> {
+    return this.typed('extend', lease.key, () => this.extendLease(lease, ttlMs));
+  }
+
+  release(lease: PermitGrant): Promise<boolean> {
+    return this.typed('release', lease.key, () => this.releaseOwner(this.keyNames.of(lease.key), lease.owner));
+  }
+
+  /** Runs one step; its failure goes out as the strategy types it (see `RedisSemaphoreDeps.callError`). */
+  private async typed<T>(operation: string, key: string, step: () => Promise<T>): Promise<T> {
+    try {
+      return await step();
+    } catch (error) {
+      throw this.deps.callError(error, operation, key);
+    }
   }
 
   /** Joins the semaphore's queue and waits until a release hands a place over (see `waitInRedisQueue`). */
-  async acquire(request: PermitRequest, budget: WaitBudget): Promise<PermitGrant | null> {
+  private async acquireWaiting(request: PermitRequest, budget: WaitBudget): Promise<PermitGrant | null> {
     const keys = this.keyNames.of(request.key);
     const waited = await waitInRedisQueue(this.deps.inbox, request.owner, this.deps.recheckMs, budget, {
       attempt: (waiter) => this.attempt(keys, request, waiter),
@@ -72,7 +97,7 @@ export class RedisSemaphore implements SemaphoreStrategy {
     return null;
   }
 
-  async extend(lease: PermitGrant, ttlMs: number): Promise<PermitGrant | null> {
+  private async extendLease(lease: PermitGrant, ttlMs: number): Promise<PermitGrant | null> {
     const sentAt = Date.now();
     const { client, replicaAck } = this.deps;
     const keys = this.keyNames.of(lease.key).keys;
@@ -82,10 +107,6 @@ export class RedisSemaphore implements SemaphoreStrategy {
       ? await replicaAck.confirm(client, this.scripts.extend, keys, args, { key: lease.key, operation: 'extend', wrote: (reply) => reply === 1 })
       : await this.scripts.extend.run(client, keys, args);
     return extended === 1 ? { ...lease, expiresAt: leaseExpiry(sentAt, ttlMs) } : null;
-  }
-
-  async release(lease: PermitGrant): Promise<boolean> {
-    return this.releaseOwner(this.keyNames.of(lease.key), lease.owner);
   }
 
   private async releaseOwner(keys: RedisSemaphoreKeys, owner: string): Promise<boolean> {
