@@ -7,7 +7,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
-import { startTopology, stopTopology, type RunningTopology, type TopologyName } from '../scripts/services';
+import { envVarOf, startTopology, stopTopology, type RunningTopology, type TopologyName } from '../scripts/services';
 import { behindProxies, type LatencyProxy } from '../test/support/latency-proxy';
 import type { Backend, BenchLock, BenchSubject } from './bench-subject';
 import { contend } from './contend';
@@ -15,17 +15,12 @@ import { distanceChart, distanceMarkdown, slopeOf, type DistanceRow } from './di
 import { handoffFigures, quantile, round, wallClockMs } from './stats';
 import { BENCH_SUBJECTS } from './subjects';
 
-/** The variables through which each backend's subjects find their servers. */
-const ENV_OF: Partial<Record<Backend, string>> = {
-  redis: 'LOCK_TEST_REDIS_URL',
-  redis5: 'LOCK_TEST_REDIS_URLS',
-  mysql: 'LOCK_TEST_MYSQL_URL',
-  postgres: 'LOCK_TEST_POSTGRES_URL',
-  etcd: 'LOCK_TEST_ETCD',
-  zookeeper: 'LOCK_TEST_ZOOKEEPER',
-  memcached: 'LOCK_TEST_MEMCACHED',
-};
 const TOPOLOGY_OF: Partial<Record<Backend, TopologyName>> = { redis: 'redis', redis5: 'redis5', mysql: 'mariadb', postgres: 'postgres', zookeeper: 'zookeeper', etcd: 'etcd', memcached: 'memcached' };
+/** The variable through which a backend's subjects find their servers: its topology's. */
+const envOf = (backend: Backend): string | undefined => {
+  const topology = TOPOLOGY_OF[backend];
+  return topology ? envVarOf(topology) : undefined;
+};
 const ROOT = resolve(__dirname, '..');
 const WARM_UP_MS = 300;
 
@@ -51,7 +46,7 @@ function parseDistanceArgs(argv: readonly string[]): DistanceArgs {
 
 /** Our strategies that live in a server (the in-process and SQLite ones have no distance to a server). */
 function distanceSubjects(only: readonly string[] | undefined): BenchSubject[] {
-  return BENCH_SUBJECTS.filter((subject) => subject.ours && ENV_OF[subject.backend] !== undefined && (!only || only.includes(subject.id) || only.includes(subject.backend)));
+  return BENCH_SUBJECTS.filter((subject) => subject.ours && envOf(subject.backend) !== undefined && (!only || only.includes(subject.id) || only.includes(subject.backend)));
 }
 
 /** One instance alone on one key: the acquisition's latency, and a whole acquire + release cycle's. */
@@ -92,7 +87,7 @@ async function atDistance(backends: ReadonlySet<Backend>, rttMs: number): Promis
   const proxies: LatencyProxy[] = [];
   const saved: Array<[string, string | undefined]> = [];
   for (const backend of backends) {
-    const name = ENV_OF[backend] as string;
+    const name = envOf(backend) as string;
     saved.push([name, process.env[name]]);
     process.env[name] = await behindProxies(process.env[name] as string, rttMs / 2, proxies);
   }

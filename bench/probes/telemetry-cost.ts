@@ -4,8 +4,8 @@
 // Runs the two loops (no observer; the OpenTelemetry observer with the benchmark's SDK) in turns, on one lock
 // service each, and prints µs per acquire + release and their difference. The SDK is installed before both
 // loops run, so its async context manager taxes both alike: the difference is the observer's recording.
-import { LockManager, LockService } from '@app/distributed-lock';
-import { InMemoryLockStrategy } from '@app/distributed-lock';
+import { InMemoryLockStrategy, LockManager, LockService } from '@app/distributed-lock';
+import { quantile } from '../stats';
 import { benchTelemetryObserver, benchTelemetrySetting } from '../telemetry-sdk';
 
 const iterations = Number(process.argv[2] ?? 20_000);
@@ -34,9 +34,8 @@ async function main(): Promise<void> {
     figures.plain.push(await loop(plain, 'p', iterations));
     figures.observed.push(await loop(observed, 'o', iterations));
   }
-  const median = (list: number[]): number => [...list].sort((a, b) => a - b)[Math.floor(list.length / 2)];
-  const p = median(figures.plain);
-  const o = median(figures.observed);
+  const p = quantile(figures.plain, 0.5);
+  const o = quantile(figures.observed, 0.5);
   console.log(`telemetry ${benchTelemetrySetting()}: ${iterations} × ${ROUNDS} rounds; µs per acquire + release, median of rounds`);
   console.log(`  no observer  ${p.toFixed(2)} µs   (rounds: ${figures.plain.map((x) => x.toFixed(2)).join(' ')})`);
   console.log(`  observer     ${o.toFixed(2)} µs   (rounds: ${figures.observed.map((x) => x.toFixed(2)).join(' ')})`);

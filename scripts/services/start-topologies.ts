@@ -20,14 +20,9 @@ export async function startTopologies(names: readonly TopologyName[], log: (line
   return running;
 }
 
-/**
- * Stops the topologies of `running` that were started here (not the user's own servers), and unsets their
- * variables, which would otherwise point a later start in this process at a server that is gone.
- */
+/** Stops the topologies of `running` that were started here, not the user's own servers (stopTopology unsets their variables). */
 export async function stopStarted(running: readonly RunningTopology[]): Promise<void> {
   for (const topology of running) {
-    if (!topology.managed) continue;
-    await stopTopology(topology.name);
-    delete process.env[topology.envVar];
+    if (topology.managed) await stopTopology(topology.name);
   }
 }

@@ -15,8 +15,8 @@ export const MAX_MEMCACHED_LEASE_MS = (MEMCACHED_MAX_RELATIVE_EXPIRY_S - 1) * 1_
  *
  * memcached counts time in whole seconds, with a clock it moves forward once a second: an item stored with
  * an expiry of N seconds lives more than N - 1 and at most N seconds, depending on where in the second it
- * was stored (`add` with 1 s can vanish after 100 ms: test/integration/memcached.int.spec.ts). So the lease is rounded up to whole seconds
- * and one second is added: the server never ends a lease before the holder's own clock does, and keeps a
+ * was stored (`add` with 1 s can vanish well before 1 s: test/integration/memcached.int.spec.ts). So the lease is
+ * rounded up to whole seconds and one second is added: the server never ends a lease before the holder's own clock does, and keeps a
  * crashed holder's lock at most ⌈ttl⌉ + 1 s. A lease that would need an expiry above 30 days (which memcached
  * would read as a Unix time) is refused with `InvalidLockOptionsError`, never shortened.
  */
