@@ -16,6 +16,12 @@ export interface ContractSubject {
    * `removeBehindBack` then aborts the holder's signal while the section runs, not at the next extension.
    */
   readonly pushesRemoval?: boolean;
+  /**
+   * For a subject that declares semaphores: delete every entry of semaphore `key` behind its holders' backs
+   * (its keys, nodes or rows), as an operator or a bug would. `pushesRemoval` says for permits too whether
+   * the holder is told at once or at its next extension.
+   */
+  removePermitsBehindBack?(key: string): Promise<void>;
   /** A server set-up the global setup does not start (ensembles, clusters): started for this suite only. */
   readonly topology?: TopologyName;
   /**

@@ -57,6 +57,8 @@ function startPermitHolder(subject: string, key: string, permits: number, ttlMs:
 export function describeSemaphoreContract(subject: ContractSubject): void {
   const semaphores = subject.capabilities.semaphores;
   if (!semaphores) throw new Error(`${subject.name} declares no semaphores`);
+  const removePermitsBehindBack = subject.removePermitsBehindBack?.bind(subject);
+  if (!removePermitsBehindBack) throw new Error(`${subject.name} declares semaphores but gives no removePermitsBehindBack`);
 
   describe(`semaphore contract: ${subject.name}`, () => {
     let strategy: LockStrategy;
@@ -228,6 +230,31 @@ export function describeSemaphoreContract(subject: ContractSubject): void {
       expect(error).toBeInstanceOf(LockLostError);
       expect((error as LockLostError).sectionResult).toEqual({ value: 'done' });
     }, 30_000);
+
+    it(`reports a permit deleted behind its holder ${subject.pushesRemoval ? 'at once' : 'at its next extension'}: withPermit rejects, and the place is free for the contender`, async () => {
+      const k = key();
+      // Pushed: a lease far longer than the bound, so only the push can tell in time. Otherwise a lease of 3 s,
+      // extended every second: the first extension must find the permit gone (not its expiry at 3 s).
+      const ttl = subject.pushesRemoval ? 60_000 : 3_000;
+      let told: unknown;
+      let token: number | undefined;
+      const section = locks.withPermit(
+        k,
+        async (permit) => {
+          token = permit.fencingToken;
+          await sleep(100); // past the moment a backend arms its watch on the holder's entry
+          await removePermitsBehindBack(k);
+          told = await abortedWithin(permit.signal, 2_500).catch((error: unknown) => error);
+        },
+        { permits: 1, ttl, autoExtend: true },
+      );
+      await expect(section).rejects.toBeInstanceOf(LockLostError);
+      expect(told).toBeInstanceOf(LockLostError);
+      expect((told as LockLostError).reason).toBe(subject.pushesRemoval ? 'removed' : 'extension-refused');
+      const next = await contender.acquirePermit(k, { permits: 1, waitTimeout: 5_000 });
+      if (semaphores.fencing) expect(next.fencingToken).toBeGreaterThan(token as number);
+      expect(await next.release()).toBe(true);
+    }, 20_000);
 
     it('runs withPermit’s function and gives the permit back on success and on failure', async () => {
       const k = key();

@@ -1,7 +1,9 @@
 import { InMemoryLockStrategy, type LockStrategy } from '@app/distributed-lock';
 import { RedisLockStrategy, RedlockStrategy } from '@app/distributed-lock/strategies/redis';
 import { Redis } from 'ioredis';
-import { redisLockKeys } from '../../libs/distributed-lock/src/strategies/redis/redis-keys';
+import { redisLockKeys, redisSemaphoreKeys } from '../../libs/distributed-lock/src/strategies/redis/redis-keys';
+import { etcdSemaphorePrefix } from '@app/distributed-lock/strategies/etcd/etcd-keys';
+import { zkLockPath, zkSemaphorePath } from '@app/distributed-lock/strategies/zookeeper/zookeeper-paths';
 import { AdvisoryLockStrategy, getLockName, PessimisticLockStrategy, postgresAdvisoryKey, RowLockStrategy } from '@app/distributed-lock/strategies/database';
 import { EtcdLockStrategy } from '@app/distributed-lock/strategies/etcd';
 import { Etcd3 } from 'etcd3';
@@ -21,13 +23,13 @@ function requiredEnv(name: string): string {
   return value;
 }
 
-/** Deletes a lock's key on the given Redis servers with a throwaway client, as an operator would. */
-async function deleteRedisLock(urls: readonly string[], key: string, namespace = 'dlock:'): Promise<void> {
+/** Deletes keys on the given Redis servers with a throwaway client, as an operator would. */
+async function deleteRedisKeys(urls: readonly string[], keys: readonly string[]): Promise<void> {
   await Promise.all(
     urls.map(async (url) => {
       const raw = new Redis(url, { maxRetriesPerRequest: 1 });
       try {
-        await raw.del(redisLockKeys(namespace, key).keys[0]);
+        await raw.del(...keys);
       } finally {
         raw.disconnect();
       }
@@ -35,13 +37,16 @@ async function deleteRedisLock(urls: readonly string[], key: string, namespace =
   );
 }
 
+/** Deletes a lock's key on the given Redis servers. */
+const deleteRedisLock = (urls: readonly string[], key: string, namespace = 'dlock:'): Promise<void> => deleteRedisKeys(urls, [redisLockKeys(namespace, key).keys[0]]);
+
 const redisUrls = (): string[] => requiredEnv('LOCK_TEST_REDIS_URLS').split(',');
 
-/** Deletes a lock's key in a Redis Cluster with a throwaway client, which finds the key's master itself. */
-async function deleteClusterLock(urls: string, key: string): Promise<void> {
+/** Deletes keys (of one hash slot) in a Redis Cluster with a throwaway client, which finds their master itself. */
+async function deleteClusterKeys(urls: string, keys: readonly string[]): Promise<void> {
   const raw = clusterClient(urls);
   try {
-    await raw.del(redisLockKeys('dlock:', key).keys[0]);
+    await raw.del(...keys);
   } finally {
     raw.disconnect();
   }
@@ -68,26 +73,25 @@ async function adminQuery(options: DataSourceOptions, sql: string, parameters: u
   }
 }
 
-/** Deletes every contender key of a lock in etcd, as an operator would with `etcdctl del --prefix`. */
-async function deleteEtcdLock(hosts: string, key: string): Promise<void> {
+/** Deletes every key under `prefix` in etcd, as an operator would with `etcdctl del --prefix`. */
+async function deleteEtcdPrefix(hosts: string, prefix: string): Promise<void> {
   const raw = new Etcd3({ hosts: hosts.split(',') });
   try {
-    await raw.delete().prefix(`dlock/${encodeURIComponent(key)}/`).exec();
+    await raw.delete().prefix(prefix).exec();
   } finally {
     raw.close();
   }
 }
 
-/** Deletes every contender node of a lock in ZooKeeper with a client of its own, as an operator would. */
-async function deleteZooKeeperLock(connect: string, key: string): Promise<void> {
+/** Deletes every child of `path` (a lock's contenders, a semaphore's permits) in ZooKeeper with a client of its own, as an operator would. */
+async function deleteZooKeeperChildren(connect: string, path: string): Promise<void> {
   const raw = new ZooKeeper({ connect, timeout: 5_000, debug_level: ZooKeeper.constants.ZOO_LOG_LEVEL_ERROR, host_order_deterministic: false });
   await new Promise<void>((resolve) => {
     raw.once('connect', () => resolve());
     raw.init({});
   });
   try {
-    const lockPath = `/dlock/${encodeURIComponent(key).replace(/\./g, '%2E')}`;
-    for (const child of await raw.get_children(lockPath, false)) await raw.delete_(`${lockPath}/${child}`, -1);
+    for (const child of await raw.get_children(path, false)) await raw.delete_(`${path}/${child}`, -1);
   } finally {
     raw.close();
   }
@@ -158,25 +162,29 @@ export const subjects: readonly ContractSubject[] = [
     // Each client closes only itself: closing one instance must not close "the server" for the others.
     create: async () => clientOf((memoryServer ??= new InMemoryLockStrategy())),
     removeBehindBack: async (_strategy: LockStrategy, key: string) => memoryServer?.forceRelease(key),
+    removePermitsBehindBack: async (key) => memoryServer?.semaphore.forceRelease(key),
   },
   {
     name: 'redis (fair)',
     capabilities: { fencing: true, fifo: true, sharedLocks: true, crossProcess: true, semaphores: { fifo: true, fencing: true } },
     create: async () => new RedisLockStrategy({ connection: requiredEnv('LOCK_TEST_REDIS_URL') }),
     removeBehindBack: (_strategy, key) => deleteRedisLock([requiredEnv('LOCK_TEST_REDIS_URL')], key),
+    removePermitsBehindBack: (key) => deleteRedisKeys([requiredEnv('LOCK_TEST_REDIS_URL')], redisSemaphoreKeys('dlock:', key).keys),
   },
   {
     name: 'redis (barging)',
     capabilities: { fencing: true, fifo: false, sharedLocks: true, crossProcess: true, semaphores: { fifo: true, fencing: true } },
     create: async () => new RedisLockStrategy({ connection: requiredEnv('LOCK_TEST_REDIS_URL'), fair: false, name: 'redis-barging' }),
     removeBehindBack: (_strategy, key) => deleteRedisLock([requiredEnv('LOCK_TEST_REDIS_URL')], key),
+    removePermitsBehindBack: (key) => deleteRedisKeys([requiredEnv('LOCK_TEST_REDIS_URL')], redisSemaphoreKeys('dlock:', key).keys),
   },
   {
     name: 'redis (Cluster, 3 masters)',
     capabilities: { fencing: true, fifo: true, sharedLocks: true, crossProcess: true, semaphores: { fifo: true, fencing: true } },
     topology: 'redis-cluster',
     create: async () => clusterStrategy(requiredEnv('LOCK_TEST_REDIS_CLUSTER'), { name: 'redis-cluster' }),
-    removeBehindBack: (_strategy, key) => deleteClusterLock(requiredEnv('LOCK_TEST_REDIS_CLUSTER'), key),
+    removeBehindBack: (_strategy, key) => deleteClusterKeys(requiredEnv('LOCK_TEST_REDIS_CLUSTER'), [redisLockKeys('dlock:', key).keys[0]]),
+    removePermitsBehindBack: (key) => deleteClusterKeys(requiredEnv('LOCK_TEST_REDIS_CLUSTER'), redisSemaphoreKeys('dlock:', key).keys),
   },
   {
     name: 'redlock (5 masters)',
@@ -191,6 +199,9 @@ export const subjects: readonly ContractSubject[] = [
     removeBehindBack: async (_strategy, key) => {
       await adminQuery(mysqlOptions(), 'DELETE FROM distributed_lock_leases WHERE lock_key = ?', [key]);
     },
+    removePermitsBehindBack: async (key) => {
+      await adminQuery(mysqlOptions(), 'DELETE FROM distributed_lock_permits WHERE semaphore_key = ?', [key]);
+    },
   },
   {
     name: 'row (SQLite)',
@@ -199,6 +210,9 @@ export const subjects: readonly ContractSubject[] = [
     removeBehindBack: async (_strategy, key) => {
       await adminQuery(sqliteOptions(), 'DELETE FROM distributed_lock_leases WHERE lock_key = ?', [key]);
     },
+    removePermitsBehindBack: async (key) => {
+      await adminQuery(sqliteOptions(), 'DELETE FROM distributed_lock_permits WHERE semaphore_key = ?', [key]);
+    },
   },
   {
     name: 'row (PostgreSQL)',
@@ -206,6 +220,9 @@ export const subjects: readonly ContractSubject[] = [
     create: async () => new RowLockStrategy({ connection: postgresOptions(), name: 'database-postgres' }),
     removeBehindBack: async (_strategy, key) => {
       await adminQuery(postgresOptions(), 'DELETE FROM distributed_lock_leases WHERE lock_key = $1', [key]);
+    },
+    removePermitsBehindBack: async (key) => {
+      await adminQuery(postgresOptions(), 'DELETE FROM distributed_lock_permits WHERE semaphore_key = $1', [key]);
     },
   },
   {
@@ -241,7 +258,8 @@ export const subjects: readonly ContractSubject[] = [
     pushesRemoval: true,
     capabilities: { fencing: true, fifo: true, sharedLocks: true, crossProcess: true, semaphores: { fifo: true, fencing: true } },
     create: async () => new EtcdLockStrategy({ connection: { hosts: requiredEnv('LOCK_TEST_ETCD').split(',') } }),
-    removeBehindBack: (_strategy, key) => deleteEtcdLock(requiredEnv('LOCK_TEST_ETCD'), key),
+    removeBehindBack: (_strategy, key) => deleteEtcdPrefix(requiredEnv('LOCK_TEST_ETCD'), `dlock/${encodeURIComponent(key)}/`),
+    removePermitsBehindBack: (key) => deleteEtcdPrefix(requiredEnv('LOCK_TEST_ETCD'), etcdSemaphorePrefix('dlock/', key)),
   },
   {
     name: 'etcd (3-node cluster)',
@@ -249,14 +267,16 @@ export const subjects: readonly ContractSubject[] = [
     capabilities: { fencing: true, fifo: true, sharedLocks: true, crossProcess: true, semaphores: { fifo: true, fencing: true } },
     topology: 'etcd3',
     create: async () => new EtcdLockStrategy({ connection: { hosts: requiredEnv('LOCK_TEST_ETCD_CLUSTER').split(',') }, name: 'etcd-cluster' }),
-    removeBehindBack: (_strategy, key) => deleteEtcdLock(requiredEnv('LOCK_TEST_ETCD_CLUSTER'), key),
+    removeBehindBack: (_strategy, key) => deleteEtcdPrefix(requiredEnv('LOCK_TEST_ETCD_CLUSTER'), `dlock/${encodeURIComponent(key)}/`),
+    removePermitsBehindBack: (key) => deleteEtcdPrefix(requiredEnv('LOCK_TEST_ETCD_CLUSTER'), etcdSemaphorePrefix('dlock/', key)),
   },
   {
     name: 'zookeeper (standalone)',
     pushesRemoval: true,
     capabilities: { fencing: true, fifo: true, sharedLocks: true, crossProcess: true, semaphores: { fifo: true, fencing: true } },
     create: async () => new ZooKeeperLockStrategy({ connect: requiredEnv('LOCK_TEST_ZOOKEEPER'), sessionTimeout: 4_000 }),
-    removeBehindBack: (_strategy, key) => deleteZooKeeperLock(requiredEnv('LOCK_TEST_ZOOKEEPER'), key),
+    removeBehindBack: (_strategy, key) => deleteZooKeeperChildren(requiredEnv('LOCK_TEST_ZOOKEEPER'), zkLockPath('/dlock', key)),
+    removePermitsBehindBack: (key) => deleteZooKeeperChildren(requiredEnv('LOCK_TEST_ZOOKEEPER'), zkSemaphorePath('/dlock', key)),
   },
   {
     name: 'zookeeper (3-node ensemble)',
@@ -264,7 +284,8 @@ export const subjects: readonly ContractSubject[] = [
     capabilities: { fencing: true, fifo: true, sharedLocks: true, crossProcess: true, semaphores: { fifo: true, fencing: true } },
     topology: 'zookeeper3',
     create: async () => new ZooKeeperLockStrategy({ connect: requiredEnv('LOCK_TEST_ZOOKEEPER_ENSEMBLE'), sessionTimeout: 4_000, name: 'zookeeper-ensemble' }),
-    removeBehindBack: (_strategy, key) => deleteZooKeeperLock(requiredEnv('LOCK_TEST_ZOOKEEPER_ENSEMBLE'), key),
+    removeBehindBack: (_strategy, key) => deleteZooKeeperChildren(requiredEnv('LOCK_TEST_ZOOKEEPER_ENSEMBLE'), zkLockPath('/dlock', key)),
+    removePermitsBehindBack: (key) => deleteZooKeeperChildren(requiredEnv('LOCK_TEST_ZOOKEEPER_ENSEMBLE'), zkSemaphorePath('/dlock', key)),
   },
   memcachedSubject(),
 ];
@@ -282,6 +303,9 @@ export const fastPathsOffSubjects: readonly ContractSubject[] = [
     removeBehindBack: async (_strategy, key) => {
       await adminQuery(mysqlOptions(), 'DELETE FROM distributed_lock_leases WHERE lock_key = ?', [key]);
     },
+    removePermitsBehindBack: async (key) => {
+      await adminQuery(mysqlOptions(), 'DELETE FROM distributed_lock_permits WHERE semaphore_key = ?', [key]);
+    },
   },
   {
     name: 'pessimistic (MariaDB, fastPaths: false)',
@@ -295,7 +319,8 @@ export const fastPathsOffSubjects: readonly ContractSubject[] = [
     pushesRemoval: true,
     capabilities: { fencing: true, fifo: true, sharedLocks: true, crossProcess: true, semaphores: { fifo: true, fencing: true } },
     create: async () => new ZooKeeperLockStrategy({ connect: requiredEnv('LOCK_TEST_ZOOKEEPER'), sessionTimeout: 4_000, name: 'zookeeper-public-api', fastPaths: false }),
-    removeBehindBack: (_strategy, key) => deleteZooKeeperLock(requiredEnv('LOCK_TEST_ZOOKEEPER'), key),
+    removeBehindBack: (_strategy, key) => deleteZooKeeperChildren(requiredEnv('LOCK_TEST_ZOOKEEPER'), zkLockPath('/dlock', key)),
+    removePermitsBehindBack: (key) => deleteZooKeeperChildren(requiredEnv('LOCK_TEST_ZOOKEEPER'), zkSemaphorePath('/dlock', key)),
   },
 ];
 

@@ -2,10 +2,11 @@ import { Etcd3, type IOptions } from 'etcd3';
 import { randomUUID } from 'node:crypto';
 import { LockBackendUnavailableError, LockManager, LockPermissionDeniedError, LockService } from '@app/distributed-lock';
 import { EtcdLockStrategy, type EtcdLeaseGrant } from '@app/distributed-lock/strategies/etcd';
-import { etcdLockPrefix } from '@app/distributed-lock/strategies/etcd/etcd-keys';
+import { etcdLockPrefix, etcdSemaphorePrefix } from '@app/distributed-lock/strategies/etcd/etcd-keys';
 import { startTopology, stopTopology, type RunningTopology } from '../../scripts/services';
 import { ETCD_SECURE, etcdSecureCredentials } from '../../scripts/services/etcd-secure';
 import { describeLockStrategyContract } from '../contract/lock-strategy.contract';
+import type { ContractSubject } from '../contract/contract-subject';
 import { describeSemaphoreContract } from '../contract/semaphore.contract';
 import { captureOutput, errorTexts, leaksOf, recordEvents } from '../support/secret-scan';
 
@@ -37,33 +38,29 @@ afterAll(async () => {
   if (topology?.managed) await stopTopology(topology.name);
 }, 30_000);
 
-// The contract suite through TLS and the narrow role: all of it but the cross-process fuzz, which starts
-// workers by subject name (its protocol is the same over any transport).
-describeLockStrategyContract({
+/** Deletes every key under `prefix` as an operator of the lock prefix: the library's own role. */
+async function deletePrefixAsOperator(prefix: string): Promise<void> {
+  const operator = new Etcd3(connection(lockUser));
+  try {
+    await operator.delete().prefix(prefix).exec();
+  } finally {
+    operator.close();
+  }
+}
+
+// The contract suite, locks and semaphores (permits live under the lock prefix too), through TLS and the
+// narrow role: all of it but the cross-process parts, which start workers by subject name (their protocol
+// is the same over any transport).
+const secureSubject: ContractSubject = {
   name: 'etcd (TLS, client certificates, RBAC user limited to the lock prefix)',
   pushesRemoval: true,
-  capabilities: { fencing: true, fifo: true, sharedLocks: true, crossProcess: false },
-  create: async () => new EtcdLockStrategy({ connection: connection(lockUser), name: 'etcd-secure' }),
-  // An operator of the lock prefix: the library's own role.
-  removeBehindBack: async (_strategy, key) => {
-    const operator = new Etcd3(connection(lockUser));
-    try {
-      await operator.delete().prefix(etcdLockPrefix(ETCD_SECURE.prefix, key)).exec();
-    } finally {
-      operator.close();
-    }
-  },
-});
-
-// The semaphore part of the contract through the same role (permits live under the lock prefix too).
-describeSemaphoreContract({
-  name: 'etcd (TLS, client certificates, RBAC user limited to the lock prefix)',
   capabilities: { fencing: true, fifo: true, sharedLocks: true, crossProcess: false, semaphores: { fifo: true, fencing: true } },
   create: async () => new EtcdLockStrategy({ connection: connection(lockUser), name: 'etcd-secure' }),
-  removeBehindBack: async () => {
-    throw new Error('the semaphore contract removes no lock');
-  },
-});
+  removeBehindBack: (_strategy, key) => deletePrefixAsOperator(etcdLockPrefix(ETCD_SECURE.prefix, key)),
+  removePermitsBehindBack: (key) => deletePrefixAsOperator(etcdSemaphorePrefix(ETCD_SECURE.prefix, key)),
+};
+describeLockStrategyContract(secureSubject);
+describeSemaphoreContract(secureSubject);
 
 describe('etcd strategy under RBAC: strangers and missing permissions', () => {
   const managers: LockManager[] = [];

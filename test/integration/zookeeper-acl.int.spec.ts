@@ -5,6 +5,7 @@ import { zkErrorCode, ZK_ERRORS, type ZooKeeperLockClient } from '@app/distribut
 import { zkLockPath, zkSemaphorePath } from '@app/distributed-lock/strategies/zookeeper/zookeeper-paths';
 import { ZooKeeperSession } from '@app/distributed-lock/strategies/zookeeper/zookeeper-session';
 import { describeLockStrategyContract } from '../contract/lock-strategy.contract';
+import type { ContractSubject } from '../contract/contract-subject';
 import { describeSemaphoreContract } from '../contract/semaphore.contract';
 import { captureOutput, errorTexts, leaksOf, recordEvents } from '../support/secret-scan';
 
@@ -24,34 +25,30 @@ const digestId = (user: string, password: string): string => `${user}:${createHa
 /** The base of the contract suite's locks. */
 const CONTRACT_BASE = `/dlock-acl-contract-${run}`;
 
-// The contract suite with digest auth and the creator-only ACL: all of it but the cross-process fuzz,
-// which starts workers by subject name. Removing a lock behind its holder's back takes the identity too.
-/** The same identity for the semaphore part of the contract (all but its cross-process part, for the same reason). */
-describeSemaphoreContract({
-  name: 'zookeeper (digest auth, creator-only ACL)',
-  capabilities: { fencing: true, fifo: true, sharedLocks: true, crossProcess: false, semaphores: { fifo: true, fencing: true } },
-  create: async () => new ZooKeeperLockStrategy({ connect: connect(), basePath: CONTRACT_BASE, digestAuth: `locksvc:${OWNER_PASSWORD}`, sessionTimeout: 4_000 }),
-  removeBehindBack: async () => {
-    throw new Error('the semaphore contract removes no lock');
-  },
-});
+/** Deletes every child of `path` as an operator with the identity would: nobody else may (see below). */
+async function deleteChildrenAsOperator(path: string): Promise<void> {
+  const operator = new ZooKeeperSession({ connect: connect(), digestAuth: `locksvc:${OWNER_PASSWORD}` }, 'operator', 10_000);
+  try {
+    const client = await operator.client();
+    for (const child of await client.get_children(path, false)) await client.delete_(`${path}/${child}`, -1);
+  } finally {
+    await operator.close();
+  }
+}
 
-describeLockStrategyContract({
+// The contract suite, locks and semaphores, with digest auth and the creator-only ACL: all of it but the
+// cross-process parts, which start workers by subject name. Removing an entry behind its holder's back
+// takes the identity too.
+const digestSubject: ContractSubject = {
   name: 'zookeeper (digest auth, creator-only ACL)',
   pushesRemoval: true,
-  capabilities: { fencing: true, fifo: true, sharedLocks: true, crossProcess: false },
+  capabilities: { fencing: true, fifo: true, sharedLocks: true, crossProcess: false, semaphores: { fifo: true, fencing: true } },
   create: async () => new ZooKeeperLockStrategy({ connect: connect(), basePath: CONTRACT_BASE, digestAuth: `locksvc:${OWNER_PASSWORD}`, sessionTimeout: 4_000 }),
-  removeBehindBack: async (_strategy, key) => {
-    const operator = new ZooKeeperSession({ connect: connect(), digestAuth: `locksvc:${OWNER_PASSWORD}` }, 'operator', 10_000);
-    try {
-      const client = await operator.client();
-      const lockPath = zkLockPath(CONTRACT_BASE, key);
-      for (const child of await client.get_children(lockPath, false)) await client.delete_(`${lockPath}/${child}`, -1);
-    } finally {
-      await operator.close();
-    }
-  },
-});
+  removeBehindBack: (_strategy, key) => deleteChildrenAsOperator(zkLockPath(CONTRACT_BASE, key)),
+  removePermitsBehindBack: (key) => deleteChildrenAsOperator(zkSemaphorePath(CONTRACT_BASE, key)),
+};
+describeLockStrategyContract(digestSubject);
+describeSemaphoreContract(digestSubject);
 
 /** The error a promise rejects with (fails the test if it resolves). */
 async function rejection(promise: Promise<unknown>): Promise<unknown> {
