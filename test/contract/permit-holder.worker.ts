@@ -1,5 +1,6 @@
 // Holds one permit until killed. Usage: permit-holder.worker <subject> <key> <permits> <ttlMs>
-// Prints "held <token|->" once it holds the permit. Bounded: it exits by itself after 60 s.
+// Prints "held <token|->" once it holds the permit, and "lost <reason>" if it is told it lost it. Bounded: it
+// exits by itself after 60 s.
 import { LockManager, LockService } from '@app/distributed-lock';
 import { subjectNamed } from './subjects';
 
@@ -8,6 +9,7 @@ async function main(): Promise<void> {
   const manager = new LockManager(await subjectNamed(subject).create());
   const permit = await new LockService(manager).acquirePermit(key, { permits: Number(permits), ttl: Number(ttl), autoExtend: true, waitTimeout: 20_000 });
   process.stdout.write(`held ${permit.fencingToken ?? '-'}\n`);
+  permit.signal.addEventListener('abort', () => process.stdout.write(`lost ${(permit.signal.reason as { reason?: string }).reason ?? 'unknown'}\n`));
   setTimeout(() => process.exit(0), 60_000);
 }
 

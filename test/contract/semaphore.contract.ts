@@ -1,7 +1,8 @@
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { join, resolve } from 'node:path';
 import {
+  DistributedLockError,
   InvalidLockKeyError,
   InvalidLockOptionsError,
   LockAcquireAbortedError,
@@ -22,7 +23,17 @@ const sleep = (ms: number): Promise<void> => new Promise((done) => setTimeout(do
 const ROOT = resolve(__dirname, '..', '..');
 
 /** A process holding one permit of `key` until it is killed (see permit-holder.worker.ts). */
-function startPermitHolder(subject: string, key: string, permits: number, ttlMs: number): Promise<{ kill: () => void; exited: Promise<unknown> }> {
+interface PermitHolderProcess {
+  readonly child: ChildProcess;
+  /** The fencing token it got, if the backend fences. */
+  readonly token: number | undefined;
+  /** Everything it printed. */
+  output(): string;
+  kill(): void;
+  readonly exited: Promise<unknown>;
+}
+
+function startPermitHolder(subject: string, key: string, permits: number, ttlMs: number): Promise<PermitHolderProcess> {
   return new Promise((done, fail) => {
     const child = spawn(process.execPath, ['--import', 'tsx', join(__dirname, 'permit-holder.worker.ts'), subject, key, String(permits), String(ttlMs)], {
       cwd: ROOT,
@@ -30,6 +41,8 @@ function startPermitHolder(subject: string, key: string, permits: number, ttlMs:
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let err = '';
+    let out = '';
+    let holding = false;
     const exited = new Promise((exit) => child.on('exit', exit));
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
@@ -37,9 +50,12 @@ function startPermitHolder(subject: string, key: string, permits: number, ttlMs:
     }, 30_000);
     child.stderr.on('data', (chunk: Buffer) => (err += chunk.toString()));
     child.stdout.on('data', (chunk: Buffer) => {
-      if (!chunk.toString().includes('held ')) return;
+      out += chunk.toString();
+      const held = /held (\S+)/.exec(out);
+      if (!held || holding) return;
+      holding = true;
       clearTimeout(timer);
-      done({ kill: () => child.kill('SIGKILL'), exited });
+      done({ child, token: held[1] === '-' ? undefined : Number(held[1]), output: () => out, kill: () => child.kill('SIGKILL'), exited });
     });
     child.on('exit', (code) => {
       clearTimeout(timer);
@@ -292,6 +308,49 @@ export function describeSemaphoreContract(subject: ContractSubject): void {
       await next.release();
     }, 20_000);
 
+    it('ends a permit wait at close() with a typed error, and its place in the queue keeps nobody waiting', async () => {
+      const k = key();
+      const holder = await locks.acquirePermit(k, { permits: 1 });
+      const closing = new LockManager(await subject.create());
+      const started = Date.now();
+      const waiter = new LockService(closing).acquirePermit(k, { permits: 1, waitTimeout: 10_000 }).catch((e: unknown) => e);
+      await sleep(200); // in the queue
+      await closing.close();
+      const error = await waiter;
+      expect(error).toBeInstanceOf(DistributedLockError);
+      expect(Date.now() - started).toBeLessThan(200 + 3_000);
+      // The closed waiter left the line: the next one is served at the release, not after a dead place's claim.
+      const next = contender.acquirePermit(k, { permits: 1, waitTimeout: 1_000 });
+      await sleep(100);
+      expect(await holder.release()).toBe(true);
+      expect(await (await next).release()).toBe(true);
+    }, 20_000);
+
+    it('takes a permit from a section still running at close() and tells its holder (LockLostError "closed")', async () => {
+      const k = key();
+      const closing = new LockManager(await subject.create());
+      let closeDone: Promise<unknown> = Promise.resolve();
+      const section = new LockService(closing)
+        .withPermit(
+          k,
+          async (permit) => {
+            closeDone = closing.close();
+            await sleep(300);
+            return permit.signal.aborted ? 'told' : 'not told';
+          },
+          { permits: 1 },
+        )
+        .catch((e: unknown) => e);
+      const error = await section;
+      await closeDone;
+      expect(error).toBeInstanceOf(LockLostError);
+      expect((error as LockLostError).reason).toBe('closed');
+      expect((error as LockLostError).sectionResult).toEqual({ value: 'told' });
+      const next = await contender.tryAcquirePermit(k, { permits: 1 });
+      expect(next).not.toBeNull();
+      await next?.release();
+    });
+
     it('rejects bad input with a typed error before any server is touched', async () => {
       const counting = countingProxy(strategy);
       const service = new LockService(new LockManager(counting.strategy));
@@ -391,6 +450,27 @@ export function describeSemaphoreContract(subject: ContractSubject): void {
         expect(outcome.sections).toBe(3 * 2 * 8);
         expect(outcome.peak).toBe(2);
       }, 90_000);
+
+      it('lets the next holder in past a frozen (SIGSTOP) holder’s lease, and tells the woken holder it lost its permit', async () => {
+        const k = key();
+        const holder = await startPermitHolder(subject.name, k, 1, 1_000);
+        try {
+          process.kill(holder.child.pid as number, 'SIGSTOP');
+          // The lease (1 s, or the backend's session or lease for ZooKeeper and etcd) lets the next one in.
+          const next = await locks.acquirePermit(k, { permits: 1, waitTimeout: 20_000 });
+          if (semaphores.fencing) expect(next.fencingToken).toBeGreaterThan(holder.token as number);
+          process.kill(holder.child.pid as number, 'SIGCONT');
+          for (let waited = 0; !/lost \S+/.test(holder.output()); waited += 50) {
+            if (waited > 5_000) throw new Error(`the woken holder was not told within 5 s: ${holder.output()}`);
+            await sleep(50);
+          }
+          expect(holder.output()).toMatch(/lost (expired|extension-refused|removed|session-ended)/);
+          expect(await next.release()).toBe(true);
+        } finally {
+          holder.kill();
+          await holder.exited;
+        }
+      }, 60_000);
 
       it('gives a SIGKILLed holder’s permit back at its lease end', async () => {
         const k = key();
