@@ -4,7 +4,7 @@ import { Redis } from 'ioredis';
 import { LockManager, LockPermissionDeniedError, LockService } from '@app/distributed-lock';
 import { RedisLockStrategy } from '@app/distributed-lock/strategies/redis';
 import { redisAclRules } from '../../libs/distributed-lock/src/strategies/redis/redis-acl';
-import { redisLockKeys } from '../../libs/distributed-lock/src/strategies/redis/redis-keys';
+import { redisLockKeys, redisSemaphoreKeys } from '../../libs/distributed-lock/src/strategies/redis/redis-keys';
 import { REDIS_TLS, startTopology, stopTopology, type RunningTopology } from '../../scripts/services';
 import { describeLockStrategyContract } from '../contract/lock-strategy.contract';
 import { ensureSecurePackages, redisTlsOptions } from '../support/secure-servers';
@@ -118,6 +118,31 @@ describe('Redis with TLS and ACL users', () => {
     expect(error.grant).toBe(`ACL SETUSER <user> ${redisAclRules('dlock:')}`);
     expect(error.strategy).toBe(`redis-tls-${name}`);
     expect(error.message).toContain('~dlock:*');
+  });
+
+  it('lets a user with exactly the documented rules resize a semaphore whose holder crashed and whose waiter died in line', async () => {
+    const name = `permits-${randomUUID().slice(0, 6)}`;
+    await user(name, redisAclRules('dlock:'));
+    const key = `tls:${run}:${name}`;
+    const request = (owner: string, ttlMs: number) => ({ key, owner, ttlMs, mode: 'exclusive', permits: 1, weight: 1 }) as const;
+    // A holder that never comes back (the raw semaphore: no watchdog, no release), and a waiter whose
+    // process went away in line (its client closed: its place is never refreshed again, nor left).
+    const crashed = new RedisLockStrategy({ connection: redisTlsOptions(name, `${name}-pw`), name: `redis-tls-${name}-crashed` });
+    const dying = new RedisLockStrategy({ connection: redisTlsOptions(name, `${name}-pw`), name: `redis-tls-${name}-dying` });
+    closers.push(() => crashed.close());
+    expect(await crashed.semaphore.tryAcquire(request(`crashed-${run}`, 300))).not.toBeNull();
+    void dying.semaphore.acquire(request(`dying-${run}`, 30_000), { signal: new AbortController().signal, timeoutMs: 20_000 }).catch(() => undefined);
+    const queue = redisSemaphoreKeys('dlock:', key).keys[1];
+    for (let tries = 0; (await operator.zcard(queue)) < 1; tries += 1) {
+      if (tries > 100) throw new Error('the waiter never joined the queue');
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    await dying.close();
+    await new Promise((resolve) => setTimeout(resolve, 2_000)); // past the holder's lease and the waiter's 1.5 s in line
+    // Another size: nobody holds and nobody lives in line, so the semaphore forgets its size and its dead queue.
+    const permit = await locksAs(name, `${name}-pw`).acquirePermit(key, { permits: 3 });
+    expect(permit.permits).toBe(3);
+    expect(await permit.release()).toBe(true);
   });
 
   it.each([

@@ -10,10 +10,10 @@ export const REDIS_CLIENT_COMMANDS = ['evalsha', 'eval', 'subscribe', 'unsubscri
 /**
  * The commands the Lua scripts call: Redis checks a script's every `redis.call` against the user's ACL
  * too, so the user needs them although the client never sends them itself. Kept in step with
- * redis-lock.scripts.ts by redis-acl.spec.ts.
+ * redis-lock.scripts.ts and redis-semaphore.scripts.ts by redis-acl.spec.ts.
  */
 export const REDIS_SCRIPT_COMMANDS = [
-  'exists', 'hdel', 'hget', 'hincrby', 'hmget', 'hset', 'incr', 'pexpire', 'pttl', 'publish', 'set', 'time',
+  'del', 'exists', 'hdel', 'hget', 'hincrby', 'hmget', 'hset', 'incr', 'pexpire', 'pttl', 'publish', 'set', 'time',
   'zadd', 'zcard', 'zrange', 'zrangebyscore', 'zremrangebyscore', 'zrem', 'zscore',
 ] as const;
 
@@ -21,7 +21,7 @@ export const REDIS_SCRIPT_COMMANDS = [
  * What Redlock's own scripts call on its masters besides the single-instance ones (the first master keeps
  * the line with those): one user serves every master. Kept in step by redis-acl.spec.ts.
  */
-export const REDLOCK_EXTRA_SCRIPT_COMMANDS = ['del', 'get'] as const;
+export const REDLOCK_EXTRA_SCRIPT_COMMANDS = ['get'] as const;
 
 /**
  * The least ACL rules under which `RedisLockStrategy` (or, with `redlock`, `RedlockStrategy` on each
