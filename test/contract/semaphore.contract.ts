@@ -312,8 +312,12 @@ export function describeSemaphoreContract(subject: ContractSubject): void {
       const k = key();
       const holder = await locks.acquirePermit(k, { permits: 1 });
       const closing = new LockManager(await subject.create());
+      const waiterSide = new LockService(closing);
+      // Its connections and session open first (another key), so that the wait below is in the queue well
+      // within the 200 ms before close().
+      await (await waiterSide.acquirePermit(`${k}:warm-up`, { permits: 1 })).release();
       const started = Date.now();
-      const waiter = new LockService(closing).acquirePermit(k, { permits: 1, waitTimeout: 10_000 }).catch((e: unknown) => e);
+      const waiter = waiterSide.acquirePermit(k, { permits: 1, waitTimeout: 10_000 }).catch((e: unknown) => e);
       await sleep(200); // in the queue
       await closing.close();
       const error = await waiter;
@@ -349,7 +353,7 @@ export function describeSemaphoreContract(subject: ContractSubject): void {
       const next = await contender.tryAcquirePermit(k, { permits: 1 });
       expect(next).not.toBeNull();
       await next?.release();
-    });
+    }, 20_000);
 
     it('rejects bad input with a typed error before any server is touched', async () => {
       const counting = countingProxy(strategy);

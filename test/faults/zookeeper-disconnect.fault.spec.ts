@@ -74,11 +74,12 @@ async function abortTime(signal: AbortSignal, withinMs: number): Promise<number 
 /**
  * The promise (README, docs/strategies/zookeeper.md): a holder cut off at time c is told between about
  * c + 0.65 × and c + 0.9 × the session timeout, so before the server could expire its session and let
- * another in. 300 ms of room above for the timers of a loaded machine, never reaching the timeout itself.
+ * another in. 300 ms of room either side for the timers of a loaded machine (a late probe moves the lower
+ * end), never reaching the timeout itself.
  */
 function expectToldAsPromised(toldAfterMs: number | undefined): void {
   expect(toldAfterMs).toBeDefined();
-  expect(toldAfterMs).toBeGreaterThanOrEqual(SESSION_TIMEOUT_MS * 0.65 - 100);
+  expect(toldAfterMs).toBeGreaterThanOrEqual(SESSION_TIMEOUT_MS * 0.65 - 300);
   expect(toldAfterMs).toBeLessThan(Math.min(SESSION_TIMEOUT_MS * 0.9 + 300, SESSION_TIMEOUT_MS));
 }
 

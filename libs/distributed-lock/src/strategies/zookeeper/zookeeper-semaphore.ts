@@ -29,6 +29,8 @@ export interface ZooKeeperSemaphoreDeps {
 /** A permit node of ours: held or waiting, with the timer of its lease and the watch on its session once held. */
 interface PermitNode {
   readonly path: string;
+  /** The semaphore's key, for the errors about the node. */
+  readonly key: string;
   timer?: NodeJS.Timeout;
   stopWatchingSession?: () => void;
   /** Told when the permit is lost: its lease ends here, its node is deleted, its session ends. */
@@ -136,7 +138,7 @@ export class ZooKeeperSemaphore implements SemaphoreStrategy {
       this.deps.orphans.adopt(semaphorePath, prefix);
       throw error;
     }
-    const node: PermitNode = { path, listeners: new Set() };
+    const node: PermitNode = { path, key: request.key, listeners: new Set() };
     this.nodes.set(request.owner, node);
     const name = path.slice(semaphorePath.length + 1);
     try {
@@ -204,7 +206,7 @@ export class ZooKeeperSemaphore implements SemaphoreStrategy {
   private watchSession(owner: string, node: PermitNode, client: ZooKeeperLockClient): void {
     node.stopWatchingSession = this.deps.session.onExpired((end) => {
       if (!this.lost(owner, node, 'session-ended')) return;
-      if (end === 'given-up') void this.deleteNode(node.path).catch(() => false);
+      if (end === 'given-up') void this.deleteNode(node).catch(() => false);
     }, client);
   }
 
@@ -230,18 +232,18 @@ export class ZooKeeperSemaphore implements SemaphoreStrategy {
   /** Deletes our node, which wakes the waiters behind it; resolves false when it was already gone. */
   private async leave(owner: string): Promise<boolean> {
     const node = this.forget(owner);
-    return node ? this.deleteNode(node.path) : false;
+    return node ? this.deleteNode(node) : false;
   }
 
   /** Deletes a node; one whose answer was lost with the connection is left to the orphan sweeper (the error still surfaces). */
-  private async deleteNode(path: string): Promise<boolean> {
+  private async deleteNode({ path, key }: PermitNode): Promise<boolean> {
     try {
       const client = await this.deps.session.client();
       await client.delete_(path, -1);
       return true;
     } catch (error) {
       if (zkErrorCode(error) === ZK_ERRORS.NO_NODE) return false;
-      const denied = this.deps.permissionDenied(error, 'release');
+      const denied = this.deps.permissionDenied(error, 'release', key);
       if (denied) throw denied;
       const parent = path.lastIndexOf('/');
       this.deps.orphans.adopt(path.slice(0, parent), path.slice(parent + 1));
