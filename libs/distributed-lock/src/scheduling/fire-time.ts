@@ -5,6 +5,11 @@
 export interface FireSchedule {
   /** The fire time (ms since epoch) of a run that starts at `now` on the local clock. */
   fireTimeOf(now: number): number;
+  /**
+   * Until when (ms since epoch) another instance's timer may still fire into the run of `fireTime`, where
+   * timers do not fire at the fire time itself (intervals). Undefined where they do (cron).
+   */
+  slotEndOf?(fireTime: number): number;
 }
 
 /**
@@ -13,7 +18,7 @@ export interface FireSchedule {
  * starts in. Two instances then agree unless a run starts within the clock skew of a slot's edge.
  */
 export function intervalSchedule(periodMs: number): FireSchedule {
-  return { fireTimeOf: (now) => Math.floor(now / periodMs) * periodMs };
+  return { fireTimeOf: (now) => Math.floor(now / periodMs) * periodMs, slotEndOf: (fireTime) => fireTime + periodMs };
 }
 
 /**

@@ -116,6 +116,20 @@ describe('ScheduledJobRunner', () => {
     ]);
   });
 
+  it('perRun on an interval: an instance whose timer fires later in the same slot skips it, with the default lockAtLeastFor too', async () => {
+    // Instances start their intervals at different moments: two timers fire 300 ms apart within one 1 s slot.
+    const period = 1_000;
+    const { instances, seen } = cluster({ lockAtMostFor: 5_000, perRun: true }, intervalSchedule(period));
+    const slotLeft = (): number => period - (Date.now() % period);
+    if (slotLeft() < 500) await sleep(slotLeft() + 5); // start near the beginning of a slot
+    expect((await instances[0].run(() => 'first in the slot')).ran).toBe(true);
+    await sleep(300);
+    expect((await instances[1].run(() => 'same slot, later timer')).ran).toBe(false);
+    await sleep(slotLeft() + 5);
+    expect((await instances[2].run(() => 'next slot')).ran).toBe(true);
+    expect(seen.map((line) => line.split(' ')[0])).toEqual(['started', 'skipped', 'started']);
+  });
+
   it('perRun needs a schedule', () => {
     const service = new LockService(new LockManager(new InMemoryLockStrategy()));
     expect(

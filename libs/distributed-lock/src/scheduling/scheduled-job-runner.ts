@@ -67,7 +67,7 @@ export class ScheduledJobRunner {
       failure = { error };
     }
     const durationMs = Math.round(performance.now() - takenAt);
-    const keptForMs = lostOf(lock) ? 0 : Math.max(0, Math.ceil(options.lockAtLeastFor - (performance.now() - takenAt)));
+    const keptForMs = lostOf(lock) ? 0 : this.keptFor(takenAt, fireTime);
     try {
       await lock.releaseAfterWith(keptForMs, failure ? 'failed' : 'completed');
     } catch (error) {
@@ -82,6 +82,19 @@ export class ScheduledJobRunner {
     events.emit('finished', { ...base, durationMs, keptForMs: lost ? 0 : keptForMs, ...(failed ? { error } : {}) });
     if (failed) throw error;
     return { ran: true, value: value as T };
+  }
+
+  /**
+   * How much longer the run's lock stays taken: until `lockAtLeastFor` after it was taken, and with
+   * `perRun` on an interval also until `lockAtLeastFor` after its slot ends, since another instance's
+   * timer may fire into the same slot any time before that (intervals of instances start apart).
+   */
+  private keptFor(takenAt: number, fireTime: number | undefined): number {
+    const { lockAtLeastFor } = this.config.options;
+    const afterTaking = lockAtLeastFor - (performance.now() - takenAt);
+    const slotEnd = fireTime === undefined ? undefined : this.config.schedule?.slotEndOf?.(fireTime);
+    const afterSlot = slotEnd === undefined ? 0 : slotEnd + lockAtLeastFor - Date.now();
+    return Math.max(0, Math.ceil(Math.max(afterTaking, afterSlot)));
   }
 }
 

@@ -28,7 +28,9 @@ export interface ScheduledLockOptions {
    * false. A run that outlasts the next fire then does not make the next run skip, and `lockAtLeastFor`
    * may span several fires. For `@Cron` the fire time is the latest time the schedule names at or before
    * the run's start on the local clock; for `@Interval`, the start of the interval-long slot of wall-clock
-   * time the run falls in. Not for `@Timeout`, whose fire time no two instances share.
+   * time the run falls in, and the run's lock is kept until `lockAtLeastFor` after that slot ends, since
+   * the other instances' intervals fire at other moments of the slot. Not for `@Timeout`, whose fire time
+   * no two instances share.
    */
   readonly perRun?: boolean;
 }
