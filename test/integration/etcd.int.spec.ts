@@ -4,6 +4,7 @@ import { etcdSemaphorePrefix } from '@app/distributed-lock/strategies/etcd/etcd-
 import { EtcdLockStrategy, type EtcdLeaseGrant } from '@app/distributed-lock/strategies/etcd';
 import { Etcd3 } from 'etcd3';
 import { expectLocalHandOverWithoutLooks, expectWaiterBehindAQuitterToWaitForTheHolder, expectWaiterServedWhenHolderEntryVanishes, expectWritersInTokenOrder } from '../support/local-handover';
+import { onTransactionAnswers } from '../support/etcd-answers';
 import { expectOwnReleaseNotReported, expectRemovedPermitReportedAtOnce, type PermitEntries } from '../support/permit-removal';
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
@@ -183,6 +184,115 @@ describe('etcd strategy: extending past the lease a lock was taken with', () => 
   }, 15_000);
 });
 
+/**
+ * An extension past the lease moves the key to a lease of the longer TTL. When that move's answer is lost
+ * (a connection reset, a leader change after the write was applied), the caller does not know which lease
+ * carries the key. It must keep the lock or permit all the same: the extension fails, and later extensions
+ * renew the key wherever it is.
+ */
+describe('etcd strategy: an extension past the lease whose answer is lost', () => {
+  const hosts = (): string[] => (process.env.LOCK_TEST_ETCD as string).split(',');
+  let client: Etcd3;
+  let manager: LockManager;
+  let otherManager: LockManager;
+  /**
+   * What happens to the answer of the next transaction, which etcd applies: lost (the strategy gets an
+   * error), or late by that many ms.
+   */
+  let nextAnswer: 'lost' | number | undefined;
+
+  beforeAll(() => {
+    client = new Etcd3({ hosts: hosts() });
+    onTransactionAnswers(client, async () => {
+      const fate = nextAnswer;
+      nextAnswer = undefined;
+      if (typeof fate === 'number') await sleep(fate);
+      if (fate === 'lost') throw new Error('14 UNAVAILABLE: the connection was reset after the write was sent');
+    });
+    manager = new LockManager(new EtcdLockStrategy({ client }));
+    otherManager = new LockManager(new EtcdLockStrategy({ connection: { hosts: hosts() } }));
+  });
+
+  afterAll(async () => {
+    await Promise.all([manager.close(), otherManager.close()]);
+    client.close();
+  });
+
+  /** Extends with the lease it was taken with, every 300 ms for 4 s: past the longer lease of the lost move. */
+  async function keepExtending(handle: { extend(ttl?: number): Promise<void> }): Promise<void> {
+    for (const until = Date.now() + 4_000; Date.now() < until; ) {
+      await handle.extend();
+      await sleep(300);
+    }
+  }
+
+  it('keeps the lock, with the same fencing token', async () => {
+    const key = `extend-lost-answer:${run}`;
+    const lock = await new LockService(manager).acquire(key, { ttl: 1_000, autoExtend: false });
+    const token = lock.fencingToken;
+    nextAnswer = 'lost';
+    await expect(lock.extend(3_000)).rejects.toThrow();
+    await keepExtending(lock);
+    expect(lock.signal.aborted).toBe(false);
+    expect(await new LockService(otherManager).tryAcquire(key)).toBeNull();
+    expect(lock.fencingToken).toBe(token);
+    expect(await lock.release()).toBe(true);
+    // Nothing of it is left on a lease nobody renews: the next one takes the lock at once.
+    const next = await new LockService(otherManager).tryAcquire(key);
+    expect(next).not.toBeNull();
+    await next?.release();
+  }, 15_000);
+
+  it('leaves no key behind at close() when the lease that may carry it is one nobody renews', async () => {
+    const key = `extend-lost-answer-close:${run}`;
+    const closing = new LockManager(new EtcdLockStrategy({ client }));
+    const lock = await new LockService(closing).acquire(key, { ttl: 1_000, autoExtend: false });
+    nextAnswer = 'lost';
+    await expect(lock.extend(5_000)).rejects.toThrow();
+    await closing.close();
+    const next = await new LockService(otherManager).tryAcquire(key);
+    expect(next).not.toBeNull();
+    await next?.release();
+  });
+
+  it('keeps the lock and the permit when another extension comes while a move to a longer lease is answered late', async () => {
+    const service = new LockService(manager);
+    const extendTwice = async (handle: { extend(ttl?: number): Promise<void> }): Promise<void> => {
+      // The move is applied, and its answer is on its way for 300 ms: the other extension comes meanwhile.
+      nextAnswer = 300;
+      const moving = handle.extend(3_000);
+      await sleep(100);
+      await Promise.all([moving, handle.extend()]);
+      await sleep(200); // the lease the key left is revoked in the background
+      await handle.extend();
+    };
+    const lock = await service.acquire(`extend-racing:${run}`, { ttl: 1_000, autoExtend: false });
+    await extendTwice(lock);
+    expect(lock.signal.aborted).toBe(false);
+    expect(await lock.release()).toBe(true);
+    const permit = await service.acquirePermit(`extend-racing-permit:${run}`, { permits: 1, ttl: 1_000, autoExtend: false });
+    await extendTwice(permit);
+    expect(permit.signal.aborted).toBe(false);
+    expect(await permit.release()).toBe(true);
+  }, 15_000);
+
+  it('keeps the permit, with the same fencing token', async () => {
+    const key = `extend-lost-answer-permit:${run}`;
+    const permit = await new LockService(manager).acquirePermit(key, { permits: 1, ttl: 1_000, autoExtend: false });
+    const token = permit.fencingToken;
+    nextAnswer = 'lost';
+    await expect(permit.extend(3_000)).rejects.toThrow();
+    await keepExtending(permit);
+    expect(permit.signal.aborted).toBe(false);
+    expect(await new LockService(otherManager).tryAcquirePermit(key, { permits: 1 })).toBeNull();
+    expect(permit.fencingToken).toBe(token);
+    expect(await permit.release()).toBe(true);
+    const next = await new LockService(otherManager).tryAcquirePermit(key, { permits: 1 });
+    expect(next).not.toBeNull();
+    await next?.release();
+  }, 15_000);
+});
+
 /** A permit whose key an operator (or a bug) deletes while its holder is in the section. */
 describe('etcd strategy: a permit whose key is deleted behind its holder', () => {
   const hosts = (): string[] => (process.env.LOCK_TEST_ETCD as string).split(',');
@@ -223,27 +333,30 @@ describe('etcd strategy: a permit whose key is deleted behind its holder', () =>
     const client = new Etcd3({ hosts: hosts() });
     const closing = new EtcdLockStrategy({ client });
     const request = (owner: string) => ({ key, owner, ttlMs: 30_000, mode: 'exclusive', permits: 1, weight: 1 }) as const;
+    // Every transaction of the waiter's strategy is counted as its answer comes in; once armed, the next
+    // one closes the strategy as it is answered.
+    let answered = 0;
+    let closeOnNextAnswer = false;
+    onTransactionAnswers(client, () => {
+      answered += 1;
+      if (closeOnNextAnswer) {
+        closeOnNextAnswer = false;
+        void closing.semaphore.close();
+      }
+    });
     try {
       const held = await strategy.semaphore.tryAcquire(request(`holder-${run}`));
       const waiting = closing.semaphore.acquire(request(`waiter-${run}`), { signal: new AbortController().signal, timeoutMs: 10_000 });
-      for (let tries = 0; (await entries().list(key)).length < 2; tries += 1) {
-        if (tries > 100) throw new Error('the waiter never joined the queue');
-        await sleep(20);
+      // The waiter waits: its key is in (one transaction) and its first look after setting its watch is
+      // answered (a second). Before that, the release below could reach etcd ahead of that look.
+      for (let tries = 0; answered < 2; tries += 1) {
+        if (tries > 500) throw new Error('the waiter never joined the queue');
+        await sleep(10);
       }
+      expect((await entries().list(key)).length).toBe(2);
       // The waiter's next look (the holder's release wakes it) finds it holds, and its strategy closes as
       // that answer comes in: close() gives every place back, so the grant that follows must arm no watch.
-      const realIf = client.if.bind(client);
-      client.if = ((...args: Parameters<Etcd3['if']>) => {
-        const builder = realIf(...args);
-        const commit = builder.commit.bind(builder);
-        builder.commit = async () => {
-          const answer = await commit();
-          client.if = realIf;
-          void closing.semaphore.close();
-          return answer;
-        };
-        return builder;
-      }) as Etcd3['if'];
+      closeOnNextAnswer = true;
       await strategy.semaphore.release(held as NonNullable<typeof held>);
       await waiting;
       await sleep(200); // past the 50 ms after which a grant's watch is armed

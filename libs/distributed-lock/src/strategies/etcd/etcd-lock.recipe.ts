@@ -82,10 +82,16 @@ function blockerAmong(ahead: ReadonlyArray<{ key: Buffer; create_revision: strin
   return blocker === undefined ? undefined : { key: blocker.key.toString(), createRevision: String(blocker.create_revision) };
 }
 
-/** True while `key` exists with our create revision. */
-export async function isStillOurs(client: EtcdLockClient, key: string, createRevision: string): Promise<boolean> {
-  const own = await client.get(key).exec();
-  return own.kvs.length > 0 && String(own.kvs[0].create_revision) === createRevision;
+/**
+ * True while `key` exists with our create revision. A key found on another lease than `leaseId` (a move to a
+ * longer lease whose answer was lost: the caller could not tell whether it happened) is put back on
+ * `leaseId`, the lease its holder renews; otherwise it would go when the lease it sits on runs out.
+ */
+export async function isStillOursOnLease(client: EtcdLockClient, key: string, createRevision: string, leaseId: string): Promise<boolean> {
+  const own = (await client.get(key).exec()).kvs[0];
+  if (!own || String(own.create_revision) !== createRevision) return false;
+  if (String(own.lease) === leaseId) return true;
+  return (await client.if(key, 'Create', '==', createRevision).then(client.put(key).value(own.value).lease(leaseId)).commit()).succeeded;
 }
 
 /**

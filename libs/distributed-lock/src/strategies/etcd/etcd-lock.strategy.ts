@@ -4,6 +4,7 @@ import { LockBackendUnavailableError } from '../../errors/lock-backend-unavailab
 import { leaseExpiry } from '../../locking/lease-expiry';
 import type { LeaseGrant, LockRequest, WaitBudget } from '../../locking/lock-lease';
 import { assertKnownKeys } from '../../locking/lock-options';
+import { OneAtATime } from '../../locking/one-at-a-time';
 import { budgetAborted } from '../../locking/wait-for-wake';
 import type { LeaseLostListener, LockStrategy, LockStrategyCapabilities } from '../../locking/lock-strategy.interface';
 import { SameProcessLine } from '../same-process-line';
@@ -17,7 +18,7 @@ import { EtcdLeasePool, type PooledLease } from './etcd-lease-pool';
 import {
   blockerAfterPut,
   deleteIfStillOurs,
-  isStillOurs,
+  isStillOursOnLease,
   keyAhead,
   keyAheadIfStillOurs,
   lineId,
@@ -29,6 +30,7 @@ import {
 } from './etcd-lock.recipe';
 import { EtcdOwnKeyWatches } from './etcd-own-key-watch';
 import { EtcdSemaphore } from './etcd-semaphore';
+import { EtcdStrayLeases } from './etcd-stray-leases';
 import { strategyName } from '../strategy-name';
 
 /** Options of the etcd strategy. */
@@ -106,6 +108,10 @@ export class EtcdLockStrategy implements LockStrategy {
    * key of the same lease, already deleted.
    */
   private readonly writersEntering = new Map<string, bigint>();
+  /** Leases that may carry a held key after a move to them whose answer was lost, by owner id. */
+  private readonly strays = new EtcdStrayLeases();
+  /** One extension at a time per lock: a key moving to a longer lease must not race another extension. */
+  private readonly extensions = new OneAtATime();
   /** The etcd user of `connection.auth`, for messages (never its password). */
   private readonly user: string | undefined;
 
@@ -133,7 +139,7 @@ export class EtcdLockStrategy implements LockStrategy {
   }
 
   extend(lease: LeaseGrant, ttlMs: number): Promise<LeaseGrant | null> {
-    return this.refusalsTyped('extend', this.extendLease(lease, ttlMs), lease.key);
+    return this.refusalsTyped('extend', this.extensions.run(lease.owner, () => this.extendLease(lease, ttlMs)), lease.key);
   }
 
   release(lease: LeaseGrant): Promise<boolean> {
@@ -226,8 +232,9 @@ export class EtcdLockStrategy implements LockStrategy {
       throw error;
     }
     entry.renewedAt = sentAt;
-    // A keep-alive renews the lease for the TTL it was granted with; the key must still be ours.
-    if (!(await isStillOurs(this.client, grant.etcdKey, grant.createRevision))) return this.forget(grant);
+    // A keep-alive renews the lease for the TTL it was granted with; the key must still be ours, on it.
+    if (!(await isStillOursOnLease(this.client, grant.etcdKey, grant.createRevision, entry.id))) return this.forget(grant);
+    this.strays.revoke(grant.owner);
     // The lease was granted for at least ttlMs (whole seconds, rounded up): counting ttlMs is the safe side.
     return { ...grant, expiresAt: leaseExpiry(sentAt, ttlMs) };
   }
@@ -239,7 +246,8 @@ export class EtcdLockStrategy implements LockStrategy {
     try {
       stillOurs = await moveKeyToLease(this.client, grant.etcdKey, grant.createRevision, grant.owner, longer.id);
     } catch (error) {
-      this.pool.discard(longer);
+      // The move's answer is lost, not necessarily the move: the longer lease may carry our key now.
+      this.strays.add(grant.owner, longer.lease);
       throw error;
     }
     if (!stillOurs || this.leases.get(grant.owner) !== entry) {
@@ -253,6 +261,7 @@ export class EtcdLockStrategy implements LockStrategy {
     entry.onLost = undefined;
     this.leases.set(grant.owner, longer);
     this.pool.discard(entry);
+    this.strays.revoke(grant.owner);
     const moved: EtcdLeaseGrant = { ...grant, leaseId: longer.id, expiresAt: leaseExpiry(longer.renewedAt, ttlMs) };
     return moved;
   }
@@ -287,7 +296,7 @@ export class EtcdLockStrategy implements LockStrategy {
     this.ownKeys.stopAll();
     const inUse = [...this.leases.values()];
     this.leases.clear();
-    await Promise.all([...inUse.map((entry) => entry.lease.revoke().catch(() => undefined)), this.pool.close(), this.semaphore.close()]);
+    await Promise.all([...inUse.map((entry) => entry.lease.revoke().catch(() => undefined)), this.strays.revokeAll(), this.pool.close(), this.semaphore.close()]);
     if (this.ownsClient) this.client.close();
   }
 
@@ -386,6 +395,7 @@ export class EtcdLockStrategy implements LockStrategy {
       this.pool.discard(entry);
       throw error;
     } finally {
+      this.strays.revoke(grant.owner);
       // Once our key is gone (or its lease on the way out), a writer waiting here for us looks again.
       this.line.leave(lineId(grant.etcdKey, grant.createRevision));
     }
@@ -400,6 +410,7 @@ export class EtcdLockStrategy implements LockStrategy {
     this.lostListeners.delete(grant.owner);
     this.ownKeys.stop(grant.owner);
     if (entry) this.pool.discard(entry);
+    this.strays.revoke(grant.owner);
     this.line.leave(lineId(grant.etcdKey, grant.createRevision));
     return null;
   }

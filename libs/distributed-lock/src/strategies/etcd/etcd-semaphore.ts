@@ -6,7 +6,10 @@ import { permitGrantOf } from '../../locking/permit-grant';
 import { budgetAborted, waitForWake } from '../../locking/wait-for-wake';
 import type { EtcdLockClient } from './etcd-client.type';
 import { etcdSemaphorePrefix, isLeaseGoneError } from './etcd-keys';
+import { OneAtATime } from '../../locking/one-at-a-time';
+import { isStillOursOnLease } from './etcd-lock.recipe';
 import { EtcdOwnKeyWatches } from './etcd-own-key-watch';
+import { EtcdStrayLeases } from './etcd-stray-leases';
 
 type EtcdLease = ReturnType<EtcdLockClient['lease']>;
 
@@ -16,6 +19,7 @@ interface PermitKey {
   readonly key: string;
   readonly createRevision: bigint;
   lease: EtcdLease;
+  leaseId: string;
   ttlSeconds: number;
 }
 
@@ -70,6 +74,10 @@ export class EtcdSemaphore implements SemaphoreStrategy {
   private readonly ownKeys: EtcdOwnKeyWatches;
   /** Told when a held permit's key is deleted behind its holder, by owner id. */
   private readonly lostListeners = new Map<string, Set<LeaseLostListener>>();
+  /** Leases that may carry a held permit's key after a move to them whose answer was lost, by owner id. */
+  private readonly strays = new EtcdStrayLeases();
+  /** One extension at a time per permit: a key moving to a longer lease must not race another extension. */
+  private readonly extensions = new OneAtATime();
 
   constructor(
     private readonly client: EtcdLockClient,
@@ -90,7 +98,7 @@ export class EtcdSemaphore implements SemaphoreStrategy {
   }
 
   extend(lease: PermitGrant, ttlMs: number): Promise<PermitGrant | null> {
-    return this.refusalsTyped('extend', this.extendLease(lease, ttlMs), lease.key);
+    return this.refusalsTyped('extend', this.extensions.run(lease.owner, () => this.extendLease(lease, ttlMs)), lease.key);
   }
 
   release(lease: PermitGrant): Promise<boolean> {
@@ -188,7 +196,7 @@ export class EtcdSemaphore implements SemaphoreStrategy {
       // A keep-alive renews a lease for the TTL it was granted with: a longer one moves the key to a new
       // lease (a put keeps the key's create revision, so its place and its token stay the same).
       if (ttlSeconds > entry.ttlSeconds) {
-        if (!(await this.moveToLease(entry, ttlSeconds))) return this.forget(lease.owner);
+        if (!(await this.moveToLease(lease.owner, entry, ttlSeconds))) return this.forget(lease.owner);
       } else {
         const response = await entry.lease.keepaliveOnce();
         if (Number(response.TTL) <= 0) return this.forget(lease.owner);
@@ -197,8 +205,8 @@ export class EtcdSemaphore implements SemaphoreStrategy {
       if (isLeaseGoneError(error)) return this.forget(lease.owner);
       throw error;
     }
-    const own = await this.client.get(entry.key).exec();
-    if (own.kvs.length === 0 || BigInt(String(own.kvs[0].create_revision)) !== entry.createRevision) return this.forget(lease.owner);
+    if (!(await isStillOursOnLease(this.client, entry.key, String(entry.createRevision), entry.leaseId))) return this.forget(lease.owner);
+    this.strays.revoke(lease.owner);
     return { ...lease, expiresAt: leaseExpiry(sentAt, ttlMs) };
   }
 
@@ -213,7 +221,7 @@ export class EtcdSemaphore implements SemaphoreStrategy {
     this.keys.clear();
     this.ownKeys.stopAll();
     this.lostListeners.clear();
-    await Promise.all(entries.map((entry) => entry.lease.revoke().catch(() => undefined)));
+    await Promise.all([...entries.map((entry) => entry.lease.revoke().catch(() => undefined)), this.strays.revokeAll()]);
   }
 
   /** Puts our key on a lease of its own, in one transaction that also reads the semaphore's queue. */
@@ -224,8 +232,10 @@ export class EtcdSemaphore implements SemaphoreStrategy {
     const lease = this.client.lease(ttlSeconds, { autoKeepAlive: false });
     let txn: Awaited<ReturnType<ReturnType<EtcdLockClient['if']>['commit']>>;
     let key: string;
+    let leaseId: string;
     try {
       const id = await lease.grant();
+      leaseId = id;
       key = `${prefix}${id}`;
       txn = await this.client
         .if(key, 'Create', '==', 0)
@@ -236,7 +246,7 @@ export class EtcdSemaphore implements SemaphoreStrategy {
       lease.revoke().catch(() => undefined);
       throw error;
     }
-    const entry: PermitKey = { prefix, key, createRevision: BigInt(String(txn.header.revision)), lease, ttlSeconds };
+    const entry: PermitKey = { prefix, key, createRevision: BigInt(String(txn.header.revision)), lease, leaseId, ttlSeconds };
     this.keys.set(request.owner, entry);
     const contenders = (txn.responses[1]?.response_range?.kvs ?? []) as Contender[];
     return { entry, standing: standingOf(request, key, contenders), sentAt };
@@ -251,17 +261,19 @@ export class EtcdSemaphore implements SemaphoreStrategy {
   }
 
   /** Moves our key, if still ours, to a fresh lease of `ttlSeconds`; the old lease is revoked. */
-  private async moveToLease(entry: PermitKey, ttlSeconds: number): Promise<boolean> {
+  private async moveToLease(owner: string, entry: PermitKey, ttlSeconds: number): Promise<boolean> {
     const longer = this.client.lease(ttlSeconds, { autoKeepAlive: false });
     let moved: boolean;
+    let id: string;
     try {
-      const id = await longer.grant();
+      id = await longer.grant();
       const current = await this.client.get(entry.key).exec();
       const value = current.kvs[0]?.value?.toString();
       // Our key gone, or replaced by another with the same name: the permit is not ours any more.
       moved = value !== undefined && (await this.client.if(entry.key, 'Create', '==', String(entry.createRevision)).then(this.client.put(entry.key).value(value).lease(id)).commit()).succeeded;
     } catch (error) {
-      longer.revoke().catch(() => undefined);
+      // The move's answer is lost, not necessarily the move: the longer lease may carry our key now.
+      this.strays.add(owner, longer);
       throw error;
     }
     if (!moved) {
@@ -270,8 +282,10 @@ export class EtcdSemaphore implements SemaphoreStrategy {
     }
     const old = entry.lease;
     entry.lease = longer;
+    entry.leaseId = id;
     entry.ttlSeconds = ttlSeconds;
     old.revoke().catch(() => undefined);
+    this.strays.revoke(owner);
     return true;
   }
 
@@ -289,6 +303,7 @@ export class EtcdSemaphore implements SemaphoreStrategy {
     } finally {
       // In the background: the key is gone already, or goes with its lease.
       entry.lease.revoke().catch(() => undefined);
+      this.strays.revoke(owner);
     }
   }
 
@@ -297,6 +312,7 @@ export class EtcdSemaphore implements SemaphoreStrategy {
     const entry = this.keys.get(owner);
     this.untrack(owner);
     entry?.lease.revoke().catch(() => undefined);
+    this.strays.revoke(owner);
     return null;
   }
 
