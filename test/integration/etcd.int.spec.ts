@@ -197,16 +197,21 @@ describe('etcd strategy: an extension past the lease whose answer is lost', () =
   let otherManager: LockManager;
   /**
    * What happens to the answer of the next transaction, which etcd applies: lost (the strategy gets an
-   * error), or late by that many ms.
+   * error), or late by `lateMs`.
    */
-  let nextAnswer: 'lost' | number | undefined;
+  let nextAnswer: 'lost' | { lateMs: number } | undefined;
+  /** Called when the late answer's transaction has been applied. */
+  let lateAnswerApplied: (() => void) | undefined;
 
   beforeAll(() => {
     client = new Etcd3({ hosts: hosts() });
     onTransactionAnswers(client, async () => {
       const fate = nextAnswer;
       nextAnswer = undefined;
-      if (typeof fate === 'number') await sleep(fate);
+      if (typeof fate === 'object') {
+        lateAnswerApplied?.();
+        await sleep(fate.lateMs);
+      }
       if (fate === 'lost') throw new Error('14 UNAVAILABLE: the connection was reset after the write was sent');
     });
     manager = new LockManager(new EtcdLockStrategy({ client }));
@@ -245,36 +250,70 @@ describe('etcd strategy: an extension past the lease whose answer is lost', () =
 
   it('leaves no key behind at close() when the lease that may carry it is one nobody renews', async () => {
     const key = `extend-lost-answer-close:${run}`;
-    const closing = new LockManager(new EtcdLockStrategy({ client }));
+    const strategy = new EtcdLockStrategy({ client });
+    const closing = new LockManager(strategy);
     const lock = await new LockService(closing).acquire(key, { ttl: 1_000, autoExtend: false });
     nextAnswer = 'lost';
     await expect(lock.extend(5_000)).rejects.toThrow();
-    await closing.close();
+    // The strategy's own close (the manager's would release the lock first): it ends every lease it made.
+    await strategy.close();
     const next = await new LockService(otherManager).tryAcquire(key);
     expect(next).not.toBeNull();
     await next?.release();
+    await closing.close();
   });
+
+  /** Moves the key to a longer lease whose answer is `lateMs` late; resolves once etcd has applied the move. */
+  async function moveAnsweredLate(handle: { extend(ttl?: number): Promise<void> }, ttl: number, lateMs: number): Promise<{ moving: Promise<unknown> }> {
+    const applied = new Promise<void>((resolve) => (lateAnswerApplied = resolve));
+    nextAnswer = { lateMs };
+    const moving = handle.extend(ttl).catch((error: unknown) => error);
+    await applied;
+    return { moving };
+  }
 
   it('keeps the lock and the permit when another extension comes while a move to a longer lease is answered late', async () => {
     const service = new LockService(manager);
     const extendTwice = async (handle: { extend(ttl?: number): Promise<void> }): Promise<void> => {
       // The move is applied, and its answer is on its way for 300 ms: the other extension comes meanwhile.
-      nextAnswer = 300;
-      const moving = handle.extend(3_000);
-      await sleep(100);
-      await Promise.all([moving, handle.extend()]);
+      const { moving } = await moveAnsweredLate(handle, 6_000, 300);
+      await handle.extend();
+      expect(await moving).toBeUndefined();
       await sleep(200); // the lease the key left is revoked in the background
       await handle.extend();
     };
-    const lock = await service.acquire(`extend-racing:${run}`, { ttl: 1_000, autoExtend: false });
+    const lock = await service.acquire(`extend-racing:${run}`, { ttl: 3_000, autoExtend: false });
     await extendTwice(lock);
     expect(lock.signal.aborted).toBe(false);
     expect(await lock.release()).toBe(true);
-    const permit = await service.acquirePermit(`extend-racing-permit:${run}`, { permits: 1, ttl: 1_000, autoExtend: false });
+    const permit = await service.acquirePermit(`extend-racing-permit:${run}`, { permits: 1, ttl: 3_000, autoExtend: false });
     await extendTwice(permit);
     expect(permit.signal.aborted).toBe(false);
     expect(await permit.release()).toBe(true);
   }, 15_000);
+
+  it('keeps the lock and the permit while a move to a longer lease goes unanswered for longer than the lease', async () => {
+    const service = new LockService(manager);
+    const extendMeanwhile = async (handle: { extend(ttl?: number): Promise<void>; readonly signal: AbortSignal }): Promise<void> => {
+      // The later extensions wait for the move a third of the lease left at most, then go on without it.
+      const { moving } = await moveAnsweredLate(handle, 6_000, 4_000);
+      for (const until = Date.now() + 5_000; Date.now() < until; ) {
+        await handle.extend();
+        await sleep(300);
+      }
+      expect(await moving).toBeInstanceOf(Error);
+      expect(handle.signal.aborted).toBe(false);
+    };
+    const lock = await service.acquire(`extend-hung:${run}`, { ttl: 2_000, autoExtend: false });
+    await extendMeanwhile(lock);
+    expect(await lock.release()).toBe(true);
+    const permit = await service.acquirePermit(`extend-hung-permit:${run}`, { permits: 1, ttl: 2_000, autoExtend: false });
+    await extendMeanwhile(permit);
+    expect(await permit.release()).toBe(true);
+    const next = await new LockService(otherManager).tryAcquire(`extend-hung:${run}`);
+    expect(next).not.toBeNull();
+    await next?.release();
+  }, 30_000);
 
   it('keeps the permit, with the same fencing token', async () => {
     const key = `extend-lost-answer-permit:${run}`;

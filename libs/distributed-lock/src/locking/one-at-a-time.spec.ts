@@ -22,10 +22,27 @@ describe('OneAtATime', () => {
     expect(seen).toEqual(['start a1', 'start b1', 'end b1', 'end a1', 'start a2', 'end a2']);
   });
 
+  it('starts the next task after maxWaitMs behind one that hangs, and tells the hung one it was overtaken', async () => {
+    const turns = new OneAtATime();
+    let overtaken: (() => boolean) | undefined;
+    let finishHung: () => void = () => undefined;
+    const hung = turns.run('a', (isOvertaken) => {
+      overtaken = isOvertaken;
+      return new Promise<string>((resolve) => (finishHung = () => resolve('hung')));
+    });
+    const startedAt = Date.now();
+    const next = await turns.run('a', async (isOvertaken) => (isOvertaken() ? 'overtaken' : 'latest'), 50);
+    expect(next).toBe('latest');
+    expect(Date.now() - startedAt).toBeGreaterThanOrEqual(45);
+    expect(overtaken?.()).toBe(true);
+    finishHung();
+    await expect(hung).resolves.toBe('hung');
+  });
+
   it('forgets a key once its last task has settled', async () => {
     const turns = new OneAtATime();
     await turns.run('a', async () => 1);
     await sleep(0);
-    expect((turns as unknown as { tails: Map<string, unknown> }).tails.size).toBe(0);
+    expect((turns as unknown as { keys: Map<string, unknown> }).keys.size).toBe(0);
   });
 });

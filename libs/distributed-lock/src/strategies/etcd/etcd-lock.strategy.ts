@@ -30,7 +30,7 @@ import {
 } from './etcd-lock.recipe';
 import { EtcdOwnKeyWatches } from './etcd-own-key-watch';
 import { EtcdSemaphore } from './etcd-semaphore';
-import { EtcdStrayLeases } from './etcd-stray-leases';
+import { EtcdStrayLeases, extensionTurnMs } from './etcd-stray-leases';
 import { strategyName } from '../strategy-name';
 
 /** Options of the etcd strategy. */
@@ -139,7 +139,8 @@ export class EtcdLockStrategy implements LockStrategy {
   }
 
   extend(lease: LeaseGrant, ttlMs: number): Promise<LeaseGrant | null> {
-    return this.refusalsTyped('extend', this.extensions.run(lease.owner, () => this.extendLease(lease, ttlMs)), lease.key);
+    const extending = this.extensions.run(lease.owner, (overtaken) => this.extendLease(lease, ttlMs, overtaken), extensionTurnMs(lease.expiresAt));
+    return this.refusalsTyped('extend', extending, lease.key);
   }
 
   release(lease: LeaseGrant): Promise<boolean> {
@@ -216,13 +217,13 @@ export class EtcdLockStrategy implements LockStrategy {
     return entry ? { ...grant, expiresAt: leaseExpiry(entry.renewedAt, ttlMs) } : grant;
   }
 
-  private async extendLease(lease: LeaseGrant, ttlMs: number): Promise<LeaseGrant | null> {
+  private async extendLease(lease: LeaseGrant, ttlMs: number, overtaken: () => boolean): Promise<LeaseGrant | null> {
     const grant = lease as EtcdLeaseGrant;
     const entry = this.leases.get(grant.owner);
     if (!entry) return null;
     // A keep-alive renews a lease for the TTL it was granted with: a longer extension moves the key to a
     // lease of that TTL (a put keeps the key's create revision, so its fencing token stays the same).
-    if (Math.ceil(ttlMs / 1000) > entry.ttlSeconds) return this.moveToLongerLease(grant, entry, ttlMs);
+    if (Math.ceil(ttlMs / 1000) > entry.ttlSeconds) return this.moveToLongerLease(grant, entry, ttlMs, overtaken);
     const sentAt = Date.now();
     try {
       const response = await entry.lease.keepaliveOnce();
@@ -240,19 +241,27 @@ export class EtcdLockStrategy implements LockStrategy {
   }
 
   /** Puts our key, if still ours, on a fresh lease of `ttlMs` (rounded up to whole seconds). */
-  private async moveToLongerLease(grant: EtcdLeaseGrant, entry: PooledLease, ttlMs: number): Promise<EtcdLeaseGrant | null> {
+  private async moveToLongerLease(grant: EtcdLeaseGrant, entry: PooledLease, ttlMs: number, overtaken: () => boolean): Promise<EtcdLeaseGrant | null> {
     const longer = await this.pool.take(Math.ceil(ttlMs / 1000), true);
     let stillOurs: boolean;
     try {
       stillOurs = await moveKeyToLease(this.client, grant.etcdKey, grant.createRevision, grant.owner, longer.id);
     } catch (error) {
-      // The move's answer is lost, not necessarily the move: the longer lease may carry our key now.
-      this.strays.add(grant.owner, longer.lease);
+      // The move's answer is lost, not necessarily the move: the longer lease may carry our key now. Unless
+      // the key was let go meanwhile: then it goes with that lease too.
+      if (this.leases.get(grant.owner) === entry) this.strays.add(grant.owner, longer.lease);
+      else this.pool.discard(longer);
       throw error;
     }
     if (!stillOurs || this.leases.get(grant.owner) !== entry) {
       this.pool.discard(longer);
       return this.forget(grant);
+    }
+    // A later extension ran while this move went unanswered, and may have put the key back on the lease it
+    // would leave: that lease stays, and the longer one is a stray (as for a lost answer).
+    if (overtaken()) {
+      this.strays.add(grant.owner, longer.lease);
+      throw new Error(`etcd answered the move of ${grant.etcdKey} to a longer lease after a later extension had started`);
     }
     // The old lease no longer carries our key; its name (which has the old lease's id) stays with the key,
     // so the old lease must never make a key under this lock again: it is revoked, not pooled.

@@ -9,7 +9,7 @@ import { etcdSemaphorePrefix, isLeaseGoneError } from './etcd-keys';
 import { OneAtATime } from '../../locking/one-at-a-time';
 import { isStillOursOnLease } from './etcd-lock.recipe';
 import { EtcdOwnKeyWatches } from './etcd-own-key-watch';
-import { EtcdStrayLeases } from './etcd-stray-leases';
+import { EtcdStrayLeases, extensionTurnMs } from './etcd-stray-leases';
 
 type EtcdLease = ReturnType<EtcdLockClient['lease']>;
 
@@ -98,7 +98,8 @@ export class EtcdSemaphore implements SemaphoreStrategy {
   }
 
   extend(lease: PermitGrant, ttlMs: number): Promise<PermitGrant | null> {
-    return this.refusalsTyped('extend', this.extensions.run(lease.owner, () => this.extendLease(lease, ttlMs)), lease.key);
+    const extending = this.extensions.run(lease.owner, (overtaken) => this.extendLease(lease, ttlMs, overtaken), extensionTurnMs(lease.expiresAt));
+    return this.refusalsTyped('extend', extending, lease.key);
   }
 
   release(lease: PermitGrant): Promise<boolean> {
@@ -187,7 +188,7 @@ export class EtcdSemaphore implements SemaphoreStrategy {
     }
   }
 
-  private async extendLease(lease: PermitGrant, ttlMs: number): Promise<PermitGrant | null> {
+  private async extendLease(lease: PermitGrant, ttlMs: number, overtaken: () => boolean): Promise<PermitGrant | null> {
     const entry = this.keys.get(lease.owner);
     if (!entry) return null;
     const sentAt = Date.now();
@@ -196,7 +197,7 @@ export class EtcdSemaphore implements SemaphoreStrategy {
       // A keep-alive renews a lease for the TTL it was granted with: a longer one moves the key to a new
       // lease (a put keeps the key's create revision, so its place and its token stay the same).
       if (ttlSeconds > entry.ttlSeconds) {
-        if (!(await this.moveToLease(lease.owner, entry, ttlSeconds))) return this.forget(lease.owner);
+        if (!(await this.moveToLease(lease.owner, entry, ttlSeconds, overtaken))) return this.forget(lease.owner);
       } else {
         const response = await entry.lease.keepaliveOnce();
         if (Number(response.TTL) <= 0) return this.forget(lease.owner);
@@ -261,7 +262,7 @@ export class EtcdSemaphore implements SemaphoreStrategy {
   }
 
   /** Moves our key, if still ours, to a fresh lease of `ttlSeconds`; the old lease is revoked. */
-  private async moveToLease(owner: string, entry: PermitKey, ttlSeconds: number): Promise<boolean> {
+  private async moveToLease(owner: string, entry: PermitKey, ttlSeconds: number, overtaken: () => boolean): Promise<boolean> {
     const longer = this.client.lease(ttlSeconds, { autoKeepAlive: false });
     let moved: boolean;
     let id: string;
@@ -272,13 +273,21 @@ export class EtcdSemaphore implements SemaphoreStrategy {
       // Our key gone, or replaced by another with the same name: the permit is not ours any more.
       moved = value !== undefined && (await this.client.if(entry.key, 'Create', '==', String(entry.createRevision)).then(this.client.put(entry.key).value(value).lease(id)).commit()).succeeded;
     } catch (error) {
-      // The move's answer is lost, not necessarily the move: the longer lease may carry our key now.
-      this.strays.add(owner, longer);
+      // The move's answer is lost, not necessarily the move: the longer lease may carry our key now. Unless
+      // the key was let go meanwhile: then it goes with that lease too.
+      if (this.keys.get(owner) === entry) this.strays.add(owner, longer);
+      else longer.revoke().catch(() => undefined);
       throw error;
     }
     if (!moved) {
       longer.revoke().catch(() => undefined);
       return false;
+    }
+    // A later extension ran while this move went unanswered, and may have put the key back on the lease it
+    // would leave: that lease stays, and the longer one is a stray (as for a lost answer).
+    if (overtaken() && this.keys.get(owner) === entry) {
+      this.strays.add(owner, longer);
+      throw new Error(`etcd answered the move of ${entry.key} to a longer lease after a later extension had started`);
     }
     const old = entry.lease;
     entry.lease = longer;

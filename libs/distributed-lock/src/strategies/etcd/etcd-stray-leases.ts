@@ -32,3 +32,11 @@ export class EtcdStrayLeases {
     await Promise.all(strays.map((lease) => lease.revoke().catch(() => undefined)));
   }
 }
+
+/**
+ * How long an extension waits for the one before it on the same lock: a third of the time left on the
+ * lease, the watchdog's own retry cadence, so that a call that never returns costs a retry, not the lock.
+ */
+export function extensionTurnMs(expiresAt: number): number {
+  return Math.max(10, (expiresAt - Date.now()) / 3);
+}
