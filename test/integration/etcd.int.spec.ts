@@ -4,7 +4,7 @@ import { etcdSemaphorePrefix } from '@app/distributed-lock/strategies/etcd/etcd-
 import { EtcdLockStrategy, type EtcdLeaseGrant } from '@app/distributed-lock/strategies/etcd';
 import { Etcd3 } from 'etcd3';
 import { expectLocalHandOverWithoutLooks, expectWaiterBehindAQuitterToWaitForTheHolder, expectWaiterServedWhenHolderEntryVanishes, expectWritersInTokenOrder } from '../support/local-handover';
-import { onTransactionAnswers } from '../support/etcd-answers';
+import { beforeKeepAlives, onTransactionAnswers } from '../support/etcd-answers';
 import { expectOwnReleaseNotReported, expectRemovedPermitReportedAtOnce, type PermitEntries } from '../support/permit-removal';
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
@@ -200,8 +200,10 @@ describe('etcd strategy: an extension past the lease whose answer is lost', () =
    * error), or late by `lateMs`.
    */
   let nextAnswer: 'lost' | { lateMs: number } | undefined;
-  /** Called when the late answer's transaction has been applied. */
-  let lateAnswerApplied: (() => void) | undefined;
+  /** How long the next keep-alive is held up before it is sent, and called once it is sent. */
+  let nextKeepAlive: { lateMs: number; sent(): void } | undefined;
+  /** Called when the late answer's transaction has been applied, and when its answer is given. */
+  let lateAnswer: { applied(): void; given(): void } | undefined;
 
   beforeAll(() => {
     client = new Etcd3({ hosts: hosts() });
@@ -209,10 +211,19 @@ describe('etcd strategy: an extension past the lease whose answer is lost', () =
       const fate = nextAnswer;
       nextAnswer = undefined;
       if (typeof fate === 'object') {
-        lateAnswerApplied?.();
+        const told = lateAnswer;
+        told?.applied();
         await sleep(fate.lateMs);
+        setImmediate(() => told?.given()); // once the strategy has had the answer
       }
       if (fate === 'lost') throw new Error('14 UNAVAILABLE: the connection was reset after the write was sent');
+    });
+    beforeKeepAlives(client, async () => {
+      const late = nextKeepAlive;
+      nextKeepAlive = undefined;
+      if (!late) return;
+      await sleep(late.lateMs);
+      late.sent();
     });
     manager = new LockManager(new EtcdLockStrategy({ client }));
     otherManager = new LockManager(new EtcdLockStrategy({ connection: { hosts: hosts() } }));
@@ -263,13 +274,19 @@ describe('etcd strategy: an extension past the lease whose answer is lost', () =
     await closing.close();
   });
 
-  /** Moves the key to a longer lease whose answer is `lateMs` late; resolves once etcd has applied the move. */
-  async function moveAnsweredLate(handle: { extend(ttl?: number): Promise<void> }, ttl: number, lateMs: number): Promise<{ moving: Promise<unknown> }> {
-    const applied = new Promise<void>((resolve) => (lateAnswerApplied = resolve));
+  /**
+   * Moves the key to a longer lease whose answer is `lateMs` late; resolves once etcd has applied the move,
+   * with the extension and the moment its strategy has had the answer.
+   */
+  async function moveAnsweredLate(handle: { extend(ttl?: number): Promise<void> }, ttl: number, lateMs: number): Promise<{ moving: Promise<unknown>; answered: Promise<void> }> {
+    let answered: Promise<void> = Promise.resolve();
+    const applied = new Promise<void>((resolveApplied) => {
+      answered = new Promise<void>((resolveGiven) => (lateAnswer = { applied: resolveApplied, given: resolveGiven }));
+    });
     nextAnswer = { lateMs };
     const moving = handle.extend(ttl).catch((error: unknown) => error);
     await applied;
-    return { moving };
+    return { moving, answered };
   }
 
   it('keeps the lock and the permit when another extension comes while a move to a longer lease is answered late', async () => {
@@ -296,12 +313,13 @@ describe('etcd strategy: an extension past the lease whose answer is lost', () =
     const service = new LockService(manager);
     const extendMeanwhile = async (handle: { extend(ttl?: number): Promise<void>; readonly signal: AbortSignal }): Promise<void> => {
       // The later extensions wait for the move a third of the lease left at most, then go on without it.
-      const { moving } = await moveAnsweredLate(handle, 6_000, 4_000);
+      const { answered } = await moveAnsweredLate(handle, 6_000, 4_000);
       for (const until = Date.now() + 5_000; Date.now() < until; ) {
         await handle.extend();
         await sleep(300);
       }
-      expect(await moving).toBeInstanceOf(Error);
+      await answered;
+      await handle.extend();
       expect(handle.signal.aborted).toBe(false);
     };
     const lock = await service.acquire(`extend-hung:${run}`, { ttl: 2_000, autoExtend: false });
@@ -313,6 +331,48 @@ describe('etcd strategy: an extension past the lease whose answer is lost', () =
     const next = await new LockService(otherManager).tryAcquire(`extend-hung:${run}`);
     expect(next).not.toBeNull();
     await next?.release();
+  }, 30_000);
+
+  it('keeps the lock and the permit when a later move overtakes a move that goes unanswered', async () => {
+    const service = new LockService(manager);
+    const overtake = async (handle: { extend(ttl?: number): Promise<void>; readonly signal: AbortSignal }): Promise<void> => {
+      // The first move is applied and answered 3 s late; the second waits its turn (a third of the lease
+      // left), then moves the key to a longer lease still and revokes the one it left.
+      const { answered } = await moveAnsweredLate(handle, 4_000, 3_000);
+      await handle.extend(8_000);
+      await answered;
+      await sleep(200); // anything the late answer set off in the background
+      await handle.extend(8_000);
+      expect(handle.signal.aborted).toBe(false);
+    };
+    const lock = await service.acquire(`extend-overtaken-move:${run}`, { ttl: 2_000, autoExtend: false });
+    await overtake(lock);
+    expect(await lock.release()).toBe(true);
+    const permit = await service.acquirePermit(`extend-overtaken-move-permit:${run}`, { permits: 1, ttl: 2_000, autoExtend: false });
+    await overtake(permit);
+    expect(await permit.release()).toBe(true);
+  }, 30_000);
+
+  it('keeps the lock and the permit when a keep-alive reaches etcd after a later move left its lease', async () => {
+    const service = new LockService(manager);
+    const overtake = async (handle: { extend(ttl?: number): Promise<void>; readonly signal: AbortSignal }): Promise<void> => {
+      // The keep-alive is held up 2 s; the move waits its turn (a third of the lease left), moves the key to
+      // an 8 s lease and revokes the one it left; then the keep-alive reaches etcd, for a revoked lease.
+      const sent = new Promise<void>((resolve) => (nextKeepAlive = { lateMs: 2_000, sent: resolve }));
+      const keepingAlive = handle.extend().catch((error: unknown) => error);
+      await handle.extend(8_000);
+      await sent;
+      await keepingAlive;
+      await sleep(300); // the keep-alive's answer, and anything it set off in the background
+      await handle.extend(8_000);
+      expect(handle.signal.aborted).toBe(false);
+    };
+    const lock = await service.acquire(`extend-overtaken-keepalive:${run}`, { ttl: 3_000, autoExtend: false });
+    await overtake(lock);
+    expect(await lock.release()).toBe(true);
+    const permit = await service.acquirePermit(`extend-overtaken-keepalive-permit:${run}`, { permits: 1, ttl: 3_000, autoExtend: false });
+    await overtake(permit);
+    expect(await permit.release()).toBe(true);
   }, 30_000);
 
   it('keeps the permit, with the same fencing token', async () => {

@@ -18,3 +18,20 @@ export function onTransactionAnswers(client: Etcd3, after: () => Promise<void> |
     return builder;
   }) as Etcd3['if'];
 }
+
+/**
+ * Runs `before` each time one of the leases `client` makes is about to send a keep-alive: `before` can
+ * hold the request up (a slow link), so that it reaches etcd later than the caller sent it.
+ */
+export function beforeKeepAlives(client: Etcd3, before: () => Promise<void> | void): void {
+  const realLease = client.lease.bind(client);
+  client.lease = ((...args: Parameters<Etcd3['lease']>) => {
+    const lease = realLease(...args);
+    const keepaliveOnce = lease.keepaliveOnce.bind(lease);
+    lease.keepaliveOnce = async (...options: Parameters<typeof keepaliveOnce>) => {
+      await before();
+      return keepaliveOnce(...options);
+    };
+    return lease;
+  }) as Etcd3['lease'];
+}

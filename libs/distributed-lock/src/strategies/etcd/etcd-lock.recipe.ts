@@ -1,6 +1,6 @@
 import type { LockMode } from '../../locking/lock-lease';
 import type { EtcdLockClient } from './etcd-client.type';
-import { isWriterKey } from './etcd-keys';
+import { isLeaseGoneError, isWriterKey } from './etcd-keys';
 
 /** Our contender key: its name and create revision. */
 export interface Contender {
@@ -85,13 +85,23 @@ function blockerAmong(ahead: ReadonlyArray<{ key: Buffer; create_revision: strin
 /**
  * True while `key` exists with our create revision. A key found on another lease than `leaseId` (a move to a
  * longer lease whose answer was lost: the caller could not tell whether it happened) is put back on
- * `leaseId`, the lease its holder renews; otherwise it would go when the lease it sits on runs out.
+ * `leaseId`, the lease its holder renews; otherwise it would go when the lease it sits on runs out. Not by
+ * an extension that a later one has `overtaken` (its `leaseId` may be one the later one moved the key off),
+ * and only from the lease it was seen on (a move that lands meanwhile wins).
  */
-export async function isStillOursOnLease(client: EtcdLockClient, key: string, createRevision: string, leaseId: string): Promise<boolean> {
+export async function isStillOursOnLease(client: EtcdLockClient, key: string, createRevision: string, leaseId: string, overtaken: () => boolean): Promise<boolean> {
   const own = (await client.get(key).exec()).kvs[0];
   if (!own || String(own.create_revision) !== createRevision) return false;
   if (String(own.lease) === leaseId) return true;
-  return (await client.if(key, 'Create', '==', createRevision).then(client.put(key).value(own.value).lease(leaseId)).commit()).succeeded;
+  if (overtaken()) throw extensionOvertaken(key);
+  const putBack = client.if(key, 'Create', '==', createRevision).and(key, 'Lease', '==', String(own.lease)).then(client.put(key).value(own.value).lease(leaseId));
+  if (!(await putBack.commit()).succeeded) throw new Error(`etcd key ${key} changed lease while it was being extended; the next extension looks again`);
+  return true;
+}
+
+/** An extension of `key` that a later one overtook (it waited too long for etcd): it leaves the key to that one. */
+export function extensionOvertaken(key: string): Error {
+  return new Error(`a later extension of etcd key ${key} started while this one waited for etcd; this one changes nothing more`);
 }
 
 /**
@@ -110,4 +120,21 @@ export async function moveKeyToLease(client: EtcdLockClient, key: string, create
 export async function deleteIfStillOurs(client: EtcdLockClient, key: string, createRevision: string): Promise<boolean> {
   const txn = await client.if(key, 'Create', '==', createRevision).then(client.delete().key(key)).commit();
   return txn.succeeded;
+}
+
+/**
+ * One keep-alive of `lease` for an extension of `key`: false when etcd says the lease is gone. Throws for an
+ * extension that a later one has `overtaken` meanwhile: its lease may be gone because the later one moved
+ * the key off it, which is no loss.
+ */
+export async function renewLease(lease: ReturnType<EtcdLockClient['lease']>, key: string, overtaken: () => boolean): Promise<boolean> {
+  let renewed: boolean;
+  try {
+    renewed = Number((await lease.keepaliveOnce()).TTL) > 0;
+  } catch (error) {
+    if (!isLeaseGoneError(error)) throw error;
+    renewed = false;
+  }
+  if (overtaken()) throw extensionOvertaken(key);
+  return renewed;
 }

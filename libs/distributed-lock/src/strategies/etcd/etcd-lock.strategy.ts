@@ -18,7 +18,9 @@ import { EtcdLeasePool, type PooledLease } from './etcd-lease-pool';
 import {
   blockerAfterPut,
   deleteIfStillOurs,
+  extensionOvertaken,
   isStillOursOnLease,
+  renewLease,
   keyAhead,
   keyAheadIfStillOurs,
   lineId,
@@ -225,16 +227,11 @@ export class EtcdLockStrategy implements LockStrategy {
     // lease of that TTL (a put keeps the key's create revision, so its fencing token stays the same).
     if (Math.ceil(ttlMs / 1000) > entry.ttlSeconds) return this.moveToLongerLease(grant, entry, ttlMs, overtaken);
     const sentAt = Date.now();
-    try {
-      const response = await entry.lease.keepaliveOnce();
-      if (Number(response.TTL) <= 0) return this.forget(grant);
-    } catch (error) {
-      if (isLeaseGoneError(error)) return this.forget(grant);
-      throw error;
-    }
+    if (!(await renewLease(entry.lease, grant.etcdKey, overtaken))) return this.forget(grant);
     entry.renewedAt = sentAt;
     // A keep-alive renews the lease for the TTL it was granted with; the key must still be ours, on it.
-    if (!(await isStillOursOnLease(this.client, grant.etcdKey, grant.createRevision, entry.id))) return this.forget(grant);
+    if (!(await isStillOursOnLease(this.client, grant.etcdKey, grant.createRevision, entry.id, overtaken))) return this.forget(grant);
+    if (overtaken()) throw extensionOvertaken(grant.etcdKey);
     this.strays.revoke(grant.owner);
     // The lease was granted for at least ttlMs (whole seconds, rounded up): counting ttlMs is the safe side.
     return { ...grant, expiresAt: leaseExpiry(sentAt, ttlMs) };
@@ -243,25 +240,29 @@ export class EtcdLockStrategy implements LockStrategy {
   /** Puts our key, if still ours, on a fresh lease of `ttlMs` (rounded up to whole seconds). */
   private async moveToLongerLease(grant: EtcdLeaseGrant, entry: PooledLease, ttlMs: number, overtaken: () => boolean): Promise<EtcdLeaseGrant | null> {
     const longer = await this.pool.take(Math.ceil(ttlMs / 1000), true);
+    if (overtaken()) {
+      this.pool.discard(longer); // nothing was put on it
+      throw extensionOvertaken(grant.etcdKey);
+    }
     let stillOurs: boolean;
     try {
       stillOurs = await moveKeyToLease(this.client, grant.etcdKey, grant.createRevision, grant.owner, longer.id);
     } catch (error) {
       // The move's answer is lost, not necessarily the move: the longer lease may carry our key now. Unless
       // the key was let go meanwhile: then it goes with that lease too.
-      if (this.leases.get(grant.owner) === entry) this.strays.add(grant.owner, longer.lease);
+      if (this.leases.has(grant.owner)) this.strays.add(grant.owner, longer.lease);
       else this.pool.discard(longer);
       throw error;
     }
-    if (!stillOurs || this.leases.get(grant.owner) !== entry) {
+    if (!stillOurs || !this.leases.has(grant.owner)) {
       this.pool.discard(longer);
       return this.forget(grant);
     }
-    // A later extension ran while this move went unanswered, and may have put the key back on the lease it
-    // would leave: that lease stays, and the longer one is a stray (as for a lost answer).
-    if (overtaken()) {
+    // A later extension ran while this move went unanswered, and may have moved the key on or put it back on
+    // the lease this one would leave: the key is that one's to place, and the longer lease is a stray.
+    if (overtaken() || this.leases.get(grant.owner) !== entry) {
       this.strays.add(grant.owner, longer.lease);
-      throw new Error(`etcd answered the move of ${grant.etcdKey} to a longer lease after a later extension had started`);
+      throw extensionOvertaken(grant.etcdKey);
     }
     // The old lease no longer carries our key; its name (which has the old lease's id) stays with the key,
     // so the old lease must never make a key under this lock again: it is revoked, not pooled.

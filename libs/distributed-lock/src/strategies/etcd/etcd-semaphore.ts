@@ -5,9 +5,9 @@ import type { LeaseLostListener, SemaphoreStrategy } from '../../locking/lock-st
 import { permitGrantOf } from '../../locking/permit-grant';
 import { budgetAborted, waitForWake } from '../../locking/wait-for-wake';
 import type { EtcdLockClient } from './etcd-client.type';
-import { etcdSemaphorePrefix, isLeaseGoneError } from './etcd-keys';
+import { etcdSemaphorePrefix } from './etcd-keys';
 import { OneAtATime } from '../../locking/one-at-a-time';
-import { isStillOursOnLease } from './etcd-lock.recipe';
+import { extensionOvertaken, isStillOursOnLease, renewLease } from './etcd-lock.recipe';
 import { EtcdOwnKeyWatches } from './etcd-own-key-watch';
 import { EtcdStrayLeases, extensionTurnMs } from './etcd-stray-leases';
 
@@ -193,20 +193,15 @@ export class EtcdSemaphore implements SemaphoreStrategy {
     if (!entry) return null;
     const sentAt = Date.now();
     const ttlSeconds = Math.max(1, Math.ceil(ttlMs / 1000));
-    try {
-      // A keep-alive renews a lease for the TTL it was granted with: a longer one moves the key to a new
-      // lease (a put keeps the key's create revision, so its place and its token stay the same).
-      if (ttlSeconds > entry.ttlSeconds) {
-        if (!(await this.moveToLease(lease.owner, entry, ttlSeconds, overtaken))) return this.forget(lease.owner);
-      } else {
-        const response = await entry.lease.keepaliveOnce();
-        if (Number(response.TTL) <= 0) return this.forget(lease.owner);
-      }
-    } catch (error) {
-      if (isLeaseGoneError(error)) return this.forget(lease.owner);
-      throw error;
+    // A keep-alive renews a lease for the TTL it was granted with: a longer one moves the key to a new
+    // lease (a put keeps the key's create revision, so its place and its token stay the same).
+    if (ttlSeconds > entry.ttlSeconds) {
+      if (!(await this.moveToLease(lease.owner, entry, ttlSeconds, overtaken))) return this.forget(lease.owner);
+    } else if (!(await renewLease(entry.lease, entry.key, overtaken))) {
+      return this.forget(lease.owner);
     }
-    if (!(await isStillOursOnLease(this.client, entry.key, String(entry.createRevision), entry.leaseId))) return this.forget(lease.owner);
+    if (!(await isStillOursOnLease(this.client, entry.key, String(entry.createRevision), entry.leaseId, overtaken))) return this.forget(lease.owner);
+    if (overtaken()) throw extensionOvertaken(entry.key);
     this.strays.revoke(lease.owner);
     return { ...lease, expiresAt: leaseExpiry(sentAt, ttlMs) };
   }
@@ -264,14 +259,27 @@ export class EtcdSemaphore implements SemaphoreStrategy {
   /** Moves our key, if still ours, to a fresh lease of `ttlSeconds`; the old lease is revoked. */
   private async moveToLease(owner: string, entry: PermitKey, ttlSeconds: number, overtaken: () => boolean): Promise<boolean> {
     const longer = this.client.lease(ttlSeconds, { autoKeepAlive: false });
-    let moved: boolean;
     let id: string;
+    let value: string | undefined;
     try {
       id = await longer.grant();
-      const current = await this.client.get(entry.key).exec();
-      const value = current.kvs[0]?.value?.toString();
-      // Our key gone, or replaced by another with the same name: the permit is not ours any more.
-      moved = value !== undefined && (await this.client.if(entry.key, 'Create', '==', String(entry.createRevision)).then(this.client.put(entry.key).value(value).lease(id)).commit()).succeeded;
+      value = (await this.client.get(entry.key).exec()).kvs[0]?.value?.toString();
+    } catch (error) {
+      longer.revoke().catch(() => undefined); // nothing was put on it
+      throw error;
+    }
+    if (overtaken()) {
+      longer.revoke().catch(() => undefined);
+      throw extensionOvertaken(entry.key);
+    }
+    // Our key gone, or replaced by another with the same name: the permit is not ours any more.
+    if (value === undefined) {
+      longer.revoke().catch(() => undefined);
+      return false;
+    }
+    let moved: boolean;
+    try {
+      moved = (await this.client.if(entry.key, 'Create', '==', String(entry.createRevision)).then(this.client.put(entry.key).value(value).lease(id)).commit()).succeeded;
     } catch (error) {
       // The move's answer is lost, not necessarily the move: the longer lease may carry our key now. Unless
       // the key was let go meanwhile: then it goes with that lease too.
@@ -279,15 +287,15 @@ export class EtcdSemaphore implements SemaphoreStrategy {
       else longer.revoke().catch(() => undefined);
       throw error;
     }
-    if (!moved) {
+    if (!moved || this.keys.get(owner) !== entry) {
       longer.revoke().catch(() => undefined);
       return false;
     }
-    // A later extension ran while this move went unanswered, and may have put the key back on the lease it
-    // would leave: that lease stays, and the longer one is a stray (as for a lost answer).
-    if (overtaken() && this.keys.get(owner) === entry) {
+    // A later extension ran while this move went unanswered, and may have moved the key on or put it back on
+    // the lease this one would leave: the key is that one's to place, and the longer lease is a stray.
+    if (overtaken()) {
       this.strays.add(owner, longer);
-      throw new Error(`etcd answered the move of ${entry.key} to a longer lease after a later extension had started`);
+      throw extensionOvertaken(entry.key);
     }
     const old = entry.lease;
     entry.lease = longer;
@@ -297,6 +305,7 @@ export class EtcdSemaphore implements SemaphoreStrategy {
     this.strays.revoke(owner);
     return true;
   }
+
 
   /**
    * Gives our place (or permit) up: deletes our key if it is still ours, which wakes the waiters behind it,
