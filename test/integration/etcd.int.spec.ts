@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { LockManager, LockService } from '@app/distributed-lock';
-import { etcdSemaphorePrefix } from '@app/distributed-lock/strategies/etcd/etcd-keys';
+import { etcdLockPrefix, etcdSemaphorePrefix } from '@app/distributed-lock/strategies/etcd/etcd-keys';
 import { EtcdLockStrategy, type EtcdLeaseGrant } from '@app/distributed-lock/strategies/etcd';
 import { Etcd3 } from 'etcd3';
 import { expectLocalHandOverWithoutLooks, expectWaiterBehindAQuitterToWaitForTheHolder, expectWaiterServedWhenHolderEntryVanishes, expectWritersInTokenOrder } from '../support/local-handover';
-import { beforeKeepAlives, onTransactionAnswers } from '../support/etcd-answers';
+import { beforeKeepAlives, interceptTransactions, onTransactionAnswers } from '../support/etcd-answers';
 import { expectOwnReleaseNotReported, expectRemovedPermitReportedAtOnce, type PermitEntries } from '../support/permit-removal';
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
@@ -196,10 +196,10 @@ describe('etcd strategy: an extension past the lease whose answer is lost', () =
   let manager: LockManager;
   let otherManager: LockManager;
   /**
-   * What happens to the answer of the next transaction, which etcd applies: lost (the strategy gets an
-   * error), or late by `lateMs`.
+   * What happens to the next transaction: its answer lost (etcd applies it, the strategy gets an error) or
+   * late by `lateMs`, or its request held back `heldMs` on the way to etcd.
    */
-  let nextAnswer: 'lost' | { lateMs: number } | undefined;
+  let nextAnswer: 'lost' | { lateMs: number } | { heldMs: number; sent(): void } | undefined;
   /** How long the next keep-alive is held up before it is sent, and called once it is sent. */
   let nextKeepAlive: { lateMs: number; sent(): void } | undefined;
   /** Called when the late answer's transaction has been applied, and when its answer is given. */
@@ -207,9 +207,16 @@ describe('etcd strategy: an extension past the lease whose answer is lost', () =
 
   beforeAll(() => {
     client = new Etcd3({ hosts: hosts() });
-    onTransactionAnswers(client, async () => {
+    interceptTransactions(client, async (send) => {
       const fate = nextAnswer;
       nextAnswer = undefined;
+      if (typeof fate === 'object' && 'heldMs' in fate) {
+        await sleep(fate.heldMs);
+        const answer = send();
+        fate.sent();
+        return answer;
+      }
+      const answer = await send();
       if (typeof fate === 'object') {
         const told = lateAnswer;
         told?.applied();
@@ -217,6 +224,7 @@ describe('etcd strategy: an extension past the lease whose answer is lost', () =
         setImmediate(() => told?.given()); // once the strategy has had the answer
       }
       if (fate === 'lost') throw new Error('14 UNAVAILABLE: the connection was reset after the write was sent');
+      return answer;
     });
     beforeKeepAlives(client, async () => {
       const late = nextKeepAlive;
@@ -373,6 +381,29 @@ describe('etcd strategy: an extension past the lease whose answer is lost', () =
     const permit = await service.acquirePermit(`extend-overtaken-keepalive-permit:${run}`, { permits: 1, ttl: 3_000, autoExtend: false });
     await overtake(permit);
     expect(await permit.release()).toBe(true);
+  }, 30_000);
+
+  it('never vouches for the lock or the permit past the end of a lease that a move on its way may put the key on', async () => {
+    const service = new LockService(manager);
+    const keysUnder = async (prefix: string): Promise<number> => (await client.getAll().prefix(prefix).keys()).length;
+    const check = async (handle: { extend(ttl?: number): Promise<void>; readonly expiresAt: number }, prefix: string): Promise<void> => {
+      // The move to a 7 s lease is held back 2.5 s on its way to etcd. The next extension waits its turn (a
+      // third of the 6 s lease left), renews the lease the key is on, and says until when the key is held.
+      // Then the move lands: the key is on the 7 s lease, and nobody extends any more (as if the holder
+      // were cut off from etcd from then on).
+      const landed = new Promise<void>((sent) => (nextAnswer = { heldMs: 2_500, sent }));
+      const moving = handle.extend(7_000).catch((error: unknown) => error);
+      await handle.extend();
+      const vouchedUntil = handle.expiresAt;
+      await landed;
+      await moving;
+      while ((await keysUnder(prefix)) > 0) await sleep(20);
+      expect(vouchedUntil).toBeLessThanOrEqual(Date.now());
+    };
+    const lockKey = `extend-pending-move:${run}`;
+    await check(await service.acquire(lockKey, { ttl: 6_000, autoExtend: false }), etcdLockPrefix('dlock/', lockKey));
+    const permitKey = `extend-pending-move-permit:${run}`;
+    await check(await service.acquirePermit(permitKey, { permits: 1, ttl: 6_000, autoExtend: false }), etcdSemaphorePrefix('dlock/', permitKey));
   }, 30_000);
 
   it('keeps the permit, with the same fencing token', async () => {

@@ -1,22 +1,33 @@
 import type { Etcd3 } from 'etcd3';
 
+type Answer = Awaited<ReturnType<ReturnType<Etcd3['if']>['commit']>>;
+
+/**
+ * Hands each of `client`'s transactions to `intercept`, with `send` (which sends it to etcd, once). The
+ * caller gets what `intercept` resolves or rejects with: it can hold the request back, lose its answer
+ * (throw after sending), or make the answer late.
+ */
+export function interceptTransactions(client: Etcd3, intercept: (send: () => Promise<Answer>) => Promise<Answer>): void {
+  const realIf = client.if.bind(client);
+  client.if = ((...args: Parameters<Etcd3['if']>) => {
+    const builder = realIf(...args);
+    const commit = builder.commit.bind(builder);
+    builder.commit = () => intercept(commit);
+    return builder;
+  }) as Etcd3['if'];
+}
+
 /**
  * Runs `after` each time an answer to one of `client`'s transactions comes back, before the caller sees it.
  * etcd has applied the transaction by then: `after` can lose the answer (throw), make it late (wait), or
  * act at that moment.
  */
 export function onTransactionAnswers(client: Etcd3, after: () => Promise<void> | void): void {
-  const realIf = client.if.bind(client);
-  client.if = ((...args: Parameters<Etcd3['if']>) => {
-    const builder = realIf(...args);
-    const commit = builder.commit.bind(builder);
-    builder.commit = async () => {
-      const answer = await commit();
-      await after();
-      return answer;
-    };
-    return builder;
-  }) as Etcd3['if'];
+  interceptTransactions(client, async (send) => {
+    const answer = await send();
+    await after();
+    return answer;
+  });
 }
 
 /**

@@ -106,10 +106,11 @@ export function extensionOvertaken(key: string): Error {
 
 /**
  * Puts our key, if it still exists with our create revision, on lease `leaseId` (a put keeps the key's
- * create revision, so its fencing token stays the same). True when it was still ours.
+ * create revision, so its fencing token stays the same). True when it was still ours. The call ends by
+ * `deadline` (ms since epoch), answered or not.
  */
-export async function moveKeyToLease(client: EtcdLockClient, key: string, createRevision: string, owner: string, leaseId: string): Promise<boolean> {
-  const txn = await client.if(key, 'Create', '==', createRevision).then(client.put(key).value(owner).lease(leaseId)).commit();
+export async function moveKeyToLease(client: EtcdLockClient, key: string, createRevision: string, owner: string, leaseId: string, deadline: number): Promise<boolean> {
+  const txn = await client.if(key, 'Create', '==', createRevision).then(client.put(key).value(owner).lease(leaseId)).options({ deadline }).commit();
   return txn.succeeded;
 }
 

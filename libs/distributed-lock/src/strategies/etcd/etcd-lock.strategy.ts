@@ -232,9 +232,10 @@ export class EtcdLockStrategy implements LockStrategy {
     // A keep-alive renews the lease for the TTL it was granted with; the key must still be ours, on it.
     if (!(await isStillOursOnLease(this.client, grant.etcdKey, grant.createRevision, entry.id, overtaken))) return this.forget(grant);
     if (overtaken()) throw extensionOvertaken(grant.etcdKey);
-    this.strays.revoke(grant.owner);
+    this.strays.revokeStrays(grant.owner);
     // The lease was granted for at least ttlMs (whole seconds, rounded up): counting ttlMs is the safe side.
-    return { ...grant, expiresAt: leaseExpiry(sentAt, ttlMs) };
+    // Not past a lease a move still on its way may yet put the key on.
+    return { ...grant, expiresAt: Math.min(leaseExpiry(sentAt, ttlMs), this.strays.expiryCap(grant.owner)) };
   }
 
   /** Puts our key, if still ours, on a fresh lease of `ttlMs` (rounded up to whole seconds). */
@@ -244,13 +245,14 @@ export class EtcdLockStrategy implements LockStrategy {
       this.pool.discard(longer); // nothing was put on it
       throw extensionOvertaken(grant.etcdKey);
     }
+    const carrier = this.strays.moving(grant.owner, longer.lease, leaseExpiry(longer.renewedAt, ttlMs), ttlMs);
     let stillOurs: boolean;
     try {
-      stillOurs = await moveKeyToLease(this.client, grant.etcdKey, grant.createRevision, grant.owner, longer.id);
+      stillOurs = await moveKeyToLease(this.client, grant.etcdKey, grant.createRevision, grant.owner, longer.id, carrier.settleBy);
     } catch (error) {
       // The move's answer is lost, not necessarily the move: the longer lease may carry our key now. Unless
       // the key was let go meanwhile: then it goes with that lease too.
-      if (this.leases.has(grant.owner)) this.strays.add(grant.owner, longer.lease);
+      if (this.leases.has(grant.owner)) this.strays.stray(carrier);
       else this.pool.discard(longer);
       throw error;
     }
@@ -261,9 +263,10 @@ export class EtcdLockStrategy implements LockStrategy {
     // A later extension ran while this move went unanswered, and may have moved the key on or put it back on
     // the lease this one would leave: the key is that one's to place, and the longer lease is a stray.
     if (overtaken() || this.leases.get(grant.owner) !== entry) {
-      this.strays.add(grant.owner, longer.lease);
+      this.strays.stray(carrier);
       throw extensionOvertaken(grant.etcdKey);
     }
+    this.strays.adopted(grant.owner, carrier);
     // The old lease no longer carries our key; its name (which has the old lease's id) stays with the key,
     // so the old lease must never make a key under this lock again: it is revoked, not pooled.
     longer.onLost = entry.onLost;
@@ -271,8 +274,9 @@ export class EtcdLockStrategy implements LockStrategy {
     entry.onLost = undefined;
     this.leases.set(grant.owner, longer);
     this.pool.discard(entry);
-    this.strays.revoke(grant.owner);
-    const moved: EtcdLeaseGrant = { ...grant, leaseId: longer.id, expiresAt: leaseExpiry(longer.renewedAt, ttlMs) };
+    this.strays.revokeStrays(grant.owner);
+    const expiresAt = Math.min(leaseExpiry(longer.renewedAt, ttlMs), this.strays.expiryCap(grant.owner));
+    const moved: EtcdLeaseGrant = { ...grant, leaseId: longer.id, expiresAt };
     return moved;
   }
 
@@ -405,7 +409,7 @@ export class EtcdLockStrategy implements LockStrategy {
       this.pool.discard(entry);
       throw error;
     } finally {
-      this.strays.revoke(grant.owner);
+      this.strays.letGo(grant.owner);
       // Once our key is gone (or its lease on the way out), a writer waiting here for us looks again.
       this.line.leave(lineId(grant.etcdKey, grant.createRevision));
     }
@@ -420,7 +424,7 @@ export class EtcdLockStrategy implements LockStrategy {
     this.lostListeners.delete(grant.owner);
     this.ownKeys.stop(grant.owner);
     if (entry) this.pool.discard(entry);
-    this.strays.revoke(grant.owner);
+    this.strays.letGo(grant.owner);
     this.line.leave(lineId(grant.etcdKey, grant.createRevision));
     return null;
   }

@@ -202,8 +202,9 @@ export class EtcdSemaphore implements SemaphoreStrategy {
     }
     if (!(await isStillOursOnLease(this.client, entry.key, String(entry.createRevision), entry.leaseId, overtaken))) return this.forget(lease.owner);
     if (overtaken()) throw extensionOvertaken(entry.key);
-    this.strays.revoke(lease.owner);
-    return { ...lease, expiresAt: leaseExpiry(sentAt, ttlMs) };
+    this.strays.revokeStrays(lease.owner);
+    // Not past a lease a move still on its way may yet put the key on.
+    return { ...lease, expiresAt: Math.min(leaseExpiry(sentAt, ttlMs), this.strays.expiryCap(lease.owner)) };
   }
 
   private async releaseLease(lease: PermitGrant): Promise<boolean> {
@@ -261,6 +262,7 @@ export class EtcdSemaphore implements SemaphoreStrategy {
     const longer = this.client.lease(ttlSeconds, { autoKeepAlive: false });
     let id: string;
     let value: string | undefined;
+    const grantedAt = Date.now();
     try {
       id = await longer.grant();
       value = (await this.client.get(entry.key).exec()).kvs[0]?.value?.toString();
@@ -277,13 +279,15 @@ export class EtcdSemaphore implements SemaphoreStrategy {
       longer.revoke().catch(() => undefined);
       return false;
     }
+    const carrier = this.strays.moving(owner, longer, leaseExpiry(grantedAt, ttlSeconds * 1000), ttlSeconds * 1000);
+    const move = this.client.if(entry.key, 'Create', '==', String(entry.createRevision)).then(this.client.put(entry.key).value(value).lease(id));
     let moved: boolean;
     try {
-      moved = (await this.client.if(entry.key, 'Create', '==', String(entry.createRevision)).then(this.client.put(entry.key).value(value).lease(id)).commit()).succeeded;
+      moved = (await move.options({ deadline: carrier.settleBy }).commit()).succeeded;
     } catch (error) {
       // The move's answer is lost, not necessarily the move: the longer lease may carry our key now. Unless
       // the key was let go meanwhile: then it goes with that lease too.
-      if (this.keys.get(owner) === entry) this.strays.add(owner, longer);
+      if (this.keys.get(owner) === entry) this.strays.stray(carrier);
       else longer.revoke().catch(() => undefined);
       throw error;
     }
@@ -294,15 +298,16 @@ export class EtcdSemaphore implements SemaphoreStrategy {
     // A later extension ran while this move went unanswered, and may have moved the key on or put it back on
     // the lease this one would leave: the key is that one's to place, and the longer lease is a stray.
     if (overtaken()) {
-      this.strays.add(owner, longer);
+      this.strays.stray(carrier);
       throw extensionOvertaken(entry.key);
     }
+    this.strays.adopted(owner, carrier);
     const old = entry.lease;
     entry.lease = longer;
     entry.leaseId = id;
     entry.ttlSeconds = ttlSeconds;
     old.revoke().catch(() => undefined);
-    this.strays.revoke(owner);
+    this.strays.revokeStrays(owner);
     return true;
   }
 
@@ -321,7 +326,7 @@ export class EtcdSemaphore implements SemaphoreStrategy {
     } finally {
       // In the background: the key is gone already, or goes with its lease.
       entry.lease.revoke().catch(() => undefined);
-      this.strays.revoke(owner);
+      this.strays.letGo(owner);
     }
   }
 
@@ -330,7 +335,7 @@ export class EtcdSemaphore implements SemaphoreStrategy {
     const entry = this.keys.get(owner);
     this.untrack(owner);
     entry?.lease.revoke().catch(() => undefined);
-    this.strays.revoke(owner);
+    this.strays.letGo(owner);
     return null;
   }
 
