@@ -250,6 +250,19 @@ describe('etcd strategy: an extension past the lease whose answer is lost', () =
     }
   }
 
+  type Held = { extend(ttl?: number): Promise<void>; release(): Promise<boolean>; readonly signal: AbortSignal };
+
+  /** Runs `scenario` on a lock, then on a permit (each taken with `ttl`, not auto-extended): each must still be held, and give back. */
+  async function onLockAndPermit(name: string, ttl: number, scenario: (handle: Held) => Promise<void>): Promise<void> {
+    const service = new LockService(manager);
+    for (const take of [() => service.acquire(`${name}:${run}`, { ttl, autoExtend: false }), () => service.acquirePermit(`${name}-permit:${run}`, { permits: 1, ttl, autoExtend: false })]) {
+      const handle = await take();
+      await scenario(handle);
+      expect(handle.signal.aborted).toBe(false);
+      expect(await handle.release()).toBe(true);
+    }
+  }
+
   it('keeps the lock, with the same fencing token', async () => {
     const key = `extend-lost-answer:${run}`;
     const lock = await new LockService(manager).acquire(key, { ttl: 1_000, autoExtend: false });
@@ -261,7 +274,7 @@ describe('etcd strategy: an extension past the lease whose answer is lost', () =
     expect(await new LockService(otherManager).tryAcquire(key)).toBeNull();
     expect(lock.fencingToken).toBe(token);
     expect(await lock.release()).toBe(true);
-    // Nothing of it is left on a lease nobody renews: the next one takes the lock at once.
+    // The release deleted the key, whichever lease it sat on: the next one takes the lock at once.
     const next = await new LockService(otherManager).tryAcquire(key);
     expect(next).not.toBeNull();
     await next?.release();
@@ -298,28 +311,18 @@ describe('etcd strategy: an extension past the lease whose answer is lost', () =
   }
 
   it('keeps the lock and the permit when another extension comes while a move to a longer lease is answered late', async () => {
-    const service = new LockService(manager);
-    const extendTwice = async (handle: { extend(ttl?: number): Promise<void> }): Promise<void> => {
+    await onLockAndPermit('extend-racing', 3_000, async (handle) => {
       // The move is applied, and its answer is on its way for 300 ms: the other extension comes meanwhile.
       const { moving } = await moveAnsweredLate(handle, 6_000, 300);
       await handle.extend();
       expect(await moving).toBeUndefined();
       await sleep(200); // the lease the key left is revoked in the background
       await handle.extend();
-    };
-    const lock = await service.acquire(`extend-racing:${run}`, { ttl: 3_000, autoExtend: false });
-    await extendTwice(lock);
-    expect(lock.signal.aborted).toBe(false);
-    expect(await lock.release()).toBe(true);
-    const permit = await service.acquirePermit(`extend-racing-permit:${run}`, { permits: 1, ttl: 3_000, autoExtend: false });
-    await extendTwice(permit);
-    expect(permit.signal.aborted).toBe(false);
-    expect(await permit.release()).toBe(true);
+    });
   }, 15_000);
 
   it('keeps the lock and the permit while a move to a longer lease goes unanswered for longer than the lease', async () => {
-    const service = new LockService(manager);
-    const extendMeanwhile = async (handle: { extend(ttl?: number): Promise<void>; readonly signal: AbortSignal }): Promise<void> => {
+    await onLockAndPermit('extend-hung', 2_000, async (handle) => {
       // The later extensions wait for the move a third of the lease left at most, then go on without it.
       const { answered } = await moveAnsweredLate(handle, 6_000, 4_000);
       for (const until = Date.now() + 5_000; Date.now() < until; ) {
@@ -328,22 +331,14 @@ describe('etcd strategy: an extension past the lease whose answer is lost', () =
       }
       await answered;
       await handle.extend();
-      expect(handle.signal.aborted).toBe(false);
-    };
-    const lock = await service.acquire(`extend-hung:${run}`, { ttl: 2_000, autoExtend: false });
-    await extendMeanwhile(lock);
-    expect(await lock.release()).toBe(true);
-    const permit = await service.acquirePermit(`extend-hung-permit:${run}`, { permits: 1, ttl: 2_000, autoExtend: false });
-    await extendMeanwhile(permit);
-    expect(await permit.release()).toBe(true);
+    });
     const next = await new LockService(otherManager).tryAcquire(`extend-hung:${run}`);
     expect(next).not.toBeNull();
     await next?.release();
   }, 30_000);
 
   it('keeps the lock and the permit when a later move overtakes a move that goes unanswered', async () => {
-    const service = new LockService(manager);
-    const overtake = async (handle: { extend(ttl?: number): Promise<void>; readonly signal: AbortSignal }): Promise<void> => {
+    await onLockAndPermit('extend-overtaken-move', 2_000, async (handle) => {
       // The first move is applied and answered 3 s late; the second waits its turn (a third of the lease
       // left), then moves the key to a longer lease still and revokes the one it left.
       const { answered } = await moveAnsweredLate(handle, 4_000, 3_000);
@@ -351,19 +346,11 @@ describe('etcd strategy: an extension past the lease whose answer is lost', () =
       await answered;
       await sleep(200); // anything the late answer set off in the background
       await handle.extend(8_000);
-      expect(handle.signal.aborted).toBe(false);
-    };
-    const lock = await service.acquire(`extend-overtaken-move:${run}`, { ttl: 2_000, autoExtend: false });
-    await overtake(lock);
-    expect(await lock.release()).toBe(true);
-    const permit = await service.acquirePermit(`extend-overtaken-move-permit:${run}`, { permits: 1, ttl: 2_000, autoExtend: false });
-    await overtake(permit);
-    expect(await permit.release()).toBe(true);
+    });
   }, 30_000);
 
   it('keeps the lock and the permit when a keep-alive reaches etcd after a later move left its lease', async () => {
-    const service = new LockService(manager);
-    const overtake = async (handle: { extend(ttl?: number): Promise<void>; readonly signal: AbortSignal }): Promise<void> => {
+    await onLockAndPermit('extend-overtaken-keepalive', 3_000, async (handle) => {
       // The keep-alive is held up 2 s; the move waits its turn (a third of the lease left), moves the key to
       // an 8 s lease and revokes the one it left; then the keep-alive reaches etcd, for a revoked lease.
       const sent = new Promise<void>((resolve) => (nextKeepAlive = { lateMs: 2_000, sent: resolve }));
@@ -373,14 +360,7 @@ describe('etcd strategy: an extension past the lease whose answer is lost', () =
       await keepingAlive;
       await sleep(300); // the keep-alive's answer, and anything it set off in the background
       await handle.extend(8_000);
-      expect(handle.signal.aborted).toBe(false);
-    };
-    const lock = await service.acquire(`extend-overtaken-keepalive:${run}`, { ttl: 3_000, autoExtend: false });
-    await overtake(lock);
-    expect(await lock.release()).toBe(true);
-    const permit = await service.acquirePermit(`extend-overtaken-keepalive-permit:${run}`, { permits: 1, ttl: 3_000, autoExtend: false });
-    await overtake(permit);
-    expect(await permit.release()).toBe(true);
+    });
   }, 30_000);
 
   it('never vouches for the lock or the permit past the end of a lease that a move on its way may put the key on', async () => {
