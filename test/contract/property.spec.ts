@@ -601,6 +601,10 @@ describe('fixed: fencing tokens on SQLite repeated within a millisecond', () => 
 //   the abort is heard and a KILL QUERY sent, but with the lock-manager.ts change under way acquire()
 //   rejects at once, before the KILL has landed: a release right after can still hand the row to the killed
 //   wait (3 rounds in 20). Before that change the rejection came once the wait had ended on the server.
+// - a CI run, round 12 (abort 0 ms in): the KILL QUERY reached the server before the FOR UPDATE it was meant
+//   for, and the server dropped it; the wait went on past the rejection (one operation timeout later) and
+//   took the row at the release. The cancel is now sent again until the wait has ended; the integration
+//   tests' "cancel reached the server before the wait did" makes that race every time.
 describe('fixed: an aborted pessimistic wait could take the lock after its acquire() rejected', () => {
   const pessimistic = subjects.find((subject) => subject.name === 'pessimistic (MariaDB)') as ContractSubject;
   const managers: LockManager[] = [];

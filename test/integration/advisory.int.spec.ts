@@ -6,6 +6,7 @@ import { AdvisoryLockStrategy, getLockName, lockTransaction, postgresAdvisoryKey
 import { StockRow as Stock } from '../support/stock-row.entity';
 import { abortedWithin } from '../support/aborted-within';
 import { expectCommitsWithRelease } from '../support/lock-transaction-check';
+import { expectAbortedWaitEnded } from '../support/aborted-wait';
 
 const run = randomUUID().slice(0, 8);
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
@@ -161,4 +162,19 @@ describe.each(SERVERS)('advisory strategy on $name', (server) => {
       await lock.release();
     }
   });
+
+  it('ends the wait on the server before an aborted acquire() rejects, also when the cancel reached the server before the wait did', async () => {
+    const waiterDataSource = await new DataSource(server.options()).initialize();
+    try {
+      await expectAbortedWaitEnded({
+        holder: service(),
+        strategy: new AdvisoryLockStrategy({ dataSource: waiterDataSource }),
+        waiterDataSource,
+        waitingStatement: server.name === 'PostgreSQL' ? /pg_advisory_lock\(/ : /GET_LOCK\(/,
+        key: `adv:${run}:cancel-first`,
+      });
+    } finally {
+      await waiterDataSource.destroy();
+    }
+    }, 15_000);
 });

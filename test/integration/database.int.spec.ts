@@ -17,6 +17,7 @@ import { MysqlQueryRunner } from 'typeorm/driver/mysql/MysqlQueryRunner';
 import { StockRow as Stock } from '../support/stock-row.entity';
 import { PricedItem } from '../support/priced-item.entity';
 import { expectCommitsWithRelease } from '../support/lock-transaction-check';
+import { expectAbortedWaitEnded } from '../support/aborted-wait';
 
 
 const run = randomUUID().slice(0, 8);
@@ -48,6 +49,16 @@ async function expectSlotLimit(locks: LockService, prefix: string): Promise<void
   expect((keptOut as Error).message).toMatch(/maxHeldConnections/);
   await Promise.all([...held.slice(2), fifth].map((lock) => lock.release()));
   await ((await behindHolder) as LockHandle).release();
+}
+
+/** The aborted-wait scenario for a pessimistic waiter on a data source of its own (see `expectAbortedWaitEnded`). */
+async function expectAbortedWaitEndedOn(options: DataSourceOptions, holder: LockService, waitingStatement: RegExp, key: string): Promise<void> {
+  const waiterDataSource = await new DataSource(options).initialize();
+  try {
+    await expectAbortedWaitEnded({ holder, strategy: new PessimisticLockStrategy({ dataSource: waiterDataSource }), waiterDataSource, waitingStatement, key });
+  } finally {
+    await waiterDataSource.destroy();
+  }
 }
 
 describe.each([
@@ -369,6 +380,10 @@ describe('pessimistic strategy (MariaDB)', () => {
     }
   });
 
+  it('ends the row lock\'s wait on the server before an aborted acquire() rejects, also when the cancel reached the server before the wait did', async () => {
+    await expectAbortedWaitEndedOn(mysql(), locks, /FOR UPDATE WAIT/, `pess:${run}:cancel-first`);
+  }, 15_000);
+
   it('never pins more connections than allowed: the next waits for a slot, then fails saying what to change', async () => {
     await expectSlotLimit(locks, `pess:${run}`);
   });
@@ -434,6 +449,10 @@ describe('pessimistic strategy (PostgreSQL)', () => {
     expect(await locks.tryAcquire(key, { reentrant: false })).toBeNull();
     await again.release();
   });
+
+  it('ends the row lock\'s wait on the server before an aborted acquire() rejects, also when the cancel reached the server before the wait did', async () => {
+    await expectAbortedWaitEndedOn(postgres(), locks, /FOR UPDATE$/, `pg:${run}:cancel-first`);
+  }, 15_000);
 
   it('never pins more connections than allowed: the next waits for a slot, then fails saying what to change', async () => {
     await expectSlotLimit(locks, `pg:${run}`);

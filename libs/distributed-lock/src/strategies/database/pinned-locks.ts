@@ -6,6 +6,7 @@ import type { LeaseLostListener, ReleaseOutcome } from '../../locking/lock-strat
 import { budgetAborted, budgetWithin, onBudgetAbort } from '../../locking/wait-for-wake';
 import { ConnectionSlots } from './connection-slots';
 import type { LockDataSource } from './database-client.type';
+import { cancelUntilOver } from './cancel-until-over';
 import { watchConnection } from './typeorm-internals';
 
 /** A lock held on a connection pinned for it (a pessimistic lock's transaction, an advisory lock's session). */
@@ -104,14 +105,16 @@ export class PinnedLocks<H extends PinnedLock> {
   /**
    * Bounds the server-side wait of an acquisition on the connection with server id `connectionId`: at
    * the budget's end, on abort, or on close, `cancel` (KILL QUERY, pg_cancel_backend) is sent from another
-   * connection. The server's own bound counts whole seconds on MySQL: this one is exact. `waitMs`: what
-   * is left of the budget when the wait starts (default: all of it).
+   * connection, until `disarm` says the wait is over (see `cancelUntilOver`). The server's own bound counts
+   * whole seconds on MySQL: this one is exact. `waitMs`: what is left of the budget when the wait starts
+   * (default: all of it).
    */
   cancelWait(dataSource: LockDataSource, connectionId: number | undefined, cancel: (id: number) => string, budget: WaitBudget | undefined, waitMs = budget?.timeoutMs): WaitCancel {
-    let cancelling: Promise<unknown> | undefined;
+    let cancelling: Promise<void> | undefined;
+    const waitOver = new AbortController();
     const stop = (): void => {
       if (cancelling || connectionId === undefined) return;
-      cancelling = dataSource.query(cancel(connectionId)).catch(() => undefined);
+      cancelling = cancelUntilOver(dataSource, cancel(connectionId), waitOver.signal);
     };
     const timer = budget ? setTimeout(stop, Math.max(0, waitMs ?? 0)) : undefined;
     const stopWatchingAbort = budget ? onBudgetAbort(budget, stop) : undefined;
@@ -122,6 +125,7 @@ export class PinnedLocks<H extends PinnedLock> {
         clearTimeout(timer);
         stopWatchingAbort?.();
         this.waitStoppers.delete(stop);
+        waitOver.abort();
         await cancelling;
       },
     };

@@ -1,0 +1,48 @@
+import type { DataSource } from 'typeorm';
+import { LockAcquireAbortedError, LockManager, LockService, type LockStrategy } from '@app/distributed-lock';
+import { holdBackStatements } from './held-back-statements';
+
+/** Long enough for the cancel sent on abort to reach the server and be answered before the wait does. */
+const HOLD_MS = 300;
+
+/**
+ * The caller aborts its acquisition just as the statement that waits for the lock leaves, and that statement
+ * reaches the server after the cancel the abort sent (held back on its way, as on a slow link): the cancel
+ * lands on nothing. The promise under test: acquire() rejects with LockAcquireAbortedError only once the
+ * wait has ended on the server, without the lock, so the holder's release right after frees the key.
+ * `strategy` runs on `waiterDataSource`, a data source of the test's own (it keeps the hold until destroyed);
+ * `holder` takes the lock through another one.
+ */
+export async function expectAbortedWaitEnded(options: {
+  readonly holder: LockService;
+  readonly strategy: LockStrategy;
+  readonly waiterDataSource: DataSource;
+  readonly waitingStatement: RegExp;
+  readonly key: string;
+}): Promise<void> {
+  const { holder, strategy, waiterDataSource, waitingStatement, key } = options;
+  // Short, so that without the fix the rejection comes (after this bound) while the wait is still on.
+  const waiter = new LockManager(strategy, { operationTimeout: 2_000 });
+  try {
+    const held = await holder.acquire(key, { ttl: 30_000 });
+    const controller = new AbortController();
+    const statements = holdBackStatements(waiterDataSource, (sql) => waitingStatement.test(sql), HOLD_MS, () => controller.abort(new Error('cancelled by the caller')));
+    const outcome = await new LockService(waiter).acquire(key, { ttl: 30_000, waitTimeout: 20_000, signal: controller.signal }).then(
+      async (handle) => {
+        await handle.release();
+        return handle;
+      },
+      (error: unknown) => error,
+    );
+    expect(outcome).toBeInstanceOf(LockAcquireAbortedError);
+    // The wait was sent, and had ended on the server when the caller was told (without the lock: the holder
+    // still has it).
+    expect(statements.map(({ settled }) => settled)).toEqual([true]);
+    await held.release();
+    const next = await holder.tryAcquire(key, { ttl: 30_000 });
+    expect(next).not.toBeNull();
+    await next?.release();
+  } finally {
+    await waiter.close();
+  }
+}
