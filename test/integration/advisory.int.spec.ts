@@ -176,5 +176,5 @@ describe.each(SERVERS)('advisory strategy on $name', (server) => {
     } finally {
       await waiterDataSource.destroy();
     }
-    }, 15_000);
+  }, 15_000);
 });

@@ -1,6 +1,6 @@
 import type { DataSource } from 'typeorm';
 import { LockAcquireAbortedError, LockManager, LockService, type LockStrategy } from '@app/distributed-lock';
-import { holdBackStatements } from './held-back-statements';
+import { watchStatements } from './watched-statements';
 
 /** Long enough for the cancel sent on abort to reach the server and be answered before the wait does. */
 const HOLD_MS = 300;
@@ -26,7 +26,12 @@ export async function expectAbortedWaitEnded(options: {
   try {
     const held = await holder.acquire(key, { ttl: 30_000 });
     const controller = new AbortController();
-    const statements = holdBackStatements(waiterDataSource, (sql) => waitingStatement.test(sql), HOLD_MS, () => controller.abort(new Error('cancelled by the caller')));
+    const waits = watchStatements(waiterDataSource, {
+      matches: (sql) => waitingStatement.test(sql),
+      holdMs: HOLD_MS,
+      onIssued: () => controller.abort(new Error('cancelled by the caller')),
+    });
+    const cancels = watchStatements(waiterDataSource, { matches: (sql) => /^(KILL QUERY|SELECT pg_cancel_backend)\b/.test(sql) });
     const outcome = await new LockService(waiter).acquire(key, { ttl: 30_000, waitTimeout: 20_000, signal: controller.signal }).then(
       async (handle) => {
         await handle.release();
@@ -35,9 +40,11 @@ export async function expectAbortedWaitEnded(options: {
       (error: unknown) => error,
     );
     expect(outcome).toBeInstanceOf(LockAcquireAbortedError);
-    // The wait was sent, and had ended on the server when the caller was told (without the lock: the holder
-    // still has it).
-    expect(statements.map(({ settled }) => settled)).toEqual([true]);
+    // The race under test took place: the first cancel was answered before the wait left for the server.
+    expect(waits).toHaveLength(1);
+    expect(cancels[0]?.settledAt).toBeLessThan(waits[0]?.sentAt ?? 0);
+    // The wait had ended on the server when the caller was told (without the lock: the holder still has it).
+    expect(waits[0]?.settledAt).toBeDefined();
     await held.release();
     const next = await holder.tryAcquire(key, { ttl: 30_000 });
     expect(next).not.toBeNull();

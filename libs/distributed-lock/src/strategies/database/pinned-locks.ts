@@ -6,7 +6,7 @@ import type { LeaseLostListener, ReleaseOutcome } from '../../locking/lock-strat
 import { budgetAborted, budgetWithin, onBudgetAbort } from '../../locking/wait-for-wake';
 import { ConnectionSlots } from './connection-slots';
 import type { LockDataSource } from './database-client.type';
-import { cancelUntilOver } from './cancel-until-over';
+import { RepeatedCancel } from './repeated-cancel';
 import { watchConnection } from './typeorm-internals';
 
 /** A lock held on a connection pinned for it (a pessimistic lock's transaction, an advisory lock's session). */
@@ -24,6 +24,9 @@ export interface PinnedLock {
 export function pinnedLock(key: string, runner: QueryRunner): PinnedLock {
   return { key, runner, timer: undefined, listeners: new Set(), connectionLost: false, stopWatchingConnection: () => undefined };
 }
+
+/** Time allowed for the statements an acquisition sends before its wait (the lock row's insert, BEGIN). */
+const STATEMENTS_BEFORE_WAIT_MS = 1_000;
 
 /** The bound on one acquisition's server-side wait: cancelled at its deadline, on abort, or when the strategy closes. */
 export interface WaitCancel {
@@ -105,28 +108,26 @@ export class PinnedLocks<H extends PinnedLock> {
   /**
    * Bounds the server-side wait of an acquisition on the connection with server id `connectionId`: at
    * the budget's end, on abort, or on close, `cancel` (KILL QUERY, pg_cancel_backend) is sent from another
-   * connection, until `disarm` says the wait is over (see `cancelUntilOver`). The server's own bound counts
-   * whole seconds on MySQL: this one is exact. `waitMs`: what is left of the budget when the wait starts
-   * (default: all of it).
+   * connection, and sent again until `disarm` says the wait is over (see `RepeatedCancel`). The server's
+   * own bound counts whole seconds on MySQL: this one is exact. `waitMs`: what is left of the budget when
+   * the wait starts (default: all of it).
    */
   cancelWait(dataSource: LockDataSource, connectionId: number | undefined, cancel: (id: number) => string, budget: WaitBudget | undefined, waitMs = budget?.timeoutMs): WaitCancel {
-    let cancelling: Promise<void> | undefined;
-    const waitOver = new AbortController();
-    const stop = (): void => {
-      if (cancelling || connectionId === undefined) return;
-      cancelling = cancelUntilOver(dataSource, cancel(connectionId), waitOver.signal);
-    };
+    // Past the wait's own bound on the server (whole seconds on MySQL), plus the statements before it, the
+    // wait has ended there by itself: no cancel is needed any more.
+    const serverBoundEnd = Date.now() + Math.ceil(Math.max(0, waitMs ?? 0) / 1000) * 1000 + STATEMENTS_BEFORE_WAIT_MS;
+    const repeated = connectionId === undefined ? undefined : new RepeatedCancel(dataSource, cancel(connectionId), serverBoundEnd);
+    const stop = (): void => repeated?.start();
     const timer = budget ? setTimeout(stop, Math.max(0, waitMs ?? 0)) : undefined;
     const stopWatchingAbort = budget ? onBudgetAbort(budget, stop) : undefined;
     this.waitStoppers.add(stop);
     return {
-      stopped: () => cancelling !== undefined || (budget !== undefined && budgetAborted(budget)),
+      stopped: () => repeated?.started === true || (budget !== undefined && budgetAborted(budget)),
       disarm: async () => {
         clearTimeout(timer);
         stopWatchingAbort?.();
         this.waitStoppers.delete(stop);
-        waitOver.abort();
-        await cancelling;
+        await repeated?.stop();
       },
     };
   }
