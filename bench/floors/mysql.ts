@@ -71,7 +71,7 @@ export function rawPessimisticFloor(): () => Promise<BenchLock> {
       async acquire(key, waitMs) {
         if (!knownRows.has(key)) {
           const [rows] = await pool.query<RowDataPacket[]>(sql.rowExists, [key]);
-          if (rows.length === 0) await pool.query(sql.insertRow, [key]);
+          if (rows.length === 0) await pool.query(sql.insertRow(Math.max(1, Math.ceil(waitMs / 1000))), [key]);
           knownRows.add(key);
         }
         const connection = await pool.getConnection();

@@ -72,7 +72,7 @@ export function rawPostgresPessimisticFloor(): () => Promise<BenchLock> {
       async acquire(key, waitMs) {
         if (!knownRows.has(key)) {
           const found = await pool.query(sql.rowExists, [key]);
-          if (found.rowCount === 0) await pool.query(sql.insertRow, [key]);
+          if (found.rowCount === 0) await pool.query(sql.insertRow(Math.max(1, Math.ceil(waitMs / 1000))), [key]);
           knownRows.add(key);
         }
         const client = await pool.connect();

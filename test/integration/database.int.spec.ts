@@ -14,10 +14,12 @@ import {
 } from '@app/distributed-lock';
 import { LOCK_TABLES, lockTransaction, optimisticUpdate, PessimisticLockStrategy, RowLockStrategy } from '@app/distributed-lock/strategies/database';
 import { MysqlQueryRunner } from 'typeorm/driver/mysql/MysqlQueryRunner';
+import { pessimisticStatements } from '@app/distributed-lock/strategies/database/pessimistic-lock.sql';
+import { dialectOf, withServerFeatures } from '@app/distributed-lock/strategies/database/sql-dialect';
 import { StockRow as Stock } from '../support/stock-row.entity';
 import { PricedItem } from '../support/priced-item.entity';
 import { expectCommitsWithRelease } from '../support/lock-transaction-check';
-import { expectAbortedWaitEnded } from '../support/aborted-wait';
+import { expectAbortedWaitEnded, expectNoWaitSentAfterAbort } from '../support/aborted-wait';
 
 
 const run = randomUUID().slice(0, 8);
@@ -51,14 +53,19 @@ async function expectSlotLimit(locks: LockService, prefix: string): Promise<void
   await ((await behindHolder) as LockHandle).release();
 }
 
-/** The aborted-wait scenario for a pessimistic waiter on a data source of its own (see `expectAbortedWaitEnded`). */
-async function expectAbortedWaitEndedOn(options: DataSourceOptions, holder: LockService, waitingStatement: RegExp, key: string): Promise<void> {
+/** Runs `scenario` with a pessimistic strategy on a data source of its own, which its statements' watches leave with. */
+async function withWaiterDataSource(options: DataSourceOptions, scenario: (dataSource: DataSource, strategy: PessimisticLockStrategy) => Promise<void>): Promise<void> {
   const waiterDataSource = await new DataSource(options).initialize();
   try {
-    await expectAbortedWaitEnded({ holder, strategy: new PessimisticLockStrategy({ dataSource: waiterDataSource }), waiterDataSource, waitingStatement, key });
+    await scenario(waiterDataSource, new PessimisticLockStrategy({ dataSource: waiterDataSource }));
   } finally {
     await waiterDataSource.destroy();
   }
+}
+
+/** The aborted-wait scenario for a pessimistic waiter on a data source of its own (see `expectAbortedWaitEnded`). */
+function expectAbortedWaitEndedOn(options: DataSourceOptions, holder: LockService, waitingStatement: RegExp, key: string): Promise<void> {
+  return withWaiterDataSource(options, (waiterDataSource, strategy) => expectAbortedWaitEnded({ holder, strategy, waiterDataSource, waitingStatement, key }));
 }
 
 describe.each([
@@ -384,6 +391,32 @@ describe('pessimistic strategy (MariaDB)', () => {
     await expectAbortedWaitEndedOn(mysql(), locks, /FOR UPDATE WAIT/, `pess:${run}:cancel-first`);
   }, 15_000);
 
+  it('bounds the insert of a new key\'s row on the server by the wait, as the row lock (a cancel can come too early)', async () => {
+    const dialect = await withServerFeatures(dataSource, dialectOf(dataSource, 'pessimistic'));
+    const sql = pessimisticStatements(dialect, LOCK_TABLES.rows, LOCK_TABLES.fences);
+    const key = `pess:${run}:insert-bound`;
+    // The strategy makes its tables on first use.
+    await (await locks.acquire(`${key}:first-use`)).release();
+    // Another caller's insert of the same key, not committed yet: the duplicate check waits for its lock.
+    const other = dataSource.createQueryRunner();
+    await other.connect();
+    await other.startTransaction();
+    try {
+      await other.query(sql.insertRow(1), [key]);
+      const error = await dataSource.query(sql.insertRow(1), [key]).catch((e: unknown) => e);
+      expect((error as { driverError?: { errno?: number } }).driverError?.errno).toBe(1205);
+    } finally {
+      await other.rollbackTransaction();
+      await other.release();
+    }
+  });
+
+  it('sends no insert of a new key\'s row once the caller gave up during the read before it (the insert can wait behind a lock)', async () => {
+    await withWaiterDataSource(mysql(), (waiterDataSource, strategy) =>
+      expectNoWaitSentAfterAbort({ strategy, waiterDataSource, heldStatement: /^SELECT 1 AS present/, waitingStatement: /^INSERT|^SET STATEMENT/, key: `pess:${run}:no-insert` }),
+    );
+  }, 15_000);
+
   it('never pins more connections than allowed: the next waits for a slot, then fails saying what to change', async () => {
     await expectSlotLimit(locks, `pess:${run}`);
   });
@@ -452,6 +485,12 @@ describe('pessimistic strategy (PostgreSQL)', () => {
 
   it('ends the row lock\'s wait on the server before an aborted acquire() rejects, also when the cancel reached the server before the wait did', async () => {
     await expectAbortedWaitEndedOn(postgres(), locks, /FOR UPDATE$/, `pg:${run}:cancel-first`);
+  }, 15_000);
+
+  it('sends no row lock once the caller gave up while its lock_timeout was being set', async () => {
+    await withWaiterDataSource(postgres(), (waiterDataSource, strategy) =>
+      expectNoWaitSentAfterAbort({ holder: locks, strategy, waiterDataSource, heldStatement: /set_config\('lock_timeout'/, waitingStatement: /FOR UPDATE$/, key: `pg:${run}:no-wait` }),
+    );
   }, 15_000);
 
   it('never pins more connections than allowed: the next waits for a slot, then fails saying what to change', async () => {

@@ -48,10 +48,13 @@ describe('the cancel of a wait, on a pool whose every connection is pinned by wa
     const advisoryHolder = await service(new LockManager(new AdvisoryLockStrategy({ dataSource: holders }))).acquire(advisoryKey, { ttl: 30_000 });
 
     // Both connections of the shared pool wait: one until its deadline (then cancelled), one until aborted.
+    const waits = watchStatements(shared, { matches: (sql) => /FOR UPDATE WAIT|GET_LOCK\(/.test(sql) });
     const controller = new AbortController();
     const timedOut = outcomeOf(pessimistic.acquire(rowKey, { ttl: 30_000, waitTimeout: 1_200 }));
     const aborted = outcomeOf(advisory.acquire(advisoryKey, { ttl: 30_000, waitTimeout: 2_000, signal: controller.signal }));
-    await sleep(400);
+    while (waits.length < 2) await sleep(10);
+    // Time for both to start waiting on the server before the abort.
+    await sleep(100);
     controller.abort(new Error('cancelled by the caller'));
     expect(await timedOut).toBeInstanceOf(LockAcquireTimeoutError);
     expect(await aborted).toBeInstanceOf(LockAcquireAbortedError);
@@ -81,7 +84,7 @@ describe.each([
 
   it('is sent once for a connection the server does not know: it could only ever land on someone else', async () => {
     const cancels = watchStatements(dataSource, { matches: (sql) => sql === cancel(2_000_000_000) });
-    const repeated = new RepeatedCancel(dataSource, cancel(2_000_000_000), Date.now() + 10_000);
+    const repeated = new RepeatedCancel(dataSource, cancel(2_000_000_000), 10_000);
     repeated.start();
     // Several resend pauses (20, 40, 80, 160 ms).
     await sleep(600);
@@ -89,23 +92,40 @@ describe.each([
     expect(cancels).toHaveLength(1);
   });
 
-  it('stops at the end of the wait\'s bound on the server, also when never told the wait is over', async () => {
+  it('stops once the wait\'s bound on the server (and 2 s for a statement on its way) has passed, also when never told the wait is over', async () => {
     // A connection that waits for nothing: each cancel lands on nothing, as on a wait that has not started.
     const idle = dataSource.createQueryRunner();
     await idle.connect();
     try {
       const statement = cancel(connectionIdOf(idle) as number);
       const cancels = watchStatements(dataSource, { matches: (sql) => sql === statement });
-      const repeated = new RepeatedCancel(dataSource, statement, Date.now() + 300);
+      const repeated = new RepeatedCancel(dataSource, statement, 0);
       repeated.start();
-      await sleep(1_500);
+      await sleep(3_000);
       const sent = cancels.length;
       // Sent again while the bound lasts (at 0, 20, 60, 140 ms and so on), then no more.
       expect(sent).toBeGreaterThanOrEqual(2);
-      await sleep(1_000);
+      await sleep(1_500);
       expect(cancels).toHaveLength(sent);
       await repeated.stop();
       // The connection was never harmed: a cancel that landed on nothing is forgotten at its next statement.
+      expect(await idle.query('SELECT 1 AS one')).toEqual([{ one: 1 }]);
+    } finally {
+      await idle.release();
+    }
+  });
+
+  it('once told the wait is over, waits for a cancel on its way to be answered, so that it cannot land on the connection\'s next statement', async () => {
+    const idle = dataSource.createQueryRunner();
+    await idle.connect();
+    try {
+      const statement = cancel(connectionIdOf(idle) as number);
+      const cancels = watchStatements(dataSource, { matches: (sql) => sql === statement, hold: 300 });
+      const repeated = new RepeatedCancel(dataSource, statement, 10_000);
+      repeated.start();
+      while (cancels.length === 0) await sleep(5);
+      await repeated.stop();
+      expect(cancels.map(({ settledAt }) => settledAt !== undefined)).toEqual([true]);
       expect(await idle.query('SELECT 1 AS one')).toEqual([{ one: 1 }]);
     } finally {
       await idle.release();

@@ -23,17 +23,24 @@ function textOf(statement: unknown): string {
 
 /**
  * Records every statement matching `matches` that a query runner of `dataSource` sends on its own
- * connection, and holds each back `holdMs` on its way, as a slow network would on that one connection
- * (the server runs it, only later). `onIssued` runs the moment the statement is issued. For a statement
+ * connection, and holds each back on its way (`hold`: for that many ms, or until the promise it returns
+ * settles), as a slow network would on that one connection (the server runs it, only later). `onIssued`
+ * runs the moment the statement is issued, `onSettled` when it is answered. For a statement
  * that waits on the server (a row lock, GET_LOCK), a cancel sent from another connection meanwhile lands
  * before it: the race between an abort and the statement it must stop. The data source is the test's own:
  * its connections are watched until it is destroyed.
  */
 export function watchStatements(
   dataSource: DataSource,
-  options: { readonly matches: (sql: string) => boolean; readonly holdMs?: number; readonly onIssued?: (statement: WatchedStatement) => void },
+  options: {
+    readonly matches: (sql: string) => boolean;
+    readonly hold?: number | (() => Promise<unknown>);
+    readonly onIssued?: (statement: WatchedStatement) => void;
+    readonly onSettled?: (statement: WatchedStatement) => void;
+  },
 ): WatchedStatement[] {
-  const { matches, holdMs = 0, onIssued } = options;
+  const { matches, hold = 0, onIssued, onSettled } = options;
+  const held = (): Promise<unknown> => (typeof hold === 'number' ? new Promise((resolve) => setTimeout(resolve, hold)) : hold());
   const seen: WatchedStatement[] = [];
   const watched = new WeakSet<object>();
   const watch = (connection: DriverConnection): void => {
@@ -52,6 +59,7 @@ export function watchStatements(
       };
       const settle = (): void => {
         statement.settledAt = Date.now();
+        onSettled?.(statement);
       };
       const callback = args.at(-1);
       if (typeof callback === 'function') {
@@ -60,12 +68,18 @@ export function watchStatements(
           settle();
           return callback(...answer);
         };
-        if (holdMs === 0) return sendNow();
-        setTimeout(sendNow, holdMs);
+        if (hold === 0) return sendNow();
+        // mysql2's Query is not a promise (its then() throws): not returned from the callback.
+        void held()
+          .catch(() => undefined)
+          .then(() => void sendNow());
         return undefined;
       }
       // pg: the answer is the promise query() returns.
-      return new Promise((resolve) => setTimeout(resolve, holdMs)).then(() => sendNow() as Promise<unknown>).finally(settle);
+      return held()
+        .catch(() => undefined)
+        .then(() => sendNow() as Promise<unknown>)
+        .finally(settle);
     };
   };
   const createQueryRunner = dataSource.createQueryRunner.bind(dataSource);

@@ -6,9 +6,11 @@ export interface PessimisticStatements {
   readonly rowExists: string;
   /**
    * Make the key's row. Parameter: key. When another caller made it a moment ago and already locked it,
-   * the duplicate check waits for that lock; the caller bounds the wait (KILL QUERY / pg_cancel_backend at its deadline).
+   * the duplicate check waits for that lock: on MySQL/MariaDB at most `waitSeconds` (the row lock's own
+   * bound), and the caller cuts it at its deadline (KILL QUERY). On PostgreSQL it waits only for an insert
+   * of the same key not yet committed, never for a row lock.
    */
-  readonly insertRow: string;
+  insertRow(waitSeconds: number): string;
   /** The same, refused at once instead of waiting behind a lock on the row (tryAcquire). Parameter: key. */
   readonly insertRowNoWait: string;
   /**
@@ -39,7 +41,7 @@ export function pessimisticStatements(d: SqlDialect, rowTable: string, fenceTabl
     const fences = d.quote(fenceTable);
     return {
       rowExists: d.bind(`SELECT 1 AS present FROM ${rows} WHERE lock_key = ?`),
-      insertRow: d.bind(d.insertIfMissing(rows, '(lock_key) VALUES (?)')),
+      insertRow: () => d.bind(d.insertIfMissing(rows, '(lock_key) VALUES (?)')),
       // ON CONFLICT DO NOTHING never waits for a row lock: only for an insert of the same key not yet committed.
       insertRowNoWait: d.bind(d.insertIfMissing(rows, '(lock_key) VALUES (?)')),
       nextToken: d.bind(`INSERT INTO ${fences} AS f (lock_key, fencing_token, locked_by, locked_by_connection, locked_at)
@@ -54,11 +56,9 @@ export function pessimisticStatements(d: SqlDialect, rowTable: string, fenceTabl
   }
   return {
     rowExists: `SELECT 1 AS present FROM ${rows} WHERE lock_key = ?`,
-    insertRow: d.insertIfMissing(rows, '(lock_key) VALUES (?)'),
+    insertRow: (waitSeconds) => insertWaiting(d, rows, waitSeconds),
     // MariaDB takes 0 (do not wait); MySQL's least is 1 s.
-    insertRowNoWait: d.mariadb
-      ? `SET STATEMENT innodb_lock_wait_timeout=0 FOR ${d.insertIfMissing(rows, '(lock_key) VALUES (?)')}`
-      : d.insertIfMissing(rows, '(lock_key) VALUES (?)').replace(/^INSERT /, 'INSERT /*+ SET_VAR(innodb_lock_wait_timeout=1) */ '),
+    insertRowNoWait: insertWaiting(d, rows, d.mariadb ? 0 : 1),
     nextToken: `INSERT INTO ${d.quote(fenceTable)} (lock_key, fencing_token, locked_by, locked_by_connection, locked_at)
          VALUES (?, ${d.tokenExpression(d.firstToken(fenceTable))}, ?, ?, NOW(3))
          ON DUPLICATE KEY UPDATE fencing_token = ${d.tokenExpression(d.nextToken('fencing_token', fenceTable))}, locked_by = VALUES(locked_by),
@@ -72,4 +72,11 @@ export function pessimisticStatements(d: SqlDialect, rowTable: string, fenceTabl
     },
     cancel: (connectionId) => `KILL QUERY ${Number(connectionId)}`,
   };
+}
+
+/** MySQL/MariaDB: the row's insert, waiting behind a lock on a row of the same key at most `seconds`. */
+function insertWaiting(d: SqlDialect, rows: string, seconds: number): string {
+  const insert = d.insertIfMissing(rows, '(lock_key) VALUES (?)');
+  const bound = Math.max(0, Math.ceil(seconds));
+  return d.mariadb ? `SET STATEMENT innodb_lock_wait_timeout=${bound} FOR ${insert}` : insert.replace(/^INSERT /, `INSERT /*+ SET_VAR(innodb_lock_wait_timeout=${Math.max(1, bound)}) */ `);
 }

@@ -185,11 +185,16 @@ export class PessimisticLockStrategy implements LockStrategy {
    * existing row would queue behind the holder's lock. Keys whose row we have seen skip this (one round
    * trip less per acquisition); a row deleted since is noticed by FOR UPDATE finding nothing. Runs on the
    * lock's own connection, in autocommit before its transaction, inside the caller's bound: two callers
-   * that both found no row race to insert it, and the loser's insert waits for the winner's row lock.
+   * that both found no row race to insert it, and the loser's insert waits for the winner's row lock, as
+   * long as the row lock's wait (`wait.seconds`; none for tryAcquire). A caller that gave up during the
+   * read sends no insert (`wait.stopped`): nothing is left to cancel it.
    */
-  private async ensureRow(runner: QueryRunner, sql: PessimisticStatements, key: string, wait: boolean): Promise<void> {
+  private async ensureRow(runner: QueryRunner, sql: PessimisticStatements, key: string, wait: { seconds: number; stopped: () => boolean } | undefined): Promise<void> {
     const exists = (await queryOnRunner(runner, sql.rowExists, [key], this.fastPaths)).records;
-    if (exists.length === 0) await queryOnRunner(runner, wait ? sql.insertRow : sql.insertRowNoWait, [key], this.fastPaths);
+    if (exists.length === 0) {
+      if (wait?.stopped()) return;
+      await queryOnRunner(runner, wait ? sql.insertRow(wait.seconds) : sql.insertRowNoWait, [key], this.fastPaths);
+    }
     // Bounded memory: forgetting every key costs one extra read per key, never correctness.
     if (this.knownRows.size >= KNOWN_ROWS_LIMIT) this.knownRows.clear();
     this.knownRows.add(key);
@@ -215,18 +220,22 @@ export class PessimisticLockStrategy implements LockStrategy {
     // the strategy closes (KILL QUERY; pg_cancel_backend on PostgreSQL, whose lock_timeout is exact anyway).
     // Stopped before a statement that waits was sent (a cancel then lands on nothing): not sent at all.
     const { stopped, disarm } = this.locks.cancelWait(this.dataSource, connectionId, sql.cancel, budget);
+    const waitSeconds = budget ? Math.max(1, Math.ceil(budget.timeoutMs / 1000)) : undefined;
+    const giveUp = async (): Promise<null> => {
+      await disarm();
+      await rollbackAndRelease(runner);
+      return null;
+    };
     try {
-      if (ensureRow && !stopped()) await this.ensureRow(runner, sql, request.key, budget !== undefined);
+      if (ensureRow && !stopped()) await this.ensureRow(runner, sql, request.key, waitSeconds === undefined ? undefined : { seconds: waitSeconds, stopped });
       await beginLockTransaction(runner, this.fastPaths);
       // The server answers: from here the wait for the row lock is bounded by the caller's budget.
       budget?.serverAnswered?.();
-      if (stopped()) {
-        await disarm();
-        await rollbackAndRelease(runner);
-        return null;
+      if (stopped()) return await giveUp();
+      if (budget && sql.lockTimeout) {
+        await queryOnRunner(runner, sql.lockTimeout, [`${Math.max(1, Math.ceil(budget.timeoutMs))}ms`], this.fastPaths);
+        if (stopped()) return await giveUp();
       }
-      const waitSeconds = budget ? Math.max(1, Math.ceil(budget.timeoutMs / 1000)) : undefined;
-      if (budget && sql.lockTimeout) await queryOnRunner(runner, sql.lockTimeout, [`${Math.max(1, Math.ceil(budget.timeoutMs))}ms`], this.fastPaths);
       // On the runner's own connection, inside the transaction TypeORM started (see mysqlPoolOf).
       const rows = (await queryOnRunner(runner, sql.lockRow(waitSeconds), [request.key], this.fastPaths)).records;
       // The lease is this process's own timer (the server frees the row when the connection dies): it

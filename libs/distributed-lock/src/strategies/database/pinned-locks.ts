@@ -25,9 +25,6 @@ export function pinnedLock(key: string, runner: QueryRunner): PinnedLock {
   return { key, runner, timer: undefined, listeners: new Set(), connectionLost: false, stopWatchingConnection: () => undefined };
 }
 
-/** Time allowed for the statements an acquisition sends before its wait (the lock row's insert, BEGIN). */
-const STATEMENTS_BEFORE_WAIT_MS = 1_000;
-
 /** The bound on one acquisition's server-side wait: cancelled at its deadline, on abort, or when the strategy closes. */
 export interface WaitCancel {
   /** The cancel was sent, or the caller gave up: a statement that waits must not be sent now. */
@@ -113,10 +110,9 @@ export class PinnedLocks<H extends PinnedLock> {
    * the wait starts (default: all of it).
    */
   cancelWait(dataSource: LockDataSource, connectionId: number | undefined, cancel: (id: number) => string, budget: WaitBudget | undefined, waitMs = budget?.timeoutMs): WaitCancel {
-    // Past the wait's own bound on the server (whole seconds on MySQL), plus the statements before it, the
-    // wait has ended there by itself: no cancel is needed any more.
-    const serverBoundEnd = Date.now() + Math.ceil(Math.max(0, waitMs ?? 0) / 1000) * 1000 + STATEMENTS_BEFORE_WAIT_MS;
-    const repeated = connectionId === undefined ? undefined : new RepeatedCancel(dataSource, cancel(connectionId), serverBoundEnd);
+    // The bound on the server of every statement of the acquisition that can wait: whole seconds on MySQL.
+    const serverBoundMs = Math.ceil(Math.max(0, waitMs ?? 0) / 1000) * 1000;
+    const repeated = connectionId === undefined ? undefined : new RepeatedCancel(dataSource, cancel(connectionId), serverBoundMs);
     const stop = (): void => repeated?.start();
     const timer = budget ? setTimeout(stop, Math.max(0, waitMs ?? 0)) : undefined;
     const stopWatchingAbort = budget ? onBudgetAbort(budget, stop) : undefined;

@@ -5,6 +5,13 @@ import type { LockDataSource } from './database-client.type';
 const FIRST_PAUSE_MS = 20;
 const LONGEST_PAUSE_MS = 1_000;
 
+/**
+ * Past the waiting statement's own bound on the server, counted from the first cancel, the resends go on
+ * this long: for a statement still on its way then, and for InnoDB, which notices a lock wait timeout up
+ * to about a second late.
+ */
+const SLACK_MS = 2_000;
+
 /** MySQL/MariaDB: no such thread (the connection is gone), not yours to kill. PostgreSQL: not allowed. */
 const FUTILE_ERRNOS = [1094, 1095];
 const FUTILE_CODES = ['42501'];
@@ -17,20 +24,24 @@ const FUTILE_CODES = ['42501'];
  * then wait out its whole bound, and take the lock when the holder lets go: after the caller that gave up
  * was told so. Another cancel once the wait is running ends it.
  *
- * The resends stop at `stop()` (the wait ended), at `until` (the wait's own bound on the server has passed:
- * it ended there by itself), or when the server says the cancel can never land (no such connection, not
- * allowed): no stream of cancels for ids that may, after a failover, name someone else's session.
+ * The resends stop at `stop()` (the wait ended), once the wait's own bound on the server (`serverBoundMs`,
+ * which every statement the cancel may target has) has passed since the first cancel (the statement then
+ * ended there by itself, having been sent before it), or when the server says the cancel can never land
+ * (no such connection, not allowed): no stream of cancels for ids that may, after a failover, name someone
+ * else's session. The strategy sends no statement that waits once the cancel has started.
  */
 export class RepeatedCancel {
   private readonly over = new AbortController();
   /** The cancel sent and not answered yet (it resolves with the answer or the error, never rejects). */
   private sent: Promise<unknown> | undefined;
   private running = false;
+  /** When the resends end (performance.now()), set by start(). */
+  private until = 0;
 
   constructor(
     private readonly dataSource: LockDataSource,
     private readonly statement: string,
-    private readonly until: number,
+    private readonly serverBoundMs: number,
   ) {}
 
   /** A cancel was started: a statement that waits must not be sent now. */
@@ -41,6 +52,7 @@ export class RepeatedCancel {
   start(): void {
     if (this.running || this.over.signal.aborted) return;
     this.running = true;
+    this.until = performance.now() + this.serverBoundMs + SLACK_MS;
     void this.resend();
   }
 
@@ -58,7 +70,7 @@ export class RepeatedCancel {
     for (let pause = FIRST_PAUSE_MS; ; pause = Math.min(pause * 2, LONGEST_PAUSE_MS)) {
       if (await this.sendOnce()) return;
       await sleep(pause, undefined, { signal: this.over.signal }).catch(() => undefined);
-      if (this.over.signal.aborted || Date.now() >= this.until) return;
+      if (this.over.signal.aborted || performance.now() >= this.until) return;
     }
   }
 
