@@ -14,6 +14,13 @@ const mysql = (poolSize = 4): DataSourceOptions => ({ type: 'mysql', url: proces
 const postgres = (poolSize = 4): DataSourceOptions => ({ type: 'postgres', url: process.env.LOCK_TEST_POSTGRES_URL, entities: [Stock], synchronize: true, poolSize });
 const outcomeOf = <T>(promise: Promise<T>): Promise<T | unknown> => promise.catch((error: unknown) => error);
 
+/** Resolves once `done()` holds, checked every 5 ms; throws after 5 s. */
+async function until(done: () => boolean, what: string): Promise<void> {
+  for (const deadline = Date.now() + 5_000; !done(); await sleep(5)) {
+    if (Date.now() > deadline) throw new Error(`not within 5 s: ${what}`);
+  }
+}
+
 // The cancel that bounds a database wait (KILL QUERY, pg_cancel_backend) takes a connection of the same pool
 // as the waits it stops: the pessimistic and advisory strategies pin one connection per lock and per wait.
 describe('the cancel of a wait, on a pool whose every connection is pinned by waits (MariaDB)', () => {
@@ -52,7 +59,7 @@ describe('the cancel of a wait, on a pool whose every connection is pinned by wa
     const controller = new AbortController();
     const timedOut = outcomeOf(pessimistic.acquire(rowKey, { ttl: 30_000, waitTimeout: 1_200 }));
     const aborted = outcomeOf(advisory.acquire(advisoryKey, { ttl: 30_000, waitTimeout: 2_000, signal: controller.signal }));
-    while (waits.length < 2) await sleep(10);
+    await until(() => waits.length === 2, 'both waits sent');
     // Time for both to start waiting on the server before the abort.
     await sleep(100);
     controller.abort(new Error('cancelled by the caller'));
@@ -113,7 +120,7 @@ describe.each([
     } finally {
       await idle.release();
     }
-  });
+  }, 15_000);
 
   it('once told the wait is over, waits for a cancel on its way to be answered, so that it cannot land on the connection\'s next statement', async () => {
     const idle = dataSource.createQueryRunner();
@@ -123,7 +130,7 @@ describe.each([
       const cancels = watchStatements(dataSource, { matches: (sql) => sql === statement, hold: 300 });
       const repeated = new RepeatedCancel(dataSource, statement, 10_000);
       repeated.start();
-      while (cancels.length === 0) await sleep(5);
+      await until(() => cancels.length > 0, 'the cancel sent');
       await repeated.stop();
       expect(cancels.map(({ settledAt }) => settledAt !== undefined)).toEqual([true]);
       expect(await idle.query('SELECT 1 AS one')).toEqual([{ one: 1 }]);
