@@ -1,8 +1,8 @@
 import 'reflect-metadata';
 import { randomUUID } from 'node:crypto';
-import { DataSource } from 'typeorm';
+import { DataSource, EventSubscriber, type EntitySubscriberInterface } from 'typeorm';
 import { LockBackendUnavailableError, type LockHandle, LockManager, LockService } from '@app/distributed-lock';
-import { PessimisticLockStrategy } from '@app/distributed-lock/strategies/database';
+import { AdvisoryLockStrategy, PessimisticLockStrategy } from '@app/distributed-lock/strategies/database';
 import { StockRow as Stock } from '../support/stock-row.entity';
 
 const run = randomUUID().slice(0, 8);
@@ -44,4 +44,45 @@ describe('pinned connection slots (PostgreSQL pessimistic)', () => {
     expect(outcome).toBeInstanceOf(LockBackendUnavailableError);
     expect((outcome as Error).message).toMatch(/maxHeldConnections/);
   }, 20_000);
+});
+
+// Found by review: with scope "transaction" on MySQL/MariaDB the lock counted as held before its transaction
+// started; when that start failed, the slot went back twice (once with the lock, once with the failed
+// acquisition), and from then on one more lock than allowed could be pinned.
+describe('pinned connection slots (MariaDB advisory, transaction scope)', () => {
+  let dataSource: DataSource;
+  let manager: LockManager;
+  let locks: LockService;
+  let failNextStart = false;
+
+  @EventSubscriber()
+  class FailingTransactionStart implements EntitySubscriberInterface {
+    beforeTransactionStart(): void {
+      if (!failNextStart) return;
+      failNextStart = false;
+      throw new Error('transaction start refused by the test');
+    }
+  }
+
+  beforeAll(async () => {
+    dataSource = await new DataSource({ type: 'mysql', url: process.env.LOCK_TEST_MYSQL_URL, entities: [Stock], subscribers: [FailingTransactionStart], synchronize: true, poolSize: 8 }).initialize();
+    manager = new LockManager(new AdvisoryLockStrategy({ dataSource, scope: 'transaction', maxHeldConnections: 1, name: 'advisory-xact-slots' }));
+    locks = new LockService(manager);
+  });
+
+  afterAll(async () => {
+    await manager?.close();
+    await dataSource?.destroy();
+  });
+
+  it('gives the slot back once when the transaction fails to start after GET_LOCK: the limit still holds', async () => {
+    failNextStart = true;
+    await expect(locks.acquire(`slots:${run}:start-fails`)).rejects.toThrow('transaction start refused by the test');
+    const first = await locks.acquire(`slots:${run}:a`);
+    // The one slot is taken: a lock on another key cannot be had.
+    expect(await locks.tryAcquire(`slots:${run}:b`)).toBeNull();
+    await first.release();
+    const second = await locks.acquire(`slots:${run}:b`);
+    await second.release();
+  });
 });

@@ -214,16 +214,14 @@ export class AdvisoryLockStrategy implements LockStrategy {
         await rollbackAndRelease(runner);
         return null;
       }
-      const expiresAt = this.locks.hold(request.owner, pinnedLock(request.key, runner), lockedAt, request.ttlMs);
+      // MySQL's transaction starts after GET_LOCK (and its token row, which a rolled-back section must not
+      // undo), before the lock counts as held: if it fails, the acquisition fails and its slot goes back once.
       if (this.scope === 'transaction' && dialect.name !== 'postgres') await beginLockTransaction(runner, this.fastPaths);
+      const expiresAt = this.locks.hold(request.owner, pinnedLock(request.key, runner), lockedAt, request.ttlMs);
       const grant: AdvisoryLeaseGrant = { key: request.key, owner: request.owner, mode: request.mode, fencingToken: token, expiresAt };
       return this.scope === 'transaction' ? { ...grant, manager: runner.manager } : grant;
     } catch (error) {
       await disarm();
-      if (this.locks.isHeld(request.owner)) {
-        await this.locks.finish(request.owner, 'failed');
-        throw error;
-      }
       // A lock that may have been granted must not go back to the pool with its connection.
       await discardConnection(runner);
       if (dialect.isLockWaitTimeout(error)) return null;
@@ -250,6 +248,12 @@ export class AdvisoryLockStrategy implements LockStrategy {
       return false;
     }
     const { dialect, sql } = await this.prepare();
+    if (this.scope === 'transaction' && outcome === 'lost') {
+      // The section may still run: a ROLLBACK would queue behind its statement, and its next statements go
+      // out after it, in autocommit. Closing the connection rolls back and frees the lock on the server.
+      await discardConnection(held.runner);
+      return true;
+    }
     if (this.scope === 'transaction') {
       try {
         if (outcome === 'completed') await commitLockTransaction(held.runner, this.fastPaths);

@@ -17,7 +17,7 @@ import { assertKeyDistinct, paddingMigration } from './lock-key-collation';
 import { fenceTableDdl, LOCK_TABLES, MAX_SQL_KEY_LENGTH, rowTableDdl, SQL_IDENTIFIER } from './lock-table.sql';
 import { queryOnDataSource, queryOnRunner } from './mysql-direct';
 import { beginLockTransaction, commitLockTransaction } from './runner-transaction';
-import { connectionIdOf, isConnectionClosed } from './typeorm-internals';
+import { connectionIdOf, discardConnection, isConnectionClosed } from './typeorm-internals';
 import { pessimisticStatements, type PessimisticStatements } from './pessimistic-lock.sql';
 import { dialectOf, withServerFeatures, type SqlDialect } from './sql-dialect';
 import { budgetAborted, budgetWithin } from '../../locking/wait-for-wake';
@@ -257,15 +257,20 @@ export class PessimisticLockStrategy implements LockStrategy {
   }
 
   /**
-   * Ends the lock's transaction: COMMIT for a completed section, ROLLBACK otherwise. Resolves false when
-   * the connection was already gone (the lock, and the section's writes, went with it). A COMMIT that
-   * fails rejects with `LockCommitFailedError`, saying whether the writes were rolled back or whether that
-   * is unknown (the connection dropped while the COMMIT was on its way).
+   * Ends the lock's transaction: COMMIT for a completed section, ROLLBACK for one that failed, and for a
+   * lock lost while its section may still run, the connection closed. Resolves
+   * false when the connection was already gone (the lock, and the section's writes, went with it). A COMMIT
+   * that fails rejects with `LockCommitFailedError`, saying whether the writes were rolled back or whether
+   * that is unknown (the connection dropped while the COMMIT was on its way).
    */
   private async endTransaction(row: PinnedLock, outcome: ReleaseOutcome): Promise<boolean> {
     if (outcome !== 'completed' || row.connectionLost || isConnectionClosed(row.runner)) {
       const wasHeld = !row.connectionLost && !isConnectionClosed(row.runner);
-      await rollbackAndRelease(row.runner);
+      // Lost while the section may still run (lease out, close()): a ROLLBACK would queue behind the statement
+      // it is running, and its next statements would go out after it, in autocommit, saved outside the lock.
+      // On a closed connection they fail instead, and the server rolls the transaction back.
+      if (outcome === 'lost') await discardConnection(row.runner);
+      else await rollbackAndRelease(row.runner);
       return wasHeld;
     }
     try {

@@ -138,10 +138,6 @@ export class PinnedLocks<H extends PinnedLock> {
     return expiresAt;
   }
 
-  isHeld(owner: string): boolean {
-    return this.held.has(owner);
-  }
-
   /** Checks the lock's connection is alive (the lock lives as long as it), and pushes the lease's end. */
   async extend(lease: LeaseGrant, ttlMs: number): Promise<LeaseGrant | null> {
     const held = this.held.get(lease.owner);
@@ -178,11 +174,14 @@ export class PinnedLocks<H extends PinnedLock> {
     }
   }
 
-  /** Ends every wait at once (their acquisitions resolve as timed out), then every held lock as failed. */
+  /**
+   * Ends every wait at once (their acquisitions resolve as timed out), then every held lock as lost: its
+   * section may still be running.
+   */
   async close(): Promise<void> {
     for (const stop of [...this.waitStoppers]) stop();
     this.slots.giveUpAll();
-    await Promise.all([...this.held.keys()].map((owner) => this.finish(owner, 'failed')));
+    await Promise.all([...this.held.keys()].map((owner) => this.finish(owner, 'lost')));
   }
 
   /** The holder's connection died: the lock (and its transaction) went with it. */

@@ -1,6 +1,6 @@
 import type { QueryRunner } from 'typeorm';
 import { queryDirect, typeOrmObserves, typeOrmQueryError } from './mysql-direct';
-import { mysqlConnectionOf, recordTransaction, transactionDepthOf, type MysqlQueryable } from './typeorm-internals';
+import { isTransactionFailed, mysqlConnectionOf, recordTransaction, transactionDepthOf, type MysqlQueryable } from './typeorm-internals';
 
 /**
  * The runner's mysql2 connection when its transaction statements may skip TypeORM, else undefined.
@@ -33,8 +33,15 @@ export async function beginLockTransaction(runner: QueryRunner, fastPaths: boole
   recordTransaction(runner, true);
 }
 
-/** Commits the lock's transaction, leaving the runner as TypeORM's `commitTransaction()` does; see `beginLockTransaction`. */
+/**
+ * Commits the lock's transaction, leaving the runner as TypeORM's `commitTransaction()` does; see
+ * `beginLockTransaction`. A transaction PostgreSQL already aborted (a statement of the section failed) is
+ * not committed: its COMMIT would roll back without an error, as if the writes were saved. It rejects.
+ */
 export async function commitLockTransaction(runner: QueryRunner, fastPaths: boolean): Promise<void> {
+  if (isTransactionFailed(runner)) {
+    throw new Error('a statement of the section failed, so PostgreSQL aborted the transaction (its writes, and the lock) at that moment');
+  }
   const connection = directConnectionOf(runner, fastPaths);
   // A savepoint the caller left open (depth above 1) is TypeORM's to unwind, as it always was.
   if (!connection || runner.isReleased || !runner.isTransactionActive || transactionDepthOf(runner) !== 1) return runner.commitTransaction();

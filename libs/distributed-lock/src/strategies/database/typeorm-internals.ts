@@ -98,6 +98,16 @@ export function connectionIdOf(runner: unknown): number | undefined {
 }
 
 /** The connection under the runner has closed (killed, dropped): nothing more can be sent on it. */
+/**
+ * PostgreSQL: a statement of the transaction failed (outside a savepoint), so the server aborted it, and
+ * freed its locks, at that moment: what is left can only roll back. From pg's ReadyForQuery status ('E'),
+ * kept by the client (`getTransactionStatus`, pg 8.21+); false where that is not known (older pg, MySQL).
+ */
+export function isTransactionFailed(runner: QueryRunner): boolean {
+  const client = connectionUnder(runner) as { getTransactionStatus?: () => unknown } | undefined;
+  return typeof client?.getTransactionStatus === 'function' && client.getTransactionStatus() === 'E';
+}
+
 export function isConnectionClosed(runner: QueryRunner): boolean {
   const connection = connectionUnder(runner);
   return Boolean(connection?._closing || connection?.stream?.destroyed || connection?._queryable === false || connection?._ending || connection?.connection?.stream?.destroyed);

@@ -1,0 +1,94 @@
+import 'reflect-metadata';
+import { randomUUID } from 'node:crypto';
+import { DataSource, type DataSourceOptions } from 'typeorm';
+import { LockCommitFailedError, LockLostError, LockManager, LockService } from '@app/distributed-lock';
+import { AdvisoryLockStrategy, lockTransaction, PessimisticLockStrategy } from '@app/distributed-lock/strategies/database';
+import { StockRow as Stock } from '../support/stock-row.entity';
+
+const run = randomUUID().slice(0, 8);
+
+interface Server {
+  readonly name: string;
+  options(): DataSourceOptions;
+  /** A statement that keeps the connection busy for `seconds`. */
+  sleep(seconds: number): string;
+}
+
+const SERVERS: readonly Server[] = [
+  { name: 'MariaDB', options: () => ({ type: 'mysql', url: process.env.LOCK_TEST_MYSQL_URL, entities: [Stock], synchronize: true, poolSize: 8 }), sleep: (s) => `SELECT SLEEP(${s})` },
+  { name: 'PostgreSQL', options: () => ({ type: 'postgres', url: process.env.LOCK_TEST_POSTGRES_URL, entities: [Stock], synchronize: true, poolSize: 8 }), sleep: (s) => `SELECT pg_sleep(${s})` },
+];
+
+// The strategies whose lock is a transaction: the section writes through it (`lockTransaction(lock)`), and
+// those writes commit with the release or not at all.
+describe.each(SERVERS)('the end of a section whose lock is a transaction, on $name', (server) => {
+  let dataSource: DataSource;
+  const managers: LockManager[] = [];
+  const service = (strategy: PessimisticLockStrategy | AdvisoryLockStrategy): LockService => {
+    const manager = new LockManager(strategy);
+    managers.push(manager);
+    return new LockService(manager);
+  };
+  const stockOf = (sku: string): Promise<Stock | null> => dataSource.getRepository(Stock).findOneBy({ sku });
+
+  beforeAll(async () => {
+    dataSource = await new DataSource(server.options()).initialize();
+  });
+  afterAll(async () => {
+    await Promise.all(managers.map((manager) => manager.close()));
+    await dataSource?.destroy();
+  });
+
+  const strategies = [
+    { kind: 'pessimistic', create: () => new PessimisticLockStrategy({ dataSource }) },
+    { kind: 'advisory, transaction scope', create: () => new AdvisoryLockStrategy({ dataSource, scope: 'transaction', name: 'advisory-xact' }) },
+  ];
+
+  // Found by review: at the lease's end the strategy queued a ROLLBACK behind the statement the section was
+  // running, and the section's next write went out after it, in autocommit: committed, outside the lock.
+  it.each(strategies)('$kind: commits nothing the section writes after its lease ran out', async ({ create }) => {
+    const locks = service(create());
+    const sku = `end-${run}-${randomUUID().slice(0, 8)}`;
+    const outcome = await locks
+      .withLock(
+        `section-end:${sku}`,
+        async (lock) => {
+          const manager = lockTransaction(lock);
+          // Still running when the 300 ms lease ends.
+          await manager.query(server.sleep(0.8));
+          await manager.getRepository(Stock).insert({ sku, quantity: 1 });
+        },
+        { ttl: 300, autoExtend: false },
+      )
+      .catch((error: unknown) => error);
+    expect(outcome).toBeInstanceOf(LockLostError);
+    expect(await stockOf(sku)).toBeNull();
+  });
+
+  // PostgreSQL aborts the whole transaction when one of its statements fails (outside a savepoint), and frees
+  // its locks then; the COMMIT that follows rolls back without an error.
+  if (server.name === 'PostgreSQL') {
+    it.each(strategies)('$kind: the release after a failed statement rejects with LockCommitFailedError (nothing committed), never resolves as if the writes were saved', async ({ create }) => {
+      const [locks, other] = [service(create()), service(create())];
+      const sku = `failed-${run}-${randomUUID().slice(0, 8)}`;
+      const key = `section-failed:${sku}`;
+      let freedEarly = false;
+      const outcome = await locks
+        .withLock(key, async (lock) => {
+          const manager = lockTransaction(lock);
+          await manager.getRepository(Stock).insert({ sku, quantity: 1 });
+          // A statement that fails, caught by the section, which goes on.
+          await manager.query('SELECT 1 / 0').catch(() => undefined);
+          const next = await other.tryAcquire(key);
+          freedEarly = next !== null;
+          await next?.release();
+        })
+        .catch((error: unknown) => error);
+      expect(outcome).toBeInstanceOf(LockCommitFailedError);
+      expect((outcome as LockCommitFailedError).committed).toBe(false);
+      expect(await stockOf(sku)).toBeNull();
+      // Why it matters: the server freed the lock when the statement failed, while the section still ran.
+      expect(freedEarly).toBe(true);
+    });
+  }
+});
