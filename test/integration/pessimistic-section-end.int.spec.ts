@@ -90,5 +90,31 @@ describe.each(SERVERS)('the end of a section whose lock is a transaction, on $na
       // Why it matters: the server freed the lock when the statement failed, while the section still ran.
       expect(freedEarly).toBe(true);
     });
+
+    // Found by review: a statement that fails inside a savepoint leaves the transaction failed until the
+    // section's rollback to it, and an extension's check queued behind that statement was refused (25P02):
+    // the lock was ended as lost, though it was held all along.
+    it.each(strategies)('$kind: keeps the lock through a statement that failed inside a savepoint while an extension was queued behind it', async ({ create }) => {
+      const locks = service(create());
+      const sku = `savepoint-${run}-${randomUUID().slice(0, 8)}`;
+      const outcome = await locks
+        .withLock(
+          `section-savepoint:${sku}`,
+          async (lock) => {
+            const manager = lockTransaction(lock);
+            // The watchdog extends every 200 ms (a third of the lease): during the sleep, before the failure.
+            await manager
+              .transaction((inner) => inner.query("DO $$ BEGIN PERFORM pg_sleep(0.5); RAISE EXCEPTION 'refused by the test'; END $$"))
+              .catch(() => undefined);
+            expect(lock.isHeld).toBe(true);
+            await manager.getRepository(Stock).insert({ sku, quantity: 1 });
+            return 'done';
+          },
+          { ttl: 600, autoExtend: true },
+        )
+        .catch((error: unknown) => error);
+      expect(outcome).toBe('done');
+      expect(await stockOf(sku)).not.toBeNull();
+    });
   }
 });

@@ -7,7 +7,7 @@ import { budgetAborted, budgetWithin, onBudgetAbort } from '../../locking/wait-f
 import { ConnectionSlots } from './connection-slots';
 import type { LockDataSource } from './database-client.type';
 import { RepeatedCancel } from './repeated-cancel';
-import { watchConnection } from './typeorm-internals';
+import { isFailedInSavepoint, watchConnection } from './typeorm-internals';
 
 /** A lock held on a connection pinned for it (a pessimistic lock's transaction, an advisory lock's session). */
 export interface PinnedLock {
@@ -145,9 +145,13 @@ export class PinnedLocks<H extends PinnedLock> {
     const sentAt = Date.now();
     try {
       await held.runner.query('SELECT 1');
-    } catch {
-      await this.finish(lease.owner, 'lost');
-      return null;
+    } catch (error) {
+      // Sent right after a statement that failed inside a savepoint, before the section's rollback to it:
+      // refused, yet the lock, outside the savepoint, is held.
+      if (!isFailedInSavepoint(held.runner, error)) {
+        await this.finish(lease.owner, 'lost');
+        return null;
+      }
     }
     const expiresAt = leaseExpiry(sentAt, ttlMs);
     this.armLease(lease.owner, held, expiresAt);

@@ -97,17 +97,28 @@ export function connectionIdOf(runner: unknown): number | undefined {
   return Number.isInteger(id) ? (id as number) : undefined;
 }
 
-/** The connection under the runner has closed (killed, dropped): nothing more can be sent on it. */
 /**
  * PostgreSQL: a statement of the transaction failed (outside a savepoint), so the server aborted it, and
  * freed its locks, at that moment: what is left can only roll back. From pg's ReadyForQuery status ('E'),
- * kept by the client (`getTransactionStatus`, pg 8.21+); false where that is not known (older pg, MySQL).
+ * kept by the client (`getTransactionStatus`, pg 8.21+); false where that is not known (older pg, pg-native,
+ * MySQL).
  */
 export function isTransactionFailed(runner: QueryRunner): boolean {
   const client = connectionUnder(runner) as { getTransactionStatus?: () => unknown } | undefined;
   return typeof client?.getTransactionStatus === 'function' && client.getTransactionStatus() === 'E';
 }
 
+/**
+ * PostgreSQL refused a statement because one before it failed inside a savepoint the section opened (a
+ * nested `manager.transaction()`), which the section has not rolled back to yet: the transaction, and the
+ * lock taken outside the savepoint, are still there.
+ */
+export function isFailedInSavepoint(runner: QueryRunner, error: unknown): boolean {
+  const shaped = error as { code?: unknown; driverError?: { code?: unknown } } | null;
+  return (shaped?.driverError?.code ?? shaped?.code) === '25P02' && Number(transactionDepthOf(runner)) > 1;
+}
+
+/** The connection under the runner has closed (killed, dropped): nothing more can be sent on it. */
 export function isConnectionClosed(runner: QueryRunner): boolean {
   const connection = connectionUnder(runner);
   return Boolean(connection?._closing || connection?.stream?.destroyed || connection?._queryable === false || connection?._ending || connection?.connection?.stream?.destroyed);
