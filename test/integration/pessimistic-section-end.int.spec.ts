@@ -1,7 +1,7 @@
 import 'reflect-metadata';
 import { randomUUID } from 'node:crypto';
 import { DataSource, type DataSourceOptions } from 'typeorm';
-import { LockCommitFailedError, LockLostError, LockManager, LockService } from '@app/distributed-lock';
+import { type Lock, LockCommitFailedError, LockLostError, LockManager, LockService } from '@app/distributed-lock';
 import { AdvisoryLockStrategy, lockTransaction, PessimisticLockStrategy } from '@app/distributed-lock/strategies/database';
 import { StockRow as Stock } from '../support/stock-row.entity';
 
@@ -44,24 +44,35 @@ describe.each(SERVERS)('the end of a section whose lock is a transaction, on $na
     { kind: 'advisory, transaction scope', create: () => new AdvisoryLockStrategy({ dataSource, scope: 'transaction', name: 'advisory-xact' }) },
   ];
 
+  /** A section still running a statement of 0.8 s when its lock is lost, which then writes a row for `sku`. */
+  const writeAfterLongStatement =
+    (sku: string) =>
+    async (lock: Lock): Promise<void> => {
+      const manager = lockTransaction(lock);
+      await manager.query(server.sleep(0.8));
+      await manager.getRepository(Stock).insert({ sku, quantity: 1 });
+    };
+
   // Found by review: at the lease's end the strategy queued a ROLLBACK behind the statement the section was
   // running, and the section's next write went out after it, in autocommit: committed, outside the lock.
   it.each(strategies)('$kind: commits nothing the section writes after its lease ran out', async ({ create }) => {
     const locks = service(create());
     const sku = `end-${run}-${randomUUID().slice(0, 8)}`;
-    const outcome = await locks
-      .withLock(
-        `section-end:${sku}`,
-        async (lock) => {
-          const manager = lockTransaction(lock);
-          // Still running when the 300 ms lease ends.
-          await manager.query(server.sleep(0.8));
-          await manager.getRepository(Stock).insert({ sku, quantity: 1 });
-        },
-        { ttl: 300, autoExtend: false },
-      )
-      .catch((error: unknown) => error);
+    const outcome = await locks.withLock(`section-end:${sku}`, writeAfterLongStatement(sku), { ttl: 300, autoExtend: false }).catch((error: unknown) => error);
     expect(outcome).toBeInstanceOf(LockLostError);
+    expect(await stockOf(sku)).toBeNull();
+  });
+
+  // The promise of close() (docs/guarantees.md): a lock taken from a running section is rolled back, never
+  // half committed, also when the section writes after close() came.
+  it.each(strategies)('$kind: commits nothing the section writes after close() took its lock', async ({ create }) => {
+    const manager = new LockManager(create());
+    const sku = `closed-${run}-${randomUUID().slice(0, 8)}`;
+    const closing = new Promise((resolve) => setTimeout(resolve, 200)).then(() => manager.close());
+    const outcome = await new LockService(manager).withLock(`section-closed:${sku}`, writeAfterLongStatement(sku)).catch((error: unknown) => error);
+    await closing;
+    expect(outcome).toBeInstanceOf(LockLostError);
+    expect((outcome as LockLostError).reason).toBe('closed');
     expect(await stockOf(sku)).toBeNull();
   });
 
