@@ -57,8 +57,7 @@ export function pessimisticStatements(d: SqlDialect, rowTable: string, fenceTabl
   return {
     rowExists: `SELECT 1 AS present FROM ${rows} WHERE lock_key = ?`,
     insertRow: (waitSeconds) => insertWaiting(d, rows, waitSeconds),
-    // MariaDB takes 0 (do not wait); MySQL's least is 1 s.
-    insertRowNoWait: insertWaiting(d, rows, d.mariadb ? 0 : 1),
+    insertRowNoWait: insertWaiting(d, rows, 0),
     nextToken: `INSERT INTO ${d.quote(fenceTable)} (lock_key, fencing_token, locked_by, locked_by_connection, locked_at)
          VALUES (?, ${d.tokenExpression(d.firstToken(fenceTable))}, ?, ?, NOW(3))
          ON DUPLICATE KEY UPDATE fencing_token = ${d.tokenExpression(d.nextToken('fencing_token', fenceTable))}, locked_by = VALUES(locked_by),
@@ -74,7 +73,10 @@ export function pessimisticStatements(d: SqlDialect, rowTable: string, fenceTabl
   };
 }
 
-/** MySQL/MariaDB: the row's insert, waiting behind a lock on a row of the same key at most `seconds`. */
+/**
+ * MySQL/MariaDB: the row's insert, waiting behind a lock on a row of the same key at most `seconds`.
+ * MariaDB takes 0 (do not wait); MySQL's least is 1 s.
+ */
 function insertWaiting(d: SqlDialect, rows: string, seconds: number): string {
   const insert = d.insertIfMissing(rows, '(lock_key) VALUES (?)');
   const bound = Math.max(0, Math.ceil(seconds));

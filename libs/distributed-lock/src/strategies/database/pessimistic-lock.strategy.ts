@@ -258,10 +258,10 @@ export class PessimisticLockStrategy implements LockStrategy {
 
   /**
    * Ends the lock's transaction: COMMIT for a completed section, ROLLBACK for one that failed, and for a
-   * lock lost while its section may still run, the connection closed. Resolves
-   * false when the connection was already gone (the lock, and the section's writes, went with it). A COMMIT
-   * that fails rejects with `LockCommitFailedError`, saying whether the writes were rolled back or whether
-   * that is unknown (the connection dropped while the COMMIT was on its way).
+   * lock lost while its section may still run, the connection closed. Resolves false when the connection
+   * was already gone (the lock, and the section's writes, went with it). A COMMIT that fails rejects with
+   * `LockCommitFailedError`, saying whether the writes were rolled back or whether that is unknown (the
+   * connection dropped while the COMMIT was on its way).
    */
   private async endTransaction(row: PinnedLock, outcome: ReleaseOutcome): Promise<boolean> {
     if (outcome !== 'completed' || row.connectionLost || isConnectionClosed(row.runner)) {
