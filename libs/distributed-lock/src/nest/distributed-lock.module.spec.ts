@@ -268,6 +268,16 @@ describe('DistributedLockModule', () => {
     expect(() => DistributedLockModule.forFeature({ strategy: 'has space' })).toThrow(InvalidLockOptionsError);
   });
 
+  it('forRoot() and forRootAsync() with no argument throw InvalidLockOptionsError naming what to pass', () => {
+    const call = DistributedLockModule as unknown as { forRoot(options?: unknown): unknown; forRootAsync(options?: unknown): unknown };
+    expect(() => call.forRoot()).toThrow(InvalidLockOptionsError);
+    expect(() => call.forRoot()).toThrow(/forRoot\(\{ strategies: \{ default:/);
+    expect(() => call.forRoot(null)).toThrow(InvalidLockOptionsError);
+    expect(() => call.forRootAsync()).toThrow(InvalidLockOptionsError);
+    expect(() => call.forRootAsync()).toThrow(/useFactory/);
+    expect(() => call.forRootAsync({ inject: [] })).toThrow(/useFactory, useClass or useExisting/);
+  });
+
   it('@OptimisticVersion re-runs on a version conflict, then gives up with the conflict', async () => {
     const app = await boot([DistributedLockModule.forRoot({ strategies: { default: new InMemoryLockStrategy() } })], [RetryingService]);
     const service = app.get(RetryingService);

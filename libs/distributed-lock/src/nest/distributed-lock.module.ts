@@ -4,7 +4,12 @@ import { LockService } from '../locking/lock-service';
 import { ScheduledLockEvents } from '../scheduling/scheduled-lock-events';
 import { ScheduledLockBinder } from './scheduling/scheduled-lock.binder';
 import type { DistributedLockFeatureOptions, DistributedLockModuleOptions } from './distributed-lock-options.interface';
-import { ConfigurableDistributedLockModule, DISTRIBUTED_LOCK_MODULE_OPTIONS } from './distributed-lock.module-definition';
+import {
+  ConfigurableDistributedLockModule,
+  DISTRIBUTED_LOCK_ASYNC_OPTIONS_TYPE,
+  DISTRIBUTED_LOCK_MODULE_OPTIONS,
+  DISTRIBUTED_LOCK_OPTIONS_TYPE,
+} from './distributed-lock.module-definition';
 import { DistributedLockFeature } from './distributed-lock-feature';
 import { DISTRIBUTED_LOCK_FEATURE, getLeaderElectionToken, getLockServiceToken } from './distributed-lock.tokens';
 import { LeaderElections } from './election/leader-elections';
@@ -15,7 +20,7 @@ import { LockMetadataAccessor } from './explorer/lock-metadata.accessor';
 import { ModuleFeatures } from './explorer/module-features';
 import { LockRegistry } from './lock-registry';
 import { ObserveTelemetryBinder } from './telemetry/observe-telemetry.binder';
-import { validateDistributedLockOptions, validateFeatureOptions } from './validate-distributed-lock-options';
+import { assertAsyncOptionsGiven, assertOptionsGiven, validateDistributedLockOptions, validateFeatureOptions } from './validate-distributed-lock-options';
 
 /**
  * Distributed locks for a Nest application.
@@ -49,6 +54,19 @@ import { validateDistributedLockOptions, validateFeatureOptions } from './valida
   exports: [LockRegistry, LockService, ScheduledLockEvents, LeaderElections],
 })
 export class DistributedLockModule extends ConfigurableDistributedLockModule {
+  /** The module with `options`: the strategies, and the defaults of every lock. */
+  static forRoot(options: typeof DISTRIBUTED_LOCK_OPTIONS_TYPE): DynamicModule {
+    // Checked before Nest's builder reads the object: without it, a missing argument is Nest's untyped TypeError.
+    assertOptionsGiven(options);
+    return super.forRoot(options);
+  }
+
+  /** The module with options made by a factory, a class or an existing provider (`useFactory | useClass | useExisting`). */
+  static forRootAsync(options: typeof DISTRIBUTED_LOCK_ASYNC_OPTIONS_TYPE): DynamicModule {
+    assertAsyncOptionsGiven(options);
+    return super.forRootAsync(options);
+  }
+
   /**
    * A feature module's lock service: its own strategy and key prefix. The one `LockService` it builds is the
    * module's `LockService`, its `@InjectLockService(strategy)` and the service of its `@Locked` and

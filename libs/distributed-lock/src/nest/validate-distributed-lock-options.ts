@@ -26,6 +26,27 @@ function isLockStrategy(value: unknown): value is LockStrategy {
   );
 }
 
+/** `forRoot`'s argument is an object: checked before anything reads it. */
+export function assertOptionsGiven(options: unknown): void {
+  if (typeof options === 'object' && options !== null) return;
+  throw new InvalidLockOptionsError(
+    'forRoot',
+    `expected the module options, got ${describe(options)}. Pass at least the strategies: ` +
+      'DistributedLockModule.forRoot({ strategies: { default: new InMemoryLockStrategy() } }), or use forRootAsync({ useFactory }).',
+  );
+}
+
+/** `forRootAsync`'s argument says where the options come from: checked before anything reads it. */
+export function assertAsyncOptionsGiven(options: unknown): void {
+  const given = typeof options === 'object' && options !== null ? (options as Record<string, unknown>) : undefined;
+  if (given && (given.useFactory !== undefined || given.useClass !== undefined || given.useExisting !== undefined)) return;
+  throw new InvalidLockOptionsError(
+    'forRootAsync',
+    `expected one of useFactory, useClass or useExisting, got ${given ? `an object with ${Object.keys(given).join(', ') || 'no fields'}` : describe(options)}. ` +
+      'For example: DistributedLockModule.forRootAsync({ inject: [ConfigService], useFactory: (config) => ({ strategies: { default: … } }) }).',
+  );
+}
+
 /** Checks module options at module creation; throws `InvalidLockOptionsError` that says what to fix. */
 export function validateDistributedLockOptions(options: unknown): DistributedLockModuleOptions & { defaultStrategy: string } {
   assertKnownKeys(options, MODULE_KEYS, 'DistributedLockModule options');
