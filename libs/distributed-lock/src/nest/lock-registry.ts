@@ -7,7 +7,7 @@ import { LockService } from '../locking/lock-service';
 import { ScheduledLockEvents } from '../scheduling/scheduled-lock-events';
 import { LockObservers } from '../telemetry/lock-observers';
 import { OpenTelemetryLockObserver } from '../telemetry/open-telemetry-lock-observer';
-import { keysForLog } from './log-keys';
+import { hideKeyInError, keysForLog } from './log-keys';
 import type { DistributedLockFeatureOptions, DistributedLockModuleOptions, DistributedLockTelemetryOptions } from './distributed-lock-options.interface';
 import { validateTelemetryOption } from './validate-distributed-lock-options';
 
@@ -59,6 +59,11 @@ export class LockRegistry implements OnApplicationShutdown {
   /** A log line with `key` (and the key an error in it carries) shown as `logKeys` says. */
   logLine(line: string, key: string | undefined): string {
     return keysForLog(line, key, this.options.logKeys ?? 'plain');
+  }
+
+  /** `error` as others may log it: the key it carries written as `logKeys` says (see `hideKeyInError`). */
+  forLog(error: unknown): unknown {
+    return hideKeyInError(error, this.options.logKeys ?? 'plain');
   }
 
   /**

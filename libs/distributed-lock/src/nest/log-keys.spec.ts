@@ -1,9 +1,11 @@
 import 'reflect-metadata';
-import { Logger } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
+import { ScheduleModule, Timeout } from '@nestjs/schedule';
 import { Test } from '@nestjs/testing';
 import { InvalidLockOptionsError } from '../errors/invalid-lock-options.error';
 import { LockService } from '../locking/lock-service';
 import { InMemoryLockStrategy } from '../strategies/in-memory/in-memory-lock.strategy';
+import { ScheduledLock } from './decorators/scheduled-lock.decorator';
 import { DistributedLockModule } from './distributed-lock.module';
 import { keysForLog } from './log-keys';
 
@@ -30,6 +32,35 @@ describe('logKeys', () => {
       await vi.waitFor(() => expect(warnings).toHaveLength(1));
       expect(warnings[0]).toMatch(/^Lock "key#[0-9a-f]{16}" \(strategy "default"\) lost/);
       expect(lock.isHeld).toBe(false);
+    } finally {
+      await app.close();
+    }
+  });
+
+  it("keeps keys out of what @nestjs/schedule logs of a job's LockLostError with 'hashed'", async () => {
+    @Injectable()
+    class Jobs {
+      @Timeout(10)
+      @ScheduledLock({ name: 'report:alice@example.com', lockAtMostFor: 300 })
+      async outlivesItsLock(): Promise<void> {
+        await new Promise((resolve) => setTimeout(resolve, 500));
+      }
+    }
+    const logged: unknown[] = [];
+    vi.spyOn(Logger.prototype, 'error').mockImplementation((message: unknown) => void logged.push(message));
+    const app = await Test.createTestingModule({
+      imports: [ScheduleModule.forRoot(), DistributedLockModule.forRoot({ strategies: { default: new InMemoryLockStrategy() }, keyPrefix: 'shop:', logKeys: 'hashed', logEvents: false })],
+      providers: [Jobs],
+    }).compile();
+    await app.init();
+    try {
+      await vi.waitFor(() => expect(logged).toHaveLength(1), { timeout: 3_000 });
+      const error = logged[0] as Error;
+      expect(error.name).toBe('LockLostError');
+      expect(`${error.message}\n${error.stack}`).not.toContain('alice');
+      expect(error.message).toMatch(/key#[0-9a-f]{16}/);
+      // The error still says which lock, to code that reads it.
+      expect((error as unknown as { key: string }).key).toBe('shop:report:alice@example.com');
     } finally {
       await app.close();
     }

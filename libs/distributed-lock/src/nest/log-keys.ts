@@ -14,3 +14,17 @@ export function keysForLog(text: string, key: string | undefined, mode: LogKeys)
   if (mode === 'plain' || !key) return text;
   return text.split(key).join(`key#${lockKeyHash(key)}`);
 }
+
+/**
+ * Writes the lock key an error of ours carries (its `key` field) the `mode` way in its message and stack, for
+ * an error that others log as it is (`@nestjs/schedule` logs a job's error with its stack). The `key` field
+ * keeps the key, for code that reads it. Any other value is returned untouched.
+ */
+export function hideKeyInError(error: unknown, mode: LogKeys): unknown {
+  if (mode === 'plain' || !(error instanceof Error)) return error;
+  const key = (error as { key?: unknown }).key;
+  if (typeof key !== 'string' || !key) return error;
+  error.message = keysForLog(error.message, key, mode);
+  if (error.stack) error.stack = keysForLog(error.stack, key, mode);
+  return error;
+}

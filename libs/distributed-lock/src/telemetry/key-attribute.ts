@@ -32,3 +32,19 @@ export function keyAttribute(mode: LockKeyAttribute): (key: string) => readonly 
     return attribute;
   };
 }
+
+/**
+ * Writes `key` inside a text (an error message a span's status quotes) as `mode` writes it on spans: as it
+ * is for `'plain'`, `key#` and its hash for `'hashed'` (as `lock.key.hash`), the function's value, or
+ * `(key omitted)`. No text on a span carries a key the attributes would not show.
+ */
+export function keyInText(mode: LockKeyAttribute): (text: string, key: string) => string {
+  if (mode === 'plain') return (text) => text;
+  const attribute = keyAttribute(mode);
+  return (text, key) => {
+    if (!key || !text.includes(key)) return text;
+    const shown = attribute(key);
+    const replacement = !shown ? '(key omitted)' : shown[0] === LOCK_TELEMETRY.attributes.keyHash ? `key#${shown[1]}` : shown[1];
+    return text.split(key).join(replacement);
+  };
+}

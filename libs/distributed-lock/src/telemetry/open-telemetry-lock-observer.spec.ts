@@ -259,6 +259,39 @@ describe('OpenTelemetryLockObserver (real SDK, in-memory strategy)', () => {
     }
   });
 
+  it('writes no plain key anywhere in a span unless asked to: not in the status of a timeout or an abort either', async () => {
+    const secret = 'cart:alice@example.com:tok_S3CRET';
+    const failures = async (): Promise<string> => {
+      const holder = await locks.acquire(secret);
+      await expect(locks.acquire(secret, { waitTimeout: 20 })).rejects.toThrow(/within/);
+      await expect(locks.acquire(secret, { waitTimeout: 5_000, signal: AbortSignal.timeout(15) })).rejects.toThrow(/aborted/);
+      await holder.release();
+      await recorder.settled();
+      const written = recorder.spans(spans.lock).filter((span) => span.attributes[a.outcome] !== 'acquired');
+      expect(written).toHaveLength(2);
+      for (const span of written) expect(span.status.code).toBe(SpanStatusCode.ERROR);
+      return JSON.stringify(written.map((span) => ({ status: span.status, attributes: span.attributes, events: span.events, name: span.name })));
+    };
+    const hash = createHash('sha256').update(`shop:${secret}`).digest('hex').slice(0, 16);
+    const hashed = await failures();
+    expect(hashed).not.toContain('alice');
+    expect(hashed).toContain(`key#${hash}`);
+
+    for (const key of ['omit', (k: string) => k.replace(/:[^:]+:[^:]+$/, ':{user}:{token}')] as const) {
+      await manager.close();
+      recorder = new TelemetryRecorder();
+      start({ key });
+      const written = await failures();
+      expect(written).not.toContain('alice');
+      expect(written).not.toContain(hash);
+    }
+
+    await manager.close();
+    recorder = new TelemetryRecorder();
+    start({ key: 'plain' });
+    expect(await failures()).toContain(secret);
+  });
+
   it('writes a lock to the SDK once the caller has moved on, or at once on flush()', async () => {
     await (await locks.acquire('later')).release();
     // Still the caller's turn: nothing written yet, so that the lock's latency does not include the SDK's work.

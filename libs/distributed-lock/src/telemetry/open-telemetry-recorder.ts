@@ -13,7 +13,7 @@ import type {
   ObservedLockManager,
 } from '../locking/lock-observer';
 import { loadPeerDependency } from '../strategies/load-peer-dependency';
-import { keyAttribute } from './key-attribute';
+import { keyAttribute, keyInText } from './key-attribute';
 import { LOCK_DURATION_BUCKETS, LOCK_TELEMETRY } from './lock-telemetry-names';
 import { validateOpenTelemetryOptions, type OpenTelemetryLockObserverOptions } from './lock-telemetry-options';
 
@@ -168,7 +168,7 @@ class ObservedLock implements AcquisitionObservation, HoldObservation {
     if (failed) {
       if (recording && this.error !== undefined) {
         attributes[names.errorType] = errorType(this.error);
-        span.setStatus({ code: this.api.SpanStatusCode.ERROR, message: this.error instanceof Error ? this.error.message : String(this.error) });
+        span.setStatus({ code: this.api.SpanStatusCode.ERROR, message: this.observer.statusMessage(this.error, this.key) });
       }
     } else if (hold) {
       this.observer.recordHold(hold.heldMs / 1000, state.held[mode][hold.outcome]);
@@ -213,6 +213,7 @@ export class OpenTelemetryRecorder implements LockObserver {
   private readonly extensions: OpenTelemetryApi.Counter;
   private readonly backgroundErrors: OpenTelemetryApi.Counter;
   private readonly keyOf: (key: string) => readonly [string, string] | undefined;
+  private readonly keyInMessage: (text: string, key: string) => string;
   private readonly managers = new Map<ObservedLockManager, ManagerState>();
   /** Held locks by owner id (unique per acquisition), for the extensions and losses the events report. */
   private readonly holds = new Map<string, ObservedLock>();
@@ -258,6 +259,7 @@ export class OpenTelemetryRecorder implements LockObserver {
       [acquisitions, waiters, held],
     );
     this.keyOf = keyAttribute(checked.key ?? 'hashed');
+    this.keyInMessage = keyInText(checked.key ?? 'hashed');
   }
 
   attach(manager: ObservedLockManager): void {
@@ -340,6 +342,11 @@ export class OpenTelemetryRecorder implements LockObserver {
   /** @internal */
   keyAttribute(key: string): readonly [string, string] | undefined {
     return this.keyOf(key);
+  }
+
+  /** @internal An error message as a span may carry it: with the key written as the `key` option says. */
+  statusMessage(error: unknown, key: string): string {
+    return this.keyInMessage(error instanceof Error ? error.message : String(error), key);
   }
 
   /** @internal */

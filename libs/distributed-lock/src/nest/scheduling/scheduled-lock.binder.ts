@@ -46,8 +46,15 @@ export class ScheduledLockBinder {
     this.registry.claimScheduledJob(service.strategyName, service.prefix + job, decorated, where);
     const schedule = options.perRun ? this.fireSchedule(this.accessor.schedule(decorated), where) : undefined;
     const runner = new ScheduledJobRunner({ job, service, options, schedule, events: this.registry.scheduledLockEvents });
+    const registry = this.registry;
     return function scheduledLockMethod(this: unknown, ...args: unknown[]): Promise<unknown> {
-      return runner.run(() => method.apply(this, args)).then((run) => (run.ran ? run.value : undefined));
+      // The scheduler logs what a run throws, stack and all: the lock's key shown there as `logKeys` says.
+      return runner.run(() => method.apply(this, args)).then(
+        (run) => (run.ran ? run.value : undefined),
+        (error: unknown) => {
+          throw registry.forLog(error);
+        },
+      );
     };
   }
 

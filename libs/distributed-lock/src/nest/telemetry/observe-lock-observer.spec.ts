@@ -153,6 +153,18 @@ describe('NestJS Observe (real SDK, local collector)', () => {
     await collector.waitFor(() => Object.keys(collector.metric(metrics.acquisitions)?.v ?? {}).some((label) => label.includes('"timeout"')));
   }, 30_000);
 
+  it('writes no plain key into the span of a failed wait (the key is hashed by default)', async () => {
+    const holder = await app.get(LockService).acquire('cart:alice-S3CRET');
+    try {
+      expect((await fetch(`${base}/busy/alice-S3CRET`)).status).toBe(500);
+    } finally {
+      await holder.release();
+    }
+    await collector.waitFor(() => collector.spans().some((span) => span.n === spans.lock && span.operation === '/busy/:cart'));
+    const written = JSON.stringify(collector.spans().filter((span) => span.n === spans.lock));
+    expect(written).not.toContain('alice-S3CRET');
+  }, 30_000);
+
   it('ends the span of a lock lost mid-section as failed, with its reason, and counts the loss and the extension', async () => {
     expect((await fetch(`${base}/lose/c3`)).status).toBe(500);
     await collector.waitFor(() => collector.spans().some((span) => span.n === spans.lock && span.operation === '/lose/:cart'));
