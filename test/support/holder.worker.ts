@@ -11,6 +11,8 @@ import { HistoryLog } from './history/history-log';
 async function main(): Promise<void> {
   const [subject, key, ttl, resourceId] = process.argv.slice(2);
   const manager = new LockManager(await subjectNamed(subject).create());
+  // Said before the acquisition: a test that freezes a waiting holder knows it is about to queue.
+  process.stdout.write('acquiring\n');
   const lock = await new LockService(manager).acquire(key, { ttl: Number(ttl), autoExtend: true, waitTimeout: 20_000 });
   // Recorded for the scenario's history checker: this holder's view of its hold (it never ends it: it is
   // killed inside it).

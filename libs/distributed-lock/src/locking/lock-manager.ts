@@ -20,6 +20,7 @@ import { PermitHandle } from './permit-handle';
 import { permitFields } from './lock-events';
 import { permitStrategyView } from './permit-strategy-view';
 import { retryDelay } from './retry-policy';
+import { abortableDelay } from './abortable-delay';
 import { waitForWake } from './wait-for-wake';
 
 /** Options of a lock manager (one per strategy). */
@@ -193,19 +194,28 @@ export class LockManager {
     let grant: LeaseGrant | null;
     try {
       grant = await this.waitForGrant(ops, request, options, budget, until, started);
-      // A grant whose lease ended before it reached the caller (its process stalled while the lock was
-      // handed to it, or the answer came late) is not a lock: it may already be someone else's. It goes
-      // back, and the wait goes on for what is left of it.
-      while (grant && grant.expiresAt <= Date.now()) {
-        await this.releaseOrphan(grant, ops);
-        grant = null;
-        if (until <= Date.now() || this.closed || budget.aborted) break;
-        const retry = new CallerBudget(Math.max(1, until - Date.now()), options.signal);
-        this.waiting.add(retry);
+      // The wait goes on, for what is left of it, after a grant whose lease ended before it reached the
+      // caller (its process stalled while the lock was handed to it, or the answer came late: it may already
+      // be someone else's, and goes back), and after a strategy's wait that ended early without the lock
+      // (its place in the queue went with a lease or session that expired while the process was frozen).
+      // Only the deadline, the caller or close() end a wait without the lock.
+      let current = budget;
+      for (let retries = 0; ; retries += 1) {
+        if (grant && grant.expiresAt > Date.now()) break;
+        if (grant) {
+          await this.releaseOrphan(grant, ops);
+          grant = null;
+        }
+        if (until <= Date.now() || this.closed || current.aborted || options.signal?.aborted) break;
+        // A strategy that keeps ending its wait at once is asked again at the retry policy's pace.
+        if (retries > 0) await abortableDelay(Math.min(retryDelay(retries - 1, options.retry), until - Date.now()), options.signal);
+        if (until <= Date.now() || this.closed || options.signal?.aborted) break;
+        current = new CallerBudget(Math.max(1, until - Date.now()), options.signal);
+        this.waiting.add(current);
         try {
-          grant = await this.waitForGrant(ops, { ...request, owner: createOwnerId() }, options, retry, until, started);
+          grant = await this.waitForGrant(ops, { ...request, owner: createOwnerId() }, options, current, until, started);
         } finally {
-          this.waiting.delete(retry);
+          this.waiting.delete(current);
         }
       }
     } finally {
