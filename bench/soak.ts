@@ -1,4 +1,5 @@
 // npm run soak [-- --only redis,etcd --sections 100000 --cap-minutes 30 --out FILE]
+// npm run soak -- semaphore [--minutes 20]: the Redis semaphore through freezes and kills (bench/semaphore-soak.ts).
 // The long run: for each of our cross-process strategies, contended critical sections on one
 // key from 4 processes × 2 workers, in rounds of 30 s, until 100,000 sections or the time cap; an overlap
 // anywhere (in-process gauge or the exclusive marker file shared by the processes) is a violation, and
@@ -12,6 +13,7 @@ import { dirname, join, resolve } from 'node:path';
 import { startTopology, stopTopology, type TopologyName } from '../scripts/services';
 import type { Backend } from './bench-subject';
 import { runMultiProcess } from './multi-process';
+import { runSemaphoreSoak } from './semaphore-soak';
 import { BENCH_SUBJECTS } from './subjects';
 
 const TOPOLOGY_OF: Partial<Record<Backend, TopologyName>> = { redis: 'redis', redis5: 'redis5', mysql: 'mariadb', zookeeper: 'zookeeper', etcd: 'etcd', memcached: 'memcached' };
@@ -45,6 +47,7 @@ function save(out: string, target: number, row: SoakRow): void {
 }
 
 async function main(): Promise<void> {
+  if (process.argv[2] === 'semaphore') return runSemaphoreSoak();
   const target = Number(option('sections', '100000'));
   const capMs = Number(option('cap-minutes', '30')) * 60_000;
   const only = process.argv.includes('--only') ? option('only', '').split(',') : undefined;

@@ -58,8 +58,8 @@ export function rawPostgresRowFloor(): () => Promise<BenchLock> {
 
 /**
  * The pessimistic strategy's floor on PostgreSQL: the key's row once per key; per section, on one
- * connection: BEGIN, the transaction's lock_timeout, the row's FOR UPDATE (waiting on the server), the
- * next fencing token in autocommit on another connection, COMMIT.
+ * connection: BEGIN, the row's FOR UPDATE with the transaction's lock_timeout set in the same statement
+ * (waiting on the server), the next fencing token in autocommit on another connection, COMMIT.
  */
 export function rawPostgresPessimisticFloor(): () => Promise<BenchLock> {
   return async () => {
@@ -78,8 +78,8 @@ export function rawPostgresPessimisticFloor(): () => Promise<BenchLock> {
         const client = await pool.connect();
         try {
           await client.query('START TRANSACTION');
-          await client.query(sql.lockTimeout as string, [`${waitMs}ms`]);
-          await client.query(sql.lockRow(Math.ceil(waitMs / 1000)), [key]);
+          // The wait's lock_timeout and the row lock: one statement, as the strategy sends them.
+          await client.query(sql.lockRow(Math.ceil(waitMs / 1000), waitMs), sql.lockRowParameters(key, waitMs));
           await pool.query(sql.nextToken, [key, randomUUID(), (client as unknown as { processID: number }).processID]);
         } catch (error) {
           await client.query('ROLLBACK').catch(() => undefined);

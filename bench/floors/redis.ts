@@ -52,7 +52,7 @@ export function rawRedisFloor(urls: () => string[]): () => Promise<BenchLock> {
 export function rawRedisScriptsFloor(): () => Promise<BenchLock> {
   return async () => {
     const client = new Redis(env('LOCK_TEST_REDIS_URL'));
-    const [acquireSha, releaseSha] = (await Promise.all([ACQUIRE_SCRIPT, RELEASE_SCRIPT].map((script) => client.script('LOAD', script)))) as string[];
+    const [acquireSha, releaseSha] = (await Promise.all([ACQUIRE_SCRIPT, RELEASE_SCRIPT].map((script) => client.script('LOAD', script.source)))) as string[];
     const names = new Map<string, RedisLockKeys>();
     return {
       async acquire(key, waitMs) {

@@ -30,15 +30,15 @@ async function perCall(source: string, args: (i: number) => Array<string | numbe
 
 /** The acquire script up to `marker`, then `return 1`. */
 function cutBefore(marker: string): string {
-  const at = PERMIT_ACQUIRE_SCRIPT.indexOf(marker);
+  const at = PERMIT_ACQUIRE_SCRIPT.source.indexOf(marker);
   if (at < 0) throw new Error(`no "${marker}" in the acquire script`);
-  return `${PERMIT_ACQUIRE_SCRIPT.slice(0, at)}\nreturn 1\n`;
+  return `${PERMIT_ACQUIRE_SCRIPT.source.slice(0, at)}\nreturn 1\n`;
 }
 
 async function main(): Promise<void> {
   await redis.del(...keys);
   // Four holders with long leases: the semaphore is full, and every acquire below joins the queue.
-  const acquire = (await redis.script('LOAD', PERMIT_ACQUIRE_SCRIPT)) as string;
+  const acquire = (await redis.script('LOAD', PERMIT_ACQUIRE_SCRIPT.source)) as string;
   for (let i = 0; i < 4; i += 1) await redis.evalsha(acquire, keys.length, ...keys, `h${i}`, 30_000, 4, 1, '0', 1_500, 'probe-inbox');
   console.log(`${'empty script (return 1)'.padEnd(60)} ${(await perCall('return 1', () => [])).toFixed(2)} µs`);
   const steps: Array<[string, string]> = [
@@ -48,9 +48,9 @@ async function main(): Promise<void> {
     ['+ the head of the queue (ZRANGE)', 'if waiter then'],
   ];
   for (const [label, marker] of steps) console.log(`${`acquire cut: ${label}`.padEnd(60)} ${(await perCall(cutBefore(marker), joinArgs)).toFixed(2)} µs`);
-  console.log(`${'acquire, whole: joins the queue (+ HINCRBY, ZADD, HSET, TTLs)'.padEnd(60)} ${(await perCall(PERMIT_ACQUIRE_SCRIPT, joinArgs)).toFixed(2)} µs`);
+  console.log(`${'acquire, whole: joins the queue (+ HINCRBY, ZADD, HSET, TTLs)'.padEnd(60)} ${(await perCall(PERMIT_ACQUIRE_SCRIPT.source, joinArgs)).toFixed(2)} µs`);
   await redis.del(...keys);
-  const release = (await redis.script('LOAD', PERMIT_RELEASE_SCRIPT)) as string;
+  const release = (await redis.script('LOAD', PERMIT_RELEASE_SCRIPT.source)) as string;
   await redis.config('RESETSTAT');
   for (let i = 0; i < CALLS; i += 1) {
     await redis.evalsha(acquire, keys.length, ...keys, `u${i}`, 30_000, 4, 1, '0', 1_500, 'probe-inbox');

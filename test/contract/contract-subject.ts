@@ -1,4 +1,4 @@
-import type { LockStrategy, LockStrategyCapabilities } from '@app/distributed-lock';
+import type { LockStrategy, LockStrategyCapabilities } from '@app/distributed-lock/strategy-kit';
 import { startTopology, stopTopology, type TopologyName } from '../../scripts/services';
 
 /** One strategy as the contract suite sees it. Adding a backend means adding one subject to `subjects.ts`. */

@@ -12,9 +12,9 @@ import {
   LockService,
   PermitsMismatchError,
   type LockStrategy,
-  type PermitGrant,
   type PermitHandle,
 } from '@app/distributed-lock';
+import type { PermitGrant } from '@app/distributed-lock/strategy-kit';
 import type { ContractSubject } from './contract-subject';
 import { abortedWithin, countingProxy } from './contract-helpers';
 import { runCrossProcessGauge } from './semaphore-gauge';
@@ -296,6 +296,66 @@ export function describeSemaphoreContract(subject: ContractSubject): void {
       expect(resized.permits).toBe(2);
       await resized.release();
     }, 20_000);
+
+    it('refuses a caller of another size without disturbing the holders or the waiter of the size its first holder fixed', async () => {
+      const k = key();
+      const holders = await Promise.all([locks, contender, locks].map((side) => side.acquirePermit(k, { permits: 3, ttl: 15_000 })));
+      const waiter = contender.acquirePermit(k, { permits: 3, ttl: 15_000, waitTimeout: 10_000 }).catch((e: unknown) => e);
+      await sleep(200); // in line behind the three holders
+      // A caller that gives the wrong size, again and again, tries and waits: refused each time, truthfully.
+      const refusals: unknown[] = [];
+      for (let i = 0; i < 10; i += 1) {
+        refusals.push(await locks.tryAcquirePermit(k, { permits: 5 }).catch((e: unknown) => e));
+        refusals.push(await locks.acquirePermit(k, { permits: 5, waitTimeout: 300 }).catch((e: unknown) => e));
+      }
+      for (const refusal of refusals) {
+        expect(refusal).toBeInstanceOf(PermitsMismatchError);
+        expect((refusal as PermitsMismatchError).requested).toBe(5);
+        expect((refusal as PermitsMismatchError).actual).toBe(3);
+      }
+      // Nobody of the right size was thrown out: the holders still hold, and the waiter gets the first place
+      // that frees up.
+      for (const holder of holders) {
+        expect(holder.isHeld).toBe(true);
+        expect(holder.signal.aborted).toBe(false);
+      }
+      await holders[0].release();
+      const granted = await waiter;
+      expect(granted).not.toBeInstanceOf(Error);
+      expect((granted as PermitHandle).permits).toBe(3);
+      await Promise.all([...holders.slice(1), granted as PermitHandle].map((permit) => permit.release()));
+    }, 30_000);
+
+    it('lets callers of two sizes racing on a fresh key agree: one size is granted, the other refused, nobody waits for nothing', async () => {
+      for (let round = 0; round < 3; round += 1) {
+        const k = key();
+        const sizes = [2, 5, 2, 5, 2, 5];
+        const held: number[] = [];
+        const outcomes = await Promise.all(
+          sizes.map(async (permits, i) => {
+            try {
+              await (i % 2 === 0 ? locks : contender).withPermit(
+                k,
+                async (permit: PermitHandle) => {
+                  held.push(permit.permits);
+                  await sleep(100);
+                },
+                { permits, ttl: 10_000, waitTimeout: 8_000 },
+              );
+              return { permits, outcome: 'granted' };
+            } catch (error) {
+              if (!(error instanceof PermitsMismatchError)) throw error;
+              // The size it was refused for is the other one, which others held.
+              expect(error.actual).toBe(permits === 2 ? 5 : 2);
+              return { permits, outcome: 'refused' };
+            }
+          }),
+        );
+        // Somebody got in, and every caller was answered: granted, or refused for the other size.
+        expect(held.length).toBeGreaterThan(0);
+        expect(outcomes.filter(({ outcome }) => outcome === 'granted')).toHaveLength(held.length);
+      }
+    }, 60_000);
 
     it('gives permits back when the lock service closes', async () => {
       const k = key();

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { appendFileSync } from 'node:fs';
 import { LockManager, LockService } from '@app/distributed-lock';
 import { redisLockKeys } from '@app/distributed-lock/strategies/redis/redis-keys';
-import type { Cluster } from 'ioredis';
+import { Redis, type Cluster } from 'ioredis';
 import { clusterNodes, faults, startTopology, stopTopology, type ClusterNode, type RunningTopology } from '../../scripts/services';
 import { waitUntil } from '../../scripts/services/probes';
 import { FencedResource } from '../support/fenced-resource';
@@ -22,6 +22,43 @@ const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
 /** The master serving `slot`. */
 function masterOf(nodes: readonly ClusterNode[], slot: number): ClusterNode | undefined {
   return nodes.find((node) => node.role === 'master' && !node.failing && node.slots.some(([from, to]) => slot >= from && slot <= to));
+}
+
+/** The member name of the node on `port` (members are numbered from the first port). */
+function memberOn(topology: RunningTopology, port: number): string {
+  const name = faults.members(TOPOLOGY).find((member) => member.endsWith(`-${port - clusterNodesOf(topology.value)[0].port + 1}`));
+  expect(name).toBeDefined();
+  return name as string;
+}
+
+/**
+ * Resolves once the node on `port` serves the slot of `key` (a Redis key) as a master, and has a replica
+ * that acknowledges its writes (WAIT 1), as `replicaAck: { replicas: 1 }` needs.
+ */
+async function servesWithReplica(port: number, key: string): Promise<void> {
+  const node = new Redis({ port, maxRetriesPerRequest: 1, retryStrategy: () => null });
+  node.on('error', () => undefined);
+  try {
+    await waitUntil(
+      `the node on ${port} to serve ${key} with a replica that acknowledges`,
+      async () => {
+        // Answers MOVED until it serves the slot.
+        const wrote = await node.set(`${key}:replica-acknowledges`, '1').then(() => true, () => false);
+        return wrote && (await node.wait(1, 100)) >= 1;
+      },
+      30_000,
+      100,
+    );
+  } finally {
+    node.disconnect();
+  }
+}
+
+/** Acquires and releases `key`: the fencing token granted. */
+async function grantOnce(locks: LockService, key: string): Promise<number> {
+  const lock = await locks.acquire(key, { ttl: TTL_MS, waitTimeout: 2_000 });
+  await lock.release();
+  return lock.fencingToken as number;
 }
 
 /**
@@ -49,6 +86,41 @@ describe('Redis Cluster failover: a master SIGKILLed mid-run, its replica promot
     admin?.disconnect();
     await resource.close();
     await stopTopology(TOPOLOGY);
+  }, 60_000);
+
+  it('with replicaAck: after a graceful CLUSTER FAILOVER the acquire pipeline follows MOVED to the promoted replica', async () => {
+    const namespace = `cf-${run}-moved:`;
+    const key = 'moved';
+    const slot = Number(await admin.cluster('KEYSLOT', redisLockKeys(namespace, key).keys[0]));
+    const firstPort = clusterNodesOf(topology.value)[0].port;
+    const nodes = await clusterNodes(firstPort);
+    const master = masterOf(nodes, slot) as ClusterNode;
+    const replica = nodes.find((node) => node.role === 'replica' && node.masterId === master.id) as ClusterNode;
+    expect(replica).toBeDefined();
+    // One client throughout, as an application keeps one: it learned the slot map before the failover.
+    const strategy = clusterStrategy(topology.value, { namespace, replicaAck: { replicas: 1 } });
+    const manager = new LockManager(strategy, { operationTimeout: 2_000 });
+    const locks = new LockService(manager);
+    try {
+      const before = await locks.acquire(key, { ttl: TTL_MS, waitTimeout: 2_000 });
+      await before.release();
+      const promoted = new Redis({ port: replica.port, maxRetriesPerRequest: 1, retryStrategy: () => null });
+      promoted.on('error', () => undefined);
+      try {
+        expect(await promoted.cluster('FAILOVER')).toBe('OK');
+      } finally {
+        promoted.disconnect();
+      }
+      // The old master now answers MOVED for the slot, and is the new master's replica (WAIT 1 can be met).
+      await servesWithReplica(replica.port, redisLockKeys(namespace, key).keys[0]);
+      for (let i = 0; i < 3; i++) {
+        const after = await locks.acquire(key, { ttl: TTL_MS, waitTimeout: 2_000 });
+        expect(after.fencingToken).toBeGreaterThan(before.fencingToken as number);
+        await after.release();
+      }
+    } finally {
+      await manager.close();
+    }
   }, 60_000);
 
   it('accepts no stale write; double grants and the killed master\'s unavailability are measured', async () => {
@@ -154,4 +226,34 @@ describe('Redis Cluster failover: a master SIGKILLed mid-run, its replica promot
     // The keys of the killed master were locked again once its replica took over.
     expect(firstVictimGrantAfterKill).toBeGreaterThan(0);
   }, 120_000);
+
+  it('with replicaAck: a master SIGKILLed and back as the replica of the promoted one, its keys are granted again (the pipeline follows MOVED)', async () => {
+    const namespace = `cf-${run}-killed:`;
+    const firstPort = clusterNodesOf(topology.value)[0].port;
+    const nodes = await clusterNodes(firstPort);
+    // A master that still has a live replica (the test above killed another one).
+    const master = nodes.find((node) => node.role === 'master' && !node.failing && node.slots.length > 0 && nodes.some((other) => other.masterId === node.id && !other.failing)) as ClusterNode;
+    expect(master).toBeDefined();
+    let key = '';
+    for (let i = 0; !key; i++) {
+      const slot = Number(await admin.cluster('KEYSLOT', redisLockKeys(namespace, `k${i}`).keys[0]));
+      if (masterOf(nodes, slot)?.id === master.id) key = `k${i}`;
+    }
+    const slot = Number(await admin.cluster('KEYSLOT', redisLockKeys(namespace, key).keys[0]));
+    const replica = nodes.find((node) => node.masterId === master.id && !node.failing) as ClusterNode;
+    const manager = new LockManager(clusterStrategy(topology.value, { namespace, replicaAck: { replicas: 1 } }), { operationTimeout: 2_000 });
+    const locks = new LockService(manager);
+    try {
+      const before = await grantOnce(locks, key);
+      const victim = memberOn(topology, master.port);
+      await faults.kill(victim);
+      // The replica takes over after the node timeout; the killed master comes back as its replica.
+      await waitUntil('the replica to take over the killed master\'s slots', async () => masterOf(await clusterNodes(replica.port), slot)?.port === replica.port, 30_000, 100);
+      await faults.restart(victim);
+      await servesWithReplica(replica.port, redisLockKeys(namespace, key).keys[0]);
+      expect(await grantOnce(locks, key)).toBeGreaterThan(before);
+    } finally {
+      await manager.close();
+    }
+  }, 90_000);
 });

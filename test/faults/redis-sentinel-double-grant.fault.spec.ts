@@ -1,11 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { appendFileSync } from 'node:fs';
 import type { Redis } from 'ioredis';
-import { LockManager, LockNotReplicatedError, LockService, type Lock } from '@app/distributed-lock';
+import { LockLostError, LockManager, LockNotReplicatedError, LockService, type Lock } from '@app/distributed-lock';
 import { RedisLockStrategy, type RedisReplicaAckOptions } from '@app/distributed-lock/strategies/redis';
+import { redisLockKeys } from '@app/distributed-lock/strategies/redis/redis-keys';
 import { ensureDebianPackages, faults, packagesFor, startTopology, stopTopology } from '../../scripts/services';
 import { FencedResource } from '../support/fenced-resource';
-import { adminClient, healthyReplicas, promotedReplica, replicasConfirmWrites, sentinelMasterPort } from '../support/redis-fencing';
+import { waitUntil } from '../../scripts/services/probes';
+import { adminClient, healthyReplicas, promotedReplica, replicasConfirmWrites, roleOf, sentinelMasterPort } from '../support/redis-fencing';
 
 const run = randomUUID().slice(0, 8);
 const TOPOLOGY = 'redis-sentinel2';
@@ -19,6 +21,29 @@ function report(entry: Record<string, unknown>): void {
   process.stdout.write(`sentinel double grant: ${JSON.stringify(entry)}\n`);
   const file = process.env.LOCK_DOUBLE_GRANT_REPORT;
   if (file) appendFileSync(file, `${JSON.stringify({ at: new Date().toISOString(), ...entry })}\n`);
+}
+
+/** Resolves once Sentinel's failover of `masterName` has ended: it announced the switch (+switch-master) to every client. */
+async function failoverEnded(sentinel: Redis, masterName: string): Promise<void> {
+  await waitUntil(
+    'Sentinel to end the failover',
+    async () => {
+      const fields = ((await sentinel.call('SENTINEL', 'MASTER', masterName)) as unknown[]).map(String);
+      return !fields[fields.indexOf('flags') + 1].includes('failover_in_progress');
+    },
+    15_000,
+    50,
+  );
+}
+
+/** Resolves once a pending WAIT shows in the client list of the server on `port`. */
+async function waitPendingOn(port: number): Promise<void> {
+  const server = adminClient(port);
+  try {
+    await waitUntil('a WAIT to be pending', async () => /cmd=wait\b/.test(String(await server.call('CLIENT', 'LIST'))), 3_000, 10);
+  } finally {
+    server.disconnect();
+  }
 }
 
 /** When its holder learns that the lock is lost (its signal aborts). */
@@ -153,5 +178,131 @@ describe('Two holders across a Sentinel failover, and replicaAck', () => {
     expect(await resource.write(key, granted.fencingToken as number, 'second')).toBe(true);
     await granted.release();
     report({ case: 'replicaAck 1/500 ms, replicas cut after the grant', doubleGrant: false, windowMs: 0, ttlMs: TTL_MS, heldThroughFailover });
+  }, 60_000);
+
+  it('without replicaAck: a frozen master that comes back is left by every connection, and its holder is told before Sentinel demotes it', async () => {
+    const key = `dg:${run}:frozen`;
+    await resource.reset(key);
+    // A service that served before the failover: its connection must leave the old master too.
+    const bystander = locksOn();
+    await (await bystander.acquire(`${key}:warm`)).release();
+    await cutReplicas();
+    // The default lease, extended every 10 s: granted on the master only.
+    const holder = await locksOn().acquire(key);
+    const holderLost = lossOf(holder);
+    const oldPort = (await sentinelMasterPort(sentinel, masterName)) as number;
+    expect(faults.pause(MASTER)).toBe(true);
+    for (const replica of REPLICAS) expect(faults.resume(replica)).toBe(true);
+    await promotedReplica(sentinel, masterName, oldPort);
+    // Back, and still a master in its own eyes until Sentinel turns it into a replica (about 10 s later).
+    expect(faults.resume(MASTER)).toBe(true);
+    const fresh = locksOn();
+    const second = await fresh.acquire(key, { waitTimeout: 20_000 });
+    const secondAt = performance.now();
+    const bothHeld = !holder.signal.aborted;
+    expect(await resource.write(key, second.fencingToken as number, 'second')).toBe(true);
+    const oldMaster = adminClient(oldPort);
+    try {
+      const demoted = waitUntil('Sentinel to demote the old master', async () => (await roleOf(oldMaster).catch(() => '')) === 'slave', 30_000, 100).then(() => 'demoted');
+      expect(await Promise.race([holderLost.then(() => 'told'), demoted])).toBe('told');
+      expect(await roleOf(oldMaster)).toBe('master');
+    } finally {
+      oldMaster.disconnect();
+    }
+    const holderEnd = await holderLost;
+    expect(holder.signal.reason).toBeInstanceOf(LockLostError);
+    expect(await holder.release()).toBe(false);
+    // Once Sentinel announced the switch, the service connected before it locks on the new master as well.
+    await failoverEnded(sentinel, masterName);
+    const other = await fresh.acquire(`${key}:other`);
+    expect(await bystander.tryAcquire(`${key}:other`)).toBeNull();
+    await other.release();
+    await second.release();
+    report({ case: 'async, master frozen and back, replicas cut before the grant', doubleGrant: bothHeld, windowMs: bothHeld ? Math.round(holderEnd - secondAt) : 0, reason: (holder.signal.reason as LockLostError).reason });
+  }, 60_000);
+
+  for (const fault of ['killed', 'frozen'] as const) {
+    it(`without replicaAck, lease 6 s, master ${fault}: the holder is told once its client reaches the promoted master, before its lease ends`, async () => {
+      const key = `dg:${run}:lease-${fault}`;
+      await resource.reset(key);
+      await cutReplicas();
+      // An explicit lease, not extended: only the promoted master can tell the holder before it ends.
+      const holder = await locksOn().acquire(key, { ttl: 6_000 });
+      const holderLost = lossOf(holder);
+      const leaseEnd = holder.expiresAt;
+      const oldPort = (await sentinelMasterPort(sentinel, masterName)) as number;
+      if (fault === 'killed') await faults.kill(MASTER);
+      else expect(faults.pause(MASTER)).toBe(true);
+      for (const replica of REPLICAS) expect(faults.resume(replica)).toBe(true);
+      await promotedReplica(sentinel, masterName, oldPort);
+      const second = await locksOn().acquire(key, { ttl: 6_000, waitTimeout: 20_000 });
+      const secondAt = performance.now();
+      const bothHeld = !holder.signal.aborted;
+      expect(await resource.write(key, second.fencingToken as number, 'second')).toBe(true);
+      const holderEnd = await holderLost;
+      const lostAt = Date.now();
+      const reason = (holder.signal.reason as LockLostError).reason;
+      // Found lost on the promoted master, not assumed at the lease's end.
+      expect(reason).not.toBe('expired');
+      expect(lostAt).toBeLessThan(leaseEnd);
+      expect(await resource.write(key, holder.fencingToken as number, 'first')).toBe(false);
+      await second.release();
+      if (fault === 'frozen') expect(faults.resume(MASTER)).toBe(true);
+      report({ case: `async, lease 6 s, master ${fault}, replicas cut before the grant`, doubleGrant: bothHeld, windowMs: bothHeld ? Math.round(holderEnd - secondAt) : 0, reason, toldBeforeLeaseEndMs: leaseEnd - lostAt, ttlMs: 6_000 });
+    }, 60_000);
+  }
+
+  it('with replicaAck: a failover during a pending WAIT fails that call alone; the promoted master grants again', async () => {
+    const key = `dg:${run}:ack-dropped`;
+    const acked = locksOn({ replicas: 1, timeoutMs: 2_000 });
+    await (await acked.acquire(`${key}:warm`)).release();
+    // Held (and confirmed) through the failover by another service, and waited for by a third, in line
+    // before the replicas are cut (its re-checks write nothing that must be confirmed: a short WAIT).
+    const busy = await locksOn({ replicas: 1, timeoutMs: 2_000 }).acquire(`${key}:busy`, { ttl: 30_000 });
+    const askedAt = performance.now();
+    const waiter = locksOn({ replicas: 1, timeoutMs: 20 })
+      .acquire(`${key}:busy`, { ttl: TTL_MS, waitTimeout: 8_000 })
+      .then(
+        (lock) => ({ outcome: 'granted', lock }),
+        (error: unknown) => ({ outcome: error instanceof Error ? error.name : String(error), lock: undefined }),
+      )
+      .then((ended) => ({ ...ended, afterMs: Math.round(performance.now() - askedAt) }));
+    const onMaster = adminClient((await sentinelMasterPort(sentinel, masterName)) as number);
+    try {
+      await waitUntil('the waiter to be in line', async () => (await onMaster.zcard(redisLockKeys('dlock:', `${key}:busy`).keys[1])) === 1, 3_000, 10);
+    } finally {
+      onMaster.disconnect();
+    }
+    await cutReplicas();
+    const oldPort = (await sentinelMasterPort(sentinel, masterName)) as number;
+    const pending = acked.acquire(key, { ttl: TTL_MS }).catch((error: unknown) => error);
+    await waitPendingOn(oldPort);
+    await faults.kill(MASTER);
+    for (const replica of REPLICAS) expect(faults.resume(replica)).toBe(true);
+    await promotedReplica(sentinel, masterName, oldPort);
+    const dropped = await pending;
+    // The connection closed under the WAIT: no answer of the server's, so no refusal of WAIT.
+    expect(dropped).not.toMatchObject({ reason: 'wait-unsupported' });
+    // The same strategy grants again once the promoted master has a replica (Sentinel points the other one at it).
+    const started = performance.now();
+    const errors: string[] = [];
+    let granted: Lock | undefined;
+    while (!granted && performance.now() - started < 20_000) {
+      try {
+        granted = await acked.acquire(key, { ttl: TTL_MS, waitTimeout: 8_000 });
+      } catch (error) {
+        errors.push(error instanceof LockNotReplicatedError ? `${error.name}(${error.reason})` : error instanceof Error ? error.name : String(error));
+        if (error instanceof LockNotReplicatedError) expect(error.reason).not.toBe('wait-unsupported');
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    }
+    expect(granted).toBeDefined();
+    await granted?.release();
+    // The waiter's wait (8 s) spans the failover: it ends at its waitTimeout or with the lock, never early.
+    const waited = await waiter;
+    await waited.lock?.release();
+    await busy.release().catch(() => undefined);
+    report({ case: 'replicaAck 1/2000 ms, connection dropped under WAIT by the failover', grantedAfterMs: Math.round(performance.now() - started), errors, waiterThroughFailover: { outcome: waited.outcome, afterMs: waited.afterMs } });
+    if (waited.outcome === 'LockAcquireTimeoutError') expect(waited.afterMs).toBeGreaterThanOrEqual(8_000);
   }, 60_000);
 });

@@ -42,6 +42,9 @@ describe('Redlock faults: masters down', () => {
     const busy = urls.map((url) => new Redis(url, { maxRetriesPerRequest: 1 }));
     const key = `fault:${run}:late-answers`;
     try {
+      // Connected first: on a loaded machine a connection could take longer than the pause below, and a
+      // master whose script had not started yet would simply grant (seen on CI: a handle, not the error).
+      await Promise.all(busy.map((client) => client.ping()));
       const stall = Promise.all(
         busy.map((client) =>
           client.eval("local s = redis.call('TIME') local t0 = s[1] * 1000000 + s[2] repeat local t = redis.call('TIME') until t[1] * 1000000 + t[2] - t0 > 300000 return 1", 0),

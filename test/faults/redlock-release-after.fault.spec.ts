@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { LockManager, LockService, ScheduledJobRunner, ScheduledLockEvents } from '@app/distributed-lock';
+import { LockManager, LockService, ScheduledLockEvents } from '@app/distributed-lock';
+import { ScheduledJobRunner } from '../../libs/distributed-lock/src/scheduling/scheduled-job-runner';
 import { RedlockStrategy } from '@app/distributed-lock/strategies/redis';
 import { startPrivateRedis, type PrivateRedis } from '../support/private-redis';
 

@@ -243,6 +243,8 @@ describe('Bad input: client package not installed', () => {
     ['etcd3', 'etcd'],
     ['zookeeper', 'zookeeper'],
     ['typeorm', 'database'],
+    ['pg', 'postgres'],
+    ['mysql2', 'mysql'],
     ['memcache-client', 'memcached'],
   ])('without %s, the %s strategy says what to install (MissingPeerDependencyError)', (pkg, strategy) => {
     const child = spawnSync(process.execPath, ['--import', 'tsx', join(ROOT, 'test', 'support', 'missing-peer.worker.ts'), pkg, strategy], { cwd: ROOT, encoding: 'utf8', timeout: 60_000 });

@@ -484,12 +484,15 @@ describe('pessimistic strategy (PostgreSQL)', () => {
   });
 
   it('ends the row lock\'s wait on the server before an aborted acquire() rejects, also when the cancel reached the server before the wait did', async () => {
-    await expectAbortedWaitEndedOn(postgres(), locks, /FOR UPDATE$/, `pg:${run}:cancel-first`);
+    // The row lock that waits: the statement that sets the wait's lock_timeout, then locks the row.
+    await expectAbortedWaitEndedOn(postgres(), locks, /FOR UPDATE\) AS r$/, `pg:${run}:cancel-first`);
   }, 15_000);
 
-  it('sends no row lock once the caller gave up while its lock_timeout was being set', async () => {
+  // The statement before the row lock is the transaction's start (the wait's lock_timeout, a statement of
+  // its own before, is now set by the row lock's own statement).
+  it('sends no row lock once the caller gave up while its transaction was being started', async () => {
     await withWaiterDataSource(postgres(), (waiterDataSource, strategy) =>
-      expectNoWaitSentAfterAbort({ holder: locks, strategy, waiterDataSource, heldStatement: /set_config\('lock_timeout'/, waitingStatement: /FOR UPDATE$/, key: `pg:${run}:no-wait` }),
+      expectNoWaitSentAfterAbort({ holder: locks, strategy, waiterDataSource, heldStatement: /^START TRANSACTION$/, waitingStatement: /FOR UPDATE\) AS r$/, key: `pg:${run}:no-wait` }),
     );
   }, 15_000);
 

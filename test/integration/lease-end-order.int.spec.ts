@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { LeaseGrant, LockStrategy, PermitGrant, WaitBudget } from '@app/distributed-lock';
+import type { LeaseGrant, LockStrategy, PermitGrant, WaitBudget } from '@app/distributed-lock/strategy-kit';
 import { behindProxies, type LatencyProxy } from '../support/latency-proxy';
 import { subjectNamed } from '../contract/subjects';
 

@@ -4,7 +4,7 @@ import { DataSource } from 'typeorm';
 import { LockManager, LockPermissionDeniedError, LockService } from '@app/distributed-lock';
 import { PessimisticLockStrategy, RowLockStrategy, semaphoreTablesDdl, sqlDialectFor } from '@app/distributed-lock/strategies/database';
 import { lockTableGrants, MARIADB_TLS, semaphoreTableGrants, startTopology, stopTopology, type RunningTopology } from '../../scripts/services';
-import { expectLeaseLockThroughUser, expectPermitsThroughUser, expectServerWaitThroughUser } from '../support/least-privilege-locks';
+import { expectEndsThroughUser, expectLeaseLockThroughUser, expectPermitsThroughUser, expectServerWaitThroughUser } from '../support/least-privilege-locks';
 import { ensureSecurePackages, mariadbTlsOptions } from '../support/secure-servers';
 
 const { app } = MARIADB_TLS.users;
@@ -72,6 +72,15 @@ describe('MariaDB with TLS required and a least-privilege user', () => {
     const service = locks(new PessimisticLockStrategy({ connection: mariadbTlsOptions(app.name, app.password) }));
     const contender = locks(new PessimisticLockStrategy({ connection: mariadbTlsOptions(app.name, app.password) }));
     await expectServerWaitThroughUser(service, contender, `tls:${run}:pessimistic`);
+  });
+
+  it('ends an aborted wait and a closed instance\'s lock through the user\'s own KILL CONNECTION, with no PROCESS grant', async () => {
+    const make = (): { manager: LockManager; locks: LockService } => {
+      const manager = new LockManager(new PessimisticLockStrategy({ connection: mariadbTlsOptions(app.name, app.password) }), { operationTimeout: 5_000 });
+      managers.push(manager);
+      return { manager, locks: new LockService(manager) };
+    };
+    await expectEndsThroughUser(make, `tls:${run}:pessimistic-ends`);
   });
 
   it('a user of locks only needs no grant on the semaphore tables until it asks for a permit, then gets LockPermissionDeniedError naming them', async () => {

@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { InvalidLockKeyError, InvalidLockOptionsError, LockLostError, LockManager, LockService, type LeaseGrant, type LockHandle } from '@app/distributed-lock';
+import { InvalidLockKeyError, InvalidLockOptionsError, LockLostError, LockManager, LockService, type LockHandle } from '@app/distributed-lock';
+import type { LeaseGrant } from '@app/distributed-lock/strategy-kit';
 import { MemcachedLockStrategy } from '@app/distributed-lock/strategies/memcached';
 import { memcachedLockKey } from '@app/distributed-lock/strategies/memcached/memcached-keys';
 import { MEMCACHED_MAX_RELATIVE_EXPIRY_S } from '@app/distributed-lock/strategies/memcached/memcached-expiry';

@@ -5,7 +5,7 @@ import { DataSource, Entity } from 'typeorm';
 import { LockManager, LockPermissionDeniedError, LockService, VersionConflictError } from '@app/distributed-lock';
 import { AdvisoryLockStrategy, lockTransaction, optimisticUpdate, PessimisticLockStrategy, RowLockStrategy, semaphoreTablesDdl, sqlDialectFor } from '@app/distributed-lock/strategies/database';
 import { POSTGRES_TLS, postgresLockGrants, postgresSemaphoreGrants, startTopology, stopTopology, type RunningTopology } from '../../scripts/services';
-import { expectLeaseLockThroughUser, expectPermitsThroughUser, expectServerWaitThroughUser } from '../support/least-privilege-locks';
+import { expectLeaseLockThroughUser, expectPermitsThroughUser, expectServerWaitThroughUser, expectEndsThroughUser } from '../support/least-privilege-locks';
 import { ensureSecurePackages, postgresTlsOptions } from '../support/secure-servers';
 import { StockRow } from '../support/stock-row.entity';
 
@@ -123,6 +123,18 @@ describe('PostgreSQL with TLS required and a least-privilege role', () => {
     const service = locks(new AdvisoryLockStrategy({ connection: postgresTlsOptions(app.name, app.password), scope }));
     const contender = locks(new AdvisoryLockStrategy({ connection: postgresTlsOptions(app.name, app.password), scope }));
     await expectServerWaitThroughUser(service, contender, `tls:${run}:advisory:${scope}`);
+  });
+
+  it.each([
+    ['pessimistic', () => new PessimisticLockStrategy({ connection: postgresTlsOptions(app.name, app.password) })],
+    ['advisory', () => new AdvisoryLockStrategy({ connection: postgresTlsOptions(app.name, app.password) })],
+  ] as const)('ends an aborted wait and a closed instance\'s lock of the %s strategy through the role\'s own pg_terminate_backend, with no pg_signal_backend', async (name, create) => {
+    const make = (): { manager: LockManager; locks: LockService } => {
+      const manager = new LockManager(create(), { operationTimeout: 5_000 });
+      managers.push(manager);
+      return { manager, locks: new LockService(manager) };
+    };
+    await expectEndsThroughUser(make, `tls:${run}:${name}-ends`);
   });
 
   it('updates a version column with optimisticUpdate, inside an advisory lock transaction too', async () => {

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { InvalidLockOptionsError, LockManager, LockNotReplicatedError, LockService } from '@app/distributed-lock';
+import { InvalidLockOptionsError, LockBackendUnavailableError, LockManager, LockNotReplicatedError, LockService } from '@app/distributed-lock';
 import { RedisLockStrategy } from '@app/distributed-lock/strategies/redis';
 import { redisLockKeys, redisSemaphoreKeys } from '@app/distributed-lock/strategies/redis/redis-keys';
 import { Redis } from 'ioredis';
@@ -178,6 +178,34 @@ describe('Redis strategy with replica acknowledgement', () => {
     const again = await acked.acquirePermit(key, { permits: 2 });
     await again.release();
     await held.release();
+  }, 20_000);
+
+  it('a connection dropped during a pending WAIT fails that call alone, gives its grant back, and the next one is granted', async () => {
+    const key = `ack:${run}:dropped`;
+    const acked = locksOn({ connection: master.url, replicaAck: { replicas: 1, timeoutMs: 2_000 } });
+    // Connected before the replica stops answering: the kill below drops a connection that served.
+    await (await acked.acquire(`${key}:warm`)).release();
+    replica.freeze();
+    let error: unknown;
+    try {
+      const pending = acked.acquire(key).catch((e: unknown) => e);
+      await waitUntil('the WAIT behind the grant to be pending', async () => /cmd=wait\b/.test(String(await onMaster.call('CLIENT', 'LIST'))), 2_000, 10);
+      // ioredis fails the pending WAIT with "Command aborted due to connection close": no answer of the server's.
+      await onMaster.call('CLIENT', 'KILL', 'TYPE', 'normal', 'SKIPME', 'yes');
+      error = await pending;
+    } finally {
+      replica.thaw();
+    }
+    expect(error).toBeInstanceOf(LockBackendUnavailableError);
+    expect(error).not.toBeInstanceOf(LockNotReplicatedError);
+    await waitUntil('the grant to be given back', async () => (await onMaster.exists(lockKeyOf(key))) === 0, 3_000, 20);
+    await replicasConfirmWrites(onMaster, 1);
+    // The server never refused WAIT: the same strategy goes on granting.
+    const again = await acked.acquire(key, { waitTimeout: 3_000 });
+    expect(await onReplica.hget(lockKeyOf(key), 't')).toBe(String(again.fencingToken));
+    await again.release();
+    const permit = await acked.acquirePermit(key, { permits: 1, waitTimeout: 3_000 });
+    await permit.release();
   }, 20_000);
 
   // Managed services take WAIT away by renaming it (the command is unknown) or by ACL (not permitted).

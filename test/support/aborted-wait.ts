@@ -5,7 +5,7 @@ import { watchStatements, type WatchedStatement } from './watched-statements';
 /** A held-back statement is let go once the first cancel was answered, and at most this long after. */
 const LONGEST_HOLD_MS = 5_000;
 
-const CANCEL = /^(KILL QUERY|SELECT pg_cancel_backend)\b/;
+const CANCEL = /^(KILL CONNECTION|SELECT pg_terminate_backend)\b/;
 
 /**
  * The race between an abort and a statement on its way: the caller's `signal` aborts the moment a statement

@@ -28,6 +28,13 @@ async function main(): Promise<void> {
       const { ZooKeeperLockStrategy } = await import('@app/distributed-lock/strategies/zookeeper');
       // At construction, like the others (it used to say so only at the first lock).
       new ZooKeeperLockStrategy({ connect: '127.0.0.1:1' });
+    } else if (strategy === 'postgres') {
+      // The database driver, not TypeORM: TypeORM's own error for it is DriverPackageNotInstalledError.
+      const { AdvisoryLockStrategy } = await import('@app/distributed-lock/strategies/database');
+      new AdvisoryLockStrategy({ connection: { type: 'postgres', url: 'postgres://u:p@127.0.0.1:1/db' } });
+    } else if (strategy === 'mysql') {
+      const { PessimisticLockStrategy } = await import('@app/distributed-lock/strategies/database');
+      new PessimisticLockStrategy({ connection: { type: 'mysql', url: 'mysql://u:p@127.0.0.1:1/db' } });
     } else {
       const { RowLockStrategy } = await import('@app/distributed-lock/strategies/database');
       new RowLockStrategy({ connection: { type: 'mysql', url: 'mysql://u:p@127.0.0.1:1/db' } });

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import type { LockService, PermitHandle, SemaphoreStrategy } from '@app/distributed-lock';
+import type { LockService, PermitHandle } from '@app/distributed-lock';
+import type { SemaphoreStrategy } from '@app/distributed-lock/strategy-kit';
 import { abortedWithin } from './aborted-within';
 
 /** A semaphore's entries on its backend (nodes, keys), as an operator sees them. */

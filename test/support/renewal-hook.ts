@@ -1,4 +1,4 @@
-import type { LeaseGrant, LockStrategy } from '@app/distributed-lock';
+import type { LeaseGrant, LockStrategy } from '@app/distributed-lock/strategy-kit';
 
 /** Runs a hook once, after the server answered the next renewal and before the answer is handed on. */
 export interface RenewalHook {

@@ -8,11 +8,15 @@ export interface WatchedStatement {
   sentAt: number | undefined;
   /** The server answered it: rows, or an error such as a cancel or a closed connection. */
   settledAt: number | undefined;
+  /** The server's id of the connection it was sent on (MySQL's thread id, PostgreSQL's backend pid), when known. */
+  readonly connectionId?: number;
 }
 
 /** The driver connection under a connected query runner: mysql2's and pg's both take `query(sql, …)`. */
 interface DriverConnection {
   query: (...args: unknown[]) => unknown;
+  threadId?: unknown;
+  processID?: unknown;
 }
 
 function textOf(statement: unknown): string {
@@ -50,7 +54,8 @@ export function watchStatements(
     connection.query = function watchedQuery(this: unknown, ...args: unknown[]): unknown {
       const sql = textOf(args[0]);
       if (!matches(sql)) return send.apply(this, args);
-      const statement: WatchedStatement = { sql, issuedAt: Date.now(), sentAt: undefined, settledAt: undefined };
+      const id = Number(connection.threadId ?? connection.processID);
+      const statement: WatchedStatement = { sql, issuedAt: Date.now(), sentAt: undefined, settledAt: undefined, ...(Number.isInteger(id) ? { connectionId: id } : {}) };
       seen.push(statement);
       onIssued?.(statement);
       const sendNow = (): unknown => {

@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { checkHistory, type CheckResult } from './check-history';
+import { checkPermits, type PermitCheckResult } from './check-permits';
 import { HistoryLog } from './history-log';
 
 /**
@@ -23,6 +24,19 @@ export function expectCleanHistory(log: HistoryLog, scenario: string): CheckResu
   const result = checkHistory(log.read());
   if (process.env.LOCK_HISTORY_REPORT) {
     appendFileSync(process.env.LOCK_HISTORY_REPORT, `${JSON.stringify({ scenario, holds: result.holds, writes: result.writes, keys: result.keys, anomalies: result.anomalies.length })}\n`);
+  }
+  expect(result.anomalies).toEqual([]);
+  return result;
+}
+
+/**
+ * `expectCleanHistory` for the permits of a semaphore of `permits` places (see `checkPermits`): fails the
+ * test on any anomaly, listing them, and reports like it.
+ */
+export function expectCleanPermits(log: HistoryLog, scenario: string, permits: number): PermitCheckResult {
+  const result = checkPermits(log.read(), permits);
+  if (process.env.LOCK_HISTORY_REPORT) {
+    appendFileSync(process.env.LOCK_HISTORY_REPORT, `${JSON.stringify({ scenario, holds: result.holds, writes: 0, keys: result.keys, anomalies: result.anomalies.length })}\n`);
   }
   expect(result.anomalies).toEqual([]);
   return result;

@@ -1,7 +1,7 @@
 import { appendFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { Lock, LockHandle, LockLostError } from '@app/distributed-lock';
-import { monotonicNow, type HistoryRecord, type HoldRecord, type WriteRecord } from './hold-history';
+import { monotonicNow, type HistoryRecord, type HoldRecord, type ProcessRecord, type WriteRecord } from './hold-history';
 
 /** The start of a hold, written as soon as the section begins, so that a holder killed inside it leaves it. */
 interface HoldStart extends Omit<HoldRecord, 'until' | 'lostAt' | 'lostReason' | 'outcome'> {
@@ -17,7 +17,7 @@ interface HoldNews {
   readonly outcome?: string;
 }
 
-type Line = HoldStart | HoldNews | WriteRecord;
+type Line = HoldStart | HoldNews | WriteRecord | ProcessRecord;
 
 /**
  * A history of holds and fenced writes, appended one JSON line at a time to a file that any number of
@@ -41,7 +41,10 @@ export class HistoryLog {
   begin(holder: string, lock: Lock): { sectionEnded(): void; outcome(outcome: string): void } {
     const handle = lock as LockHandle;
     const owner = handle.owner ?? `${holder}-${monotonicNow()}`;
-    this.append({ kind: 'hold', key: lock.keys[0], owner, holder, token: lock.fencingToken, from: monotonicNow() });
+    const from = monotonicNow();
+    const leaseLeftMs = typeof handle.expiresAt === 'number' ? handle.expiresAt - Date.now() : undefined;
+    const weight = (lock as { weight?: unknown }).weight;
+    this.append({ kind: 'hold', key: lock.keys[0], owner, holder, token: lock.fencingToken, from, leaseLeftMs, ...(typeof weight === 'number' ? { weight } : {}) });
     const onAbort = (): void => this.append({ kind: 'hold-lost', owner, at: monotonicNow(), reason: (lock.signal.reason as LockLostError | undefined)?.reason });
     if (lock.signal.aborted) onAbort();
     else lock.signal.addEventListener('abort', onAbort, { once: true });
@@ -61,6 +64,16 @@ export class HistoryLog {
     this.append({ kind: 'write', key, token, seq });
   }
 
+  /** `holder`'s process was frozen (SIGSTOP) from `from` to `until` (SIGCONT), both `monotonicNow()`. */
+  paused(holder: string, from: string, until: string): void {
+    this.append({ kind: 'paused', holder, from, until });
+  }
+
+  /** `holder`'s process died of SIGKILL by `at` (`monotonicNow()`). */
+  killed(holder: string, at: string): void {
+    this.append({ kind: 'killed', holder, at });
+  }
+
   /** The history so far, with each hold's start, loss and end put together. */
   read(): HistoryRecord[] {
     const lines = readFileSync(this.file, 'utf8')
@@ -74,12 +87,12 @@ export class HistoryLog {
         const hold = { ...line };
         holds.set(line.owner, hold);
         records.push(hold);
-      } else if (line.kind === 'write') {
+      } else if (line.kind === 'write' || line.kind === 'paused' || line.kind === 'killed') {
         records.push(line);
       }
     }
     for (const line of lines) {
-      if (line.kind === 'hold' || line.kind === 'write') continue;
+      if (line.kind !== 'hold-lost' && line.kind !== 'hold-end' && line.kind !== 'hold-outcome') continue;
       const hold = holds.get(line.owner);
       if (!hold) continue;
       if (line.kind === 'hold-lost' && hold.lostAt === undefined) {

@@ -19,7 +19,22 @@ export interface HoldRecord {
   readonly lostReason?: string;
   /** How the section ended for the caller: resolved, or the error's name. */
   readonly outcome?: string;
+  /** A permit's places (1 when absent). */
+  readonly weight?: number;
+  /**
+   * How much of its lease the holder knew it had left as the section began (ms, `expiresAt` − now). At or
+   * below 0, its process stalled between the lock service's check of the grant and the section's first line.
+   */
+  readonly leaseLeftMs?: number;
 }
+
+/**
+ * What happened to a holder's process (`holder` as in its holds), recorded by the test that did it:
+ * `paused` from SIGSTOP to SIGCONT, `killed` once it had died of SIGKILL.
+ */
+export type ProcessRecord =
+  | { readonly kind: 'paused'; readonly holder: string; readonly from: string; readonly until: string }
+  | { readonly kind: 'killed'; readonly holder: string; readonly at: string };
 
 /** A write a fenced resource accepted, numbered in the order it accepted them. */
 export interface WriteRecord {
@@ -30,11 +45,11 @@ export interface WriteRecord {
   readonly seq: number;
 }
 
-export type HistoryRecord = HoldRecord | WriteRecord;
+export type HistoryRecord = HoldRecord | WriteRecord | ProcessRecord;
 
 /** What the checker found wrong; `detail` says which holds or writes. */
 export interface Anomaly {
-  readonly rule: 'overlap' | 'token-order' | 'stale-write' | 'unreported-loss';
+  readonly rule: 'overlap' | 'token-order' | 'stale-write' | 'unreported-loss' | 'over-capacity';
   readonly key: string;
   readonly detail: string;
 }

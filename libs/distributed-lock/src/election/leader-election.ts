@@ -8,8 +8,12 @@ import { assertDuration } from '../locking/lock-options';
 import type { LockHandle } from '../locking/lock-handle';
 import type { LockService } from '../locking/lock-service';
 import { retryDelay } from '../locking/retry-policy';
+import { LOCK_TELEMETRY } from '../telemetry/lock-telemetry-names';
+import type { RootSpans } from '../telemetry/root-spans';
 import { LeaderElectionEvents } from './leader-election-events';
 import { LEADER_ELECTION_DEFAULTS, validateLeaderElectionOptions, type LeaderElectionOptions, type ResolvedLeaderElectionOptions } from './leader-election-options';
+
+const { attributes } = LOCK_TELEMETRY;
 
 /** One term of leadership held by this process. */
 interface Term {
@@ -32,8 +36,10 @@ interface Term {
  * Between two leaders: the old one stops leading when its signal aborts, the new one starts after the
  * store let it in. A process frozen past its lease (a long GC pause, SIGSTOP) may act on its old
  * leadership for a moment after it wakes, before its timers run: `isLeader` (read again) is already
- * false then, since it checks the lease's end on the local clock, but a signal read before the freeze
- * aborts only at the first timer tick. Guard leader-only writes with `term` as a fencing token.
+ * false then, since it checks the lease's end on the local clock and asks the lock whether it is known
+ * lost (on ZooKeeper: a session the server may have expired meanwhile, whatever the `ttl`), but a signal
+ * read before the freeze aborts only at the first timer tick. Guard leader-only writes with `term` as a
+ * fencing token.
  */
 export class LeaderElection {
   /** gained, lost, campaignError. */
@@ -48,6 +54,8 @@ export class LeaderElection {
   private stop = new AbortController();
   private loop: Promise<void> | undefined;
   private failures = 0;
+  /** With telemetry: each campaign, and the term it wins, is a trace of its own (a `lock.election` root span). */
+  private spans: RootSpans | undefined;
 
   constructor(
     private readonly service: LockService,
@@ -56,6 +64,14 @@ export class LeaderElection {
     this.options = validateLeaderElectionOptions(options);
     this.key = LEADER_ELECTION_DEFAULTS.keyPrefix + this.options.name;
     this.lastLoss = new LeadershipLostError(this.options.name, undefined, 'not-leader');
+  }
+
+  /**
+   * @internal Traces each campaign under a root span of its own (the Nest module calls it when `telemetry`
+   * is on): the wait in line, and the term once won, with what the leadership hooks trace.
+   */
+  traceWith(spans: RootSpans | undefined): void {
+    this.spans = spans;
   }
 
   /** The election's name. */
@@ -68,7 +84,10 @@ export class LeaderElection {
     return this.service.strategyName;
   }
 
-  /** True while this process leads. Also false once the lease's end passed on the local clock without a renewal. */
+  /**
+   * True while this process leads. Also false once the lease's end passed on the local clock without a
+   * renewal, or the strategy knows the lock lost without asking its server (ZooKeeper: the session).
+   */
   get isLeader(): boolean {
     return this.checkLease() !== undefined;
   }
@@ -177,7 +196,9 @@ export class LeaderElection {
   }
 
   /**
-   * The running term, after ending it if its lease passed on the local clock (a process that was frozen).
+   * The running term, after ending it if its lease passed on the local clock (a process that was frozen),
+   * or its lock is known lost (`isHeld` asks the strategy: on ZooKeeper, whether the session may have
+   * expired while the process was frozen, however long the `ttl`).
    * A term ended so gives its lock back: the store may still hold it for us (a renewal sent before the
    * freeze can still get through, and the watchdog would go on renewing it), and a lock nobody leads with
    * would keep every candidate, this process's next campaign included, waiting behind it.
@@ -207,26 +228,40 @@ export class LeaderElection {
 
   private async campaign(stopped: AbortSignal): Promise<void> {
     while (!stopped.aborted) {
+      const span = this.spans?.start(LOCK_TELEMETRY.spans.election, { [attributes.election]: this.name, [attributes.strategy]: this.strategyName });
+      const traced = <T>(fn: () => T): T => (span ? span.run(fn) : fn());
       let lock: LockHandle;
       try {
-        lock = await this.service.acquire(this.key, {
-          ttl: this.options.ttl,
-          autoExtend: true,
-          waitTimeout: LEADER_ELECTION_DEFAULTS.campaignRound,
-          signal: stopped,
-          reentrant: false,
-        });
+        lock = await traced(() =>
+          this.service.acquire(this.key, {
+            ttl: this.options.ttl,
+            autoExtend: true,
+            waitTimeout: LEADER_ELECTION_DEFAULTS.campaignRound,
+            signal: stopped,
+            reentrant: false,
+          }),
+        );
       } catch (error) {
-        if (stopped.aborted) return;
-        if (error instanceof LockAcquireTimeoutError) continue; // a round in line ended: line up again
+        if (stopped.aborted) {
+          span?.end({ [attributes.electionOutcome]: 'stopped' });
+          return;
+        }
+        if (error instanceof LockAcquireTimeoutError) {
+          span?.end({ [attributes.electionOutcome]: 'timeout' });
+          continue; // a round in line ended: line up again
+        }
+        span?.end({ [attributes.electionOutcome]: 'error' }, error);
         await this.pauseAfterFailure(error, stopped);
         continue;
       }
       if (stopped.aborted) {
+        span?.end({ [attributes.electionOutcome]: 'stopped' });
         await lock.release().catch(() => false);
         return;
       }
-      const { reason, heldMs } = await this.lead(lock);
+      // The term in the campaign's trace: the hooks that `gained` runs (and what they start) are its children.
+      const { reason, heldMs } = await traced(() => this.lead(lock));
+      span?.end({ [attributes.electionOutcome]: 'led', [attributes.term]: lock.fencingToken, [attributes.termEndReason]: reason });
       if (heldMs > this.options.ttl) this.failures = 0;
       if (stopped.aborted) return;
       // Lost: come back after a growing pause. Resigned to rejoin: let the others have it first.

@@ -63,7 +63,7 @@ export function runBounded<T>(op: BoundedOperation<T>): Promise<T> {
  * A strategy names itself by its kind ("database"); the caller knows it by the name the application
  * registered it under ("orders"), and that is the name an error must carry to be found in the logs.
  */
-function underRegisteredName(error: DistributedLockError, name: string): DistributedLockError {
+export function underRegisteredName(error: DistributedLockError, name: string): DistributedLockError {
   if (error instanceof LockBackendUnavailableError && error.strategy !== name) {
     return new LockBackendUnavailableError(name, error.operation, error.elapsedMs, { key: error.key, cause: error.cause });
   }

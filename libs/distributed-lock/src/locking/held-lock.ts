@@ -1,16 +1,19 @@
 import { LockCommitFailedError } from '../errors/lock-commit-failed.error';
 import { LockLostError, type LockLostReason } from '../errors/lock-lost.error';
 import { LockNotHeldError } from '../errors/lock-not-held.error';
-import { runBounded } from './bounded-operation';
+import type { DeadlineClock, Deadline } from './deadline-clock';
 import { permitFields, type LockEventBase, type LockEvents } from './lock-events';
 import type { LeaseGrant } from './lock-lease';
 import type { LockStrategy, ReleaseOutcome } from './lock-strategy.interface';
 import { LeaseWatchdog } from './lease-watchdog';
 import { assertDuration, LOCK_DEFAULTS, MIN_TTL_MS } from './lock-options';
+import { boundedCall, simpleBoundedCall } from './waits/bounded-call';
 
 /** What a held lock needs from the manager that granted it. */
 export interface HeldLockDeps {
   readonly strategy: LockStrategy;
+  /** The lock manager's clock: every bound, renewal and delay of the lock is a deadline on it. */
+  readonly clock: DeadlineClock;
   /** The strategy's name in errors and events. */
   readonly name: string;
   readonly operationTimeout: number;
@@ -41,7 +44,7 @@ export class HeldLock {
   /** The release on its way (or the clean-up after a loss), for close(). */
   private releasing: Promise<unknown> | undefined;
   /** The timer of a `releaseAfter` delay, and what it runs (so that close() can run it at once). */
-  private linger: { timer: NodeJS.Timeout; release: () => Promise<boolean> } | undefined;
+  private linger: { timer: Deadline; release: () => Promise<boolean> } | undefined;
   readonly acquiredAt = Date.now();
 
   constructor(
@@ -61,6 +64,7 @@ export class HeldLock {
       },
       autoExtend ? Math.max(1, Math.floor(ttl * LOCK_DEFAULTS.extendFraction)) : undefined,
       ttl,
+      deps.clock,
     );
     this.watchdog.start();
     this.unsubscribeLost = deps.strategy.onLeaseLost?.(lease, (reason) => this.markLost(reason));
@@ -72,6 +76,7 @@ export class HeldLock {
 
   /** Aborted with a `LockLostError` as soon as the lock is known lost. */
   get signal(): AbortSignal {
+    this.checkLease();
     if (!this.controller) {
       this.controller = new AbortController();
       if (this.lostError) this.controller.abort(this.lostError);
@@ -81,10 +86,12 @@ export class HeldLock {
 
   /** The loss, once the lock is known lost. */
   get lostReason(): LockLostError | undefined {
+    this.checkLease();
     return this.lostError;
   }
 
   get isHeld(): boolean {
+    this.checkLease();
     return this.state === 'held';
   }
 
@@ -102,10 +109,10 @@ export class HeldLock {
   }
 
   /** Drop one hold; the last one releases the lock on the backend. Resolves whether it was still ours. */
-  async leave(outcome: ReleaseOutcome = 'completed'): Promise<boolean> {
-    if (this.state !== 'held') return false;
+  leave(outcome: ReleaseOutcome = 'completed'): Promise<boolean> {
+    if (this.state !== 'held') return Promise.resolve(false);
     this.holds -= 1;
-    if (this.holds > 0) return true;
+    if (this.holds > 0) return Promise.resolve(true);
     return this.releaseNow(outcome);
   }
 
@@ -113,8 +120,8 @@ export class HeldLock {
    * Release on the backend now, whatever the hold count (shutdown). A release that finds the lock no
    * longer held records the loss (`lostReason`, the `lost` event): the section it ended was not alone.
    */
-  async releaseNow(outcome: ReleaseOutcome = 'completed'): Promise<boolean> {
-    if (this.state !== 'held') return false;
+  releaseNow(outcome: ReleaseOutcome = 'completed'): Promise<boolean> {
+    if (this.state !== 'held') return Promise.resolve(false);
     this.state = 'released';
     this.stopLiveness();
     const releasing = this.releaseOnBackend(outcome);
@@ -143,7 +150,7 @@ export class HeldLock {
     let release = (): Promise<boolean> => Promise.resolve(false);
     const done = new Promise<boolean>((resolve) => {
       release = () => {
-        if (this.linger) clearTimeout(this.linger.timer);
+        this.linger?.timer.cancel();
         this.linger = undefined;
         if (this.state !== 'lingering') return Promise.resolve(false);
         this.state = 'released';
@@ -152,25 +159,20 @@ export class HeldLock {
         return releasing;
       };
     });
-    const timer = setTimeout(() => {
+    const timer = this.deps.clock.after(delayMs, () => {
       void release().catch((error: unknown) =>
         this.deps.events.emit('backgroundError', { strategy: this.deps.name, key: this.lease.key, operation: 'release', error }),
       );
-    }, delayMs);
-    timer.unref?.();
+    });
     this.linger = { timer, release };
     this.releasing = done;
     const { strategy, operationTimeout, events } = this.deps;
     const margin = strategy.capabilities.transactional ? operationTimeout : 0;
     let extended: LeaseGrant | null;
     try {
-      extended = await runBounded({
-        strategy: this.deps.name,
-        operation: 'extend',
-        key: this.lease.key,
-        timeoutMs: operationTimeout,
-        run: () => strategy.extend(this.lease, Math.max(MIN_TTL_MS, delayMs - (Date.now() - startedAt)) + margin),
-      });
+      extended = await simpleBoundedCall(this.deps.clock, this.deps.name, 'extend', this.lease.key, operationTimeout, () =>
+        strategy.extend(this.lease, Math.max(MIN_TTL_MS, delayMs - (Date.now() - startedAt)) + margin),
+      );
     } catch (error) {
       events.emit('backgroundError', { strategy: this.deps.name, key: this.lease.key, operation: 'extend', error });
       return true;
@@ -181,7 +183,7 @@ export class HeldLock {
     }
     if (this.state !== 'lingering') return true;
     // Not ours any more: the section that just ended was not alone. Reported like a release that finds so.
-    clearTimeout(timer);
+    timer.cancel();
     this.linger = undefined;
     this.releasing = undefined;
     this.state = 'lost';
@@ -198,7 +200,7 @@ export class HeldLock {
   endLinger(): Promise<void> {
     if (this.state !== 'lingering' || !this.linger) return Promise.resolve();
     if (this.deps.strategy.capabilities.transactional) return this.linger.release().then(() => undefined, () => undefined);
-    clearTimeout(this.linger.timer);
+    this.linger.timer.cancel();
     this.linger = undefined;
     this.releasing = undefined;
     this.state = 'released';
@@ -219,33 +221,39 @@ export class HeldLock {
     );
   }
 
-  private async releaseOnBackend(outcome: ReleaseOutcome, notHeldIsLoss = true): Promise<boolean> {
+  /**
+   * The release on the backend (or the hand-over to the next contender of this process). Its answer is
+   * shaped before its promise settles, so that a release costs the bound call's two promises and no more.
+   */
+  private releaseOnBackend(outcome: ReleaseOutcome, notHeldIsLoss = true): Promise<boolean> {
     const { strategy, operationTimeout, events } = this.deps;
-    try {
-      let wasHeld: boolean;
-      try {
-        wasHeld = await runBounded({
-          strategy: this.deps.name,
-          operation: 'release',
-          key: this.lease.key,
-          timeoutMs: operationTimeout,
-          run: () => this.deps.handOver?.(this.lease, outcome) ?? strategy.release(this.lease, outcome),
-        });
-      } catch (error) {
+    return boundedCall<boolean, boolean>({
+      clock: this.deps.clock,
+      strategy: this.deps.name,
+      operation: 'release',
+      key: this.lease.key,
+      timeoutMs: operationTimeout,
+      run: () => this.deps.handOver?.(this.lease, outcome) ?? strategy.release(this.lease, outcome),
+      then: (wasHeld) => {
+        try {
+          if (events.listenerCount('released') > 0) events.emit('released', { ...this.describe(), heldMs: Date.now() - this.acquiredAt, wasHeld });
+          // After a `releaseAfter` delay the store may rightly have ended the lease first: not a loss.
+          if (!wasHeld && outcome !== 'lost' && notHeldIsLoss) this.recordLoss('not-held-at-release');
+          return wasHeld;
+        } finally {
+          this.deps.onFinished(this);
+        }
+      },
+      catch: (error) => {
+        this.deps.onFinished(this);
         // Where the release is the COMMIT of the section's writes, a failure the strategy could not
         // qualify (a timeout, a dropped connection) leaves their fate unknown, and the caller must hear so.
         if (strategy.capabilities.transactional && outcome === 'completed' && !(error instanceof LockCommitFailedError)) {
           throw new LockCommitFailedError(this.lease.key, this.deps.name, 'unknown', { cause: error });
         }
         throw error;
-      }
-      if (events.listenerCount('released') > 0) events.emit('released', { ...this.describe(), heldMs: Date.now() - this.acquiredAt, wasHeld });
-      // After a `releaseAfter` delay the store may rightly have ended the lease first: not a loss.
-      if (!wasHeld && outcome !== 'lost' && notHeldIsLoss) this.recordLoss('not-held-at-release');
-      return wasHeld;
-    } finally {
-      this.deps.onFinished(this);
-    }
+      },
+    });
   }
 
   /**
@@ -283,13 +291,7 @@ export class HeldLock {
     // The backend may still hold the key (our clock ran ahead, or the lock is a transaction that must be
     // rolled back now); an owner-checked release is harmless where it is already gone. The manager keeps
     // the lock until it is done, so that close() waits for it.
-    this.releasing = runBounded({
-      strategy: this.deps.name,
-      operation: 'release',
-      key: this.lease.key,
-      timeoutMs: this.deps.operationTimeout,
-      run: () => strategy.release(this.lease, 'lost'),
-    })
+    this.releasing = simpleBoundedCall(this.deps.clock, this.deps.name, 'release', this.lease.key, this.deps.operationTimeout, () => strategy.release(this.lease, 'lost'))
       .catch((error: unknown) => events.emit('backgroundError', { strategy: this.deps.name, key: this.lease.key, operation: 'release', error }))
       .finally(() => this.deps.onFinished(this));
   }
@@ -298,17 +300,12 @@ export class HeldLock {
     const { strategy, operationTimeout, events } = this.deps;
     // Never wait on the server past the lease's own end: an answer after it would come too late anyway.
     const timeoutMs = Math.max(1, Math.min(operationTimeout, this.lease.expiresAt - Date.now()));
-    const renewed = await runBounded({
-      strategy: this.deps.name,
-      operation: 'extend',
-      key: this.lease.key,
-      timeoutMs,
-      run: () => strategy.extend(this.lease, ttlMs),
-    });
+    const renewed = await simpleBoundedCall(this.deps.clock, this.deps.name, 'extend', this.lease.key, timeoutMs, () => strategy.extend(this.lease, ttlMs));
     if (this.state !== 'held') return true;
     if (!renewed) return false;
     this.lease = renewed;
-    events.emit('extended', { ...this.describe(), expiresAt: renewed.expiresAt });
+    // Built only for listeners: a watchdog renews every held lock a third into its lease.
+    if (events.listenerCount('extended') > 0) events.emit('extended', { ...this.describe(), expiresAt: renewed.expiresAt });
     return true;
   }
 
@@ -316,6 +313,15 @@ export class HeldLock {
     this.lostError = new LockLostError(this.lease.key, this.deps.name, reason);
     this.controller?.abort(this.lostError);
     this.deps.events.emit('lost', { ...this.describe(), reason, heldMs: Date.now() - this.acquiredAt });
+  }
+
+  /**
+   * Lets the strategy say, with no call to a server, that the lease is gone already (see
+   * `LockStrategy.checkLease`): a loss it knows of is reported (markLost, through onLeaseLost) before the
+   * holder reads its state.
+   */
+  private checkLease(): void {
+    if (this.state === 'held') this.deps.strategy.checkLease?.(this.lease);
   }
 
   private stopLiveness(): void {

@@ -1,3 +1,4 @@
+import { DeadlineClock } from './deadline-clock';
 import { LeaseWatchdog } from './lease-watchdog';
 
 // The watchdog only reads setTimeout, clearTimeout and Date.now: on a fake clock each step is exact, so the
@@ -26,7 +27,7 @@ describe('LeaseWatchdog', () => {
         onRenewFailed: () => undefined,
       },
       30,
-      90,
+      90, new DeadlineClock(),
     );
     dog.start();
     await advance(250);
@@ -41,7 +42,7 @@ describe('LeaseWatchdog', () => {
     const dog = new LeaseWatchdog(
       { expiresAt: () => Date.now() + 1000, renew: async () => false, onGone: (reason) => gone.push(reason), onRenewFailed: () => undefined },
       10,
-      1000,
+      1000, new DeadlineClock(),
     );
     dog.start();
     await advance(10); // the first renewal, at the interval
@@ -64,7 +65,7 @@ describe('LeaseWatchdog', () => {
         onRenewFailed: (error) => failures.push(error),
       },
       40,
-      120,
+      120, new DeadlineClock(),
     );
     dog.start();
     await advance(119);
@@ -90,7 +91,7 @@ describe('LeaseWatchdog', () => {
         onRenewFailed: () => undefined,
       },
       undefined,
-      50,
+      50, new DeadlineClock(),
     );
     dog.start();
     await advance(30);
@@ -121,7 +122,7 @@ describe('LeaseWatchdog', () => {
         onRenewFailed: () => undefined,
       },
       1_000,
-      3_000,
+      3_000, new DeadlineClock(),
     );
     dog.start();
     await advance(150);
@@ -147,7 +148,7 @@ describe('LeaseWatchdog', () => {
         onRenewFailed: () => undefined,
       },
       undefined,
-      150,
+      150, new DeadlineClock(),
     );
     dog.start();
     await advance(80);

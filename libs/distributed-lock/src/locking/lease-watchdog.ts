@@ -1,3 +1,5 @@
+import type { Deadline, DeadlineClock } from './deadline-clock';
+
 /** What the watchdog needs from the lock it keeps alive. */
 export interface WatchdogTarget {
   /** Local time (ms since epoch) at which the current lease ends. */
@@ -22,10 +24,11 @@ const TOP_UP_BELOW = 0.9;
  * failed renewal, and declares the lease gone once its end passes without a renewal. Without renewal
  * (`intervalMs` undefined) it only fires `onGone('expired')` at the lease's end, so a holder that
  * outlives an explicit TTL is told. Either way, the first renewal comes before half of what is left of
- * the grant has passed, however the grant was obtained. Timers are unref'd: they never keep a process alive.
+ * the grant has passed, however the grant was obtained. Its deadlines are on the lock manager's clock, which
+ * never keeps a process alive for them.
  */
 export class LeaseWatchdog {
-  private timer: NodeJS.Timeout | undefined;
+  private timer: Deadline | undefined;
   private stopped = false;
   /** One renewal is due although the lock does not auto-extend (see TOP_UP_BELOW). */
   private topUpDue = false;
@@ -37,6 +40,8 @@ export class LeaseWatchdog {
     private readonly intervalMs: number | undefined,
     /** The lease the caller asked for, in ms. */
     private readonly leaseMs: number,
+    /** The lock manager's clock: a deadline on it, not a timer of its own. */
+    private readonly clock: DeadlineClock,
   ) {}
 
   start(): void {
@@ -53,7 +58,7 @@ export class LeaseWatchdog {
 
   stop(): void {
     this.stopped = true;
-    if (this.timer) clearTimeout(this.timer);
+    this.timer?.cancel();
     this.timer = undefined;
   }
 
@@ -74,10 +79,11 @@ export class LeaseWatchdog {
 
   private schedule(delayMs: number): void {
     if (this.stopped) return;
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = setTimeout(() => void this.tick(), Math.max(0, delayMs));
-    this.timer.unref?.();
+    this.timer?.cancel();
+    this.timer = this.clock.after(Math.max(0, delayMs), this.fire);
   }
+
+  private readonly fire = (): void => void this.tick();
 
   private async tick(): Promise<void> {
     if (this.stopped) return;

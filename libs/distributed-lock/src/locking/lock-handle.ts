@@ -74,13 +74,13 @@ export class LockHandle implements Lock {
     return !this.released && this.held.isHeld;
   }
 
-  async release(): Promise<boolean> {
+  release(): Promise<boolean> {
     return this.releaseWith('completed');
   }
 
   /** @internal release telling the strategy how the section ended (a failed one is rolled back where the lock is a transaction). */
-  async releaseWith(outcome: ReleaseOutcome): Promise<boolean> {
-    if (this.released) return false;
+  releaseWith(outcome: ReleaseOutcome): Promise<boolean> {
+    if (this.released) return Promise.resolve(false);
     this.released = true;
     return this.held.leave(outcome);
   }

@@ -50,6 +50,14 @@ export interface WaitBudget {
    * answers fails after that bound, not after the whole `waitTimeout`.
    */
   serverAnswered?(): void;
+  /**
+   * Optional: a strategy whose wait is held back in this process (all the connections it may pin are in
+   * use), not by the lock's holder, gives the error its caller should get if the wait ends there, and
+   * `undefined` once it is past that. The lock service gives that error at the deadline instead of a timeout
+   * (a timeout would say the lock is held by another owner). `reason` may return undefined: then it is a
+   * timeout after all.
+   */
+  heldBackLocally?(reason: (() => Error | undefined) | undefined): void;
 }
 
 /**

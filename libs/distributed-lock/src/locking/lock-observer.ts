@@ -26,13 +26,15 @@ export interface ObservedLockManager {
   readonly heldCount: number;
 }
 
-/** One acquisition (never a re-entry, which waits for nothing and asks no backend). */
+/** One acquisition of a lock or a permit (never a re-entry, which waits for nothing and asks no backend). */
 export interface ObservedAcquisition {
   /** The key, prefix included. It may carry user data: observers decide whether to show it. */
   readonly key: string;
   readonly mode: LockMode;
   /** True for `tryAcquire`: a lock found held is then an answer, not a failure. */
   readonly tryOnly: boolean;
+  /** Set for a semaphore's permit (`acquirePermit`): the semaphore's size and the places it takes. */
+  readonly permit?: { readonly permits: number; readonly weight: number };
   /**
    * When the acquisition started, as `performance.now()` (ms). The backend has been asked already when
    * the observer hears of it, so that what the observer does overlaps the backend's answer.

@@ -6,7 +6,7 @@ import type { LockEvents } from './lock-events';
 import { LockHandle, MultiLockHandle, type Lock } from './lock-handle';
 import { validateLockKey } from './lock-key';
 import type { LockManager } from './lock-manager';
-import { resolveAcquireOptions, validateAcquireOptions, type AcquireOptions, type LockDefaults } from './lock-options';
+import { LOCK_DEFAULTS, resolveAcquireOptions, validateAcquireOptions, type AcquireOptions, type LockDefaults } from './lock-options';
 import type { LockStrategyCapabilities, ReleaseOutcome } from './lock-strategy.interface';
 import { runWithPermit } from './permit-context';
 import type { PermitHandle } from './permit-handle';
@@ -75,25 +75,37 @@ export class LockService {
    */
   acquire(key: string, options?: AcquireOptions): Promise<LockHandle>;
   acquire(keys: readonly string[], options?: AcquireOptions): Promise<MultiLockHandle>;
-  async acquire(keyOrKeys: string | readonly string[], options?: AcquireOptions): Promise<Lock> {
-    if (typeof keyOrKeys === 'string') {
-      // One key (the common case): no sorting, de-duplication or multi-key handle to build.
-      const key = validateLockKey(this.keyPrefix + validateLockKey(keyOrKeys));
-      const handle = await this.manager.acquire(key, resolveAcquireOptions(validateAcquireOptions(options), this.defaults), false);
-      if (!handle) throw noLockGranted();
-      return handle;
+  acquire(keyOrKeys: string | readonly string[], options?: AcquireOptions): Promise<Lock> {
+    try {
+      if (typeof keyOrKeys !== 'string') return this.takeOrThrow(keyOrKeys, options);
+      // One key (the common case): no sorting, de-duplication or multi-key handle to build, and no promise
+      // but the acquisition's own (it never resolves null when a timeout throws).
+      return this.manager.acquire(this.fullKey(keyOrKeys), resolveAcquireOptions(validateAcquireOptions(options), this.defaults), false) as Promise<LockHandle>;
+    } catch (error) {
+      return Promise.reject(error as Error);
     }
-    return this.takeOrThrow(keyOrKeys, options);
+  }
+
+  /** The caller's key with this service's prefix, checked once: nothing below checks it again. */
+  private fullKey(key: unknown): string {
+    // The prefix was checked when the service was made: only the key and the total length are left.
+    const full = this.keyPrefix + validateLockKey(key);
+    return full.length > LOCK_DEFAULTS.maxKeyLength ? validateLockKey(full) : full;
   }
 
   /** Take the lock only if it is free right now (no waiting). Resolves `null` when it is held. */
   tryAcquire(key: string, options?: Omit<AcquireOptions, 'waitTimeout'>): Promise<LockHandle | null>;
   tryAcquire(keys: readonly string[], options?: Omit<AcquireOptions, 'waitTimeout'>): Promise<MultiLockHandle | null>;
-  async tryAcquire(keyOrKeys: string | readonly string[], options?: Omit<AcquireOptions, 'waitTimeout'>): Promise<Lock | null> {
-    const checked = validateAcquireOptions(options);
-    if ('waitTimeout' in checked) throw new InvalidLockOptionsError('waitTimeout', 'tryAcquire never waits; use acquire() with waitTimeout.');
-    const lock = await this.take(keyOrKeys, { ...checked, waitTimeout: 0 }, true);
-    return lock && typeof keyOrKeys === 'string' ? lock.locks[0] : lock;
+  tryAcquire(keyOrKeys: string | readonly string[], options?: Omit<AcquireOptions, 'waitTimeout'>): Promise<Lock | null> {
+    try {
+      const checked = validateAcquireOptions(options);
+      if ('waitTimeout' in checked) throw new InvalidLockOptionsError('waitTimeout', 'tryAcquire never waits; use acquire() with waitTimeout.');
+      const once = { ...checked, waitTimeout: 0 };
+      if (typeof keyOrKeys === 'string') return this.manager.acquire(this.fullKey(keyOrKeys), resolveAcquireOptions(once, this.defaults), true);
+      return this.take(keyOrKeys, once, true);
+    } catch (error) {
+      return Promise.reject(error as Error);
+    }
   }
 
   /**
@@ -104,28 +116,69 @@ export class LockService {
    * `sectionResult`, for sections whose writes were fenced. Where the release
    * commits the section's writes (`PessimisticLockStrategy`), a failed commit throws `LockCommitFailedError`.
    */
-  async withLock<T>(key: string | readonly string[], fn: (lock: Lock) => T | Promise<T>, options?: AcquireOptions): Promise<T> {
-    if (typeof fn !== 'function') throw new InvalidLockOptionsError('fn', 'withLock needs a function to run under the lock.');
-    const lock = await this.takeOrThrow(key, options);
-    const entries = lock.locks.map((handle) => ({ managerId: this.manager.id, handle, unprefixedKey: handle.key.slice(this.keyPrefix.length) }));
-    let result: T;
+  withLock<T>(key: string | readonly string[], fn: (lock: Lock) => T | Promise<T>, options?: AcquireOptions): Promise<T> {
+    if (typeof fn !== 'function') return Promise.reject(new InvalidLockOptionsError('fn', 'withLock needs a function to run under the lock.'));
+    // Read once the acquisition validated the options: the section runs in a frame of the call chain only
+    // when it can be re-entered (see `runSection`).
+    const framed = (): boolean => options?.reentrant ?? this.defaults.reentrant ?? LOCK_DEFAULTS.reentrant;
+    // One key (the common case): its handle is the lock, with no multi-key handle around it.
+    if (typeof key === 'string') return this.acquire(key, options).then((lock) => this.runSection(lock as LockHandle, [lock as LockHandle], fn, framed()));
+    return this.takeOrThrow(key, options).then((lock) => this.runSection(lock, lock.locks, fn, framed()));
+  }
+
+  /**
+   * Runs a section under `lock` (taken through this service) and releases it after, on success and on
+   * failure; the loss of the lock, noticed during the section or by the release, is what the caller gets.
+   * Plain promise steps, no async frames: it runs for every `withLock` and `@Locked` call.
+   *
+   * `framed`: the section runs in a frame of the async call chain (`AsyncLocalStorage`), where nested
+   * acquisitions re-enter and `currentLock()` finds the lock. Without re-entry (`reentrant: false`) there is
+   * no frame: on Node 20 and 22 the first frame turns on an async hook that every promise of the process
+   * pays for afterwards (docs/configuration.md, "The cost of the call-chain frame").
+   */
+  private runSection<T>(lock: LockHandle | MultiLockHandle, handles: readonly LockHandle[], fn: (lock: Lock) => T | Promise<T>, framed: boolean): Promise<T> {
+    const given = handles.length === 1 ? handles[0] : lock;
+    const section = framed
+      ? (): T | Promise<T> =>
+          runWithHeldLocks(
+            handles.map((handle) => ({ managerId: this.manager.id, handle, unprefixedKey: handle.key.slice(this.keyPrefix.length) })),
+            () => fn(given),
+          )
+      : (): T | Promise<T> => fn(given);
+    let result: T | Promise<T>;
     try {
       // Under the observer's view of the hold (the hold's span, say), for what the section itself traces.
-      const section = (): T | Promise<T> => runWithHeldLocks(entries, () => fn(lock.locks.length === 1 ? lock.locks[0] : lock));
-      result = await this.manager.runObserved(lock.locks[lock.locks.length - 1], section);
+      result = this.manager.runObserved(handles[handles.length - 1], section);
     } catch (error) {
-      // A section that failed after its lock was lost most likely failed because of it (its transaction
-      // rolled back, its connection gone): the caller hears of the loss, with the failure as its cause.
-      const lostBefore = lossOf(lock);
-      await this.releaseQuietly(lock, 'failed');
+      return this.sectionFailed(lock, error);
+    }
+    if (!isThenable(result)) return this.sectionDone(lock, result);
+    return Promise.resolve(result).then(
+      (value) => this.sectionDone(lock, value),
+      (error: unknown) => this.sectionFailed(lock, error),
+    );
+  }
+
+  /** The section returned: release, and the result, unless the lock was lost meanwhile. */
+  private sectionDone<T>(lock: LockHandle | MultiLockHandle, result: T): Promise<T> {
+    const lostDuring = lossOf(lock);
+    return this.releaseQuietly(lock, lostDuring === undefined ? 'completed' : 'lost', () => {
+      const lost = lostDuring ?? lossOf(lock);
+      if (lost !== undefined) throw lost instanceof LockLostError ? lost.withSectionResult(result) : lost;
+      return result;
+    });
+  }
+
+  /**
+   * The section threw. A section that failed after its lock was lost most likely failed because of it (its
+   * transaction rolled back, its connection gone): the caller hears of the loss, with the failure as cause.
+   */
+  private sectionFailed(lock: LockHandle | MultiLockHandle, error: unknown): Promise<never> {
+    const lostBefore = lossOf(lock);
+    return this.releaseQuietly(lock, 'failed', () => {
       if (lostBefore instanceof LockLostError) throw new LockLostError(lostBefore.key, lostBefore.strategy, lostBefore.reason, { cause: error });
       throw error;
-    }
-    const lostDuring = lossOf(lock);
-    await this.releaseQuietly(lock, lostDuring === undefined ? 'completed' : 'lost');
-    const lost = lostDuring ?? lossOf(lock);
-    if (lost !== undefined) throw lost instanceof LockLostError ? lost.withSectionResult(result) : lost;
-    return result;
+    });
   }
 
   /**
@@ -165,7 +218,8 @@ export class LockService {
     const permit = await this.acquirePermit(key, options);
     let result: T;
     try {
-      result = await runWithPermit(permit, key, () => fn(permit));
+      // Under the observer's view of the hold, as a lock's section is.
+      result = await this.manager.runObserved(permit, () => runWithPermit(permit, key, () => fn(permit)));
     } catch (error) {
       const lostBefore = permit.signal.aborted ? lossOfPermit(permit) : undefined;
       await this.releaseQuietly(new MultiLockHandle([permit]), 'failed');
@@ -191,7 +245,9 @@ export class LockService {
    * `currentLock()` finds it and nested acquisitions of its key re-enter. Releases nothing.
    */
   runAsHolder<T>(lock: LockHandle, fn: () => T): T {
-    return runWithHeldLocks([{ managerId: this.manager.id, handle: lock, unprefixedKey: lock.key.slice(this.keyPrefix.length) }], fn);
+    // Under the observer's view of the hold (its span), as a section of `withLock` is: a scheduled job's work
+    // nests under its lock's span.
+    return this.manager.runObserved(lock, () => runWithHeldLocks([{ managerId: this.manager.id, handle: lock, unprefixedKey: lock.key.slice(this.keyPrefix.length) }], fn));
   }
 
   /** The lock on `key` (or the innermost one) held by the running call chain through this strategy. */
@@ -242,19 +298,26 @@ export class LockService {
    * Releases after a section. A failure to release is reported as a background error (the lease frees the
    * key by itself), except a failed commit of the section's writes, which the caller must hear about.
    */
-  private async releaseQuietly(lock: MultiLockHandle, outcome: ReleaseOutcome = 'failed'): Promise<void> {
-    try {
-      await lock.releaseWith(outcome);
-    } catch (error) {
+  private releaseQuietly<R = void>(
+    lock: Pick<Lock, 'keys'> & { releaseWith(outcome: ReleaseOutcome): Promise<boolean> },
+    outcome: ReleaseOutcome = 'failed',
+    after: () => R = () => undefined as R,
+  ): Promise<R> {
+    return lock.releaseWith(outcome).then(after, (error: unknown) => {
       if (error instanceof LockCommitFailedError && outcome === 'completed') throw error;
       // The original outcome matters more; the lease frees the key by itself. Reported, not swallowed.
       this.manager.events.emit('backgroundError', { strategy: this.strategyName, key: lock.keys.join(','), operation: 'release', error });
-    }
+      return after();
+    });
   }
 }
 
+function isThenable<T>(value: T | Promise<T>): value is Promise<T> {
+  return typeof (value as { then?: unknown } | null)?.then === 'function';
+}
+
 /** The loss of any of the lock's keys, once known (during the section or at its release). */
-function lossOf(lock: MultiLockHandle): unknown {
+function lossOf(lock: Pick<Lock, 'throwIfLost'>): unknown {
   try {
     lock.throwIfLost();
     return undefined;

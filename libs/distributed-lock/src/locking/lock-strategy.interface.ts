@@ -105,8 +105,26 @@ export interface LockStrategy {
   /** Optional: report a loss the backend pushes (session expiry, key deletion). Returns an unsubscribe function. */
   onLeaseLost?(lease: LeaseGrant, listener: LeaseLostListener): () => void;
 
+  /**
+   * Optional, with `onLeaseLost`: a synchronous look, with no call to a server, at whether the strategy
+   * already knows the lease is gone (ZooKeeper: a session the server may have expired while the process
+   * was frozen). If so it tells the `onLeaseLost` listeners before returning. The lock service calls it
+   * whenever the holder reads `isHeld`, `signal` or `throwIfLost()`, so that a process waking from a freeze
+   * reads its loss at its first look, before any timer had the chance to run. Must be cheap.
+   */
+  checkLease?(lease: LeaseGrant): void;
+
   /** Optional: a cheap round trip for health checks. */
   ping?(): Promise<void>;
+
+  /**
+   * Optional: does now what the first acquisition would otherwise do first (initialise the pool, read the
+   * server's version, make missing tables), so that the first acquisition costs what the next ones do.
+   * Called at bootstrap for the strategies of `@ScheduledLock` jobs, before the scheduler's first fire
+   * (a fire slowed down by it may take the job's lock after another instance's `lockAtLeastFor` ended,
+   * and run that fire again). Where it is absent, `ping` is used. Idempotent; a failure is reported, not fatal.
+   */
+  warmUp?(): Promise<void>;
 
   /**
    * Optional: the primitives of counting semaphores, declared by `capabilities.semaphores`. The strategy's
@@ -147,6 +165,9 @@ export interface SemaphoreStrategy {
 
   /** Optional: report a loss the backend pushes (session expiry, removal). Returns an unsubscribe function. */
   onLeaseLost?(lease: PermitGrant, listener: LeaseLostListener): () => void;
+
+  /** Optional, with `onLeaseLost`: see `LockStrategy.checkLease`. */
+  checkLease?(lease: PermitGrant): void;
 
   /** Optional: true when `acquire` calls `budget.serverAnswered()` (see `LockStrategy.signalsServerAnswer`). */
   readonly signalsServerAnswer?: boolean;

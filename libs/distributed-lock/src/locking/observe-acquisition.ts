@@ -16,12 +16,12 @@ export function outcomeOfFailure(error: unknown): AcquisitionOutcome {
  * lock's hold observation goes into `holds`, where the manager finds it when the lock ends. What the caller
  * receives is unchanged.
  */
-export function observeAcquisition(
+export function observeAcquisition<H extends LockHandle>(
   observation: AcquisitionObservation,
-  acquiring: Promise<LockHandle | null>,
+  acquiring: Promise<H | null>,
   startedAt: number,
   holds: Map<HeldLock, HoldObservation>,
-): Promise<LockHandle | null> {
+): Promise<H | null> {
   // One derived promise rather than an async function's own: this runs on every observed acquisition.
   return acquiring.then(
     (handle) => {

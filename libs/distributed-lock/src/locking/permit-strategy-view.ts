@@ -8,7 +8,7 @@ import type { LeaseLostListener, LockStrategy, SemaphoreStrategy } from './lock-
  * strategy itself does.
  */
 export function permitStrategyView(strategy: LockStrategy, semaphore: SemaphoreStrategy): LockStrategy {
-  const { acquire, waitForRelease, onLeaseLost } = semaphore;
+  const { acquire, waitForRelease, onLeaseLost, checkLease } = semaphore;
   const capabilities = strategy.capabilities.semaphores;
   return {
     name: strategy.name,
@@ -25,6 +25,7 @@ export function permitStrategyView(strategy: LockStrategy, semaphore: SemaphoreS
     extend: (lease: LeaseGrant, ttlMs: number) => semaphore.extend(lease as PermitGrant, ttlMs),
     release: (lease: LeaseGrant) => semaphore.release(lease as PermitGrant),
     onLeaseLost: onLeaseLost ? (lease: LeaseGrant, listener: LeaseLostListener) => onLeaseLost.call(semaphore, lease as PermitGrant, listener) : undefined,
+    checkLease: checkLease ? (lease: LeaseGrant) => checkLease.call(semaphore, lease as PermitGrant) : undefined,
     validateKey: strategy.validateKey ? (key: string) => strategy.validateKey?.(key) : undefined,
     close: () => Promise.resolve(),
   };

@@ -11,16 +11,25 @@ export class CallerBudget implements WaitBudget {
   private listeners: Set<() => void> | undefined;
   private leave: AbortController | undefined;
   private combined: AbortSignal | undefined;
+  private finished = false;
+  private whenFinished: Promise<void> | undefined;
   private done: (() => void) | undefined;
-  /** Resolves once the wait is over (see `finish`): close() waits for it before closing the strategy. */
-  readonly settled: Promise<void>;
 
   constructor(
     readonly timeoutMs: number,
     private readonly callerSignal: AbortSignal | undefined,
   ) {
     this.givenUp = callerSignal?.aborted ?? false;
-    this.settled = new Promise((resolve) => (this.done = resolve));
+  }
+
+  /**
+   * Resolves once the wait is over (see `finish`): close() waits for it before closing the strategy. Made
+   * only when asked: most waits end without anyone asking.
+   */
+  get settled(): Promise<void> {
+    if (this.finished) return Promise.resolve();
+    this.whenFinished ??= new Promise((resolve) => (this.done = resolve));
+    return this.whenFinished;
   }
 
   private answered = false;
@@ -46,17 +55,16 @@ export class CallerBudget implements WaitBudget {
     (this.answerListeners ??= []).push(listener);
   }
 
-  /**
-   * Calls `onSilence` after `ms` unless the server answered before; returns the way to stop the timer.
-   * Made only for strategies that signal answers (see `LockStrategy.signalsServerAnswer`).
-   */
-  watchForSilence(ms: number, onSilence: () => void): () => void {
-    if (this.answered) return () => undefined;
-    const timer = setTimeout(() => {
-      if (!this.answered) onSilence();
-    }, ms);
-    this.onFirstAnswer(() => clearTimeout(timer));
-    return () => clearTimeout(timer);
+  private localReason: (() => Error | undefined) | undefined;
+
+  /** See `WaitBudget.heldBackLocally`. */
+  heldBackLocally(reason: (() => Error | undefined) | undefined): void {
+    this.localReason = reason;
+  }
+
+  /** The error a wait that ends now should give instead of a timeout, if this process held it back. */
+  heldBackBy(): Error | undefined {
+    return this.localReason?.();
   }
 
   /** True when the caller's own signal aborted (not the manager giving up). */
@@ -66,6 +74,7 @@ export class CallerBudget implements WaitBudget {
 
   /** The wait is over, whatever its outcome (the strategy left any queue it joined). */
   finish(): void {
+    this.finished = true;
     this.done?.();
     this.done = undefined;
   }

@@ -12,7 +12,11 @@ export interface DistributedLockModuleOptions {
    * The module closes each strategy at shutdown; a strategy never closes a client you passed to it.
    */
   readonly strategies: Readonly<Record<string, LockStrategy>>;
-  /** Name of the strategy used where none is named. Default: "default" if registered, else the only one. */
+  /**
+   * Name of the strategy used where none is named. Default: "default" if registered, else the only one. With
+   * several strategies and none named "default" there is no default: a `@Locked`, `@ScheduledLock`,
+   * `forFeature` or injected `LockService` that names no strategy then fails the bootstrap, naming itself.
+   */
   readonly defaultStrategy?: string;
   /** Prefix for every key of the application, e.g. "shop:". Default "". */
   readonly keyPrefix?: string;
@@ -21,8 +25,9 @@ export interface DistributedLockModuleOptions {
   /** Bound of one server call, in ms. Default 5 000. */
   readonly operationTimeout?: number;
   /**
-   * Log lost locks (warn), background failures (error) and skipped `@ScheduledLock` runs (debug) through
-   * Nest's Logger. Default true.
+   * Log lost locks (warn), background failures (error) and skipped `@ScheduledLock` runs (debug, once per
+   * job a minute at most: every skip is still a `skipped` event of `ScheduledLockEvents`) through Nest's
+   * Logger. Default true.
    */
   readonly logEvents?: boolean;
   /**

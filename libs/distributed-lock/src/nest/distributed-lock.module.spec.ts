@@ -259,8 +259,10 @@ describe('DistributedLockModule', () => {
   it('validates module options at creation', async () => {
     await expect(boot([DistributedLockModule.forRoot({ strategies: {} })])).rejects.toThrow(InvalidLockOptionsError);
     await expect(boot([DistributedLockModule.forRoot({ strategies: { default: {} as never } })])).rejects.toThrow(/strategies\.default/);
+    // A defaultStrategy the application set, naming no registered strategy. (Several strategies and none
+    // named "default" is no error by itself: no-default-strategy.spec.ts.)
     await expect(
-      boot([DistributedLockModule.forRoot({ strategies: { a: new InMemoryLockStrategy(), b: new InMemoryLockStrategy() } })]),
+      boot([DistributedLockModule.forRoot({ strategies: { a: new InMemoryLockStrategy(), b: new InMemoryLockStrategy() }, defaultStrategy: 'c' })]),
     ).rejects.toThrow(/defaultStrategy/);
     await expect(
       boot([DistributedLockModule.forRoot({ strategies: { default: new InMemoryLockStrategy() }, colour: 'blue' } as never)]),

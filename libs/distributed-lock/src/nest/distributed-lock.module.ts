@@ -18,7 +18,9 @@ import { DistributedLockFeatureModule } from './explorer/distributed-lock-featur
 import { LockedMethodExplorer } from './explorer/locked-method.explorer';
 import { LockMetadataAccessor } from './explorer/lock-metadata.accessor';
 import { ModuleFeatures } from './explorer/module-features';
+import { DefaultLockServiceCheck } from './explorer/default-lock-service.check';
 import { LockRegistry } from './lock-registry';
+import { lockServiceWithoutDefault } from './lock-service-without-default';
 import { ObserveTelemetryBinder } from './telemetry/observe-telemetry.binder';
 import { assertAsyncOptionsGiven, assertOptionsGiven, validateDistributedLockOptions, validateFeatureOptions } from './validate-distributed-lock-options';
 
@@ -41,7 +43,12 @@ import { assertAsyncOptionsGiven, assertOptionsGiven, validateDistributedLockOpt
       useFactory: (options: DistributedLockModuleOptions) => new LockRegistry(validateDistributedLockOptions(options)),
       inject: [DISTRIBUTED_LOCK_MODULE_OPTIONS],
     },
-    { provide: LockService, useFactory: (registry: LockRegistry) => registry.service(), inject: [LockRegistry] },
+    {
+      provide: LockService,
+      // Without a default strategy the provider still exists (Nest makes every provider): injecting it fails the bootstrap.
+      useFactory: (registry: LockRegistry) => (registry.defaultStrategy === undefined ? lockServiceWithoutDefault(registry.names) : registry.service()),
+      inject: [LockRegistry],
+    },
     { provide: ScheduledLockEvents, useFactory: (registry: LockRegistry) => registry.scheduledLockEvents, inject: [LockRegistry] },
     LockMetadataAccessor,
     ModuleFeatures,
@@ -50,6 +57,7 @@ import { assertAsyncOptionsGiven, assertOptionsGiven, validateDistributedLockOpt
     LeaderElections,
     LeadershipHookExplorer,
     ObserveTelemetryBinder,
+    DefaultLockServiceCheck,
   ],
   exports: [LockRegistry, LockService, ScheduledLockEvents, LeaderElections],
 })
@@ -74,7 +82,10 @@ export class DistributedLockModule extends ConfigurableDistributedLockModule {
    */
   static forFeature(options: DistributedLockFeatureOptions = {}): DynamicModule {
     const feature = validateFeatureOptions(options);
-    const usedBy = `DistributedLockModule.forFeature(${JSON.stringify(feature.strategy ?? 'default')})`;
+    const usedBy =
+      feature.strategy === undefined
+        ? `DistributedLockModule.forFeature(${feature.keyPrefix ? `{ keyPrefix: ${JSON.stringify(feature.keyPrefix)} }` : ''})`
+        : `DistributedLockModule.forFeature(${JSON.stringify(feature.strategy)})`;
     const theFeatureService: Omit<FactoryProvider<LockService>, 'provide'> = {
       useFactory: (registered: DistributedLockFeature) => registered.service,
       inject: [DISTRIBUTED_LOCK_FEATURE],

@@ -88,7 +88,7 @@ describe('@ScheduledLock with @nestjs/schedule', () => {
     const original = LockedMethodExplorer.prototype.onModuleInit;
     const lockInit = vi.spyOn(LockedMethodExplorer.prototype, 'onModuleInit').mockImplementation(function (this: LockedMethodExplorer) {
       hookOrder.push('lock');
-      original.call(this);
+      return original.call(this);
     });
     const apps: TestingModule[] = [];
     try {
@@ -121,7 +121,7 @@ describe('@ScheduledLock with @nestjs/schedule', () => {
     const original = LockedMethodExplorer.prototype.onModuleInit;
     const lockInit = vi.spyOn(LockedMethodExplorer.prototype, 'onModuleInit').mockImplementation(function (this: LockedMethodExplorer) {
       seen.push('lock');
-      original.call(this);
+      return original.call(this);
     });
     try {
       const app = await boot([ScheduleModule.forRoot(), DistributedLockModule.forRoot({ strategies: { default: new InMemoryLockStrategy() } })], [jobs([], 0)]);

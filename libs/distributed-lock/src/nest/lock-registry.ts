@@ -7,7 +7,10 @@ import { LockService } from '../locking/lock-service';
 import { ScheduledLockEvents } from '../scheduling/scheduled-lock-events';
 import { LockObservers } from '../telemetry/lock-observers';
 import { OpenTelemetryLockObserver } from '../telemetry/open-telemetry-lock-observer';
+import { OpenTelemetryRootSpans, type RootSpans } from '../telemetry/root-spans';
+import { DEFAULT_STRATEGY_NAME } from './distributed-lock.constants';
 import { hideKeyInError, keysForLog } from './log-keys';
+import { SkippedRunLog } from './scheduling/skipped-run-log';
 import type { DistributedLockFeatureOptions, DistributedLockModuleOptions, DistributedLockTelemetryOptions } from './distributed-lock-options.interface';
 import { validateTelemetryOption } from './validate-distributed-lock-options';
 
@@ -18,8 +21,8 @@ import { validateTelemetryOption } from './validate-distributed-lock-options';
 export class LockRegistry implements OnApplicationShutdown {
   private readonly managers = new Map<string, LockManager>();
   private readonly logger = new Logger('DistributedLock');
-  /** Name of the strategy used where none is named. */
-  readonly defaultStrategy: string;
+  /** Name of the strategy used where none is named; undefined when several are registered and none as "default". */
+  readonly defaultStrategy: string | undefined;
   private readonly root: Map<string, LockService> = new Map();
   /** Events of the application's `@ScheduledLock` jobs (injectable as `ScheduledLockEvents`). */
   readonly scheduledLockEvents = new ScheduledLockEvents();
@@ -27,15 +30,21 @@ export class LockRegistry implements OnApplicationShutdown {
   readonly telemetry: DistributedLockTelemetryOptions | undefined;
   /** What reports the locks, when `telemetry` is on. */
   private readonly observers: LockObservers | undefined;
+  /**
+   * @internal With `telemetry` on (through OpenTelemetry): the root spans of scheduled runs and election
+   * campaigns, one trace per run and per term.
+   */
+  readonly rootSpans: RootSpans | undefined;
   /** The scheduled-job locks taken so far, by strategy and full key: which method each belongs to. */
   private readonly scheduledJobs = new Map<string, { method: object; where: string }>();
 
-  constructor(private readonly options: DistributedLockModuleOptions & { defaultStrategy: string }) {
+  constructor(private readonly options: DistributedLockModuleOptions & { defaultStrategy: string | undefined }) {
     this.defaultStrategy = options.defaultStrategy;
     this.telemetry = validateTelemetryOption(options.telemetry);
     if (this.telemetry) {
       const { tracerProvider, meterProvider, key } = this.telemetry;
       this.observers = new LockObservers(this.telemetry.openTelemetry === false ? [] : [new OpenTelemetryLockObserver({ tracerProvider, meterProvider, key })]);
+      if (this.telemetry.openTelemetry !== false) this.rootSpans = new OpenTelemetryRootSpans(tracerProvider);
     }
     for (const [name, strategy] of Object.entries(options.strategies)) {
       // Errors and events name the strategy as the application registered it ("orders"), not by its kind ("database").
@@ -45,9 +54,20 @@ export class LockRegistry implements OnApplicationShutdown {
       this.root.set(name, new LockService(manager, { keyPrefix: options.keyPrefix, defaults: options.defaults }));
     }
     if (this.logsEvents) {
-      this.scheduledLockEvents.on('skipped', (event) =>
-        this.logger.debug(this.logLine(`Scheduled job "${event.job}" skipped: its lock "${event.key}" (strategy "${event.strategy}") is held by another instance`, event.key)),
-      );
+      // A skip is routine (another instance runs the job): one debug line per job a minute at most.
+      const skips = new SkippedRunLog();
+      this.scheduledLockEvents.on('skipped', (event) => {
+        const count = skips.skipped(`${event.strategy}\u0000${event.job}`);
+        if (count === undefined) return;
+        const times = count === 1 ? '' : ` ${count} times since its last line`;
+        this.logger.debug(
+          this.logLine(
+            `Scheduled job "${event.job}" skipped${times}: its lock "${event.key}" (strategy "${event.strategy}") is held by another instance ` +
+              '(a job\'s skips are logged once a minute at most)',
+            event.key,
+          ),
+        );
+      });
     }
   }
 
@@ -56,18 +76,18 @@ export class LockRegistry implements OnApplicationShutdown {
     return this.options.logEvents ?? true;
   }
 
-  /** A log line with `key` (and the key an error in it carries) shown as `logKeys` says. */
+  /** @internal A log line with `key` (and the key an error in it carries) shown as `logKeys` says. */
   logLine(line: string, key: string | undefined): string {
     return keysForLog(line, key, this.options.logKeys ?? 'plain');
   }
 
-  /** `error` as others may log it: the key it carries written as `logKeys` says (see `hideKeyInError`). */
+  /** @internal `error` as others may log it: the key it carries written as `logKeys` says (see `hideKeyInError`). */
   forLog(error: unknown): unknown {
     return hideKeyInError(error, this.options.logKeys ?? 'plain');
   }
 
   /**
-   * Adds an observer of every strategy's locks (the module adds NestJS Observe's once the application's
+   * @internal Adds an observer of every strategy's locks (the module adds NestJS Observe's once the application's
    * providers exist). Ignored when `telemetry` is off.
    */
   addObserver(observer: LockObserver): void {
@@ -79,19 +99,27 @@ export class LockRegistry implements OnApplicationShutdown {
     return [...this.managers.keys()];
   }
 
-  /** The manager of a strategy; throws `StrategyNotRegisteredError` naming `usedBy` when unknown. */
-  manager(strategy: string = this.defaultStrategy, usedBy?: string): LockManager {
-    const manager = this.managers.get(strategy);
-    if (!manager) throw new StrategyNotRegisteredError(strategy, this.names, usedBy);
+  /** The manager of a strategy (default: the default one); throws `StrategyNotRegisteredError` naming `usedBy` when unknown. */
+  manager(strategy?: string, usedBy?: string): LockManager {
+    const name = this.nameOf(strategy, usedBy);
+    const manager = this.managers.get(name);
+    if (!manager) throw new StrategyNotRegisteredError(name, this.names, usedBy);
     return manager;
   }
 
   /** The lock service of a strategy, with a feature module's prefix and defaults applied. */
   service(feature: DistributedLockFeatureOptions = {}, usedBy?: string): LockService {
-    const name = feature.strategy ?? this.defaultStrategy;
+    const name = this.nameOf(feature.strategy, usedBy);
     const root = this.root.get(name);
     if (!root) throw new StrategyNotRegisteredError(name, this.names, usedBy);
     return feature.keyPrefix || feature.defaults ? root.withOptions({ keyPrefix: feature.keyPrefix, defaults: feature.defaults }) : root;
+  }
+
+  /** `strategy`, else the default's name; throws `StrategyNotRegisteredError` naming `usedBy` when there is no default. */
+  private nameOf(strategy: string | undefined, usedBy: string | undefined): string {
+    const name = strategy ?? this.defaultStrategy;
+    if (name === undefined) throw new StrategyNotRegisteredError(DEFAULT_STRATEGY_NAME, this.names, usedBy, true);
+    return name;
   }
 
   async onApplicationShutdown(): Promise<void> {
@@ -111,7 +139,7 @@ export class LockRegistry implements OnApplicationShutdown {
   }
 
   /**
-   * Records that `method` (at `where`) runs under the scheduled-job lock `key` of `strategy`. Two different
+   * @internal Records that `method` (at `where`) runs under the scheduled-job lock `key` of `strategy`. Two different
    * methods under one lock would skip each other's runs without a word: that fails the bootstrap. The same
    * method found twice (a class provided in two modules) shares its lock on purpose.
    */

@@ -48,7 +48,7 @@ export function assertAsyncOptionsGiven(options: unknown): void {
 }
 
 /** Checks module options at module creation; throws `InvalidLockOptionsError` that says what to fix. */
-export function validateDistributedLockOptions(options: unknown): DistributedLockModuleOptions & { defaultStrategy: string } {
+export function validateDistributedLockOptions(options: unknown): DistributedLockModuleOptions & { defaultStrategy: string | undefined } {
   assertKnownKeys(options, MODULE_KEYS, 'DistributedLockModule options');
   const { strategies } = options;
   assertKnownKeys(strategies, Object.keys(strategies ?? {}), 'strategies');
@@ -67,13 +67,16 @@ export function validateDistributedLockOptions(options: unknown): DistributedLoc
       );
     }
   }
-  const defaultStrategy = options.defaultStrategy ?? (names.includes(DEFAULT_STRATEGY_NAME) || names.length > 1 ? DEFAULT_STRATEGY_NAME : names[0]);
-  if (typeof defaultStrategy !== 'string' || !names.includes(defaultStrategy)) {
+  // Several strategies and none named "default": there is no default, and whatever locks without naming a
+  // strategy fails, naming itself (StrategyNotRegisteredError), rather than the module naming an option here.
+  const given = options.defaultStrategy;
+  if (given !== undefined && (typeof given !== 'string' || !names.includes(given))) {
     throw new InvalidLockOptionsError(
       'defaultStrategy',
-      `${describe(defaultStrategy)} is not one of the registered strategies (${names.join(', ')}). Name one of them, or register one as "default".`,
+      `${describe(given)} is not one of the registered strategies (${names.join(', ')}). Name one of them, or register one as "default".`,
     );
   }
+  const defaultStrategy = given ?? (names.includes(DEFAULT_STRATEGY_NAME) ? DEFAULT_STRATEGY_NAME : names.length === 1 ? names[0] : undefined);
   if (options.keyPrefix !== undefined) validateLockKey(options.keyPrefix, 'keyPrefix', true);
   if (options.operationTimeout !== undefined) assertDuration(options.operationTimeout, 'operationTimeout', 1);
   if (options.logEvents !== undefined && typeof options.logEvents !== 'boolean') {

@@ -3,9 +3,13 @@ import { InvalidLockOptionsError } from '../errors/invalid-lock-options.error';
 import { LockLostError } from '../errors/lock-lost.error';
 import type { LockHandle } from '../locking/lock-handle';
 import type { LockService } from '../locking/lock-service';
+import { LOCK_TELEMETRY } from '../telemetry/lock-telemetry-names';
+import type { RootSpans } from '../telemetry/root-spans';
 import type { FireSchedule } from './fire-time';
 import type { ScheduledLockEvents, ScheduledRunEventBase } from './scheduled-lock-events';
 import type { ResolvedScheduledLockOptions } from './scheduled-lock-options';
+
+const { attributes } = LOCK_TELEMETRY;
 
 /** What one scheduled job runs with. */
 export interface ScheduledJobRunnerOptions {
@@ -17,6 +21,8 @@ export interface ScheduledJobRunnerOptions {
   /** Required with `perRun`: how a run's fire time is found. */
   readonly schedule?: FireSchedule;
   readonly events: ScheduledLockEvents;
+  /** With telemetry: each fire is a trace of its own (a `lock.scheduled_run` root span). */
+  readonly spans?: RootSpans;
 }
 
 /** What became of one fire: skipped (the lock was held elsewhere), or run, with the job's result. */
@@ -49,6 +55,20 @@ export class ScheduledJobRunner {
    * could not be asked (the run did not happen).
    */
   async run<T>(job: () => T | Promise<T>): Promise<ScheduledRun<T>> {
+    const { spans, service } = this.config;
+    if (!spans) return this.fire(job);
+    const span = spans.start(LOCK_TELEMETRY.spans.scheduledRun, { [attributes.job]: this.config.job, [attributes.strategy]: service.strategyName });
+    try {
+      const run = await span.run(() => this.fire(job));
+      span.end({ [attributes.runOutcome]: run.ran ? 'ran' : 'skipped' });
+      return run;
+    } catch (error) {
+      span.end({ [attributes.runOutcome]: 'failed' }, error);
+      throw error;
+    }
+  }
+
+  private async fire<T>(job: () => T | Promise<T>): Promise<ScheduledRun<T>> {
     const { service, events, options } = this.config;
     const { key, fireTime } = this.keyAt(Date.now());
     const lock = await service.tryAcquire(key, { ttl: options.lockAtMostFor, autoExtend: false, reentrant: false });

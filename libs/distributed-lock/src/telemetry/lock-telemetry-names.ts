@@ -11,6 +11,17 @@ export const LOCK_TELEMETRY = Object.freeze({
      * grant is an event on it (`lock.granted`), so it reads as the wait, then the hold.
      */
     lock: 'lock',
+    /**
+     * One fire of a `@ScheduledLock` job, run or skipped: the root of a trace of its own, whatever was active
+     * when the scheduler fired. Its `lock` span and what the job traces are its children.
+     */
+    scheduledRun: 'lock.scheduled_run',
+    /**
+     * One campaign of a leader election: a wait in line for the leadership and, once won, the whole term, to
+     * its end. The root of a trace of its own; the `lock` span of the wait and what the leadership hooks
+     * trace are its children.
+     */
+    election: 'lock.election',
   }),
   /** Events on the `lock` span. */
   events: Object.freeze({
@@ -48,8 +59,14 @@ export const LOCK_TELEMETRY = Object.freeze({
     key: 'lock.key',
     /** The first 16 hex digits of the key's SHA-256, when `key` is "hashed" (spans only). */
     keyHash: 'lock.key.hash',
-    /** "exclusive" or "shared". */
+    /** "exclusive" or "shared" ("shared" for a semaphore's permit). */
     mode: 'lock.mode',
+    /** "permit" on the spans and metrics of a semaphore's permits; absent on those of locks. */
+    kind: 'lock.kind',
+    /** The semaphore's size, on a permit's span. */
+    permits: 'lock.permits',
+    /** How many of its places the permit takes, on a permit's span. */
+    weight: 'lock.weight',
     /** How an acquisition ended: "acquired", "timeout", "aborted" or "error". */
     outcome: 'lock.outcome',
     /** How a hold ended: "released" or "lost". */
@@ -68,6 +85,21 @@ export const LOCK_TELEMETRY = Object.freeze({
     holdDuration: 'lock.hold.duration',
     /** The error's class name, on failed acquisitions and background errors (OpenTelemetry's general attribute). */
     errorType: 'error.type',
+    /** The scheduled job's name (`Class.method`, or its `name` option), on `lock.scheduled_run`. */
+    job: 'lock.job',
+    /** What became of a scheduled fire: "ran", "skipped" or "failed" (on `lock.scheduled_run`). */
+    runOutcome: 'lock.run.outcome',
+    /** The election's name, on `lock.election`. */
+    election: 'lock.election.name',
+    /**
+     * How a campaign ended (on `lock.election`): "led" (a term, to its end), "timeout" (a round in line ended:
+     * the next campaign lines up again), "stopped" (resigned or closed while in line) or "error".
+     */
+    electionOutcome: 'lock.election.outcome',
+    /** The term's fencing token, where the strategy has fencing (on `lock.election`, outcome "led"). */
+    term: 'lock.election.term',
+    /** Why the term ended: a `LeadershipLostReason` ("lock-lost", "resigned", "closed"), on `lock.election`. */
+    termEndReason: 'lock.election.end_reason',
   }),
 });
 

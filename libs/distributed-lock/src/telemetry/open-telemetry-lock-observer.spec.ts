@@ -292,6 +292,27 @@ describe('OpenTelemetryLockObserver (real SDK, in-memory strategy)', () => {
     expect(await failures()).toContain(secret);
   });
 
+  it('observes a permit as it observes a lock: a span (kind "permit", its size and weight) over the wait and the hold, its section nested, and its figures apart', async () => {
+    const tracer = recorder.tracerProvider.getTracer('test');
+    await locks.withPermit('payments', async () => {
+      tracer.startSpan('inside the permit').end();
+      await sleep(2);
+    }, { permits: 3, weight: 2 });
+    const busy = await locks.acquirePermit('payments', { permits: 3, weight: 3 });
+    expect(await locks.tryAcquirePermit('payments', { permits: 3 })).toBeNull();
+    await busy.release();
+    await recorder.settled();
+
+    const permits = recorder.spans(spans.lock).filter((span) => span.attributes[a.kind] === 'permit');
+    expect(permits).toHaveLength(3);
+    const first = permits.find((span) => span.attributes[a.weight] === 2);
+    expect(first?.attributes).toMatchObject({ [a.mode]: 'shared', [a.permits]: 3, [a.outcome]: 'acquired', [a.holdOutcome]: 'released' });
+    expect(recorder.span('inside the permit').parentSpanContext?.spanId).toBe(first?.spanContext().spanId);
+    expect(await recorder.value(metrics.acquisitions, { [a.kind]: 'permit', [a.outcome]: 'acquired' })).toBe(2);
+    expect(await recorder.value(metrics.acquisitions, { [a.kind]: 'permit', [a.outcome]: 'timeout' })).toBe(1);
+    expect((await recorder.histogram(metrics.holdDuration, { [a.kind]: 'permit', [a.holdOutcome]: 'released' })).count).toBe(2);
+  });
+
   it('writes a lock to the SDK once the caller has moved on, or at once on flush()', async () => {
     await (await locks.acquire('later')).release();
     // Still the caller's turn: nothing written yet, so that the lock's latency does not include the SDK's work.

@@ -22,7 +22,9 @@ type Attributes = OpenTelemetryApi.Attributes;
 
 const { spans, events, metrics, attributes: names } = LOCK_TELEMETRY;
 const OUTCOMES: readonly AcquisitionOutcome[] = ['acquired', 'timeout', 'aborted', 'error'];
-const MODES: readonly LockMode[] = ['exclusive', 'shared'];
+/** What the figures of an acquisition are kept under: its lock's mode, or "permit" for a semaphore's. */
+type Lane = LockMode | 'permit';
+const LANES: readonly Lane[] = ['exclusive', 'shared', 'permit'];
 
 /**
  * How long an ended wait or hold waits to be written to the SDK, in ms, with the others that end meanwhile.
@@ -33,7 +35,7 @@ const MODES: readonly LockMode[] = ['exclusive', 'shared'];
  */
 export const OBSERVER_WRITE_DELAY_MS = 10;
 
-type PerMode<T> = Record<LockMode, T>;
+type PerMode<T> = Record<Lane, T>;
 
 /** What the observer keeps per lock manager: its attributes, built once, and its acquisition counts. */
 interface ManagerState {
@@ -53,8 +55,13 @@ interface ManagerState {
   };
 }
 
-function perMode<T>(make: (mode: LockMode) => T): PerMode<T> {
-  return { exclusive: make('exclusive'), shared: make('shared') };
+function perMode<T>(make: (lane: Lane) => T): PerMode<T> {
+  return { exclusive: make('exclusive'), shared: make('shared'), permit: make('permit') };
+}
+
+/** The attributes that tell a lane apart: a lock's mode; a permit's mode ("shared") and kind. */
+function laneAttributes(lane: Lane): Attributes {
+  return lane === 'permit' ? { [names.mode]: 'shared', [names.kind]: 'permit' } : { [names.mode]: lane };
 }
 
 function perOutcome<T>(make: (outcome: AcquisitionOutcome) => T): Record<AcquisitionOutcome, T> {
@@ -100,8 +107,10 @@ class ObservedLock implements AcquisitionObservation, HoldObservation {
     private readonly observer: OpenTelemetryRecorder,
     private readonly api: Api,
     readonly state: ManagerState,
-    private readonly mode: LockMode,
+    private readonly mode: Lane,
     private readonly key: string,
+    /** A permit's semaphore size and weight, written on its span. */
+    private readonly permit: ObservedAcquisition['permit'],
     private readonly parent: OpenTelemetryApi.Context,
     /** `performance.now()` when the acquisition started: every time given to the span is one. */
     private readonly startedAt: number,
@@ -192,6 +201,7 @@ class ObservedLock implements AcquisitionObservation, HoldObservation {
     if (span.isRecording()) {
       const key = this.observer.keyAttribute(this.key);
       if (key) span.setAttribute(key[0], key[1]);
+      if (this.permit) span.setAttributes({ [names.permits]: this.permit.permits, [names.weight]: this.permit.weight });
       if (this.grantedAt !== undefined) span.addEvent(events.granted, this.grantedAt);
     }
     this.span = span;
@@ -246,7 +256,7 @@ export class OpenTelemetryRecorder implements LockObserver {
         // the locks that ended since the last batch are in what it reads.
         this.flush();
         for (const state of this.managers.values()) {
-          for (const mode of MODES) {
+          for (const mode of LANES) {
             for (const outcome of OUTCOMES) {
               const count = state.acquisitions[mode][outcome];
               if (count > 0) result.observe(acquisitions, count, state.byOutcome[mode][outcome]);
@@ -268,13 +278,13 @@ export class OpenTelemetryRecorder implements LockObserver {
     const state: ManagerState = {
       manager,
       strategy,
-      byOutcome: perMode((mode) => perOutcome((outcome) => ({ ...strategy, [names.mode]: mode, [names.outcome]: outcome }))),
+      byOutcome: perMode((lane) => perOutcome((outcome) => ({ ...strategy, ...laneAttributes(lane), [names.outcome]: outcome }))),
       acquisitions: perMode(() => perOutcome(() => 0)),
-      held: perMode((mode) => ({
-        released: { ...strategy, [names.mode]: mode, [names.holdOutcome]: 'released' },
-        lost: { ...strategy, [names.mode]: mode, [names.holdOutcome]: 'lost' },
+      held: perMode((lane) => ({
+        released: { ...strategy, ...laneAttributes(lane), [names.holdOutcome]: 'released' },
+        lost: { ...strategy, ...laneAttributes(lane), [names.holdOutcome]: 'lost' },
       })),
-      spanAttributes: perMode((mode) => ({ ...strategy, [names.backend]: manager.backendName, [names.mode]: mode })),
+      spanAttributes: perMode((lane) => ({ ...strategy, [names.backend]: manager.backendName, ...laneAttributes(lane) })),
       listeners: {
         extended: (event) => {
           this.extensions.add(1, strategy);
@@ -306,7 +316,8 @@ export class OpenTelemetryRecorder implements LockObserver {
   acquisitionStarted(manager: ObservedLockManager, acquisition: ObservedAcquisition): AcquisitionObservation | undefined {
     const state = this.managers.get(manager);
     if (!state) return undefined;
-    return new ObservedLock(this, this.api, state, acquisition.mode, acquisition.key, this.api.context.active(), acquisition.startedAt);
+    const lane: Lane = acquisition.permit ? 'permit' : acquisition.mode;
+    return new ObservedLock(this, this.api, state, lane, acquisition.key, acquisition.permit, this.api.context.active(), acquisition.startedAt);
   }
 
   /**

@@ -53,6 +53,7 @@ export class LeaderElections implements OnApplicationBootstrap, BeforeApplicatio
       return known.election;
     }
     const election = new LeaderElection(service, resolved);
+    election.traceWith(this.registry.rootSpans);
     if (this.registry.logsEvents) this.logEvents(election);
     this.byName.set(resolved.name, { election, signature });
     if (this.bootstrapped) election.start();

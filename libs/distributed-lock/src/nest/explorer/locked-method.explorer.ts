@@ -15,6 +15,7 @@ import { providerMethods, type DiscoveredWrapper } from './provider-methods';
 import { LockMetadataAccessor } from './lock-metadata.accessor';
 import { ModuleFeatures } from './module-features';
 import { ScheduledLockBinder } from '../scheduling/scheduled-lock.binder';
+import { warmUpStrategies } from '../scheduling/warm-up-strategies';
 
 type AnyMethod = (this: unknown, ...args: unknown[]) => unknown;
 
@@ -28,6 +29,9 @@ type AnyMethod = (this: unknown, ...args: unknown[]) => unknown;
  */
 @Injectable()
 export class LockedMethodExplorer implements OnModuleInit {
+  /** The registered names of the strategies `@ScheduledLock` jobs lock through. */
+  private readonly scheduledStrategies = new Set<string>();
+
   constructor(
     private readonly discovery: DiscoveryService,
     private readonly scanner: MetadataScanner,
@@ -37,9 +41,12 @@ export class LockedMethodExplorer implements OnModuleInit {
     private readonly features: ModuleFeatures,
   ) {}
 
-  onModuleInit(): void {
+  async onModuleInit(): Promise<void> {
     for (const wrapper of this.discovery.getProviders()) this.explore(wrapper, false);
     for (const wrapper of this.discovery.getControllers()) this.explore(wrapper, true);
+    // Awaited here, before any module's onApplicationBootstrap, where @nestjs/schedule starts the jobs:
+    // a job's first fire must not be the one that connects (see warmUpStrategies).
+    await warmUpStrategies(this.registry, this.scheduledStrategies);
   }
 
   private explore(wrapper: DiscoveredWrapper, isController: boolean): void {
@@ -82,7 +89,10 @@ export class LockedMethodExplorer implements OnModuleInit {
       // The permit is taken first: a call waiting for its turn holds no lock meanwhile.
       if (limited) wrapped = this.wrapLimited(wrapped, limited, feature, where);
       if (optimistic) wrapped = this.wrapOptimistic(wrapped, optimistic, where);
-      if (scheduled) wrapped = this.scheduledLocks.wrap(wrapped, scheduled, method, feature, where);
+      if (scheduled) {
+        wrapped = this.scheduledLocks.wrap(wrapped, scheduled, method, feature, where);
+        this.scheduledStrategies.add(lockServiceOf(this.registry, feature, scheduled.options.strategy as string | undefined, where).strategyName);
+      }
       copyMethodMetadata(method, wrapped);
       Object.defineProperty(instance, methodName, { value: wrapped, configurable: true, writable: true, enumerable: false });
     }

@@ -45,7 +45,7 @@ export class ScheduledLockBinder {
     this.registry.manager(service.strategyName, where).strategy.validateKey?.(fullKey);
     this.registry.claimScheduledJob(service.strategyName, service.prefix + job, decorated, where);
     const schedule = options.perRun ? this.fireSchedule(this.accessor.schedule(decorated), where) : undefined;
-    const runner = new ScheduledJobRunner({ job, service, options, schedule, events: this.registry.scheduledLockEvents });
+    const runner = new ScheduledJobRunner({ job, service, options, schedule, events: this.registry.scheduledLockEvents, spans: this.registry.rootSpans });
     const registry = this.registry;
     return function scheduledLockMethod(this: unknown, ...args: unknown[]): Promise<unknown> {
       // The scheduler logs what a run throws, stack and all: the lock's key shown there as `logKeys` says.

@@ -114,7 +114,7 @@ export class ObserveLockObserver implements LockObserver {
     return {
       waitEnded: (outcome, waitedMs, grant, error) => {
         this.waiters.decrement(strategy);
-        this.acquisitions.increment({ ...strategy, [names.mode]: acquisition.mode, [names.outcome]: outcome });
+        this.acquisitions.increment({ ...strategy, [names.mode]: acquisition.mode, ...(acquisition.permit ? { [names.kind]: 'permit' } : {}), [names.outcome]: outcome });
         this.waitDuration?.observe(waitedMs / 1000, manager.name);
         span?.tag(names.outcome, outcome);
         span?.tag(names.waitDuration, waitedMs / 1000);
@@ -150,6 +150,11 @@ export class ObserveLockObserver implements LockObserver {
 
   private tags(manager: ObservedLockManager, acquisition: ObservedAcquisition): Tags {
     const tags: Tags = { [names.strategy]: manager.name, [names.backend]: manager.backendName, [names.mode]: acquisition.mode };
+    if (acquisition.permit) {
+      tags[names.kind] = 'permit';
+      tags[names.permits] = acquisition.permit.permits;
+      tags[names.weight] = acquisition.permit.weight;
+    }
     const key = this.keyOf(acquisition.key);
     if (key) tags[key[0]] = key[1];
     return tags;

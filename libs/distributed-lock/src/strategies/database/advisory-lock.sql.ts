@@ -27,6 +27,8 @@ export interface AdvisoryStatements {
   readonly tryLock: string;
   /** Frees a session lock (PostgreSQL: the advisory key; MySQL: the name). Its row says `released` true/1 when ours. */
   readonly unlock: string | undefined;
+  /** Frees every session-level lock of the connection (after a lock statement that failed, maybe after its grant). No parameter. */
+  readonly unlockAll: string;
 }
 
 /** The advisory lock functions of a scope on PostgreSQL. */
@@ -53,13 +55,14 @@ export function advisoryStatements(d: SqlDialect, scope: 'session' | 'transactio
       // CASE evaluates its condition first: the token is drawn only for a granted lock.
       tryLock: `SELECT CASE WHEN ${fn.tryLock}($1::bigint) THEN ${seq} END AS fencing_token`,
       unlock: scope === 'session' ? 'SELECT pg_advisory_unlock($1::bigint) AS released' : undefined,
+      unlockAll: 'SELECT pg_advisory_unlock_all()',
     };
   }
   const fences = d.quote(objects.fences);
   // GET_LOCK in the WHERE clause: the token row is written only once the lock is ours, in the same statement.
   const lock = `INSERT INTO ${fences} (lock_key, fencing_token) SELECT ?, ${d.tokenExpression(d.firstToken(objects.fences))} FROM DUAL WHERE GET_LOCK(?, ?) = 1
     ON DUPLICATE KEY UPDATE fencing_token = ${d.tokenExpression(d.nextToken('fencing_token', objects.fences))}`;
-  return { lock, tryLock: lock, unlock: 'SELECT RELEASE_LOCK(?) AS released' };
+  return { lock, tryLock: lock, unlock: 'SELECT RELEASE_LOCK(?) AS released', unlockAll: 'SELECT RELEASE_ALL_LOCKS()' };
 }
 
 /** DDL of the token source: a sequence on PostgreSQL (starting at the clock in µs), the fence table on MySQL/MariaDB. */

@@ -1,4 +1,4 @@
-import type { DataSourceOptions, EntityManager } from 'typeorm';
+import type { DataSourceOptions, EntityManager, QueryRunner } from 'typeorm';
 import { InvalidLockKeyError } from '../../errors/invalid-lock-key.error';
 import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
 import { LockCommitFailedError } from '../../errors/lock-commit-failed.error';
@@ -10,8 +10,9 @@ import { assertFastPaths } from '../fast-paths-option';
 import { strategyName } from '../strategy-name';
 import { getLockName, postgresAdvisoryKey } from './advisory-key';
 import { ADVISORY_OBJECTS, advisoryDdl, advisoryStatements, type AdvisoryStatements } from './advisory-lock.sql';
-import { assertMaxHeldConnections } from './connection-slots';
+import { maxHeldConnectionsFor } from './connection-slots';
 import { PinnedLocks, pinnedLock, type PinnedLock } from './pinned-locks';
+import { poolSizeOf } from './pool-size';
 import type { LockDataSource } from './database-client.type';
 import { ensureInitialized, resolveDataSource } from './database-connection';
 import { createMissingSequence, createMissingTables } from './ensure-tables';
@@ -21,7 +22,7 @@ import { queryOnRunner, type DirectResult } from './mysql-direct';
 import { beginLockTransaction, commitLockTransaction } from './runner-transaction';
 import { dialectOf, withServerFeatures, type SqlDialect } from './sql-dialect';
 import { sqlCallError } from './sql-permission';
-import { connectionIdOf, discardConnection, isConnectionClosed } from './typeorm-internals';
+import { discardConnection, isConnectionClosed } from './typeorm-internals';
 
 /** Options of the advisory-lock strategy (PostgreSQL advisory locks, MySQL/MariaDB `GET_LOCK`). */
 export interface AdvisoryLockStrategyOptions {
@@ -50,13 +51,16 @@ export interface AdvisoryLockStrategyOptions {
   /**
    * How many connections held (and waiting) locks may pin at once. Further acquisitions wait for a free
    * slot without touching the pool, and fail with an error naming this option if none frees within their
-   * wait; `tryAcquire` resolves null. Keep it below the pool size. Default 8.
+   * wait; `tryAcquire` resolves null. It must be below the pool size (cancels, fencing tokens and your
+   * queries need a connection that is not pinned): a value that is not throws `InvalidLockOptionsError`
+   * at construction. Default 8, lowered to the pool size − 1 on a smaller pool.
    */
   readonly maxHeldConnections?: number;
   /**
-   * On MySQL/MariaDB, send the lock's statements straight to the mysql2 connection under TypeORM (see
-   * `typeorm-internals.ts`). `false`: through TypeORM's public API only. PostgreSQL always goes through
-   * TypeORM's public API. Default true.
+   * Send the lock's statements straight to the mysql2 or pg connection under TypeORM (see
+   * `typeorm-internals.ts`; on PostgreSQL as named statements, prepared once per connection). `false`:
+   * through TypeORM's public API only, slower; for a TypeORM version whose internals this path no longer
+   * fits, or a pooler that cannot keep prepared statements. Default true.
    */
   readonly fastPaths?: boolean;
 }
@@ -67,6 +71,12 @@ export interface AdvisoryLockStrategyOptions {
  * before the caller gives up and its holder's release can reach the server.
  */
 const SERVER_WAIT_EARLY_END_MS = 5;
+
+/** A held advisory lock: its pinned connection, and the server's name for it, computed once per lock. */
+interface AdvisoryLock extends PinnedLock {
+  /** PostgreSQL: the advisory key (`postgresAdvisoryKey`); MySQL/MariaDB: the GET_LOCK name (`getLockName`). */
+  readonly lockName: string;
+}
 
 /** A grant of the advisory strategy; with `scope: 'transaction'` it carries the lock's EntityManager. */
 export interface AdvisoryLeaseGrant extends LeaseGrant {
@@ -102,7 +112,7 @@ export class AdvisoryLockStrategy implements LockStrategy {
   private readonly ensureTable: boolean;
   private readonly fastPaths: boolean;
   /** The held locks, their connections, leases and slots (`maxHeldConnections`), and the waits in progress. */
-  private readonly locks: PinnedLocks<PinnedLock>;
+  private readonly locks: PinnedLocks<AdvisoryLock>;
   private ready: Promise<Prepared> | undefined;
 
   constructor(options: AdvisoryLockStrategyOptions) {
@@ -115,11 +125,12 @@ export class AdvisoryLockStrategy implements LockStrategy {
     if (options.tokens !== undefined && !SQL_IDENTIFIER.test(options.tokens)) throw new InvalidLockOptionsError('tokens', `expected a plain SQL identifier, got ${describe(options.tokens)}.`);
     this.tokens = options.tokens;
     this.ensureTable = options.ensureTable ?? true;
-    this.locks = new PinnedLocks(this.name, 'advisory', assertMaxHeldConnections(options.maxHeldConnections), (held, outcome) => this.unlock(held, outcome));
     this.fastPaths = assertFastPaths(options.fastPaths);
     const resolved = resolveDataSource(options.dataSource, options.connection, this.name);
     this.dataSource = resolved.dataSource;
     this.ownsDataSource = resolved.owned;
+    const poolSize = poolSizeOf(this.dataSource.options);
+    this.locks = new PinnedLocks(this.name, 'advisory', maxHeldConnectionsFor(options.maxHeldConnections, poolSize), (held, outcome) => this.unlock(held, outcome), poolSize, this.dataSource);
     if (dialectOf(this.dataSource, this.name).name === 'sqlite') {
       throw new InvalidLockOptionsError('dataSource', 'the advisory strategy needs PostgreSQL (advisory locks) or MySQL/MariaDB (GET_LOCK); use RowLockStrategy on SQLite.');
     }
@@ -173,6 +184,11 @@ export class AdvisoryLockStrategy implements LockStrategy {
     await this.dataSource.query('SELECT 1');
   }
 
+  /** Initialises the data source and prepares the statements and tables the first acquisition would. */
+  async warmUp(): Promise<void> {
+    await this.prepare();
+  }
+
   async close(): Promise<void> {
     await this.locks.close();
     if (this.ownsDataSource && this.dataSource.isInitialized) await this.dataSource.destroy();
@@ -185,56 +201,112 @@ export class AdvisoryLockStrategy implements LockStrategy {
     // releases it) just when the holder's release should free it for the next one.
     const deadline = budget ? Date.now() + budget.timeoutMs - Math.min(SERVER_WAIT_EARLY_END_MS, budget.timeoutMs / 10) : 0;
     const { dialect, sql } = await this.prepare();
+    // The server's name for the lock, hashed once: the lock and the unlock send the same.
+    const lockName = dialect.name === 'postgres' ? postgresAdvisoryKey(request.key) : getLockName(request.key);
     const runner = this.dataSource.createQueryRunner();
-    await runner.connect();
+    // Within the wait: a pool whose every connection is in use fails naming the pool, not the lock's holder.
+    if (!(await this.locks.connect(runner, this.dataSource, request.key, budget, deadline))) return null;
     const waitMs = deadline - Date.now();
     if (budget && (budgetAborted(budget) || waitMs <= 0)) {
       await runner.release();
       return null;
     }
-    // The server bounds the wait by itself (lock_timeout, GET_LOCK's timeout); the exact deadline, an
-    // abort and close() cancel it from another connection (pg_cancel_backend, KILL QUERY).
-    const cancel = (id: number): string => (dialect.name === 'postgres' ? `SELECT pg_cancel_backend(${id})` : `KILL QUERY ${id}`);
-    const { stopped, disarm } = this.locks.cancelWait(this.dataSource, connectionIdOf(runner), cancel, budget, waitMs);
+    // The server bounds the wait by itself, exactly (lock_timeout in ms, GET_LOCK's fractional seconds on
+    // MariaDB); an abort and close() end the wait's session from another connection, which takes the wait
+    // and anything it was granted along. MySQL 8's GET_LOCK counts whole seconds: its deadline cuts it too.
+    const exactBound = dialect.name === 'postgres' || dialect.mariadb;
+    const { stopped, disarm } = this.locks.boundWait(runner, budget, exactBound, waitMs);
+    /** Resolves null once the connection is given back holding nothing, or its session ended (`killed`). */
+    const giveUp = async (killed: boolean): Promise<null> => {
+      if (killed) await discardConnection(runner);
+      else await rollbackAndRelease(runner);
+      return null;
+    };
     try {
       // PostgreSQL's transaction-level lock is taken inside the transaction; MySQL's GET_LOCK (and its token
       // row, which a rolled-back section must not undo) before it.
       if (this.scope === 'transaction' && dialect.name === 'postgres') await beginLockTransaction(runner, this.fastPaths);
       budget?.serverAnswered?.();
-      if (stopped()) {
-        await disarm();
-        await rollbackAndRelease(runner);
-        return null;
+      if (stopped()) return await giveUp(await disarm());
+      // Tried first: a free lock is taken by the plain try (one short statement, prepared once per
+      // connection on PostgreSQL), and only a refused one waits. A refused try leaves nothing on the
+      // server, and cannot overtake a waiter: the server hands a released lock to its first waiter itself.
+      let result = await queryOnRunner(runner, sql.tryLock, this.lockParameters(dialect, request.key, lockName, undefined), this.fastPaths);
+      if (budget && tokenOf(dialect, result) === undefined) {
+        if (stopped()) return await giveUp(await disarm());
+        result = await queryOnRunner(runner, sql.lock, this.lockParameters(dialect, request.key, lockName, deadline - Date.now()), this.fastPaths);
       }
-      const result = await queryOnRunner(runner, budget ? sql.lock : sql.tryLock, this.lockParameters(dialect, request.key, budget ? deadline - Date.now() : undefined), this.fastPaths);
       const lockedAt = Date.now();
-      await disarm();
+      const killed = await disarm();
       const token = tokenOf(dialect, result);
-      if (token === undefined) {
-        await rollbackAndRelease(runner);
+      if (killed) return await giveUp(true);
+      if (token === undefined) return await giveUp(false);
+      // Cut as the grant came back (the caller is gone, the strategy closes): the lock goes back at once.
+      if (stopped()) {
+        await this.unlockUnused(runner, sql, lockName);
         return null;
       }
       // MySQL's transaction starts after GET_LOCK (and its token row, which a rolled-back section must not
       // undo), before the lock counts as held: if it fails, the acquisition fails and its slot goes back once.
       if (this.scope === 'transaction' && dialect.name !== 'postgres') await beginLockTransaction(runner, this.fastPaths);
-      const expiresAt = this.locks.hold(request.owner, pinnedLock(request.key, runner), lockedAt, request.ttlMs);
+      const expiresAt = this.locks.hold(request.owner, { ...pinnedLock(request.key, runner), lockName }, lockedAt, request.ttlMs);
       const grant: AdvisoryLeaseGrant = { key: request.key, owner: request.owner, mode: request.mode, fencingToken: token, expiresAt };
       return this.scope === 'transaction' ? { ...grant, manager: runner.manager } : grant;
     } catch (error) {
-      await disarm();
-      // A lock that may have been granted must not go back to the pool with its connection.
-      await discardConnection(runner);
-      if (dialect.isLockWaitTimeout(error)) return null;
+      const killed = await disarm();
+      // A statement that failed may have failed after its lock was granted (PostgreSQL keeps a session-level
+      // advisory lock through the error, also a lock_timeout's: its timer can fire as the lock is granted).
+      // The connection goes back to the pool only once the server answered that it holds no lock at all.
+      if (killed) await discardConnection(runner);
+      else await this.unlockAllOrEnd(runner, sql);
+      if (killed || dialect.isLockWaitTimeout(error)) return null;
       throw error;
     }
   }
 
-  /** `waitMs`: what is left of the caller's wait when the statement goes (undefined: tryAcquire, no wait). */
-  private lockParameters(dialect: SqlDialect, key: string, waitMs: number | undefined): unknown[] {
+  /**
+   * Gives back a lock granted to an acquisition that was cut meanwhile: the transaction's ROLLBACK (which
+   * frees a transaction-level lock), the unlock, each answered by the server; the session is ended where
+   * either fails.
+   */
+  private async unlockUnused(runner: QueryRunner, sql: AdvisoryStatements, lockName: string): Promise<void> {
+    try {
+      if (runner.isTransactionActive) await runner.rollbackTransaction();
+      if (sql.unlock) await queryOnRunner(runner, sql.unlock, [lockName], this.fastPaths);
+    } catch {
+      await this.locks.endSession(runner);
+      return;
+    }
+    await runner.release().catch(() => undefined);
+  }
+
+  /**
+   * Gives a connection whose lock statement failed back to the pool holding nothing: the transaction's
+   * ROLLBACK, then every advisory lock of the session freed (`pg_advisory_unlock_all()`,
+   * `RELEASE_ALL_LOCKS()`: the connection is pinned for this one lock, so nothing else of ours is on it),
+   * each answered by the server. Where either fails the session is ended instead.
+   */
+  private async unlockAllOrEnd(runner: QueryRunner, sql: AdvisoryStatements): Promise<void> {
+    try {
+      if (isConnectionClosed(runner)) throw new Error('connection closed');
+      if (runner.isTransactionActive) await runner.rollbackTransaction();
+      await queryOnRunner(runner, sql.unlockAll, [], this.fastPaths);
+    } catch {
+      await this.locks.endSession(runner);
+      return;
+    }
+    await runner.release().catch(() => undefined);
+  }
+
+  /**
+   * `lockName`: the server's name for the lock (see `lockOnConnection`). `waitMs`: what is left of the
+   * caller's wait when the statement goes (undefined: the try, no wait).
+   */
+  private lockParameters(dialect: SqlDialect, key: string, lockName: string, waitMs: number | undefined): unknown[] {
     const wait = waitMs === undefined ? undefined : Math.max(1, Math.ceil(waitMs));
-    if (dialect.name === 'postgres') return wait === undefined ? [postgresAdvisoryKey(key)] : [postgresAdvisoryKey(key), `${wait}ms`];
-    // GET_LOCK takes fractional seconds on MariaDB; the cancel at the deadline bounds it on MySQL too.
-    return [key, getLockName(key), wait === undefined ? 0 : wait / 1000];
+    if (dialect.name === 'postgres') return wait === undefined ? [lockName] : [lockName, `${wait}ms`];
+    // GET_LOCK takes fractional seconds on MariaDB; the session's end at the deadline bounds it on MySQL 8.
+    return [key, lockName, wait === undefined ? 0 : wait / 1000];
   }
 
   /**
@@ -242,16 +314,17 @@ export class AdvisoryLockStrategy implements LockStrategy {
    * locks, MySQL's GET_LOCK). Resolves false when the connection was gone (the lock went with it). A
    * connection whose unlock failed is closed, never given back to the pool still holding the lock.
    */
-  private async unlock(held: PinnedLock, outcome: ReleaseOutcome): Promise<boolean> {
+  private async unlock(held: AdvisoryLock, outcome: ReleaseOutcome): Promise<boolean> {
     if (held.connectionLost || isConnectionClosed(held.runner)) {
       await rollbackAndRelease(held.runner);
       return false;
     }
-    const { dialect, sql } = await this.prepare();
-    if (this.scope === 'transaction' && outcome === 'lost') {
-      // The section may still run: a ROLLBACK would queue behind its statement, and its next statements go
-      // out after it, in autocommit. Closing the connection rolls back and frees the lock on the server.
-      await discardConnection(held.runner);
+    const { sql } = await this.prepare();
+    if (outcome === 'lost') {
+      // The section may still run: a ROLLBACK or an unlock would queue behind its statement, and its next
+      // statements go out after it, in autocommit. Its session is ended instead, which rolls back and frees
+      // the lock; this resolves once the server says it is gone (close() then means the key is free).
+      await this.locks.endSession(held.runner);
       return true;
     }
     if (this.scope === 'transaction') {
@@ -259,7 +332,7 @@ export class AdvisoryLockStrategy implements LockStrategy {
         if (outcome === 'completed') await commitLockTransaction(held.runner, this.fastPaths);
         else await held.runner.rollbackTransaction();
       } catch (error) {
-        await discardConnection(held.runner);
+        await this.locks.endSession(held.runner);
         if (isNotSent(error) || outcome !== 'completed') return false;
         throw new LockCommitFailedError(held.key, this.name, isConnectionError(error) ? 'unknown' : false, { cause: error });
       }
@@ -270,13 +343,12 @@ export class AdvisoryLockStrategy implements LockStrategy {
       return true;
     }
     try {
-      const unlockKey = dialect.name === 'postgres' ? postgresAdvisoryKey(held.key) : getLockName(held.key);
-      const rows = (await queryOnRunner(held.runner, sql.unlock, [unlockKey], this.fastPaths)).records as Array<{ released?: unknown }>;
+      const rows = (await queryOnRunner(held.runner, sql.unlock, [held.lockName], this.fastPaths)).records as Array<{ released?: unknown }>;
       const released = rows[0]?.released;
       await held.runner.release();
       return released === true || Number(released) === 1;
     } catch {
-      await discardConnection(held.runner);
+      await this.locks.endSession(held.runner);
       return false;
     }
   }

@@ -3,11 +3,42 @@ import type { WaitBudget } from '../../locking/lock-lease';
 import { describe } from '../../locking/lock-options';
 import { onBudgetAbort } from '../../locking/wait-for-wake';
 
-/** Validates `maxHeldConnections` (default 8): a whole number ≥ 1. */
-export function assertMaxHeldConnections(value: unknown): number {
-  const max = value ?? 8;
-  if (!Number.isInteger(max) || (max as number) < 1) throw new InvalidLockOptionsError('maxHeldConnections', `expected a whole number ≥ 1, got ${describe(max)}.`);
-  return max as number;
+/** `maxHeldConnections` when it is not given, on a pool of more than 8 connections. */
+export const DEFAULT_MAX_HELD_CONNECTIONS = 8;
+
+/**
+ * How many connections locks may pin (`maxHeldConnections`), checked against the pool they come from
+ * (`poolSize`, undefined when unknown). Every held lock and every acquisition in progress pins one; the
+ * cancel of a wait at its deadline, a pessimistic lock's fencing token and the application's own queries
+ * need one that is not pinned, or they wait for good behind locks that wait for them. So:
+ * - given: a whole number ≥ 1 below the pool size, else `InvalidLockOptionsError` naming both numbers and
+ *   the fix (the user asked for what the pool cannot give: say so, rather than quietly give less);
+ * - not given: 8, lowered to one below the pool size on a smaller pool (the default was never chosen for
+ *   that pool; a pool of 2 allows 1).
+ * A pool of one connection leaves none for anything but the lock, and is refused.
+ */
+export function maxHeldConnectionsFor(given: unknown, poolSize: number | undefined): number {
+  const value = given ?? undefined;
+  if (value !== undefined && (!Number.isInteger(value) || (value as number) < 1)) {
+    throw new InvalidLockOptionsError('maxHeldConnections', `expected a whole number ≥ 1, got ${describe(value)}.`);
+  }
+  if (poolSize !== undefined && poolSize < 2) {
+    throw new InvalidLockOptionsError(
+      'dataSource',
+      `its pool has ${poolSize} connection, and a lock pins one for as long as it is held: none would be left to cancel a wait, draw a fencing token or run your queries. Give the pool at least 2 connections (poolSize).`,
+    );
+  }
+  if (value === undefined) return poolSize === undefined ? DEFAULT_MAX_HELD_CONNECTIONS : Math.min(DEFAULT_MAX_HELD_CONNECTIONS, poolSize - 1);
+  const max = value as number;
+  if (poolSize !== undefined && max >= poolSize) {
+    throw new InvalidLockOptionsError(
+      'maxHeldConnections',
+      `${max} is not below the pool size of ${poolSize} connections. Each held lock pins a connection of the pool, and the cancel of a wait, ` +
+        `a fencing token and your application's queries need one more: with all ${poolSize} pinned they would wait for good. ` +
+        `Set maxHeldConnections to at most ${poolSize - 1}, or raise the pool's size (poolSize) above ${max}.`,
+    );
+  }
+  return max;
 }
 
 /**

@@ -1,6 +1,7 @@
 import type { DataSourceOptions } from 'typeorm';
 import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
 import { loadPeerDependency } from '../load-peer-dependency';
+import { assertDatabaseDriver } from './database-driver';
 import type { LockDataSource } from './database-client.type';
 
 /** The application's data source (never destroyed by the strategy), or one the strategy created (destroyed on close). */
@@ -21,12 +22,15 @@ export function resolveDataSource(dataSource: LockDataSource | undefined, connec
     if (typeof (dataSource as { createQueryRunner?: unknown }).createQueryRunner !== 'function') {
       throw new InvalidLockOptionsError('dataSource', 'expected a TypeORM DataSource.');
     }
+    // A data source nobody initialised yet has not loaded its driver: it would fail at the first lock.
+    if (!dataSource.isInitialized) assertDatabaseDriver(dataSource.options.type, strategy);
     return { dataSource, owned: false };
   }
   if (connection === undefined || typeof connection !== 'object') {
     throw new InvalidLockOptionsError('dataSource', 'give `dataSource` (your TypeORM DataSource, e.g. injected with getDataSourceToken()) or `connection` options.');
   }
   const { DataSource } = loadPeerDependency<typeof import('typeorm')>('typeorm', strategy);
+  assertDatabaseDriver(connection.type, strategy);
   return { dataSource: new DataSource(withLockPoolDefaults(connection)), owned: true };
 }
 

@@ -1,11 +1,13 @@
 import type { DataSource } from 'typeorm';
 import { loadPeerDependency } from '../load-peer-dependency';
 import type { LockDataSource } from './database-client.type';
-import { mysqlConnectionOf, mysqlPoolOf, type MysqlQueryable } from './typeorm-internals';
+import { queryPg } from './pg-direct';
+import { mysqlConnectionOf, mysqlPoolOf, pgClientOf, pgPoolOf, type MysqlQueryable } from './typeorm-internals';
 
-// The fast path of the database strategies: their few, fixed statements sent straight to the mysql2 pool
-// or connection under TypeORM (found through typeorm-internals.ts), or through TypeORM's query runner where
-// there is none, or when the strategy's `fastPaths` option is false.
+// The fast path of the database strategies: their few, fixed statements sent straight to the mysql2 or pg
+// pool or connection under TypeORM (found through typeorm-internals.ts; on pg as named statements, see
+// pg-direct.ts), or through TypeORM's query runner where there is none, or when the strategy's `fastPaths`
+// option is false.
 
 /** A statement's result in the shape TypeORM's query runner gives with `useStructuredResult`. */
 export interface DirectResult {
@@ -49,15 +51,19 @@ interface StatementRunner {
 }
 
 /**
- * One statement of a strategy on the data source: straight to its mysql2 pool when it has one and
+ * One statement of a strategy on the data source: straight to its mysql2 or pg pool when it has one and
  * `fastPaths` allows it, otherwise through a TypeORM query runner taken for it (SQLite, replication).
  * TypeORM's query runner adds per statement a module lookup, a captured stack, subscriber broadcasts and
  * result copies, which was most of what a lock cost over its raw SQL. Statements sent straight therefore
  * do not show in TypeORM's query log.
  */
 export async function queryOnDataSource(dataSource: LockDataSource, sql: string, values: unknown[], fastPaths: boolean): Promise<DirectResult> {
-  const pool = fastPaths ? mysqlPoolOf(dataSource) : undefined;
-  if (pool) return queryDirect(pool, sql, values);
+  if (fastPaths) {
+    const pool = mysqlPoolOf(dataSource);
+    if (pool) return queryDirect(pool, sql, values);
+    const pg = pgPoolOf(dataSource);
+    if (pg) return queryPg(pg, sql, values);
+  }
   const runner = dataSource.createQueryRunner();
   try {
     return await (runner as unknown as StatementRunner).query(sql, values, true);
@@ -66,8 +72,13 @@ export async function queryOnDataSource(dataSource: LockDataSource, sql: string,
   }
 }
 
-/** One statement on a connected query runner's own connection (inside its transaction): direct when it is mysql2's and `fastPaths` allows it. */
+/** One statement on a connected query runner's own connection (inside its transaction): direct when it is mysql2's or pg's and `fastPaths` allows it. */
 export function queryOnRunner(runner: unknown, sql: string, values: unknown[], fastPaths: boolean): Promise<DirectResult> {
-  const connection = fastPaths ? mysqlConnectionOf(runner) : undefined;
-  return connection ? queryDirect(connection, sql, values) : (runner as StatementRunner).query(sql, values, true);
+  if (fastPaths) {
+    const connection = mysqlConnectionOf(runner);
+    if (connection) return queryDirect(connection, sql, values);
+    const client = pgClientOf(runner);
+    if (client) return queryPg(client, sql, values);
+  }
+  return (runner as StatementRunner).query(sql, values, true);
 }

@@ -7,8 +7,10 @@ import { assertKnownKeys, describe } from '../../locking/lock-options';
 import { assertFastPaths } from '../fast-paths-option';
 import type { LeaseLostListener, LockStrategy, LockStrategyCapabilities, ReleaseOutcome } from '../../locking/lock-strategy.interface';
 import type { LockDataSource } from './database-client.type';
-import { assertMaxHeldConnections } from './connection-slots';
+import { maxHeldConnectionsFor } from './connection-slots';
 import { PinnedLocks, pinnedLock, type PinnedLock } from './pinned-locks';
+import { poolWaitDeadline } from './pool-connection';
+import { poolSizeOf } from './pool-size';
 import { isConnectionError, isNotSent, rollbackAndRelease } from './held-connection';
 import { ensureInitialized, resolveDataSource } from './database-connection';
 import { createMissingTables } from './ensure-tables';
@@ -38,15 +40,17 @@ export interface PessimisticLockStrategyOptions {
   /**
    * How many connections held (and waiting) locks may pin at once. Further acquisitions wait for a free
    * slot without touching the pool, and fail with an error naming this option if none frees within their
-   * wait; `tryAcquire` resolves null. Keep it below the pool size. Default 8.
+   * wait; `tryAcquire` resolves null. It must be below the pool size (cancels, fencing tokens and your
+   * queries need a connection that is not pinned): a value that is not throws `InvalidLockOptionsError`
+   * at construction. Default 8, lowered to the pool size − 1 on a smaller pool.
    */
   readonly maxHeldConnections?: number;
   /**
    * Send the lock's statements and its transaction's START TRANSACTION and COMMIT straight to the mysql2
-   * connection under TypeORM (found in TypeORM's internals, see `typeorm-internals.ts`), as TypeORM would
-   * send them. `false`: through TypeORM's public API only (query runner, `startTransaction`,
-   * `commitTransaction`), slower; for a TypeORM version whose internals these paths no longer fit.
-   * Default true.
+   * or pg connection under TypeORM (found in TypeORM's internals, see `typeorm-internals.ts`; on
+   * PostgreSQL as named statements), as TypeORM would send them. `false`: through TypeORM's public API only
+   * (query runner, `startTransaction`, `commitTransaction`), slower; for a TypeORM version whose internals
+   * these paths no longer fit, or a pooler that cannot keep prepared statements. Default true.
    */
   readonly fastPaths?: boolean;
 }
@@ -102,11 +106,12 @@ export class PessimisticLockStrategy implements LockStrategy {
     if (!SQL_IDENTIFIER.test(this.table)) throw new InvalidLockOptionsError('table', `expected a plain SQL identifier, got ${describe(this.table)}.`);
     this.fenceTable = options.table ? `${options.table.slice(0, 55)}_fences` : LOCK_TABLES.fences;
     this.ensureTable = options.ensureTable ?? true;
-    this.locks = new PinnedLocks(this.name, 'pessimistic', assertMaxHeldConnections(options.maxHeldConnections), (row, outcome) => this.endTransaction(row, outcome));
     this.fastPaths = assertFastPaths(options.fastPaths);
     const resolved = resolveDataSource(options.dataSource, options.connection, this.name);
     this.dataSource = resolved.dataSource;
     this.ownsDataSource = resolved.owned;
+    const poolSize = poolSizeOf(this.dataSource.options);
+    this.locks = new PinnedLocks(this.name, 'pessimistic', maxHeldConnectionsFor(options.maxHeldConnections, poolSize), (row, outcome) => this.endTransaction(row, outcome), poolSize, this.dataSource);
     if (dialectOf(this.dataSource, this.name).name === 'sqlite') {
       throw new InvalidLockOptionsError('dataSource', 'the pessimistic strategy needs MySQL, MariaDB or PostgreSQL (row locks held by a transaction); use RowLockStrategy on SQLite.');
     }
@@ -153,6 +158,22 @@ export class PessimisticLockStrategy implements LockStrategy {
     await this.dataSource.query('SELECT 1');
   }
 
+  /**
+   * Initialises the data source and prepares the statements and tables the first acquisition would, and
+   * opens the two connections an acquisition uses at once (the lock's own, and the fencing token's in
+   * autocommit), which the pool would otherwise open during it.
+   */
+  async warmUp(): Promise<void> {
+    await this.prepare();
+    const runner = this.dataSource.createQueryRunner();
+    try {
+      await runner.connect();
+      await Promise.all([runner.query('SELECT 1'), this.dataSource.query('SELECT 1')]);
+    } finally {
+      await runner.release();
+    }
+  }
+
   async close(): Promise<void> {
     // Waits on the server end now (their acquisitions resolve as timed out), not at their deadlines.
     await this.locks.close();
@@ -189,11 +210,11 @@ export class PessimisticLockStrategy implements LockStrategy {
    * long as the row lock's wait (`wait.seconds`; none for tryAcquire). A caller that gave up during the
    * read sends no insert (`wait.stopped`): nothing is left to cancel it.
    */
-  private async ensureRow(runner: QueryRunner, sql: PessimisticStatements, key: string, wait: { seconds: number; stopped: () => boolean } | undefined): Promise<void> {
+  private async ensureRow(runner: QueryRunner, sql: PessimisticStatements, key: string, wait: { seconds: number; ms: () => number; stopped: () => boolean } | undefined): Promise<void> {
     const exists = (await queryOnRunner(runner, sql.rowExists, [key], this.fastPaths)).records;
     if (exists.length === 0) {
       if (wait?.stopped()) return;
-      await queryOnRunner(runner, wait ? sql.insertRow(wait.seconds) : sql.insertRowNoWait, [key], this.fastPaths);
+      await queryOnRunner(runner, wait ? sql.insertRow(wait.seconds, wait.ms()) : sql.insertRowNoWait, [key], this.fastPaths);
     }
     // Bounded memory: forgetting every key costs one extra read per key, never correctness.
     if (this.knownRows.size >= KNOWN_ROWS_LIMIT) this.knownRows.clear();
@@ -204,44 +225,53 @@ export class PessimisticLockStrategy implements LockStrategy {
     dialect: SqlDialect,
     sql: PessimisticStatements,
     request: LockRequest,
-    budget: WaitBudget | undefined,
+    whole: WaitBudget | undefined,
     ensureRow: boolean,
   ): Promise<PessimisticLeaseGrant | null> {
+    const until = whole ? Date.now() + whole.timeoutMs : 0;
     const runner = this.dataSource.createQueryRunner();
-    await runner.connect();
-    // Given up while the connection was being taken (the abort listener below is not set yet).
-    if (budget && budgetAborted(budget)) {
+    // Within the wait: a pool whose every connection is in use fails naming the pool, not the lock's holder.
+    if (!(await this.locks.connect(runner, this.dataSource, request.key, whole, poolWaitDeadline(whole)))) return null;
+    // The server-side wait gets what is left once the connection came. Given up while it was being taken
+    // (the abort listener below is not set yet): nothing sent.
+    const left = until - Date.now();
+    if (whole && (budgetAborted(whole) || left <= 0)) {
       await runner.release();
       return null;
     }
+    const budget = whole && budgetWithin(whole, left);
     const connectionId = connectionIdOf(runner);
     // One bound over every statement that can wait on the server (the insert of a new row, the row lock):
-    // MySQL counts whole seconds, so the wait is stopped at the exact end of the budget, on abort, or when
-    // the strategy closes (KILL QUERY; pg_cancel_backend on PostgreSQL, whose lock_timeout is exact anyway).
-    // Stopped before a statement that waits was sent (a cancel then lands on nothing): not sent at all.
-    const { stopped, disarm } = this.locks.cancelWait(this.dataSource, connectionId, sql.cancel, budget);
+    // on abort, on close, and on MySQL 8 at the deadline (its bound counts whole seconds), the connection's
+    // session is ended from another connection, which takes the wait and anything it was granted along.
+    // PostgreSQL's lock_timeout and MariaDB's max_statement_time end it at the deadline by themselves.
+    // Stopped before a statement that waits was sent: not sent at all.
+    const { stopped, disarm } = this.locks.boundWait(runner, budget, sql.exactBound);
     const waitSeconds = budget ? Math.max(1, Math.ceil(budget.timeoutMs / 1000)) : undefined;
-    const giveUp = async (): Promise<null> => {
-      await disarm();
-      await rollbackAndRelease(runner);
+    const endsAt = Date.now() + (budget?.timeoutMs ?? 0);
+    /** What is left of the wait for a statement sent now (at least 1 ms). */
+    const leftMs = (): number => Math.max(1, endsAt - Date.now());
+    /** Resolves null once the connection is given back clean, or its session ended (`killed`). */
+    const giveUp = async (killed: boolean): Promise<null> => {
+      if (killed) await discardConnection(runner);
+      else await this.rollbackOrEnd(runner);
       return null;
     };
     try {
-      if (ensureRow && !stopped()) await this.ensureRow(runner, sql, request.key, waitSeconds === undefined ? undefined : { seconds: waitSeconds, stopped });
+      if (ensureRow && !stopped()) await this.ensureRow(runner, sql, request.key, waitSeconds === undefined ? undefined : { seconds: waitSeconds, ms: leftMs, stopped });
       await beginLockTransaction(runner, this.fastPaths);
       // The server answers: from here the wait for the row lock is bounded by the caller's budget.
       budget?.serverAnswered?.();
-      if (stopped()) return await giveUp();
-      if (budget && sql.lockTimeout) {
-        await queryOnRunner(runner, sql.lockTimeout, [`${Math.max(1, Math.ceil(budget.timeoutMs))}ms`], this.fastPaths);
-        if (stopped()) return await giveUp();
-      }
+      if (stopped()) return await giveUp(await disarm());
       // On the runner's own connection, inside the transaction TypeORM started (see mysqlPoolOf).
-      const rows = (await queryOnRunner(runner, sql.lockRow(waitSeconds), [request.key], this.fastPaths)).records;
+      const waitMs = waitSeconds === undefined ? undefined : leftMs();
+      const rows = (await queryOnRunner(runner, sql.lockRow(waitSeconds, waitMs), sql.lockRowParameters(request.key, waitMs), this.fastPaths)).records;
       // The lease is this process's own timer (the server frees the row when the connection dies): it
       // counts from the moment the row lock was granted, not from before the wait for it.
       const lockedAt = Date.now();
-      await disarm();
+      const killed = await disarm();
+      // Cut as the grant came back: the caller is gone (a kill went out: the row went with the session).
+      if (killed || stopped()) return await giveUp(killed);
       if (rows.length !== 1) throw new MissingLockRow(request.key);
       // We hold the row lock, so nobody else runs this for the key: the token grows by one per holder,
       // in autocommit, so that rolling the section back never hands the same token out twice.
@@ -249,11 +279,26 @@ export class PessimisticLockStrategy implements LockStrategy {
       const expiresAt = this.locks.hold(request.owner, pinnedLock(request.key, runner), lockedAt, request.ttlMs);
       return { key: request.key, owner: request.owner, mode: request.mode, fencingToken: token, expiresAt, manager: runner.manager };
     } catch (error) {
-      await disarm();
-      await rollbackAndRelease(runner);
-      if (dialect.isLockWaitTimeout(error)) return null;
+      const killed = await disarm();
+      await giveUp(killed);
+      // The wait ended because it was cut (its session killed), or by its own bound.
+      if (killed || dialect.isLockWaitTimeout(error)) return null;
       throw error;
     }
+  }
+
+  /**
+   * Gives a connection that holds no lock we keep back to the pool, its transaction rolled back (the
+   * server's answer to the ROLLBACK says the row lock is free); where the ROLLBACK fails, ends its session.
+   */
+  private async rollbackOrEnd(runner: QueryRunner): Promise<void> {
+    try {
+      if (runner.isTransactionActive && !isConnectionClosed(runner)) await runner.rollbackTransaction();
+    } catch {
+      await this.locks.endSession(runner);
+      return;
+    }
+    await runner.release().catch(() => undefined);
   }
 
   /**
@@ -268,15 +313,17 @@ export class PessimisticLockStrategy implements LockStrategy {
       const wasHeld = !row.connectionLost && !isConnectionClosed(row.runner);
       // Lost while the section may still run (lease out, close()): a ROLLBACK would queue behind the statement
       // it is running, and its next statements would go out after it, in autocommit, saved outside the lock.
-      // On a closed connection they fail instead, and the server rolls the transaction back.
-      if (outcome === 'lost') await discardConnection(row.runner);
+      // Its session is ended instead (its next statements fail), and this resolves once the server says it
+      // is gone, with the row lock: close() then means the key is free for the next instance.
+      if (outcome === 'lost' && wasHeld) await this.locks.endSession(row.runner);
+      else if (wasHeld) await this.rollbackOrEnd(row.runner);
       else await rollbackAndRelease(row.runner);
       return wasHeld;
     }
     try {
       await commitLockTransaction(row.runner, this.fastPaths);
     } catch (error) {
-      await rollbackAndRelease(row.runner);
+      await this.rollbackOrEnd(row.runner);
       // Not sent at all (the connection had closed): nothing was committed, the lock was simply lost.
       if (isNotSent(error)) return false;
       throw new LockCommitFailedError(row.key, this.name, isConnectionError(error) ? 'unknown' : false, { cause: error });

@@ -6,8 +6,9 @@ import type { LeaseLostListener, ReleaseOutcome } from '../../locking/lock-strat
 import { budgetAborted, budgetWithin, onBudgetAbort } from '../../locking/wait-for-wake';
 import { ConnectionSlots } from './connection-slots';
 import type { LockDataSource } from './database-client.type';
-import { RepeatedCancel } from './repeated-cancel';
-import { isFailedInSavepoint, watchConnection } from './typeorm-internals';
+import { connectInTime } from './pool-connection';
+import { SessionEnder, type SessionEnd } from './session-end';
+import { closeIfOpen, connectionIdOf, discardConnection, isFailedInSavepoint, leavePool, watchConnection } from './typeorm-internals';
 
 /** A lock held on a connection pinned for it (a pessimistic lock's transaction, an advisory lock's session). */
 export interface PinnedLock {
@@ -25,12 +26,19 @@ export function pinnedLock(key: string, runner: QueryRunner): PinnedLock {
   return { key, runner, timer: undefined, listeners: new Set(), connectionLost: false, stopWatchingConnection: () => undefined };
 }
 
-/** The bound on one acquisition's server-side wait: cancelled at its deadline, on abort, or when the strategy closes. */
-export interface WaitCancel {
-  /** The cancel was sent, or the caller gave up: a statement that waits must not be sent now. */
+/** How close to its deadline a wait given up counts as timed out rather than aborted (timers may fire early). */
+const DEADLINE_SLACK_MS = 2;
+
+/** The bound on one acquisition's server-side wait: its session ended on abort, on close, or at the deadline. */
+export interface WaitBound {
+  /** The wait was cut (the caller gave up, the strategy closes, or its deadline passed): a statement that waits must not be sent now. */
   stopped(): boolean;
-  /** Stops watching, and waits for a cancel on its way to land (before the holder's first statement on the connection). */
-  disarm(): Promise<void>;
+  /**
+   * Stops watching. Resolves true when the wait's session was ended (then its connection is dead: it must be
+   * discarded, and whatever the wait was granted went with it, confirmed by the server); false when it was
+   * not (a kill still waiting for a pool connection is dropped: the wait ended by itself).
+   */
+  disarm(): Promise<boolean>;
 }
 
 /**
@@ -46,14 +54,21 @@ export class PinnedLocks<H extends PinnedLock> {
   /** The keys of the acquisitions and locks that have a slot, with how many of each. */
   private readonly keysInSlots = new Map<string, number>();
   private readonly waitStoppers = new Set<() => void>();
+  /** Session ends under way (waits cut, locks ended): close() resolves once the server confirmed each. */
+  private readonly ending = new Set<Promise<boolean>>();
+  private readonly sessions: SessionEnder;
 
   constructor(
     private readonly strategy: string,
     private readonly kind: string,
     maxHeldConnections: number,
     private readonly end: (held: H, outcome: ReleaseOutcome) => Promise<boolean>,
+    /** The size of the pool the connections come from (see `poolSizeOf`), when known: for the error that names it. */
+    private readonly poolSize: number | undefined,
+    dataSource: LockDataSource,
   ) {
     this.slots = new ConnectionSlots(maxHeldConnections);
+    this.sessions = new SessionEnder(dataSource);
   }
 
   /**
@@ -63,19 +78,30 @@ export class PinnedLocks<H extends PinnedLock> {
    * null). The slot
    * stays taken while the lock is held, and is given back when `lock` resolves null or throws.
    */
+  private slotsExhausted(request: LockRequest, waitedMs: number): LockBackendUnavailableError {
+    return new LockBackendUnavailableError(
+      this.strategy,
+      `acquire: all ${this.slots.max} connections allowed to hold ${this.kind} locks stayed in use for the whole wait (raise maxHeldConnections, keeping it below your pool size${this.poolSize === undefined || !Number.isFinite(this.poolSize) ? '' : ` of ${this.poolSize}`}, or shorten critical sections)`,
+      waitedMs,
+      { key: request.key },
+    );
+  }
+
   async inSlot<G>(request: LockRequest, budget: WaitBudget | undefined, lock: (budget: WaitBudget | undefined) => Promise<G | null>): Promise<G | null> {
     const deadline = Date.now() + (budget?.timeoutMs ?? 0);
-    if (!(await this.slots.take(budget, deadline))) {
-      // Aborted, or behind others of this process for this very key (its holder, its waiters, contenders
-      // still cleaning up): the wait ended as it would have with more slots. Otherwise the key may be free
-      // and only the slots kept it out: say which option to raise.
-      if (!budget || budgetAborted(budget) || this.keysInSlots.has(request.key)) return null;
-      throw new LockBackendUnavailableError(
-        this.strategy,
-        `acquire: all ${this.slots.max} connections allowed to hold ${this.kind} locks stayed in use for the whole wait (raise maxHeldConnections, keeping it below your pool size, or shorten critical sections)`,
-        budget.timeoutMs,
-        { key: request.key },
-      );
+    // Behind others of this process for this very key (its holder, its waiters, contenders still cleaning
+    // up), the wait ends as it would have with more slots: a timeout. Otherwise the key may be free and only
+    // the slots kept it out: say which option to raise, whichever of the lock service or the slots sees the
+    // deadline first.
+    const heldBack = (): LockBackendUnavailableError | undefined => (this.keysInSlots.has(request.key) ? undefined : this.slotsExhausted(request, budget?.timeoutMs ?? 0));
+    budget?.heldBackLocally?.(heldBack);
+    const slotted = await this.slots.take(budget, deadline);
+    budget?.heldBackLocally?.(undefined);
+    if (!slotted) {
+      if (!budget || budgetAborted(budget)) return null;
+      const error = heldBack();
+      if (!error) return null;
+      throw error;
     }
     this.occupy(request.key);
     let grant: G | null = null;
@@ -87,6 +113,19 @@ export class PinnedLocks<H extends PinnedLock> {
     } finally {
       if (grant === null) this.giveSlot(request.key);
     }
+  }
+
+  /**
+   * Takes the connection of an acquisition of `key` from the pool within its wait, until `deadline` (see
+   * `connectInTime`: false when the caller gave up, an error naming the pool when none came in time).
+   * close() ends the wait at once. On false or an error the runner is not the caller's to release.
+   */
+  connect(runner: QueryRunner, dataSource: LockDataSource, key: string, budget: WaitBudget | undefined, deadline: number): Promise<boolean> {
+    const request = { strategy: this.strategy, key, poolSize: this.poolSize, maxHeld: this.slots.max };
+    return connectInTime(runner, dataSource, request, budget, deadline, (stop) => {
+      this.waitStoppers.add(stop);
+      return () => void this.waitStoppers.delete(stop);
+    });
   }
 
   /** Counts `key` among the keys of the acquisitions and locks that have a slot. */
@@ -103,29 +142,69 @@ export class PinnedLocks<H extends PinnedLock> {
   }
 
   /**
-   * Bounds the server-side wait of an acquisition on the connection with server id `connectionId`: at
-   * the budget's end, on abort, or on close, `cancel` (KILL QUERY, pg_cancel_backend) is sent from another
-   * connection, and sent again until `disarm` says the wait is over (see `RepeatedCancel`). The server's
-   * own bound counts whole seconds on MySQL: this one is exact. `waitMs`: what is left of the budget when
+   * Bounds the server-side wait of an acquisition on `runner`'s connection: on abort, on close, and at the
+   * budget's end unless the server's own bound ends the wait there (`exactBound`: PostgreSQL's lock_timeout,
+   * MariaDB's max_statement_time and fractional GET_LOCK; MySQL 8 counts whole seconds), the connection's
+   * session is ended from another connection (`SessionEnder`), which takes the wait, and anything it was
+   * granted, along, whatever the statement's state: sent or not yet, waiting or between two statements.
+   * The strategy sends no statement that waits once `stopped()`. `waitMs`: what is left of the budget when
    * the wait starts (default: all of it).
+   *
+   * Why not at an exact deadline too: the statement ends there by itself, and a session ended for every
+   * wait that times out would cost a new connection each, which a burst of short waits turns into an
+   * exhausted pool. The lock service gives a grant that comes in that moment straight back.
    */
-  cancelWait(dataSource: LockDataSource, connectionId: number | undefined, cancel: (id: number) => string, budget: WaitBudget | undefined, waitMs = budget?.timeoutMs): WaitCancel {
-    // The bound on the server of every statement of the acquisition that can wait: whole seconds on MySQL.
-    const serverBoundMs = Math.ceil(Math.max(0, waitMs ?? 0) / 1000) * 1000;
-    const repeated = connectionId === undefined ? undefined : new RepeatedCancel(dataSource, cancel(connectionId), serverBoundMs);
-    const stop = (): void => repeated?.start();
-    const timer = budget ? setTimeout(stop, Math.max(0, waitMs ?? 0)) : undefined;
-    const stopWatchingAbort = budget ? onBudgetAbort(budget, stop) : undefined;
-    this.waitStoppers.add(stop);
+  boundWait(runner: QueryRunner, budget: WaitBudget | undefined, exactBound: boolean, waitMs = budget?.timeoutMs): WaitBound {
+    const id = connectionIdOf(runner);
+    const endsAt = Date.now() + (waitMs ?? 0);
+    let cut = false;
+    let ending: SessionEnd | undefined;
+    const stop = (atDeadline: boolean): void => {
+      if (cut || (atDeadline && exactBound)) return;
+      cut = true;
+      if (id === undefined) return;
+      ending = this.sessions.start(id);
+      this.track(ending.done);
+    };
+    const timer = budget && !exactBound ? setTimeout(() => stop(true), Math.max(0, waitMs ?? 0)) : undefined;
+    // The lock service gives the budget up at its deadline too: that is no abort (timers may run a little early).
+    const stopWatchingAbort = budget ? onBudgetAbort(budget, () => stop(Date.now() >= endsAt - DEADLINE_SLACK_MS)) : undefined;
+    const close = (): void => stop(false);
+    this.waitStoppers.add(close);
     return {
-      stopped: () => repeated?.started === true || (budget !== undefined && budgetAborted(budget)),
+      stopped: () => cut || (budget !== undefined && budgetAborted(budget)),
       disarm: async () => {
         clearTimeout(timer);
         stopWatchingAbort?.();
-        this.waitStoppers.delete(stop);
-        await repeated?.stop();
+        this.waitStoppers.delete(close);
+        if (!ending || ending.dropIfUnsent()) return false;
+        await ending.done;
+        return true;
       },
     };
+  }
+
+  /**
+   * Ends the session of a connection that may hold a lock (a lock lost, closed, or whose end failed), and
+   * resolves once the server confirmed it is gone: the connection leaves the pool, and is killed from
+   * another one, so that neither a statement still running on it nor a server slow to notice a closed
+   * socket keeps the lock after this resolves. The statement in flight, if any, fails (the server closed
+   * the connection under it).
+   */
+  async endSession(runner: QueryRunner): Promise<void> {
+    const id = connectionIdOf(runner);
+    if (id === undefined) return discardConnection(runner);
+    const ending = this.sessions.start(id);
+    this.track(ending.done);
+    await leavePool(runner);
+    await ending.done;
+    closeIfOpen(runner);
+  }
+
+  /** Keeps a session end under way for close(), which waits for it. */
+  private track(done: Promise<boolean>): void {
+    this.ending.add(done);
+    void done.then(() => this.ending.delete(done));
   }
 
   /** Records a granted lock: its connection watched, its lease counted from `lockedAt`. Resolves the lease's end. */
@@ -180,12 +259,14 @@ export class PinnedLocks<H extends PinnedLock> {
 
   /**
    * Ends every wait at once (their acquisitions resolve as timed out), then every held lock as lost: its
-   * section may still be running.
+   * section may still be running. Resolves once the server confirmed that every session ended for it is
+   * gone, and with them every lock they held or were about to be granted.
    */
   async close(): Promise<void> {
     for (const stop of [...this.waitStoppers]) stop();
     this.slots.giveUpAll();
     await Promise.all([...this.held.keys()].map((owner) => this.finish(owner, 'lost')));
+    await Promise.all([...this.ending]);
   }
 
   /** The holder's connection died: the lock (and its transaction) went with it. */

@@ -47,9 +47,10 @@ export interface RowLockStrategyOptions {
    */
   readonly localHandover?: LocalHandOverOption;
   /**
-   * On MySQL/MariaDB, send the lock's statements straight to TypeORM's mysql2 pool (found in TypeORM's
-   * internals, see `typeorm-internals.ts`). `false`: through a TypeORM query runner, its public API,
-   * slower; for a TypeORM version whose internals this path no longer fits. Default true.
+   * Send the lock's statements straight to TypeORM's mysql2 or pg pool (found in TypeORM's internals, see
+   * `typeorm-internals.ts`; on PostgreSQL as named statements, prepared once per connection). `false`:
+   * through a TypeORM query runner, its public API, slower; for a TypeORM version whose internals this
+   * path no longer fits, or a pooler that cannot keep prepared statements. Default true.
    */
   readonly fastPaths?: boolean;
 }
@@ -214,6 +215,11 @@ export class RowLockStrategy implements LockStrategy {
   async ping(): Promise<void> {
     await ensureInitialized(this.dataSource);
     await this.dataSource.query('SELECT 1');
+  }
+
+  /** Initialises the data source and prepares the statements and tables the first acquisition would. */
+  async warmUp(): Promise<void> {
+    await this.prepare();
   }
 
   async close(): Promise<void> {

@@ -1,17 +1,25 @@
 import type { QueryRunner } from 'typeorm';
 import { queryDirect, typeOrmObserves, typeOrmQueryError } from './mysql-direct';
-import { isTransactionFailed, mysqlConnectionOf, recordTransaction, transactionDepthOf, type MysqlQueryable } from './typeorm-internals';
+import { queryPg } from './pg-direct';
+import { isTransactionFailed, mysqlConnectionOf, pgClientOf, recordTransaction, transactionDepthOf } from './typeorm-internals';
+
+/** A statement sent straight on the runner's own connection. */
+type Send = (sql: string) => Promise<unknown>;
 
 /**
- * The runner's mysql2 connection when its transaction statements may skip TypeORM, else undefined.
- * Only where `fastPaths` allows it and nothing of TypeORM's is skipped: nothing observes its statements
- * (subscribers hear transaction starts and commits, a query log lists START TRANSACTION and COMMIT) and
- * no data-source isolation level (TypeORM sets it before starting). The callers also require the depth
- * TypeORM keeps today (0 before, 1 inside): a TypeORM that keeps it otherwise takes its own path again.
+ * How to send the runner's transaction statements straight to its mysql2 or pg connection when they may
+ * skip TypeORM, else undefined. Only where `fastPaths` allows it and nothing of TypeORM's is skipped:
+ * nothing observes its statements (subscribers hear transaction starts and commits, a query log lists
+ * START TRANSACTION and COMMIT) and no data-source isolation level (TypeORM sets it before starting). The
+ * callers also require the depth TypeORM keeps today (0 before, 1 inside): a TypeORM that keeps it
+ * otherwise takes its own path again.
  */
-function directConnectionOf(runner: QueryRunner, fastPaths: boolean): MysqlQueryable | undefined {
+function directConnectionOf(runner: QueryRunner, fastPaths: boolean): Send | undefined {
   if (!fastPaths || typeOrmObserves(runner.connection) || runner.connection.options.isolationLevel) return undefined;
-  return mysqlConnectionOf(runner);
+  const mysql = mysqlConnectionOf(runner);
+  if (mysql) return (sql) => queryDirect(mysql, sql, []);
+  const pg = pgClientOf(runner);
+  return pg ? (sql) => queryPg(pg, sql, []) : undefined;
 }
 
 /**
@@ -27,7 +35,7 @@ function directConnectionOf(runner: QueryRunner, fastPaths: boolean): MysqlQuery
 export async function beginLockTransaction(runner: QueryRunner, fastPaths: boolean): Promise<void> {
   const connection = directConnectionOf(runner, fastPaths);
   if (!connection || runner.isTransactionActive || transactionDepthOf(runner) !== 0) return runner.startTransaction();
-  await queryDirect(connection, 'START TRANSACTION', []).catch((error: unknown) => {
+  await connection('START TRANSACTION').catch((error: unknown) => {
     throw typeOrmQueryError('START TRANSACTION', [], error, 'PessimisticLockStrategy');
   });
   recordTransaction(runner, true);
@@ -45,7 +53,7 @@ export async function commitLockTransaction(runner: QueryRunner, fastPaths: bool
   const connection = directConnectionOf(runner, fastPaths);
   // A savepoint the caller left open (depth above 1) is TypeORM's to unwind, as it always was.
   if (!connection || runner.isReleased || !runner.isTransactionActive || transactionDepthOf(runner) !== 1) return runner.commitTransaction();
-  await queryDirect(connection, 'COMMIT', []).catch((error: unknown) => {
+  await connection('COMMIT').catch((error: unknown) => {
     throw typeOrmQueryError('COMMIT', [], error, 'PessimisticLockStrategy');
   });
   recordTransaction(runner, false);

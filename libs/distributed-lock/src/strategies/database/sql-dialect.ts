@@ -69,8 +69,9 @@ const MYSQL: SqlDialect = {
   changedRows: (result) => result.affected ?? 0,
   insertIfMissing: (table, columns) => `INSERT IGNORE INTO ${table} ${columns}`,
   isDuplicateKey: (error) => driverCode(error).code === 'ER_DUP_ENTRY' || driverCode(error).errno === 1062,
-  // MariaDB refuses NOWAIT with 1205, MySQL 8 with 3572 (ER_LOCK_NOWAIT); a killed wait gives 1317.
-  isLockWaitTimeout: (error) => [1205, 3572, 1317].includes(Number(driverCode(error).errno)),
+  // MariaDB refuses NOWAIT with 1205, MySQL 8 with 3572 (ER_LOCK_NOWAIT); a killed wait gives 1317;
+  // MariaDB's max_statement_time, the exact bound of a wait, 1969 (ER_STATEMENT_TIMEOUT).
+  isLockWaitTimeout: (error) => [1205, 3572, 1317, 1969].includes(Number(driverCode(error).errno)),
   quote: (identifier) => `\`${identifier}\``,
   bind: (sql) => sql,
 };

@@ -1,5 +1,6 @@
 import type { QueryRunner } from 'typeorm';
 import type { LockDataSource } from './database-client.type';
+import type { PgQueryable } from './pg-direct';
 
 // Everything the database strategies and `optimisticUpdate` read or write of TypeORM's state that is not
 // its public API, and of the mysql2 objects under it. Proven against the TypeORM and mysql2 versions this
@@ -63,6 +64,29 @@ export function mysqlConnectionOf(runner: unknown): MysqlQueryable | undefined {
   if (!isMysql((runner as { connection?: { options?: { type?: unknown } } }).connection?.options)) return undefined;
   const connection = connectionUnder(runner);
   return isQueryable(connection) ? connection : undefined;
+}
+
+/** A data source of TypeORM's postgres driver (pg). */
+function isPostgres(options: { type?: unknown } | undefined): boolean {
+  return options?.type === 'postgres';
+}
+
+function isPgQueryable(value: unknown): value is PgQueryable {
+  return typeof (value as PgQueryable | undefined)?.query === 'function';
+}
+
+/** The data source's pg pool (TypeORM's `driver.master`), or undefined (another driver, a replication set-up, a data source that is not TypeORM's own). */
+export function pgPoolOf(dataSource: LockDataSource): PgQueryable | undefined {
+  const driver = (dataSource as { driver?: { master?: unknown; slaves?: unknown[] } }).driver;
+  if (!isPostgres(dataSource.options) || (driver?.slaves?.length ?? 0) > 0) return undefined;
+  return isPgQueryable(driver?.master) ? driver.master : undefined;
+}
+
+/** The pg client under a connected TypeORM query runner of a postgres data source, if it is one. */
+export function pgClientOf(runner: unknown): PgQueryable | undefined {
+  if (!isPostgres((runner as { connection?: { options?: { type?: unknown } } }).connection?.options)) return undefined;
+  const client = connectionUnder(runner);
+  return isPgQueryable(client) && 'processID' in (client as object) ? client : undefined;
 }
 
 /**
@@ -162,4 +186,61 @@ export async function discardConnection(runner: QueryRunner): Promise<void> {
     // Closing a connection that already failed: nothing more to do.
   }
   await runner.release().catch(() => undefined);
+}
+
+/**
+ * Takes the runner's connection out of the pool for good, without closing it on our side: its session is
+ * being killed from another connection, and a statement still in flight on it must hear of that (mysql2
+ * fails the statements of a connection the server closed, but never calls back those of a connection it
+ * closed itself). mysql2: the pool connection's `_removeFromPool()`; pg: TypeORM's
+ * `releasePostgresConnection(error)`, which has pg-pool end and drop the client (pg fails a query in flight
+ * on its own end). Elsewhere, a plain `discardConnection`.
+ */
+export async function leavePool(runner: QueryRunner): Promise<void> {
+  const connection = connectionUnder(runner) as { _removeFromPool?: () => void } | undefined;
+  const pgRelease = (runner as unknown as { releasePostgresConnection?: (error: Error) => Promise<void> }).releasePostgresConnection;
+  if (typeof pgRelease === 'function' || typeof connection?._removeFromPool !== 'function') return discardConnection(runner);
+  try {
+    connection._removeFromPool();
+  } catch {
+    // Already out of the pool.
+  }
+  await runner.release().catch(() => undefined);
+}
+
+/** Closes the runner's mysql2 connection if it is still open (after a kill the server could not confirm); a no-op elsewhere. */
+export function closeIfOpen(runner: QueryRunner): void {
+  const connection = connectionUnder(runner) as { destroy?: () => void; processID?: unknown } | undefined;
+  if (connection === undefined || 'processID' in connection || isConnectionClosed(runner)) return;
+  try {
+    connection.destroy?.();
+  } catch {
+    // Closing a connection that already failed: nothing more to do.
+  }
+}
+
+/**
+ * Whether taking a connection from the data source's pool now would wait for one to be given back: every
+ * connection the pool may open is open and in use. mysql2's pool (`driver.pool`: `config.connectionLimit`,
+ * `_allConnections`, `_freeConnections`) and pg-pool (`driver.master`: `options.max`, and its public
+ * `totalCount` and `idleCount`). Undefined where the pool is not one of these (a replication cluster,
+ * another driver, a data source not initialised yet).
+ */
+export function poolIsFull(dataSource: LockDataSource): boolean | undefined {
+  const driver = (dataSource as { driver?: { pool?: unknown; master?: unknown } }).driver;
+  if (isMysql(dataSource.options)) {
+    const pool = driver?.pool as { config?: { connectionLimit?: unknown }; _allConnections?: { length?: unknown }; _freeConnections?: { length?: unknown } } | undefined;
+    const limit = pool?.config?.connectionLimit;
+    const open = pool?._allConnections?.length;
+    const free = pool?._freeConnections?.length;
+    if (typeof limit !== 'number' || typeof open !== 'number' || typeof free !== 'number') return undefined;
+    return limit !== 0 && free === 0 && open >= limit;
+  }
+  if (dataSource.options.type === 'postgres') {
+    const pool = driver?.master as { options?: { max?: unknown }; totalCount?: unknown; idleCount?: unknown } | undefined;
+    const max = pool?.options?.max;
+    if (typeof max !== 'number' || typeof pool?.totalCount !== 'number' || typeof pool.idleCount !== 'number') return undefined;
+    return pool.idleCount === 0 && pool.totalCount >= max;
+  }
+  return undefined;
 }

@@ -1,6 +1,7 @@
 import type { IOptions } from 'etcd3';
 import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
 import { loadPeerDependency } from '../load-peer-dependency';
+import { assertServerUrl } from '../server-url';
 import type { EtcdLockClient } from './etcd-client.type';
 
 /** The application's client (never closed by the strategy), or one the strategy created (closed on close). */
@@ -20,6 +21,10 @@ export function resolveEtcdClient(client: EtcdLockClient | undefined, connection
   if (client) return { client, owned: false };
   if (!connection || typeof connection !== 'object') {
     throw new InvalidLockOptionsError('EtcdLockStrategy options', 'give `client` (your Etcd3 instance) or `connection` (e.g. { hosts: "http://127.0.0.1:2379" }).');
+  }
+  const hosts: unknown = connection.hosts;
+  for (const [i, host] of (Array.isArray(hosts) ? hosts : [hosts]).entries()) {
+    if (typeof host === 'string') assertServerUrl(host, `EtcdLockStrategy options.connection.hosts${Array.isArray(hosts) ? `[${i}]` : ''}`, ['http', 'https'], 'an etcd');
   }
   const { Etcd3 } = loadPeerDependency<typeof import('etcd3')>('etcd3', strategy);
   return { client: new Etcd3(connection), owned: true };

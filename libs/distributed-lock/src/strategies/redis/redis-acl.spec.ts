@@ -1,13 +1,13 @@
 import { LockPermissionDeniedError } from '../../errors/lock-permission-denied.error';
 import { REDIS_SCRIPT_COMMANDS, REDLOCK_EXTRA_SCRIPT_COMMANDS, redisAclRules, redisCallError } from './redis-acl';
-import { ACQUIRE_SCRIPT, EXTEND_SCRIPT, LEAVE_QUEUE_SCRIPT, REDLOCK_ACQUIRE_SCRIPT, REDLOCK_EXTEND_SCRIPT, REDLOCK_RELEASE_SCRIPT, RELEASE_SCRIPT } from './redis-lock.scripts';
-import { PERMIT_ACQUIRE_SCRIPT, PERMIT_EXTEND_SCRIPT, PERMIT_LEAVE_SCRIPT, PERMIT_RELEASE_SCRIPT } from './redis-semaphore.scripts';
+import { ACQUIRE_SCRIPT, EXTEND_SCRIPT, HELD_SCRIPT, LEAVE_QUEUE_SCRIPT, REDLOCK_ACQUIRE_SCRIPT, REDLOCK_EXTEND_SCRIPT, REDLOCK_RELEASE_SCRIPT, RELEASE_SCRIPT } from './redis-lock.scripts';
+import { PERMIT_ACQUIRE_SCRIPT, PERMIT_EXTEND_SCRIPT, PERMIT_HELD_SCRIPT, PERMIT_LEAVE_SCRIPT, PERMIT_RELEASE_SCRIPT } from './redis-semaphore.scripts';
 
 describe('Redis ACL rules', () => {
   it('name every command the single-instance scripts call, the semaphore\'s included, and no other', () => {
     const called = new Set<string>();
-    for (const script of [ACQUIRE_SCRIPT, RELEASE_SCRIPT, EXTEND_SCRIPT, LEAVE_QUEUE_SCRIPT, PERMIT_ACQUIRE_SCRIPT, PERMIT_RELEASE_SCRIPT, PERMIT_EXTEND_SCRIPT, PERMIT_LEAVE_SCRIPT]) {
-      for (const match of script.matchAll(/redis\.(?:p?call)\('([A-Za-z]+)'/g)) called.add(match[1].toLowerCase());
+    for (const script of [ACQUIRE_SCRIPT, RELEASE_SCRIPT, EXTEND_SCRIPT, LEAVE_QUEUE_SCRIPT, HELD_SCRIPT, PERMIT_ACQUIRE_SCRIPT, PERMIT_RELEASE_SCRIPT, PERMIT_EXTEND_SCRIPT, PERMIT_LEAVE_SCRIPT, PERMIT_HELD_SCRIPT]) {
+      for (const match of script.source.matchAll(/redis\.(?:p?call)\('([A-Za-z]+)'/g)) called.add(match[1].toLowerCase());
     }
     expect([...REDIS_SCRIPT_COMMANDS].sort()).toEqual([...called].sort());
   });
@@ -15,7 +15,7 @@ describe('Redis ACL rules', () => {
   it("with redlock, add every command Redlock's own scripts call", () => {
     const called = new Set<string>(REDIS_SCRIPT_COMMANDS);
     for (const script of [REDLOCK_ACQUIRE_SCRIPT, REDLOCK_RELEASE_SCRIPT, REDLOCK_EXTEND_SCRIPT]) {
-      for (const match of script.matchAll(/redis\.(?:p?call)\('([A-Za-z]+)'/g)) called.add(match[1].toLowerCase());
+      for (const match of script.source.matchAll(/redis\.(?:p?call)\('([A-Za-z]+)'/g)) called.add(match[1].toLowerCase());
     }
     expect([...REDIS_SCRIPT_COMMANDS, ...REDLOCK_EXTRA_SCRIPT_COMMANDS].sort()).toEqual([...called].sort());
     const rules = redisAclRules('dlock:redlock:', true);

@@ -1,7 +1,7 @@
 import type { Cluster, Redis } from 'ioredis';
 
 /** The commands the Redis strategies send; any ioredis `Redis` or `Cluster` (also Sentinel-backed) fits. */
-export type RedisLockClient = Pick<Redis, 'evalsha' | 'eval' | 'pipeline' | 'ping' | 'quit' | 'disconnect' | 'status'> & {
+export type RedisLockClient = Pick<Redis, 'evalsha' | 'eval' | 'pipeline' | 'ping' | 'quit' | 'disconnect' | 'status' | 'on' | 'off'> & {
   duplicate(): RedisSubscriberClient;
 };
 

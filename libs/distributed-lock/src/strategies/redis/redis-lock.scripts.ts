@@ -11,18 +11,41 @@
 //                    KEYS[5] readers ZSET  reader owners, scored by the server time their lease ends
 // ARGV[1] is always the owner id; ARGV[2] the channel on which releases and hand-overs are announced.
 
+import { lua } from './redis-script';
+
+/** Acquire's arguments: owner, channel, ttlMs, fair, waiter, aliveMs, mode, inbox (see ACQUIRE_SCRIPT). */
+export type AcquireArgs = [owner: string, channel: string, ttlMs: number, fair: '0' | '1', waiter: '0' | '1', aliveMs: number, mode: 'x' | 's', inbox: string];
+
+/**
+ * Acquire's reply: held (1) with the token; or not (0), with a waiter's view of the newest token issued and
+ * the server's clock in µs (both "0"-less strings), or 0 for a plain try.
+ */
+export type AcquireReply = [held: 0 | 1, token: number | string, serverUs?: string];
+
+/** Leaving a queue: 1 with the token of a grant that came at the last moment (the caller must give it back), else 0. */
+export type LeaveReply = [handed: 0 | 1, token?: number | string];
+
 /**
  * Helpers every script of the Redis strategy shares (locks and semaphores): the server's clock, fencing
  * tokens from the counter in KEYS[4], whole-millisecond checks, key lifetimes.
  */
 export const SCRIPT_BASICS = `
-local function now_ms()
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+-- The server's clock, read once per script: every use in one script sees the same instant, for one TIME.
+local clock_us
+local function now_us()
+  if not clock_us then
+    local t = redis.call('TIME')
+    clock_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  end
+  return clock_us
 end
 
--- Strictly increasing per key, also across a data loss or a failover: the larger of the counter plus one
--- and the server's clock in microseconds. A counter that comes back stale (an RDB snapshot, an AOF synced
+local function now_ms()
+  return math.floor(now_us() / 1000)
+end
+
+-- Strictly increasing per key, also across a data loss or a failover: the larger of the last token plus one
+-- and the server's clock in microseconds. A last token that comes back stale (an RDB snapshot, an AOF synced
 -- every second, a replica that lagged) would hand out tokens again; the clock is past every token issued
 -- before (one grant takes far more than a microsecond), as long as the new server's clock is not behind
 -- the old one's by more than the outage. The week-long expiry keeps idle counters from piling up.
@@ -31,14 +54,12 @@ local function next_token()
   -- No fence key (the first master of a Redlock, whose counter alone could not fence): no token. Redlock
   -- passes the lock key again rather than '', which a user's ACL key pattern (~namespace*) refuses.
   if KEYS[4] == '' or KEYS[4] == KEYS[1] then return '0' end
-  local token = redis.call('INCR', KEYS[4])
-  local t = redis.call('TIME')
-  local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
-  if token < now_us then
-    token = now_us
-    redis.call('SET', KEYS[4], string.format('%.0f', token), 'PX', 604800000)
-  end
-  return string.format('%d', token)
+  local last = tonumber(redis.call('GET', KEYS[4]) or '0')
+  local token = now_us()
+  if token <= last then token = last + 1 end
+  local text = string.format('%.0f', token)
+  redis.call('SET', KEYS[4], text, 'PX', 604800000)
+  return text
 end
 
 -- Durations reach the server as whole milliseconds (the lock service rounds them); anything else is
@@ -148,9 +169,10 @@ end
  * Acquire. ARGV: owner, channel, ttlMs, fair ("1"/"0"), waiter ("1": enqueue or refresh this owner's place;
  * "0": plain try), aliveMs (how long a queued waiter stays in line without refreshing), mode ("x"/"s"),
  * inbox (the channel on which this waiter hears that the lock was handed to it; "" for the lock's channel).
- * Returns {1, token} when held (a hand-over to this waiter counts), {0, 0} when not.
+ * Returns {1, token} when held (a hand-over to this waiter counts), {0, 0} when not; a waiter's {0, writer's
+ * token or 0, server time in µs}.
  */
-export const ACQUIRE_SCRIPT = `${PRELUDE}
+export const ACQUIRE_SCRIPT = lua<AcquireArgs, AcquireReply>(`${PRELUDE}
 local owner, channel, ttl = ARGV[1], ARGV[2], tonumber(ARGV[3])
 local fair, waiter, alive, mode, inbox = ARGV[4] == '1', ARGV[5] == '1', tonumber(ARGV[6]), ARGV[7], ARGV[8] or ''
 if not whole_ms(ttl) or not whole_ms(alive) then return redis.error_reply('ERR ttl and alive must be whole milliseconds') end
@@ -198,17 +220,21 @@ if waiter then
   redis.call('HSET', KEYS[3], owner, string.format('%d:%d:%s:%d:%s', ttl, now_ms() + alive, mode, alive, inbox))
   redis.call('PEXPIRE', KEYS[2], alive * 4 + ttl)
   redis.call('PEXPIRE', KEYS[3], alive * 4 + ttl)
+  -- The writer's token (the newest issued while a writer holds) and the clock (µs), by which the waiter
+  -- tells a hand-over that came before this check (which found it gone: its claim ran out) from a later one.
+  return {0, redis.call('HGET', KEYS[1], 't') or '0', string.format('%.0f', now_us())}
 end
 return {0, 0}
-`;
+`);
 
 /**
- * Release. ARGV: owner, channel. A writer drops one hold (the last frees the lock); a reader leaves. A
- * freed lock goes to the first live waiters, or is announced free. Returns 1 when the lock was this
- * owner's, 0 when it was not.
+ * Release. ARGV: owner, channel, announce ("0": the lock's waiters are all in its queue, as fair ones are,
+ * and nobody listens on the channel; anything else: announce a free lock there, for barging waiters). A
+ * writer drops one hold (the last frees the lock); a reader leaves. A freed lock goes to the first live
+ * waiters, or is announced free. Returns 1 when the lock was this owner's, 0 when it was not.
  */
-export const RELEASE_SCRIPT = `${PRELUDE}
-local owner, channel = ARGV[1], ARGV[2]
+export const RELEASE_SCRIPT = lua<[owner: string, channel: string, announce?: '0' | '1'], 0 | 1>(`${PRELUDE}
+local owner, channel, announce = ARGV[1], ARGV[2], ARGV[3] ~= '0'
 local holder = redis.call('HMGET', KEYS[1], 'o', 'c')
 if holder[1] == owner then
   if (tonumber(holder[2]) or 1) > 1 then
@@ -222,12 +248,12 @@ else
   return 0
 end
 -- No writer holds now: the one that left was the writer, or a reader (never beside a writer).
-if not hand_over(channel, true) then redis.call('PUBLISH', channel, 'r') end
+if not hand_over(channel, true) and announce then redis.call('PUBLISH', channel, 'r') end
 return 1
-`;
+`);
 
 /** Extend. ARGV: owner, channel (unused), ttlMs. Returns 1 when extended, 0 when the lock is not this owner's. */
-export const EXTEND_SCRIPT = `${PRELUDE}
+export const EXTEND_SCRIPT = lua<[owner: string, channel: string, ttlMs: number], 0 | 1>(`${PRELUDE}
 local owner, ttl = ARGV[1], tonumber(ARGV[3])
 if not whole_ms(ttl) then return redis.error_reply('ERR ttl must be whole milliseconds') end
 if redis.call('HGET', KEYS[1], 'o') == owner then
@@ -241,13 +267,24 @@ if live_readers() > 0 and redis.call('ZSCORE', KEYS[5], owner) then
   return 1
 end
 return 0
-`;
+`);
+
+/**
+ * Held? ARGV: owner. Returns 1 when the owner holds the lock (as its writer, or as a reader whose lease has
+ * not ended), 0 otherwise. Writes nothing: the check of every lease after a reconnection (RedisLeaseCheck).
+ */
+export const HELD_SCRIPT = lua<[owner: string], 0 | 1>(`${SCRIPT_BASICS}
+if redis.call('HGET', KEYS[1], 'o') == ARGV[1] then return 1 end
+local ends = redis.call('ZSCORE', KEYS[5], ARGV[1])
+if ends and tonumber(ends) > now_ms() then return 1 end
+return 0
+`);
 
 /**
  * A waiter leaves the queue (timeout, abort). ARGV: owner, channel. Returns {1, token} when the lock was
  * handed to it meanwhile (the caller then owns it and must release it), {0} otherwise.
  */
-export const LEAVE_QUEUE_SCRIPT = `${PRELUDE}
+export const LEAVE_QUEUE_SCRIPT = lua<[owner: string, channel: string], LeaveReply>(`${PRELUDE}
 local owner, channel = ARGV[1], ARGV[2]
 redis.call('ZREM', KEYS[2], owner)
 redis.call('HDEL', KEYS[3], owner)
@@ -256,35 +293,35 @@ if token then return {1, token} end
 -- We may have been the writer that readers behind us were waiting for.
 if not hand_over(channel) then redis.call('PUBLISH', channel, 'r') end
 return {0}
-`;
+`);
 
 // Redlock runs on several independent masters, each with a plain owner-checked key: no queue and no
 // fencing counter (the masters could not agree on one), so each step is as cheap as SET NX PX.
 // KEYS[1] lock STRING owner. ARGV[1] owner, ARGV[2] channel, ARGV[3] ttl.
 
 /** Redlock, one master: take (or re-take, for the same owner) the key. Returns 1 when held. */
-export const REDLOCK_ACQUIRE_SCRIPT = `
+export const REDLOCK_ACQUIRE_SCRIPT = lua<[owner: string, channel: string, ttlMs: number], 0 | 1>(`
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[3]) then return 1 end
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   redis.call('PEXPIRE', KEYS[1], ARGV[3])
   return 1
 end
 return 0
-`;
+`);
 
 /**
  * Redlock, one master: delete the key if it is this owner's, and announce the release. Returns 0 when it
  * was not this owner's, else 1 + the number of subscribers that heard the release (waiters' connections).
  */
-export const REDLOCK_RELEASE_SCRIPT = `
+export const REDLOCK_RELEASE_SCRIPT = lua<[owner: string, channel: string], number>(`
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 redis.call('DEL', KEYS[1])
 return 1 + redis.call('PUBLISH', ARGV[2], 'r')
-`;
+`);
 
 /** Redlock, one master: extend the key if it is this owner's. */
-export const REDLOCK_EXTEND_SCRIPT = `
+export const REDLOCK_EXTEND_SCRIPT = lua<[owner: string, channel: string, ttlMs: number], 0 | 1>(`
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
 return 1
-`;
+`);

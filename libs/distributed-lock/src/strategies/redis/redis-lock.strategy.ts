@@ -2,28 +2,39 @@ import type { RedisOptions } from 'ioredis';
 import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
 import type { LeaseGrant, LockRequest, WaitBudget } from '../../locking/lock-lease';
 import { assertDuration, assertKnownKeys, describe } from '../../locking/lock-options';
-import type { LockStrategy, LockStrategyCapabilities } from '../../locking/lock-strategy.interface';
+import type { LeaseLostListener, LockStrategy, LockStrategyCapabilities } from '../../locking/lock-strategy.interface';
 import { RedisChannelListener } from './redis-channel-listener';
 import { RedisInbox } from './redis-inbox';
 import type { IoRedisClient, RedisLockClient } from './redis-client.type';
 import { resolveRedisClient } from './redis-connection';
 import { RedisLockKeyNames, type RedisLockKeys } from './redis-keys';
-import { ACQUIRE_SCRIPT, EXTEND_SCRIPT, LEAVE_QUEUE_SCRIPT, RELEASE_SCRIPT } from './redis-lock.scripts';
+import { ACQUIRE_SCRIPT, EXTEND_SCRIPT, HELD_SCRIPT, LEAVE_QUEUE_SCRIPT, RELEASE_SCRIPT, type AcquireArgs, type AcquireReply } from './redis-lock.scripts';
+import { RedisLeaseCheck } from './redis-lease-check';
+import { RedisSentinelWatch, sentinelOptionsOf } from './redis-sentinel-watch';
 import { RedisScript } from './redis-script';
 import { RedisSemaphore } from './redis-semaphore';
 import { ReplicaAck, type RedisReplicaAckOptions } from './redis-replica-ack';
 import { leaseExpiry } from '../../locking/lease-expiry';
 import { budgetAborted, waitForWake } from '../../locking/wait-for-wake';
-import { waitInRedisQueue } from './redis-queue-wait';
+import { queueCheck, waitInRedisQueue } from './redis-queue-wait';
 import { closeRedisClient } from './close-redis-client';
 import { strategyName } from '../strategy-name';
 import { redisCallError } from './redis-acl';
 
 /** Options of the single-instance Redis strategy. */
 export interface RedisLockStrategyOptions {
-  /** Your ioredis `Redis` or `Cluster` (e.g. injected from another module). Never closed by the strategy. */
+  /**
+   * Your ioredis `Redis` or `Cluster` (e.g. injected from another module). Never closed by the strategy. A
+   * Sentinel-backed `Redis` must be made with `failoverDetector: true` (refused otherwise): see
+   * docs/strategies/redis.md, "Failover, measured".
+   */
   readonly client?: IoRedisClient;
-  /** Or a URL / ioredis options: the strategy creates the client and closes it on shutdown. */
+  /**
+   * Or a URL / ioredis options: the strategy creates the client and closes it on shutdown. With Sentinel
+   * options (`sentinels`, `name`) the client also gets `failoverDetector: true`, a 100 ms
+   * `disconnectTimeout`, reconnections at most 500 ms apart and a reconnection on READONLY, unless you set
+   * them: so that no connection stays on a master Sentinel replaced.
+   */
   readonly connection?: string | RedisOptions;
   /** Name in messages and events. Default "redis". */
   readonly name?: string;
@@ -50,7 +61,8 @@ export interface RedisLockStrategyOptions {
    * the acquisition gives the lock or permit back and fails with `LockNotReplicatedError`
    * (`reason: 'too-few-replicas'`), and an extension fails with it (the watchdog tries again until the
    * lease ends). A server that refuses `WAIT` (some managed services) fails the first use with
-   * `reason: 'wait-unsupported'`, and every later one at once. Default: off (replication stays asynchronous).
+   * `reason: 'wait-unsupported'`, and every later one to that server at once (a `WAIT` cut off by a dropped
+   * connection fails its call alone). Default: off (replication stays asynchronous).
    * `WAIT` holds the connection until the replicas answer, so every command the client sends meanwhile waits
    * too: one replica round trip per write.
    */
@@ -70,9 +82,10 @@ const OPTION_KEYS = ['client', 'connection', 'name', 'namespace', 'fair', 'reche
  * channel and its waiters race for it.
  *
  * Not safe against failover by default: Redis replicates asynchronously, so a lock written to a master that
- * dies before replicating is lost, and a second holder can get it from the promoted replica. Use the fencing
- * token to reject the stale holder's writes, `replicaAck` to wait for replicas, or ZooKeeper/etcd where
- * correctness depends on the lock.
+ * dies before replicating is lost, and a second holder can get it from the promoted replica; the first is
+ * told as soon as its client reaches that replica (every lease is checked again at each reconnection, and a
+ * Sentinel client moves as soon as Sentinel names the replica). Use the fencing token to reject the stale
+ * holder's writes, `replicaAck` to wait for replicas, or ZooKeeper/etcd where correctness depends on the lock.
  */
 export class RedisLockStrategy implements LockStrategy {
   readonly name: string;
@@ -95,11 +108,16 @@ export class RedisLockStrategy implements LockStrategy {
   private readonly inbox: RedisInbox;
   /** Waits for replicas after each write of a lock, when `replicaAck` is set. */
   private readonly replicaAck: ReplicaAck | undefined;
+  /** Checks every lease held (locks and permits) again when the client reconnects, maybe to another server. */
+  private readonly leaseCheck: RedisLeaseCheck;
+  /** With a Sentinel-backed client: moves the connection to the promoted replica as soon as Sentinel names it. */
+  private readonly sentinelWatch: RedisSentinelWatch | undefined;
   private readonly scripts = {
     acquire: new RedisScript(ACQUIRE_SCRIPT),
     release: new RedisScript(RELEASE_SCRIPT),
     extend: new RedisScript(EXTEND_SCRIPT),
     leave: new RedisScript(LEAVE_QUEUE_SCRIPT),
+    held: new RedisScript(HELD_SCRIPT),
   };
 
   constructor(options: RedisLockStrategyOptions) {
@@ -122,6 +140,9 @@ export class RedisLockStrategy implements LockStrategy {
     this.ownsClient = resolved.owned;
     this.listener = new RedisChannelListener(this.name, () => this.client.duplicate());
     this.inbox = new RedisInbox(this.listener, this.keyNames.namespace);
+    this.leaseCheck = new RedisLeaseCheck(this.client);
+    const sentinel = sentinelOptionsOf(this.client);
+    this.sentinelWatch = sentinel && new RedisSentinelWatch(sentinel, this.name, () => this.leaveOldMaster());
     this.capabilities = Object.freeze({ fencing: true, fifo: this.fair, sharedLocks: true, crossProcess: true, semaphores: SEMAPHORES });
     this.semaphore = new RedisSemaphore({
       name: this.name,
@@ -131,6 +152,7 @@ export class RedisLockStrategy implements LockStrategy {
       recheckMs: this.recheckMs,
       claimMs: this.claimMs,
       replicaAck: this.replicaAck,
+      leaseCheck: this.leaseCheck,
       callError: (error, operation, key) => this.callError(error, operation, key),
     });
   }
@@ -161,12 +183,9 @@ export class RedisLockStrategy implements LockStrategy {
    */
   private async waitInLine(keys: RedisLockKeys, request: LockRequest, budget: WaitBudget): Promise<LeaseGrant | null> {
     const waited = await waitInRedisQueue(this.inbox, request.owner, this.recheckMs, budget, {
-      attempt: async (waiter) => {
-        const [held, token] = await this.runAcquire(keys, request, waiter);
-        return held ? token : undefined;
-      },
+      attempt: async (waiter) => queueCheck(...(await this.runAcquire(keys, request, waiter))),
       leave: async () => {
-        const reply = (await this.scripts.leave.run(this.client, keys.keys, [request.owner, keys.channel])) as [number, (number | string)?];
+        const reply = await this.scripts.leave.run(this.client, keys.keys, [request.owner, keys.channel]);
         return reply[0] === 1 ? Number(reply[1]) : undefined;
       },
     });
@@ -223,7 +242,7 @@ export class RedisLockStrategy implements LockStrategy {
   async extend(lease: LeaseGrant, ttlMs: number): Promise<LeaseGrant | null> {
     const keys = this.keyNames.of(lease.key);
     const sentAt = Date.now();
-    const args = [lease.owner, keys.channel, ttlMs];
+    const args: [string, string, number] = [lease.owner, keys.channel, ttlMs];
     try {
       if (!this.replicaAck) {
         const extended = await this.scripts.extend.run(this.client, keys.keys, args);
@@ -250,7 +269,17 @@ export class RedisLockStrategy implements LockStrategy {
   }
 
   private async releaseOwner(keys: RedisLockKeys, owner: string): Promise<boolean> {
-    return (await this.scripts.release.run(this.client, keys.keys, [owner, keys.channel])) === 1;
+    return (await this.scripts.release.run(this.client, keys.keys, [owner, keys.channel, this.fair ? '0' : '1'])) === 1;
+  }
+
+  /**
+   * Tells the holder when a reconnection finds its lock gone (see RedisLeaseCheck): after a failover to a
+   * replica the grant had not reached, the holder learns it as soon as its client reaches the new master.
+   */
+  onLeaseLost(lease: LeaseGrant, listener: LeaseLostListener): () => void {
+    const keys = this.keyNames.of(lease.key);
+    const held = async (): Promise<boolean> => (await this.scripts.held.run(this.client, keys.keys, [lease.owner])) === 1;
+    return this.leaseCheck.watch(`lock:${lease.owner}:${lease.key}`, held, listener);
   }
 
   async ping(): Promise<void> {
@@ -266,33 +295,44 @@ export class RedisLockStrategy implements LockStrategy {
     return redisCallError(error, { strategy: this.name, namespace: this.keyNames.namespace, operation, key });
   }
 
+  /**
+   * Sentinel started naming a promoted replica: the connection is dropped and made again, to the master
+   * Sentinel names now, where RedisLeaseCheck checks every lease held. Commands on their way are sent
+   * again there by ioredis.
+   */
+  private leaveOldMaster(): void {
+    if (this.client.status === 'ready' || this.client.status === 'connect') this.client.disconnect(true);
+  }
+
   async close(): Promise<void> {
+    this.sentinelWatch?.close();
+    this.leaseCheck.close();
     await this.listener.close();
     if (this.ownsClient) await closeRedisClient(this.client);
   }
 
   /**
-   * One acquire script: [held, token]. With `replicaAck`, a grant counts only once the replicas confirmed it;
-   * one they did not is given back and fails with `LockNotReplicatedError`.
+   * One acquire script: [held, token, server µs] (a waiter not held: the writer's token and the server's
+   * clock, see `queueCheck`). With `replicaAck`, a grant counts only once the replicas confirmed it; one
+   * they did not is given back and fails with `LockNotReplicatedError`.
    */
-  private async runAcquire(keys: RedisLockKeys, request: LockRequest, waiter: boolean): Promise<[boolean, number]> {
-    const args = [request.owner, keys.channel, request.ttlMs, this.fair ? '1' : '0', waiter ? '1' : '0', this.claimMs, request.mode === 'shared' ? 's' : 'x', this.inbox.channel];
+  private async runAcquire(keys: RedisLockKeys, request: LockRequest, waiter: boolean): Promise<[boolean, number, number]> {
+    const args: AcquireArgs = [request.owner, keys.channel, request.ttlMs, this.fair ? '1' : '0', waiter ? '1' : '0', this.claimMs, request.mode === 'shared' ? 's' : 'x', this.inbox.channel];
     if (!this.replicaAck) {
-      const reply = (await this.scripts.acquire.run(this.client, keys.keys, args)) as [number, number | string];
-      return [reply[0] === 1, Number(reply[1])];
+      const [held, token, serverUs] = await this.scripts.acquire.run(this.client, keys.keys, args);
+      return [held === 1, Number(token), Number(serverUs ?? 0)];
     }
-    // Refused WAIT: give back what the script took (the lock, or a place in the queue) before failing.
-    const giveBack = (reply: unknown): Promise<unknown> =>
-      (reply as [number])[0] === 1 ? this.releaseOwner(keys, request.owner) : waiter ? this.scripts.leave.run(this.client, keys.keys, [request.owner, keys.channel]) : Promise.resolve();
-    const reply = await this.replicaAck.confirm(this.client, this.scripts.acquire, keys.keys, args, {
+    // WAIT failed (refused, or the connection closed under it): give back what the script took (the lock, or a place in the queue) before failing.
+    const giveBack = (reply: AcquireReply): Promise<unknown> =>
+      reply[0] === 1 ? this.releaseOwner(keys, request.owner) : waiter ? this.scripts.leave.run(this.client, keys.keys, [request.owner, keys.channel]) : Promise.resolve();
+    const [held, token, serverUs] = await this.replicaAck.confirm(this.client, this.scripts.acquire, keys.keys, args, {
       key: request.key,
       operation: 'acquire',
-      wrote: (acquired) => (acquired as [number])[0] === 1,
+      wrote: (acquired) => acquired[0] === 1,
       giveBack: () => this.releaseOwner(keys, request.owner),
-      onRefused: giveBack,
+      onWaitFailed: giveBack,
     });
-    const [held, token] = reply as [number, number | string];
-    return [held === 1, Number(token)];
+    return [held === 1, Number(token), Number(serverUs ?? 0)];
   }
 
   /**

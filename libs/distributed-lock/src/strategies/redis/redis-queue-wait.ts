@@ -2,13 +2,40 @@ import type { WaitBudget } from '../../locking/lock-lease';
 import { budgetAborted, waitForWake } from '../../locking/wait-for-wake';
 import type { RedisInbox } from './redis-inbox';
 
+/**
+ * One check of a wait in a Redis queue: held, with the grant's token; or still waiting, with what the
+ * server had issued when the check ran (its newest token where it knows it, 0 otherwise, and its clock in
+ * µs): a hand-over whose token is not above that came before the check, which did not find it (see `lapsed`).
+ */
+export type RedisQueueCheck = { readonly held: true; readonly token: number } | WaitingCheck;
+
+/** A check that left us waiting: the newest token issued then (0 where unknown), and the server's clock (µs). */
+export interface WaitingCheck {
+  readonly held: false;
+  readonly newestToken: number;
+  readonly serverUs: number;
+}
+
+/** The check an acquire script answered: `held` with its token, or waiting with the newest token issued and the server's clock (µs). */
+export function queueCheck(held: boolean, token: number, serverUs: number): RedisQueueCheck {
+  return held ? { held, token } : { held, newestToken: token, serverUs };
+}
+
+/**
+ * True when the hand-over of `token` came before `check` ran on the server: tokens only grow, and a token is
+ * never below the server's clock (µs) at its grant. That check found the place no longer ours (its claim
+ * ran out, while this process was frozen or its messages were late, and the server may have given it to
+ * another): the message that tells of it late is not a grant. A server clock stepping back can make a
+ * live hand-over look lapsed: the next check then finds it held and takes it, one re-check later.
+ */
+function lapsed(token: number, check: WaitingCheck): boolean {
+  return token <= check.newestToken || token < check.serverUs;
+}
+
 /** The server steps of a wait in a Redis queue (a fair lock's, a semaphore's). */
 export interface RedisQueueSteps {
-  /**
-   * One acquire script: with `waiter`, join the queue or refresh our place in it; without, a plain try.
-   * Resolves the fencing token when we hold, undefined when we wait.
-   */
-  attempt(waiter: boolean): Promise<number | undefined>;
+  /** One acquire script: with `waiter`, join the queue or refresh our place in it; without, a plain try. */
+  attempt(waiter: boolean): Promise<RedisQueueCheck>;
   /** Leave the queue; resolves the token of a hand-over that came at the last moment, undefined otherwise. */
   leave(): Promise<number | undefined>;
 }
@@ -32,15 +59,18 @@ export async function waitInRedisQueue(inbox: RedisInbox, owner: string, recheck
   const deadline = Date.now() + budget.timeoutMs;
   if (!inbox.isOpen) {
     const firstTry = Date.now();
-    const token = await steps.attempt(false);
+    const check = await steps.attempt(false);
     budget.serverAnswered?.();
-    if (token !== undefined) return { token, since: firstTry, handedOver: false };
+    if (check.held) return { token: check.token, since: firstTry, handedOver: false };
   }
   let wake: (() => void) | undefined;
-  // `queuedSince`: when the last check that left us waiting was sent; a hand-over came after that check
-  // ran on the server.
-  const state: { queuedSince: number; handedOver?: number } = { queuedSince: Date.now() };
+  // `queuedSince`: when the last check that left us waiting was sent, and `waiting` what it saw. A hand-over
+  // with a token above what it saw came after it ran on the server, so after `queuedSince`; one that is
+  // not came before it, and lapsed (see `lapsed`): its message came late (pub/sub messages come on a
+  // connection of their own, in no order with the replies on the other).
+  const state: { queuedSince: number; waiting?: WaitingCheck; handedOver?: number } = { queuedSince: Date.now() };
   const expecting = inbox.expect(owner, (token) => {
+    if (state.waiting && lapsed(token, state.waiting)) return;
     state.handedOver = token;
     wake?.();
   });
@@ -48,10 +78,13 @@ export async function waitInRedisQueue(inbox: RedisInbox, owner: string, recheck
   try {
     while (!budgetAborted(budget)) {
       const sentAt = Date.now();
-      const token = await steps.attempt(true);
+      const check = await steps.attempt(true);
       budget.serverAnswered?.();
-      if (token !== undefined) return { token, since: sentAt, handedOver: false };
+      if (check.held) return { token: check.token, since: sentAt, handedOver: false };
+      // Told while this check was on its way, of a hand-over the check then found gone.
+      if (state.handedOver !== undefined && lapsed(state.handedOver, check)) state.handedOver = undefined;
       if (state.handedOver !== undefined) return { token: state.handedOver, since: state.queuedSince, handedOver: true };
+      state.waiting = check;
       state.queuedSince = sentAt;
       const remaining = deadline - Date.now();
       if (remaining <= 0) break;

@@ -1,4 +1,17 @@
-import { SCRIPT_BASICS } from './redis-lock.scripts';
+import { SCRIPT_BASICS, type LeaveReply } from './redis-lock.scripts';
+import { lua } from './redis-script';
+
+/** A permit's acquire: owner, ttlMs, permits, weight, waiter, aliveMs, inbox (see PERMIT_ACQUIRE_SCRIPT). */
+export type PermitAcquireArgs = [owner: string, ttlMs: number, permits: number, weight: number, waiter: '0' | '1', aliveMs: number, inbox: string];
+
+/**
+ * A permit's acquire reply: 1 and the token when held; 0, the newest token issued and the server's clock in
+ * µs when not; -1 and the semaphore's size when it is in use with another size.
+ */
+export type PermitAcquireReply = [status: -1 | 0 | 1, tokenOrSize: number | string, serverUs?: string];
+
+/** A permit's release reply: 1 then, in pairs, the owners and tokens of this client's waiters it went to; or 0 alone. */
+export type PermitReleaseReply = [released: 0 | 1, ...toldOwnersAndTokens: Array<number | string>];
 
 // Lua scripts of the Redis semaphore: one script per step (acquire, release, extend, leave the queue), so
 // each is atomic on the server. Every key is passed in KEYS (one hash slot thanks to the hash tag).
@@ -149,10 +162,10 @@ end
  * Acquire. ARGV: owner, ttlMs, permits, weight, waiter ("1": join or refresh this owner's place in the
  * queue; "0": plain try), aliveMs (how long a queued waiter stays in line without refreshing, and the
  * claim of a hand-over), inbox (the channel on which this waiter hears of a hand-over).
- * Returns {1, token} when held (a hand-over to this owner counts), {0, 0} when not, {-1, size} when the
- * semaphore is in use with another size.
+ * Returns {1, token} when held (a hand-over to this owner counts), {0, last token issued, server time in
+ * µs} when not, {-1, size} when the semaphore is in use with another size.
  */
-export const PERMIT_ACQUIRE_SCRIPT = `${SEMAPHORE_PRELUDE}
+export const PERMIT_ACQUIRE_SCRIPT = lua<PermitAcquireArgs, PermitAcquireReply>(`${SEMAPHORE_PRELUDE}
 local owner, ttl, permits, weight = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local waiter, alive, inbox = ARGV[5] == '1', tonumber(ARGV[6]), ARGV[7] or ''
 if not whole_ms(ttl) or not whole_ms(alive) then return redis.error_reply('ERR ttl and alive must be whole milliseconds') end
@@ -216,8 +229,10 @@ if waiter then
   s.keep = math.max(s.keep, alive * 4 + ttl)
 end
 save(s)
-return {0, 0}
-`;
+-- Not held: the last token issued and the clock (µs), by which a waiter tells a hand-over that came
+-- before this check (which found it gone: its claim ran out) from one that comes after it.
+return {0, string.format('%d', s.f), string.format('%d', s.now_us)}
+`);
 
 /**
  * Release. ARGV: owner, inbox (this client's). The holder's weight goes back and the waiters at the head
@@ -225,7 +240,7 @@ return {0, 0}
  * returned instead. Returns {1, owner, token, …} when the permit was this owner's (the owners and tokens
  * of this client's waiters it went to), {0} when it was not (expired, removed).
  */
-export const PERMIT_RELEASE_SCRIPT = `${SEMAPHORE_PRELUDE}
+export const PERMIT_RELEASE_SCRIPT = lua<[owner: string, inbox: string], PermitReleaseReply>(`${SEMAPHORE_PRELUDE}
 local owner = ARGV[1]
 local s = load('w:' .. owner)
 prune(s)
@@ -240,10 +255,10 @@ local told = {1}
 hand_over(s, ARGV[2], told)
 save(s)
 return told
-`;
+`);
 
 /** Extend. ARGV: owner, ttlMs. Returns 1 when extended, 0 when the permit is not this owner's. */
-export const PERMIT_EXTEND_SCRIPT = `${SEMAPHORE_PRELUDE}
+export const PERMIT_EXTEND_SCRIPT = lua<[owner: string, ttlMs: number], 0 | 1>(`${SEMAPHORE_PRELUDE}
 local owner, ttl = ARGV[1], tonumber(ARGV[2])
 if not whole_ms(ttl) then return redis.error_reply('ERR ttl must be whole milliseconds') end
 local s = load()
@@ -253,13 +268,23 @@ local held = redis.call('ZADD', KEYS[1], 'XX', 'CH', s.now + ttl, owner) == 1 or
 if held then s.keep = ttl end
 save(s)
 return held and 1 or 0
-`;
+`);
+
+/**
+ * Held? ARGV: owner. Returns 1 when the owner holds a place whose lease has not ended, 0 otherwise. Writes
+ * nothing: the check of every permit after a reconnection (RedisLeaseCheck).
+ */
+export const PERMIT_HELD_SCRIPT = lua<[owner: string], 0 | 1>(`${SCRIPT_BASICS}
+local ends = redis.call('ZSCORE', KEYS[1], ARGV[1])
+if ends and tonumber(ends) > now_ms() then return 1 end
+return 0
+`);
 
 /**
  * A waiter leaves the queue (timeout, abort). ARGV: owner. Returns {1, token} when a place was handed to
  * it meanwhile (the caller then holds it and must release it), {0} otherwise.
  */
-export const PERMIT_LEAVE_SCRIPT = `${SEMAPHORE_PRELUDE}
+export const PERMIT_LEAVE_SCRIPT = lua<[owner: string], LeaveReply>(`${SEMAPHORE_PRELUDE}
 local owner = ARGV[1]
 redis.call('ZREM', KEYS[2], owner)
 redis.call('HDEL', KEYS[3], owner)
@@ -273,4 +298,4 @@ end
 hand_over(s, nil, nil)
 save(s)
 return {0}
-`;
+`);

@@ -2,15 +2,16 @@ import { PermitsMismatchError } from '../../errors/permits-mismatch.error';
 import { leaseExpiry } from '../../locking/lease-expiry';
 import type { PermitGrant, PermitRequest, WaitBudget } from '../../locking/lock-lease';
 import { permitGrantOf } from '../../locking/permit-grant';
-import type { SemaphoreStrategy } from '../../locking/lock-strategy.interface';
+import type { LeaseLostListener, SemaphoreStrategy } from '../../locking/lock-strategy.interface';
 import { budgetAborted } from '../../locking/wait-for-wake';
 import type { RedisLockClient } from './redis-client.type';
 import type { RedisInbox } from './redis-inbox';
 import { RedisLockKeyNames, redisSemaphoreKeys, type RedisSemaphoreKeys } from './redis-keys';
-import { waitInRedisQueue } from './redis-queue-wait';
+import { queueCheck, waitInRedisQueue, type RedisQueueCheck } from './redis-queue-wait';
+import type { RedisLeaseCheck } from './redis-lease-check';
 import type { ReplicaAck } from './redis-replica-ack';
 import { RedisScript } from './redis-script';
-import { PERMIT_ACQUIRE_SCRIPT, PERMIT_EXTEND_SCRIPT, PERMIT_LEAVE_SCRIPT, PERMIT_RELEASE_SCRIPT } from './redis-semaphore.scripts';
+import { PERMIT_ACQUIRE_SCRIPT, PERMIT_EXTEND_SCRIPT, PERMIT_HELD_SCRIPT, PERMIT_LEAVE_SCRIPT, PERMIT_RELEASE_SCRIPT, type PermitAcquireArgs } from './redis-semaphore.scripts';
 
 /** What the Redis semaphore shares with its strategy: the client, the inbox, the timing of the queue. */
 export interface RedisSemaphoreDeps {
@@ -26,6 +27,8 @@ export interface RedisSemaphoreDeps {
   readonly claimMs: number;
   /** The strategy's `replicaAck`: when set, a grant, hand-over or extension counts only once replicas have it. */
   readonly replicaAck?: ReplicaAck;
+  /** The strategy's check of every lease held, at each reconnection of the client. */
+  readonly leaseCheck: RedisLeaseCheck;
   /** The strategy's error for a failed call: a refused permission becomes `LockPermissionDeniedError` naming the ACL rules. */
   callError(error: unknown, operation: string, key?: string): unknown;
 }
@@ -45,6 +48,7 @@ export class RedisSemaphore implements SemaphoreStrategy {
     release: new RedisScript(PERMIT_RELEASE_SCRIPT),
     extend: new RedisScript(PERMIT_EXTEND_SCRIPT),
     leave: new RedisScript(PERMIT_LEAVE_SCRIPT),
+    held: new RedisScript(PERMIT_HELD_SCRIPT),
   };
 
   constructor(private readonly deps: RedisSemaphoreDeps) {
@@ -54,8 +58,8 @@ export class RedisSemaphore implements SemaphoreStrategy {
   tryAcquire(request: PermitRequest): Promise<PermitGrant | null> {
     return this.typed('acquire', request.key, async () => {
       const sentAt = Date.now();
-      const token = await this.attempt(this.keyNames.of(request.key), request, false);
-      return token === undefined ? null : this.grantOf(request, token, sentAt, request.ttlMs);
+      const check = await this.attempt(this.keyNames.of(request.key), request, false);
+      return check.held ? this.grantOf(request, check.token, sentAt, request.ttlMs) : null;
     });
   }
 
@@ -69,6 +73,13 @@ export class RedisSemaphore implements SemaphoreStrategy {
 
   release(lease: PermitGrant): Promise<boolean> {
     return this.typed('release', lease.key, () => this.releaseOwner(this.keyNames.of(lease.key), lease.owner));
+  }
+
+  /** Tells the holder when a reconnection finds its permit gone (see RedisLeaseCheck). */
+  onLeaseLost(lease: PermitGrant, listener: LeaseLostListener): () => void {
+    const keys = this.keyNames.of(lease.key);
+    const held = async (): Promise<boolean> => (await this.scripts.held.run(this.deps.client, keys.keys, [lease.owner])) === 1;
+    return this.deps.leaseCheck.watch(`permit:${lease.owner}:${lease.key}`, held, listener);
   }
 
   /** Runs one step; its failure goes out as the strategy types it (see `RedisSemaphoreDeps.callError`). */
@@ -86,7 +97,7 @@ export class RedisSemaphore implements SemaphoreStrategy {
     const waited = await waitInRedisQueue(this.deps.inbox, request.owner, this.deps.recheckMs, budget, {
       attempt: (waiter) => this.attempt(keys, request, waiter),
       leave: async () => {
-        const reply = (await this.scripts.leave.run(this.deps.client, keys.keys, [request.owner])) as [number, (number | string)?];
+        const reply = await this.scripts.leave.run(this.deps.client, keys.keys, [request.owner]);
         return reply[0] === 1 ? Number(reply[1]) : undefined;
       },
     });
@@ -101,7 +112,7 @@ export class RedisSemaphore implements SemaphoreStrategy {
     const sentAt = Date.now();
     const { client, replicaAck } = this.deps;
     const keys = this.keyNames.of(lease.key).keys;
-    const args = [lease.owner, ttlMs];
+    const args: [string, number] = [lease.owner, ttlMs];
     // With `replicaAck`, too few confirmations fail the extension: the lease stays where the replicas last had it.
     const extended = replicaAck
       ? await replicaAck.confirm(client, this.scripts.extend, keys, args, { key: lease.key, operation: 'extend', wrote: (reply) => reply === 1 })
@@ -111,36 +122,33 @@ export class RedisSemaphore implements SemaphoreStrategy {
 
   private async releaseOwner(keys: RedisSemaphoreKeys, owner: string): Promise<boolean> {
     const { inbox } = this.deps;
-    const reply = (await this.scripts.release.run(this.deps.client, keys.keys, [owner, inbox.channel])) as Array<number | string>;
+    const reply = await this.scripts.release.run(this.deps.client, keys.keys, [owner, inbox.channel]);
     // Places handed to this client's own waiters: told here, without a message through the server.
     for (let i = 1; i + 1 < reply.length; i += 2) inbox.handOver(String(reply[i]), Number(reply[i + 1]));
     return reply[0] === 1;
   }
 
   /**
-   * One acquire script; resolves the token when held, undefined when not; throws on a size mismatch. With
-   * `replicaAck`, a grant counts only once the replicas have it: one they did not confirm is given back and
-   * fails with `LockNotReplicatedError`.
+   * One acquire script; resolves its check (held with the token, or waiting: see `queueCheck`); throws on a
+   * size mismatch. With `replicaAck`, a grant counts only once the replicas have it: one they did not
+   * confirm is given back and fails with `LockNotReplicatedError`.
    */
-  private async attempt(keys: RedisSemaphoreKeys, request: PermitRequest, waiter: boolean): Promise<number | undefined> {
+  private async attempt(keys: RedisSemaphoreKeys, request: PermitRequest, waiter: boolean): Promise<RedisQueueCheck> {
     const { client, replicaAck } = this.deps;
-    const args = [request.owner, request.ttlMs, request.permits, request.weight, waiter ? '1' : '0', this.deps.claimMs, this.deps.inbox.channel];
+    const args: PermitAcquireArgs = [request.owner, request.ttlMs, request.permits, request.weight, waiter ? '1' : '0', this.deps.claimMs, this.deps.inbox.channel];
     const giveBack = (): Promise<unknown> => this.releaseOwner(keys, request.owner);
-    const reply = (
-      replicaAck
-        ? await replicaAck.confirm(client, this.scripts.acquire, keys.keys, args, {
-            key: request.key,
-            operation: 'acquire',
-            wrote: (acquired) => (acquired as [number])[0] === 1,
-            giveBack,
-            // Refused WAIT: give back what the script took (a place, or a place in the queue) before failing.
-            onRefused: (acquired) =>
-              (acquired as [number])[0] === 1 ? giveBack() : waiter ? this.scripts.leave.run(client, keys.keys, [request.owner]) : Promise.resolve(),
-          })
-        : await this.scripts.acquire.run(client, keys.keys, args)
-    ) as [number, number | string];
+    const reply = replicaAck
+      ? await replicaAck.confirm(client, this.scripts.acquire, keys.keys, args, {
+          key: request.key,
+          operation: 'acquire',
+          wrote: (acquired) => acquired[0] === 1,
+          giveBack,
+          // WAIT failed (refused, or the connection closed under it): give back what the script took (a place, or a place in the queue).
+          onWaitFailed: (acquired) => (acquired[0] === 1 ? giveBack() : waiter ? this.scripts.leave.run(client, keys.keys, [request.owner]) : Promise.resolve()),
+        })
+      : await this.scripts.acquire.run(client, keys.keys, args);
     if (reply[0] === -1) throw new PermitsMismatchError(request.key, this.deps.name, request.permits, Number(reply[1]));
-    return reply[0] === 1 ? Number(reply[1]) : undefined;
+    return queueCheck(reply[0] === 1, Number(reply[1]), Number(reply[2] ?? 0));
   }
 
   /**

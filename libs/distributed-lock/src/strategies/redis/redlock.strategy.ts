@@ -304,7 +304,7 @@ export class RedlockStrategy implements LockStrategy {
     await this.onEveryNodeAt(true, (client, i) =>
       i === FIRST
         ? this.queueMaster.leave(client, keys, redisOwner).then(() => true)
-        : this.scripts.release.run(client, [keys.keys[0]], [redisOwner, keys.channel]).then((reply) => Number(reply) >= 1),
+        : this.scripts.release.run(client, [keys.keys[0]], [redisOwner, keys.channel]).then((reply) => reply >= 1),
     );
   }
 

@@ -60,8 +60,9 @@ export function withNativeCalls(client: ZooKeeperLockClient): ZooKeeperLockClien
     removeListener: client.removeListener.bind(client),
     add_auth: client.add_auth.bind(client),
     set_acl: client.set_acl.bind(client),
-    // The semaphore's waiters only (not on the hot path of a lock): the package's own call, looked up when made.
+    // The semaphore's only (not on the hot path of a lock): the package's own calls, looked up when made.
     w_get_children: (path, watcher) => client.w_get_children(path, watcher),
+    get: (path, watch) => client.get(path, watch),
   };
   return { ...own, ...calls };
 }

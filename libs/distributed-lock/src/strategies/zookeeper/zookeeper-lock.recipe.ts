@@ -16,14 +16,15 @@ const CONTAINER = 4;
  * node, which the server deletes once its last contender is gone (no empty lock nodes pile up). With
  * `restrict` (the session authenticates), each node it creates is given the creator-only ACL at once (see
  * restrictToCreator); a node that existed keeps the ACL it has (an operator's, or ours from before).
+ * `lockData` is what the lock node carries when it is created here (a semaphore's: its size).
  */
-export async function ensureLockNode(client: ZooKeeperLockClient, base: string, lockPath: string, restrict = false): Promise<void> {
-  for (const [path, flags] of [
-    [base, PERSISTENT],
-    [lockPath, CONTAINER],
+export async function ensureLockNode(client: ZooKeeperLockClient, base: string, lockPath: string, restrict = false, lockData = ''): Promise<void> {
+  for (const [path, flags, data] of [
+    [base, PERSISTENT, ''],
+    [lockPath, CONTAINER, lockData],
   ] as const) {
     try {
-      await client.create(path, '', flags);
+      await client.create(path, data, flags);
     } catch (error) {
       if (zkErrorCode(error) !== ZK_ERRORS.NODE_EXISTS) throw error;
       continue;
@@ -44,11 +45,12 @@ const LOOKUP_DELAYS_MS = [0, 50, 100, 200, 400, 800, 1_000, 1_000];
  * only if an earlier look-up missed a create still in flight) are handed to `orphans`; the caller hands
  * `prefix` to them too when this throws, since the outcome of the last create is then unknown (a refusal,
  * NOAUTH, is thrown at once: the create did not happen). With `paths.restrict`, the lock node and the base,
- * when created here, get the creator-only ACL. After five tries without a node, rejects with `LockBackendUnavailableError` naming `strategy`.
+ * when created here, get the creator-only ACL; the lock node, `paths.lockData`. After five tries without a
+ * node, rejects with `LockBackendUnavailableError` naming `strategy`.
  */
 export async function createContender(
   client: ZooKeeperLockClient,
-  paths: { readonly base: string; readonly lockPath: string; readonly prefix: string; readonly restrict?: boolean },
+  paths: { readonly base: string; readonly lockPath: string; readonly prefix: string; readonly restrict?: boolean; readonly lockData?: string },
   owner: string,
   orphans: Pick<ZooKeeperOrphans, 'adopt'>,
   strategy: string,
@@ -62,7 +64,7 @@ export async function createContender(
       const code = zkErrorCode(error);
       if (code === ZK_ERRORS.NO_NODE) {
         // The container node was reaped between our create of it and of our child: create it again.
-        await ensureLockNode(client, base, lockPath, paths.restrict);
+        await ensureLockNode(client, base, lockPath, paths.restrict, paths.lockData);
         continue;
       }
       if (code !== ZK_ERRORS.CONNECTION_LOSS && code !== ZK_ERRORS.OPERATION_TIMEOUT) throw error;

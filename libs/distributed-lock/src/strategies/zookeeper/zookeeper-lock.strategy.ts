@@ -34,12 +34,17 @@ export interface ZooKeeperLeaseGrant extends LeaseGrant {
 
 interface HeldNode {
   readonly path: string;
+  /** The client of the session the node lives on. */
+  readonly client: ZooKeeperLockClient;
   timer: NodeJS.Timeout | undefined;
   /** Arms the watch on our node, for a lock that was free (see OWN_WATCH_DELAY_MS). */
   watchTimer?: NodeJS.Timeout;
   readonly listeners: Set<LeaseLostListener>;
   readonly stopWatchingSession: () => void;
 }
+
+/** How an attempt ended when the session it was made on ended under it: it is made again on a new one. */
+const SESSION_ENDED = Symbol('session ended');
 
 const OPTION_KEYS = ['connect', 'sessionTimeout', 'digestAuth', 'fastPaths', 'name', 'basePath', 'connectTimeout'];
 
@@ -76,8 +81,10 @@ const OWN_WATCH_RETRY_MS = 250;
  * reconnects). An expired session loses every lock held on it: their signals abort. So does a session cut
  * off from the ensemble for as long as the server may take to expire it (see ZooKeeperSession): it is
  * given up before the server could let another holder in, and the nodes of its locks are deleted from a
- * new session. A holder's lease is also enforced here: a lock that is not extended by its end is deleted,
- * like a crashed holder's session.
+ * new session. So does a session the server may have expired while the process was frozen: a holder reads
+ * its lock lost at its first look after waking (`checkLease`), its release resolves false. A waiter whose
+ * session ends queues again on a new session, within its wait. A holder's lease is also enforced here: a
+ * lock that is not extended by its end is deleted, like a crashed holder's session.
  */
 export class ZooKeeperLockStrategy implements LockStrategy {
   readonly name: string;
@@ -103,6 +110,8 @@ export class ZooKeeperLockStrategy implements LockStrategy {
   private readonly line = new SameProcessLine<Promise<boolean>>();
   /** Protection prefixes of our writers whose create is on its way (see `waitFor`). */
   private readonly writersCreating = new Set<string>();
+  /** Acquisitions waiting in a line now: a session cut off meanwhile is given up for them too (they queue again). */
+  private waiters = 0;
   /**
    * The digest user the session authenticates as (the part of `digestAuth` before ":"; never the
    * password), for messages. Defined exactly when the nodes we create get the creator-only ACL.
@@ -125,7 +134,7 @@ export class ZooKeeperLockStrategy implements LockStrategy {
     assertFastPaths(options.fastPaths);
     this.digestUser = options.digestAuth?.slice(0, options.digestAuth.indexOf(':'));
     this.session = new ZooKeeperSession(options, this.name, assertDuration(options.connectTimeout ?? 10_000, 'connectTimeout', 100), {
-      holdsLocks: () => this.held.size > 0 || this.semaphore.holdsPermits(),
+      holdsLocks: () => this.held.size > 0 || this.waiters > 0 || this.semaphore.holdsPermits(),
     });
     this.orphans = new ZooKeeperOrphans(this.session);
     this.semaphore = new ZooKeeperSemaphore({
@@ -148,7 +157,8 @@ export class ZooKeeperLockStrategy implements LockStrategy {
 
   async extend(lease: LeaseGrant, ttlMs: number): Promise<LeaseGrant | null> {
     const node = this.held.get(lease.owner);
-    if (!node) return null;
+    // A session the server may have expired (the process was frozen past it) took the lock with it.
+    if (!node || !this.session.isAlive(node.client)) return null;
     const sentAt = Date.now();
     const client = await this.session.client();
     try {
@@ -158,6 +168,8 @@ export class ZooKeeperLockStrategy implements LockStrategy {
         this.forget(lease.owner);
         return null;
       }
+      // The session ended under the call: the lock went with it (its holder is told as the session ends).
+      if (this.session.endedBy(client, error) && this.held.get(lease.owner) !== node) return null;
       throw error;
     }
     const expiresAt = leaseExpiry(sentAt, ttlMs);
@@ -167,7 +179,9 @@ export class ZooKeeperLockStrategy implements LockStrategy {
 
   async release(lease: LeaseGrant): Promise<boolean> {
     const node = this.held.get(lease.owner);
-    if (!node) return false;
+    // The lock's session is gone, and the lock with it: said now, rather than found out by a call to a
+    // handle that is closing (its end deletes a node that a given-up session may still keep).
+    if (!node || !this.session.isAlive(node.client)) return false;
     this.forget(lease.owner);
     const deletion = this.deleteNode(node.path);
     if (lease.mode === 'exclusive') this.line.release(node.path, deletion);
@@ -180,9 +194,25 @@ export class ZooKeeperLockStrategy implements LockStrategy {
     return () => node?.listeners.delete(listener);
   }
 
+  /**
+   * The lock's session checked on the monotonic clock, with no call to the server: once the server may
+   * have expired it (the process woke from a freeze longer than the session, before any timer ran), it is
+   * ended here, and the holder is told now ('session-ended'), before it acts on the lock.
+   */
+  checkLease(lease: LeaseGrant): void {
+    const node = this.held.get(lease.owner);
+    if (node) this.session.isAlive(node.client);
+  }
+
   async ping(): Promise<void> {
     const client = await this.session.client();
-    await client.exists('/', false);
+    try {
+      await client.exists('/', false);
+    } catch (error) {
+      // Its session ended as it was asked (a process that woke from a freeze): asked again on a new one.
+      if (!this.session.endedBy(client, error)) throw error;
+      await (await this.session.client()).exists('/', false);
+    }
   }
 
   async close(): Promise<void> {
@@ -196,11 +226,37 @@ export class ZooKeeperLockStrategy implements LockStrategy {
     await this.session.close();
   }
 
+  /**
+   * One acquisition: an attempt on the session open now, made again on a new session when that one ends
+   * under it (it expired while the process was frozen, or was given up): its node is gone with it, or
+   * deleted, and the waiter queues again, within its wait; a try, once.
+   */
   private async lock(request: LockRequest, budget: WaitBudget | undefined): Promise<ZooKeeperLeaseGrant | null> {
     const deadline = Date.now() + (budget?.timeoutMs ?? 0);
-    const client = await this.session.client();
-    // Given up while the session was being opened: no node to create, and none to clean up later.
-    if (budget && budgetAborted(budget)) return null;
+    if (budget) this.waiters += 1;
+    try {
+      for (let attempt = 0; ; attempt += 1) {
+        const client = await this.session.client();
+        // Given up while the session was being opened: no node to create, and none to clean up later.
+        if (budget && budgetAborted(budget)) return null;
+        let outcome: ZooKeeperLeaseGrant | null | typeof SESSION_ENDED;
+        try {
+          outcome = await this.attempt(client, request, budget, deadline);
+        } catch (error) {
+          if (!this.session.endedBy(client, error) || (!budget && attempt > 0)) throw error;
+          outcome = SESSION_ENDED;
+        }
+        if (outcome !== SESSION_ENDED) return outcome;
+        if (!budget && attempt > 0) throw new LockBackendUnavailableError(this.name, 'acquire (its session ended under it twice)', 0, { key: request.key });
+        if (budget && (budgetAborted(budget) || Date.now() >= deadline)) return null;
+      }
+    } finally {
+      if (budget) this.waiters -= 1;
+    }
+  }
+
+  /** One attempt on `client`'s session; SESSION_ENDED when that session ended under it. */
+  private async attempt(client: ZooKeeperLockClient, request: LockRequest, budget: WaitBudget | undefined, deadline: number): Promise<ZooKeeperLeaseGrant | null | typeof SESSION_ENDED> {
     const lockPath = zkLockPath(this.basePath, request.key);
     const sentAt = Date.now();
     // The lock node is created on demand: createContender makes it (and the base) when it is missing.
@@ -231,6 +287,8 @@ export class ZooKeeperLockStrategy implements LockStrategy {
       const look = await firstLook;
       const firstBlocker = look ? blockerAmong(look.children, lockPath, name, request.mode) : 'absent';
       const token = look && firstBlocker === undefined ? tokenFromFirstLook(look, name) : undefined;
+      // Never granted on a session that ended meanwhile: the holder would not be told (it is not one yet).
+      if (!this.session.isAlive(client)) return await this.sessionEnded(path);
       if (token !== undefined) {
         const { node, grant } = this.hold(request, client, path, token, sentAt);
         node.watchTimer = setTimeout(() => this.watchOwnNode(client, request.owner, path), OWN_WATCH_DELAY_MS);
@@ -246,25 +304,34 @@ export class ZooKeeperLockStrategy implements LockStrategy {
         this.nodeDeleted(request.owner, path);
       });
       ownStat.catch(() => undefined); // awaited below; a failure surfaces there
-      for (let round = 0; ; round += 1) {
-        const blocker = round === 0 && firstBlocker !== 'absent' ? firstBlocker : await blockerOf(client, lockPath, name, request.mode, this.name);
-        if (!blocker) break;
-        if (!budget) {
-          await this.deleteNode(path);
-          return null;
-        }
-        const waited = await this.waitFor(client, blocker, request.mode, budget, deadline);
-        if (waited === 'timeout') {
-          await this.deleteNode(path);
-          return null;
-        }
+      // The session ending wakes the wait: no watch of ours fires then (the native client drops them all).
+      let stopWatchingSession: () => void = () => undefined;
+      const sessionGone = new Promise<void>((resolve) => (stopWatchingSession = this.session.onExpired(() => resolve(), client)));
+      try {
+        for (let round = 0; ; round += 1) {
+          const blocker = round === 0 && firstBlocker !== 'absent' ? firstBlocker : await blockerOf(client, lockPath, name, request.mode, this.name);
+          if (!blocker) break;
+          if (!budget) {
+            await this.deleteNode(path);
+            return null;
+          }
+          const waited = await this.waitFor(client, blocker, request.mode, budget, deadline, sessionGone);
+          if (!this.session.isAlive(client)) return await this.sessionEnded(path);
+          if (waited === 'timeout') {
+            await this.deleteNode(path);
+            return null;
+          }
         // The writer of this process holding the node just ahead of ours released. Once the server
         // applied that delete, nobody is ahead of us (sequential nodes are never created ahead of
         // existing ones), and our session, which carries our node too, was alive: we hold without
         // listing the children again.
-        if (typeof waited === 'object' && (await waited.deletion.catch(() => false)) && !ownDeleted) break;
+          if (typeof waited === 'object' && (await waited.deletion.catch(() => false)) && !ownDeleted) break;
+        }
+      } finally {
+        stopWatchingSession();
       }
       const stat = await ownStat;
+      if (!this.session.isAlive(client)) return await this.sessionEnded(path);
       if (!stat) throw new LockBackendUnavailableError(this.name, `acquire (its node ${path} is gone: session expired?)`, Date.now() - sentAt, { key: request.key });
       // The lease is this process's own timer: it counts from the grant, not from before the wait.
       return this.hold(request, client, path, Number(stat.czxid), Date.now()).grant;
@@ -272,6 +339,16 @@ export class ZooKeeperLockStrategy implements LockStrategy {
       await this.deleteNode(path).catch(() => false);
       throw this.permissionDenied(error, 'acquire', request.key) ?? error;
     }
+  }
+
+  /**
+   * The session of an attempt ended under it: its node went with the session, or (a session given up
+   * here) may live on until the server expires it, ahead of the attempt made again: it is deleted first,
+   * from the new session (or by the orphan sweeper, if that fails).
+   */
+  private async sessionEnded(path: string): Promise<typeof SESSION_ENDED> {
+    await this.deleteNode(path).catch(() => false);
+    return SESSION_ENDED;
   }
 
   /** The typed error for a NOAUTH answer (see zkPermissionDenied), undefined for any other. */
@@ -283,10 +360,11 @@ export class ZooKeeperLockStrategy implements LockStrategy {
    * Waits until the blocker is gone, or may be: behind a writer of this process, here (it tells us of
    * its release with the delete, or to look again); behind any other, with a watch on its node (a
    * release of ours whose news reaches us first is taken too). Resolves with the release's delete when
-   * told, 'look-again' when the children must be listed again.
+   * told, 'look-again' when the children must be listed again (also when `sessionGone` resolves: the
+   * session ended, which no watch reports).
    */
-  private async waitFor(client: ZooKeeperLockClient, blocker: string, mode: LockRequest['mode'], budget: WaitBudget, deadline: number): Promise<{ deletion: Promise<boolean> } | 'look-again' | 'timeout'> {
-    if (mode !== 'exclusive') return (await waitForDeletion(client, blocker, budget, deadline)) ? 'look-again' : 'timeout';
+  private async waitFor(client: ZooKeeperLockClient, blocker: string, mode: LockRequest['mode'], budget: WaitBudget, deadline: number, sessionGone: Promise<void>): Promise<{ deletion: Promise<boolean> } | 'look-again' | 'timeout'> {
+    if (mode !== 'exclusive') return (await waitForDeletion(client, blocker, budget, deadline, sessionGone)) ? 'look-again' : 'timeout';
     // A writer of ours whose create landed before ours but whose answer is still on its way is ours too:
     // it joins the line under that path once its answer is in.
     const name = blocker.slice(blocker.lastIndexOf('/') + 1);
@@ -302,7 +380,7 @@ export class ZooKeeperLockStrategy implements LockStrategy {
       releasedHere();
     });
     try {
-      if (!(await waitForDeletion(client, blocker, budget, deadline, handedOver))) return 'timeout';
+      if (!(await waitForDeletion(client, blocker, budget, deadline, Promise.race([handedOver, sessionGone])))) return 'timeout';
       return told ?? 'look-again';
     } finally {
       stopListening();
@@ -331,6 +409,7 @@ export class ZooKeeperLockStrategy implements LockStrategy {
   private hold(request: LockRequest, client: ZooKeeperLockClient, path: string, token: number, grantedAt: number): { node: HeldNode; grant: ZooKeeperLeaseGrant } {
     const node: HeldNode = {
       path,
+      client,
       timer: undefined,
       listeners: new Set(),
       // The session our node lives on, the one `client` belongs to.
@@ -390,9 +469,18 @@ export class ZooKeeperLockStrategy implements LockStrategy {
    */
   private async deleteNode(path: string): Promise<boolean> {
     try {
-      const client = await this.session.client();
-      await client.delete_(path, -1);
-      return true;
+      for (let attempt = 0; ; attempt += 1) {
+        const client = await this.session.client();
+        try {
+          await client.delete_(path, -1);
+          return true;
+        } catch (error) {
+          // The session ended under the call (the native client just learned of its expiry): asked again
+          // on a new session, which finds the node gone with the old one, or deletes it.
+          if (attempt === 0 && this.session.endedBy(client, error)) continue;
+          throw error;
+        }
+      }
     } catch (error) {
       if (zkErrorCode(error) === ZK_ERRORS.NO_NODE) return false;
       // Refused: the lock node's ACL no longer lets us delete; retrying later would be refused alike.

@@ -119,7 +119,8 @@ describe('ZooKeeperSession: a session cut off from the ensemble', () => {
     vi.advanceTimersByTime(2_000);
     clients[0].emit('connect');
     await settle();
-    vi.advanceTimersByTime(10_000);
+    // Async: each probe's answer is taken in before the next timer fires, as on a running event loop.
+    await vi.advanceTimersByTimeAsync(10_000);
     expect(ends).toEqual([]);
     expect(clients[0].closed).toBe(false);
     expect(await session.client()).toBe(first);
@@ -138,6 +139,55 @@ describe('ZooKeeperSession: a session cut off from the ensemble', () => {
     expect(clients[0].closed).toBe(false);
     clients[0].close(); // the server said it expired, once reached again
     expect(ends).toEqual(['expired']);
+    await session.close();
+  });
+
+  it('is ended at the first look after a freeze past the time the server may expire it: isAlive is false, listeners are told first, the next call opens a new session', async () => {
+    const { session, clients } = setUp();
+    const first = await session.client();
+    await settle();
+    const ends: ZooKeeperSessionEnd[] = [];
+    session.onExpired((end) => ends.push(end));
+    // Frozen (SIGSTOP): the monotonic clock runs on, and no timer of ours has fired yet on waking.
+    const frozenAt = performance.now();
+    const clock = vi.spyOn(performance, 'now').mockReturnValue(frozenAt + SAFE_FOR_MS - 1);
+    expect(session.isAlive(first)).toBe(true);
+    clock.mockReturnValue(frozenAt + 6_000);
+    expect(session.isAlive(first)).toBe(false);
+    expect(ends).toEqual(['given-up']);
+    expect(clients[0].closed).toBe(true);
+    clock.mockRestore();
+    const second = await session.client();
+    expect(second).not.toBe(first);
+    expect(session.isAlive(second)).toBe(true);
+    await session.close();
+  });
+
+  it('hands out no session the server may have expired, with no lock held either: the caller waits for a new one', async () => {
+    const { session, clients } = setUp({ holdsLocks: false });
+    const first = await session.client();
+    await settle();
+    const clock = vi.spyOn(performance, 'now').mockReturnValue(performance.now() + 6_000);
+    const second = await session.client();
+    clock.mockRestore();
+    expect(second).not.toBe(first);
+    expect(clients[0].closed).toBe(true);
+    await session.close();
+  });
+
+  it.each(['-112 session expired', '-116 zookeeper is closing', '-9 the request could not be sent'])('ends the session of a call that failed with "%s": listeners are told, the next call opens a new one', async (message) => {
+    const { session, clients } = setUp();
+    const first = await session.client();
+    await settle();
+    const ends: ZooKeeperSessionEnd[] = [];
+    session.onExpired((end) => ends.push(end));
+    expect(session.endedBy(first, new Error('-4 connection loss'))).toBe(false);
+    expect(ends).toEqual([]);
+    expect(session.endedBy(first, new Error(message))).toBe(true);
+    expect(ends).toEqual(['expired']);
+    expect(session.isAlive(first)).toBe(false);
+    expect(await session.client()).not.toBe(first);
+    expect(clients).toHaveLength(2);
     await session.close();
   });
 

@@ -2,6 +2,7 @@ import { LockBackendUnavailableError } from '../../errors/lock-backend-unavailab
 import { loadPeerDependency } from '../load-peer-dependency';
 import { ZK_ERRORS, zkErrorCode, type ZooKeeperLockClient, type ZooKeeperSessionClient } from './zookeeper-client.type';
 import { withNativeCalls } from './zookeeper-internals';
+import { livenessNow, SessionLiveness } from './zookeeper-session-liveness';
 
 /** How to open a ZooKeeper session. */
 export interface ZooKeeperConnectionOptions {
@@ -35,9 +36,10 @@ export type ZooKeeperSessionEnd =
    */
   | 'expired'
   /**
-   * Given up here: cut off from the ensemble while locks were held, for as long as the server may take to
-   * expire it (see LOSS_MARGIN_FRACTION). It may still live on the server, and its ephemeral nodes with it,
-   * until it expires there; its handle is closed, so it never comes back.
+   * Given up here: the server may have expired it by now (see SessionLiveness): cut off from the ensemble
+   * while locks were held, for as long as the server may take to expire it, or not heard from for as long
+   * (the process was frozen). It may still live on the server, and its ephemeral nodes with it, until it
+   * expires there; its handle is closed, so it never comes back.
    */
   | 'given-up';
 
@@ -64,23 +66,6 @@ export interface ZooKeeperSessionHooks {
 const DEFAULT_SESSION_TIMEOUT_MS = 10_000;
 
 /**
- * Share of the session timeout by which a cut-off session is given up before the server could expire
- * it: covers our timer firing late (a busy event loop) and the clocks of client and server not running at
- * quite the same rate. The server's own rounding (an expiry falls on the next tick) only adds to it.
- */
-const LOSS_MARGIN_FRACTION = 0.1;
-
-/** The margin never goes below this, in ms. */
-const MIN_LOSS_MARGIN_MS = 100;
-
-/**
- * A connected session is probed this many times per session timeout (an `exists` of "/"). The answers
- * tell when the server last heard from us; they replace the native client's own pings (sent after a third
- * of the timeout without a request), which it does not report.
- */
-const PROBES_PER_SESSION_TIMEOUT = 4;
-
-/**
  * One ZooKeeper session, kept apart from the lock protocol (as etcd's concurrency.Session is). A lost
  * connection is "unknown" at first: the session (and its ephemeral nodes) may still live, and the client
  * reconnects by itself. An expired session is final: every lock held on it is lost (listeners are told),
@@ -91,11 +76,17 @@ const PROBES_PER_SESSION_TIMEOUT = 4;
  * ("SUSPENDED, then LOST once the session timeout has passed"), a session that stays disconnected while
  * locks are held is given up before the server could have expired it: its listeners are told, its
  * handle is closed, and the next operation opens a new session (see SessionLiveness).
+ *
+ * A process frozen past its session (SIGSTOP, a stalled VM) wakes with timers that fire late and a
+ * native client that has not yet heard of the expiry (its calls then fail with "zookeeper is closing" as
+ * it does). So the session is also checked on the monotonic clock when it is used: `client()` never hands
+ * out a session the server may have expired (it is given up, and the caller waits for a new one), and
+ * `isAlive()` tells a holder, at its first read after waking, that its session and every lock on it are gone.
  */
 export class ZooKeeperSession {
   private current: Promise<ZooKeeperLockClient> | undefined;
   /** The open session, once connected. */
-  private live: { readonly client: ZooKeeperLockClient; readonly liveness: SessionLiveness } | undefined;
+  private live: LiveSession | undefined;
   private readonly expiryListeners = new Set<(end: ZooKeeperSessionEnd) => void>();
   /** How each session that ended, ended. */
   private readonly ended = new WeakMap<ZooKeeperLockClient, ZooKeeperSessionEnd>();
@@ -119,6 +110,9 @@ export class ZooKeeperSession {
     // A late caller (an orphan sweep, a lock attempt that was in flight) must not open a session nobody
     // would close: its native client would keep reconnecting, and the process alive, forever.
     if (this.closing) return Promise.reject(new LockBackendUnavailableError(this.strategy, 'open a session (the strategy is closed)', 0));
+    // A session the server may have expired (the process was frozen past it) is not handed out: a call on
+    // it would fail as the native client learns of the expiry. It is given up, and the caller gets a new one.
+    if (this.live?.liveness.presumedExpired()) this.giveUp(this.live, true);
     this.current ??= this.open().catch((error: unknown) => {
       this.current = undefined;
       throw error;
@@ -146,6 +140,30 @@ export class ZooKeeperSession {
     return () => this.expiryListeners.delete(listener);
   }
 
+  /**
+   * Whether the session of `client` may still live on the server: false once it ended, and false once the
+   * server may have expired it (a process that wakes from a freeze), which ends it here and now: its
+   * listeners are told before this returns. Costs no call to the server.
+   */
+  isAlive(client: ZooKeeperLockClient): boolean {
+    if (this.ended.has(client)) return false;
+    const live = this.live;
+    if (live?.client !== client || !live.liveness.presumedExpired()) return true;
+    this.giveUp(live, true);
+    return false;
+  }
+
+  /**
+   * Whether `error`, from a call on `client`, says that its session is gone: expired on the server, or
+   * its handle closing or closed (the native client learned of the expiry). The session then ends here
+   * now, if it has not already, and the next call opens a new one.
+   */
+  endedBy(client: ZooKeeperLockClient, error: unknown): boolean {
+    const code = zkErrorCode(error);
+    if (code === ZK_ERRORS.SESSION_EXPIRED || code === ZK_ERRORS.CLOSING || code === ZK_ERRORS.INVALID_STATE) this.end(client, 'expired');
+    return this.ended.has(client);
+  }
+
   async close(): Promise<void> {
     this.closing = true;
     // A connection still being made is given up now, not when its connect timeout ends: until then its
@@ -171,13 +189,14 @@ export class ZooKeeperSession {
       host_order_deterministic: false,
     });
     // The server creates the session after this: it has heard from us no earlier.
-    const started = Date.now();
+    const started = livenessNow();
+    const elapsed = (): number => Math.round(livenessNow() - started);
     await new Promise<void>((resolve, reject) => {
       const giveUp = (): void => {
         clearTimeout(timer);
         this.abandonConnect = undefined;
         raw.close();
-        reject(new LockBackendUnavailableError(this.strategy, `connect to ZooKeeper (${this.options.connect})`, Date.now() - started));
+        reject(new LockBackendUnavailableError(this.strategy, `connect to ZooKeeper (${this.options.connect})`, elapsed()));
       };
       const timer = setTimeout(giveUp, this.connectTimeoutMs);
       this.abandonConnect = giveUp;
@@ -197,18 +216,22 @@ export class ZooKeeperSession {
         }),
       sessionTimeoutMs: () => (raw.timeout > 0 ? raw.timeout : requestedTimeout),
       heardAt: started,
-      onPresumedExpired: () => this.giveUp(client, raw),
+      onPresumedExpired: () => this.giveUp({ client, raw, liveness }),
     });
     raw.on('connecting', () => liveness.disconnected());
     raw.on('connect', () => liveness.connected());
     // The session ended (expired, or closed by the server): its ephemeral nodes are gone.
     raw.on('close', () => this.end(client, 'expired'));
     liveness.connected();
+    // A connect slower than the session timeout leaves nothing known of when the server last heard from
+    // us but the start: the probe sent with the connect tells, before the session is handed out (it would
+    // be given up at once otherwise).
+    if (liveness.presumedExpired()) await this.firstAnswer(liveness, raw, started, elapsed);
     if (this.options.digestAuth) {
       try {
         await new Promise<void>((resolve, reject) =>
           (raw as unknown as { add_auth(scheme: string, auth: string, cb: (rc: number, error: string) => void): void }).add_auth('digest', this.options.digestAuth as string, (rc, error) =>
-            rc === 0 ? resolve() : reject(new LockBackendUnavailableError(this.strategy, `authenticate to ZooKeeper (${error})`, Date.now() - started)),
+            rc === 0 ? resolve() : reject(new LockBackendUnavailableError(this.strategy, `authenticate to ZooKeeper (${error})`, elapsed())),
           ),
         );
       } catch (error) {
@@ -219,20 +242,36 @@ export class ZooKeeperSession {
         throw error;
       }
     }
-    this.live = { client, liveness };
+    this.live = { client, raw, liveness };
     return client;
   }
 
+  /** Waits for the next answered probe, within what is left of the connect timeout. */
+  private async firstAnswer(liveness: SessionLiveness, raw: ZooKeeperSessionClient, started: number, elapsed: () => number): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const answered = await Promise.race([
+      liveness.nextAnswer().then(() => true),
+      new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), Math.max(0, started + this.connectTimeoutMs - livenessNow())))),
+    ]);
+    clearTimeout(timer);
+    if (answered) return;
+    liveness.stop();
+    raw.close();
+    throw new LockBackendUnavailableError(this.strategy, `connect to ZooKeeper (${this.options.connect}: no answer after the connect)`, elapsed());
+  }
+
   /**
-   * Cut off for as long as the server may take to expire the session. With locks held, it is treated as
-   * expired now: their holders are told, never later than the server could let another holder in. The
-   * handle is closed, so this session never comes back: if the server still has it, it expires there (or
-   * ends at once if the client had just reconnected, since a connected handle closes its session).
-   * Without locks, nothing is at stake: the session reconnects, or its expiry is reported as usual.
+   * Not heard from for as long as the server may take to expire the session (cut off, or frozen). With
+   * locks held or waited for, it is treated as expired now: their holders are told, never later than the
+   * server could let another holder in, and their waiters queue again. The handle is closed, so this
+   * session never comes back: if the server still has it, it expires there (or ends at once if the client
+   * had just reconnected, since a connected handle closes its session). Without locks, nothing is at
+   * stake: the session reconnects, or its expiry is reported as usual; unless `always` (a caller is about
+   * to use it, or asks whether it lives), since the calls made on it would fail.
    */
-  private giveUp(client: ZooKeeperLockClient, raw: ZooKeeperSessionClient): void {
+  private giveUp({ client, raw }: LiveSession, always = false): void {
     const holdsLocks = this.hooks.holdsLocks ?? (() => this.expiryListeners.size > 0);
-    if (this.closing || this.ended.has(client) || !holdsLocks()) return;
+    if (this.closing || this.ended.has(client) || !(always || holdsLocks())) return;
     this.end(client, 'given-up');
     raw.close();
   }
@@ -253,95 +292,9 @@ export class ZooKeeperSession {
   }
 }
 
-/** What SessionLiveness needs of its session. */
-interface LivenessDeps {
-  /** A cheap request; resolves once the server answered. */
-  probe(): Promise<unknown>;
-  /** The session timeout the server granted, in ms. */
-  sessionTimeoutMs(): number;
-  /** A time (ms) at or before which the server last heard from us, to begin with. */
-  heardAt: number;
-  /** The session may have expired on the server by now. */
-  onPresumedExpired(): void;
-}
-
-/**
- * When a disconnected session may have expired on the server. The server expires a session one session
- * timeout after it last heard from the client (rounded up to its next tick), so the session is safe until
- * then and no longer. We cannot know that moment exactly, but we know a time at or before it: the sending
- * of the last request the server answered (it received it later), or of the (re)connect that it accepted.
- * The session is presumed expired at that time plus the negotiated session timeout, minus a margin
- * (LOSS_MARGIN_FRACTION): early rather than late, so a holder is never told after another one got in.
- *
- * Probes (PROBES_PER_SESSION_TIMEOUT) keep that time recent, so a cut at time c is reported between
- * about c + 0.65 × timeout (the last answered probe went out a probe interval before the cut) and c + 0.9 ×
- * timeout (it came right before the cut), plus however late our timer fires. The count starts when the
- * native client raises 'connecting': at once when the connection breaks, at the latest two thirds of the
- * timeout after it last heard from the server (its receive timeout); if that is past the point already,
- * the session is given up at once. A reconnect before the point ('connect') cancels the count.
- */
-class SessionLiveness {
-  private heardAt: number;
-  private disconnectedAt: number | undefined;
-  private probeTimer: NodeJS.Timeout | undefined;
-  private probing = false;
-  private lossTimer: NodeJS.Timeout | undefined;
-  private stopped = false;
-
-  constructor(private readonly deps: LivenessDeps) {
-    this.heardAt = deps.heardAt;
-  }
-
-  /** Connected (again): the count stops, and probing starts with one probe now. */
-  connected(): void {
-    if (this.stopped) return;
-    // A reconnect is sent after the disconnect was noticed, and the server accepted it.
-    if (this.disconnectedAt !== undefined) this.heardAt = Math.max(this.heardAt, this.disconnectedAt);
-    this.disconnectedAt = undefined;
-    clearTimeout(this.lossTimer);
-    this.lossTimer = undefined;
-    this.probe();
-    if (!this.probeTimer) {
-      this.probeTimer = setInterval(() => this.probe(), Math.max(1, Math.floor(this.deps.sessionTimeoutMs() / PROBES_PER_SESSION_TIMEOUT)));
-      this.probeTimer.unref?.();
-    }
-  }
-
-  /** The connection is lost: the session is presumed expired unless it reconnects in time. */
-  disconnected(): void {
-    if (this.stopped || this.disconnectedAt !== undefined) return;
-    this.disconnectedAt = Date.now();
-    const timeout = this.deps.sessionTimeoutMs();
-    const margin = Math.max(MIN_LOSS_MARGIN_MS, timeout * LOSS_MARGIN_FRACTION);
-    const presumedExpiredAt = this.heardAt + timeout - margin;
-    this.lossTimer = setTimeout(() => {
-      this.lossTimer = undefined;
-      if (!this.stopped && this.disconnectedAt !== undefined) this.deps.onPresumedExpired();
-    }, Math.max(0, presumedExpiredAt - Date.now()));
-    this.lossTimer.unref?.();
-  }
-
-  stop(): void {
-    this.stopped = true;
-    clearInterval(this.probeTimer);
-    clearTimeout(this.lossTimer);
-    this.probeTimer = undefined;
-    this.lossTimer = undefined;
-  }
-
-  private probe(): void {
-    // One at a time: a probe sent into a lost connection fails with it, or is answered after a reconnect.
-    if (this.stopped || this.probing) return;
-    this.probing = true;
-    const sentAt = Date.now();
-    this.deps.probe().then(
-      () => {
-        this.probing = false;
-        this.heardAt = Math.max(this.heardAt, sentAt);
-      },
-      () => {
-        this.probing = false; // lost with the connection: nothing learned
-      },
-    );
-  }
+/** The open session: its client as the strategy uses it, the native client, and the count of its liveness. */
+interface LiveSession {
+  readonly client: ZooKeeperLockClient;
+  readonly raw: ZooKeeperSessionClient;
+  readonly liveness: SessionLiveness;
 }

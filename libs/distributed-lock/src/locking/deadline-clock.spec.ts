@@ -1,0 +1,114 @@
+import { DeadlineClock } from './deadline-clock';
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe('DeadlineClock', () => {
+  let clock: DeadlineClock;
+  beforeEach(() => (clock = new DeadlineClock()));
+  afterEach(() => clock.stop());
+
+  it('fires each deadline once, in time order across durations, and never early', async () => {
+    const fired: Array<[string, number]> = [];
+    const start = performance.now();
+    const at = (name: string) => (): void => void fired.push([name, performance.now() - start]);
+    clock.after(60, at('60a'));
+    clock.after(20, at('20'));
+    clock.after(60, at('60b'));
+    clock.after(0, at('0'));
+    clock.after(40, at('40'));
+    await sleep(120);
+    expect(fired.map(([name]) => name)).toEqual(['0', '20', '40', '60a', '60b']);
+    const due: Record<string, number> = { '0': 0, '20': 20, '40': 40, '60a': 60, '60b': 60 };
+    for (const [name, elapsed] of fired) expect(elapsed).toBeGreaterThanOrEqual(due[name] - 1);
+    expect(clock.armed).toBe(0);
+  });
+
+  it('fires nothing cancelled; cancelling the earliest moves the timer on to the next', async () => {
+    const fired: string[] = [];
+    const first = clock.after(10, () => fired.push('first'));
+    clock.after(30, () => fired.push('second'));
+    const third = clock.after(30, () => fired.push('third'));
+    first.cancel();
+    third.cancel();
+    third.cancel();
+    expect(clock.armed).toBe(1);
+    await sleep(60);
+    expect(fired).toEqual(['second']);
+    expect(first.pending).toBe(false);
+  });
+
+  it('serves a deadline armed by a firing one', async () => {
+    const fired: string[] = [];
+    clock.after(5, () => {
+      fired.push('outer');
+      clock.after(0, () => fired.push('inner now'));
+      clock.after(15, () => fired.push('inner later'));
+    });
+    await sleep(50);
+    expect(fired).toEqual(['outer', 'inner now', 'inner later']);
+  });
+
+  it('an earlier deadline armed after a later one still fires first', async () => {
+    const fired: string[] = [];
+    clock.after(50, () => fired.push('late'));
+    clock.after(5, () => fired.push('early'));
+    await sleep(20);
+    expect(fired).toEqual(['early']);
+    await sleep(50);
+    expect(fired).toEqual(['early', 'late']);
+  });
+
+  it('stop() forgets every deadline', async () => {
+    const fired: string[] = [];
+    clock.after(5, () => fired.push('x'));
+    clock.after(5, () => fired.push('y'), true);
+    clock.stop();
+    await sleep(20);
+    expect(fired).toEqual([]);
+    expect(clock.armed).toBe(0);
+  });
+
+  it('uses one runtime timer however many deadlines are armed', async () => {
+    const { createHook } = await import('node:async_hooks');
+    let timeouts = 0;
+    const hook = createHook({ init: (_id, type) => void (type === 'Timeout' && (timeouts += 1)) }).enable();
+    try {
+      const entries = Array.from({ length: 100 }, (_, i) => clock.after(1_000 + (i % 3), () => undefined));
+      for (const entry of entries) entry.cancel();
+    } finally {
+      hook.disable();
+    }
+    expect(timeouts).toBe(1);
+  });
+});
+
+describe('DeadlineClock after a stall', () => {
+  it('lets an answer that came during a stall in before a deadline that fell inside it', async () => {
+    const clock = new DeadlineClock();
+    const { spawn } = await import('node:child_process');
+    const { connect } = await import('node:net');
+    // The server is another process: it answers while this one is stalled, as a real server would.
+    const server = spawn(process.execPath, ['-e', "require('net').createServer((s) => s.on('data', () => s.write('answer'))).listen(0, '127.0.0.1', function () { console.log(this.address().port) })"]);
+    const port = await new Promise<number>((resolve) => server.stdout.once('data', (chunk: Buffer) => resolve(Number(chunk.toString()))));
+    const socket = connect(port, '127.0.0.1');
+    await new Promise((resolve) => socket.once('connect', resolve));
+    try {
+      let answered = false;
+      socket.once('data', () => {
+        answered = true;
+      });
+      const verdict = new Promise<string>((resolve) => clock.after(30, () => resolve(answered ? 'answered' : 'silent')));
+      socket.write('question');
+      // The loop is blocked past the deadline (a frozen process): the answer arrives meanwhile.
+      const until = Date.now() + 200;
+      while (Date.now() < until) {
+        /* stalled */
+      }
+      expect(await verdict).toBe('answered');
+    } finally {
+      socket.destroy();
+      server.kill();
+      clock.stop();
+    }
+  });
+});

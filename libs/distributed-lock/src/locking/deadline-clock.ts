@@ -1,0 +1,203 @@
+/** A runtime timer this late (ms) gives the loop one turn to read its sockets first (see `onTimer`). */
+const LATE_FIRE_MS = 20;
+
+/**
+ * One timer for every deadline of a lock manager: the bound of each server call, each wait's deadline and
+ * silence watch, each lease's renewal and end, each retry pause. Arming a deadline links an entry into a
+ * list; nothing is armed with the runtime per acquisition. The one runtime timer is set for the earliest
+ * deadline, and reset only when it fires or when an earlier one comes.
+ *
+ * Deadlines of one duration (every call's `operationTimeout`, every lease renewal of one ttl) end in the
+ * order they were armed, so each duration has a list of its own, kept in that order for free: arming and
+ * cancelling are O(1), with no garbage left behind. The earliest deadline is the earliest list head.
+ *
+ * Times are `performance.now()` (monotonic): a wall clock that jumps neither fires a deadline early nor
+ * holds it back. The runtime timer is unref'd while only bounds are armed (a server call in flight keeps
+ * the process alive through its socket), and ref'd while someone waits on a deadline alone (a retry pause
+ * over an embedded store has no socket that would).
+ */
+export class DeadlineClock {
+  private readonly lanes = new Map<number, Lane>();
+  private timer: NodeJS.Timeout | undefined;
+  /** When the runtime timer fires (performance.now()), while one is set. */
+  private timerAt = Number.POSITIVE_INFINITY;
+  /** Armed deadlines that must keep the process alive. */
+  private keepingAlive = 0;
+  private firing = false;
+
+  /**
+   * Calls `fire` once `ms` from now, unless the returned deadline is cancelled first. `keepAlive`: the
+   * process stays alive until then (a pause someone awaits); default false.
+   */
+  after(ms: number, fire: () => void, keepAlive = false): Deadline {
+    const duration = Math.max(0, Math.ceil(ms));
+    let lane = this.lanes.get(duration);
+    if (!lane) {
+      lane = new Lane(duration);
+      this.lanes.set(duration, lane);
+    }
+    const entry = new Deadline(this, lane, performance.now() + duration, fire, keepAlive);
+    lane.push(entry);
+    if (keepAlive) this.keepingAlive += 1;
+    // While firing, the loop sets the timer for whatever is left once it is done.
+    if (this.firing) return entry;
+    if (entry.at < this.timerAt) this.arm(entry.at);
+    else if (keepAlive && this.keepingAlive === 1) this.timer?.ref();
+    return entry;
+  }
+
+  /** Number of deadlines armed now (for tests and the cost probe). */
+  get armed(): number {
+    let count = 0;
+    for (const lane of this.lanes.values()) count += lane.size;
+    return count;
+  }
+
+  /** Stops the runtime timer and forgets every deadline without firing it (the manager closed). */
+  stop(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    this.timerAt = Number.POSITIVE_INFINITY;
+    for (const lane of this.lanes.values()) lane.clear();
+    this.lanes.clear();
+    this.keepingAlive = 0;
+  }
+
+  /** @internal an entry left its lane (fired or cancelled). */
+  removed(entry: Deadline): void {
+    if (entry.keepAlive) {
+      this.keepingAlive -= 1;
+      if (this.keepingAlive === 0) this.timer?.unref();
+    }
+  }
+
+  private arm(at: number): void {
+    clearTimeout(this.timer);
+    this.timerAt = at;
+    this.timer = setTimeout(this.onTimer, Math.max(0, at - performance.now()));
+    if (this.keepingAlive === 0) this.timer.unref();
+  }
+
+  private readonly onTimer = (): void => {
+    const late = performance.now() - this.timerAt;
+    this.timer = undefined;
+    this.timerAt = Number.POSITIVE_INFINITY;
+    // Far past its time, the process was frozen (SIGSTOP, a paused VM) or its loop blocked, and Node runs
+    // timers before it reads its sockets: an answer that came meanwhile is waiting there. One turn of the
+    // loop lets it in before any deadline decides that a server was silent or a call timed out.
+    if (late > LATE_FIRE_MS) {
+      setImmediate(this.fireDue);
+      return;
+    }
+    this.fireDue();
+  };
+
+  private readonly fireDue = (): void => {
+    if (this.firing) return;
+    this.firing = true;
+    try {
+      // Each due entry fires once; a callback that arms a new deadline adds it behind, to be seen below.
+      for (;;) {
+        const now = performance.now();
+        let due: Deadline | undefined;
+        let next = Number.POSITIVE_INFINITY;
+        for (const lane of this.lanes.values()) {
+          const head = lane.head;
+          if (!head) continue;
+          if (head.at <= now) {
+            due = head;
+            break;
+          }
+          if (head.at < next) next = head.at;
+        }
+        if (!due) {
+          this.dropEmptyLanes();
+          if (next !== Number.POSITIVE_INFINITY) this.arm(next);
+          return;
+        }
+        try {
+          due.fireNow();
+        } catch (error) {
+          // As a throwing timer callback would: an uncaught exception, after the other deadlines are served.
+          queueMicrotask(() => {
+            throw error;
+          });
+        }
+      }
+    } finally {
+      this.firing = false;
+    }
+  };
+
+  private dropEmptyLanes(): void {
+    for (const [duration, lane] of this.lanes) if (!lane.head) this.lanes.delete(duration);
+  }
+}
+
+/** One armed deadline. `cancel()` is idempotent and cheap; a fired deadline does nothing on cancel. */
+export class Deadline {
+  /** @internal */ prev: Deadline | undefined;
+  /** @internal */ next: Deadline | undefined;
+  private done = false;
+
+  /** @internal */
+  constructor(
+    private readonly clock: DeadlineClock,
+    private readonly lane: Lane,
+    /** When it fires (performance.now()). */
+    readonly at: number,
+    private readonly fire: () => void,
+    /** @internal */ readonly keepAlive: boolean,
+  ) {}
+
+  /** True until it fired or was cancelled. */
+  get pending(): boolean {
+    return !this.done;
+  }
+
+  cancel(): void {
+    if (this.done) return;
+    this.done = true;
+    this.lane.unlink(this);
+    this.clock.removed(this);
+  }
+
+  /** @internal */
+  fireNow(): void {
+    this.cancel();
+    this.fire();
+  }
+}
+
+/** The deadlines of one duration, in the order they end. */
+class Lane {
+  head: Deadline | undefined;
+  private tail: Deadline | undefined;
+  size = 0;
+
+  constructor(readonly duration: number) {}
+
+  push(entry: Deadline): void {
+    entry.prev = this.tail;
+    if (this.tail) this.tail.next = entry;
+    else this.head = entry;
+    this.tail = entry;
+    this.size += 1;
+  }
+
+  unlink(entry: Deadline): void {
+    if (entry.prev) entry.prev.next = entry.next;
+    else this.head = entry.next;
+    if (entry.next) entry.next.prev = entry.prev;
+    else this.tail = entry.prev;
+    entry.prev = undefined;
+    entry.next = undefined;
+    this.size -= 1;
+  }
+
+  clear(): void {
+    this.head = undefined;
+    this.tail = undefined;
+    this.size = 0;
+  }
+}

@@ -1,0 +1,148 @@
+import { DEFAULT_HAND_OVER_LIMITS } from '../hand-over-limits';
+import { HandOverLine, type LineWaiter } from '../hand-over-line';
+import type { EngineContext } from '../engine-context';
+import type { LeaseGrant, LockRequest } from '../lock-lease';
+import type { ResolvedAcquireOptions } from '../lock-options';
+import type { LockStrategy, ReleaseOutcome } from '../lock-strategy.interface';
+import { retryDelay } from '../retry-policy';
+import type { CallerBudget } from '../wait-budget';
+import { boundedCall } from './bounded-call';
+import { wakeOrDeadline } from './clock-waits';
+import { boundedTry } from './poll-wait';
+
+/**
+ * This process's contenders for each key, for strategies that poll and hand a lock on (`transfer`): the
+ * first contender polls the backend while no contender here holds the key; the others wait here, and a
+ * release hands the lock to the first of them without its polling, within the strategy's hand-over limits
+ * (lock cohorting).
+ */
+export class ProcessLines {
+  private readonly lines = new Map<string, HandOverLine>();
+
+  constructor(
+    private readonly ctx: EngineContext,
+    /** The strategy whose exclusive locks the lines pass on. */
+    readonly strategy: LockStrategy,
+  ) {}
+
+  /** True when the strategy hands locks on: exclusive grants then go through a line. */
+  get active(): boolean {
+    return this.strategy.transfer !== undefined;
+  }
+
+  /** A grant of the backend (not a hand-over): its key's line, if any, knows its holder. */
+  granted(grant: LeaseGrant): void {
+    if (!this.active || grant.mode !== 'exclusive') return;
+    const line = this.lineOf(grant.key);
+    if (!line.isHolder(grant.owner)) line.takenFromBackend(grant.owner);
+  }
+
+  /** `owner` no longer holds `key` here (released, lost, given back): the line moves on. */
+  holderGone(key: string, owner: string): void {
+    const line = this.lines.get(key);
+    if (!line) return;
+    line.holderGone(owner);
+    if (line.isEmpty) this.lines.delete(key);
+  }
+
+  /**
+   * Releases `lease` by handing the lock to the next contender of this process, when one waits and the
+   * limits allow; undefined when the lock goes back to the backend instead. Resolves whether `lease` still
+   * held the lock (handed on or not).
+   */
+  handOver(lease: LeaseGrant, outcome: ReleaseOutcome): Promise<boolean> | undefined {
+    const { transfer } = this.strategy;
+    if (!transfer || outcome === 'lost' || this.ctx.closed || lease.mode !== 'exclusive') return undefined;
+    const line = this.lines.get(lease.key);
+    const next = line?.successorOf(lease.owner, this.strategy.handOverLimits ?? DEFAULT_HAND_OVER_LIMITS);
+    if (!line || !next) return undefined;
+    const { ctx, strategy } = this;
+    return boundedCall<LeaseGrant | null, boolean>({
+      clock: ctx.clock,
+      strategy: ctx.name,
+      operation: 'release',
+      key: lease.key,
+      timeoutMs: ctx.operationTimeout,
+      run: () => transfer.call(strategy, lease, next.request),
+      // Handed on after the caller gave up: the lock is the next contender's on the backend, unknown to it.
+      onLateResult: (grant) => void ctx.releaseOrphan(grant, strategy),
+      then: (grant) => {
+        if (!grant) return false;
+        // The next contender left meanwhile (timed out, aborted): its lock goes back to the backend.
+        if (!line.handedTo(lease.owner, next, grant)) return ctx.releaseOrphan(grant, strategy).then(() => true);
+        return true;
+      },
+    });
+  }
+
+  /**
+   * A wait in this process's line for the key: the first contender polls the backend while no contender
+   * here holds the key; the others wait here, and a release hands the lock to the first of them.
+   */
+  async wait(request: LockRequest, options: ResolvedAcquireOptions, budget: CallerBudget, deadline: number, abortedError: () => Error): Promise<LeaseGrant | null> {
+    const { ctx, strategy } = this;
+    const line = this.lineOf(request.key);
+    const state: { delivered?: LeaseGrant; wake?: () => void; kept: boolean } = { kept: false };
+    const waiter: LineWaiter = {
+      request,
+      deliver: (grant) => {
+        state.delivered = grant;
+        state.wake?.();
+      },
+      wake: () => state.wake?.(),
+    };
+    const arm = (woken: () => void): (() => void) => {
+      state.wake = woken;
+      return () => (state.wake = undefined);
+    };
+    line.join(waiter);
+    try {
+      for (let attempt = 0; ; ) {
+        if (state.delivered) {
+          if (options.signal?.aborted) throw abortedError();
+          state.kept = true;
+          return state.delivered;
+        }
+        const remaining = deadline - Date.now();
+        if (remaining <= 0 || ctx.closed) return null;
+        if (options.signal?.aborted) throw abortedError();
+        if (!line.mayPoll(waiter)) {
+          // Behind a contender of this process: told when the lock is handed to us or when it is our turn.
+          await wakeOrDeadline(ctx.clock, budget, deadline, arm);
+          continue;
+        }
+        if (line.takeYield()) {
+          // Our process gave the key back at its hand-over limit: others first (see HandOverLine.successorOf).
+          await wakeOrDeadline(ctx.clock, budget, Date.now() + Math.min(remaining, retryDelay(0, options.retry)), arm);
+          continue;
+        }
+        const grant = await boundedTry(ctx, strategy, request);
+        if (grant) {
+          if (options.signal?.aborted) {
+            await ctx.releaseOrphan(grant, strategy);
+            throw abortedError();
+          }
+          line.takenFromBackend(grant.owner);
+          return grant;
+        }
+        if (state.delivered) continue;
+        await wakeOrDeadline(ctx.clock, budget, Date.now() + Math.min(deadline - Date.now(), retryDelay(attempt, options.retry)), arm);
+        attempt += 1;
+      }
+    } finally {
+      line.leave(waiter);
+      // Handed the lock as the wait ended without it (timeout, abort, close): it goes back.
+      if (state.delivered && !state.kept) void ctx.releaseOrphan(state.delivered, strategy);
+      if (line.isEmpty) this.lines.delete(request.key);
+    }
+  }
+
+  private lineOf(key: string): HandOverLine {
+    let line = this.lines.get(key);
+    if (!line) {
+      line = new HandOverLine();
+      this.lines.set(key, line);
+    }
+    return line;
+  }
+}
