@@ -1,5 +1,6 @@
 // The consumer apps under test/consumers: generated once by `nest new`, then given a @Locked counter.
 // What each installs, and on which Node majors each check runs.
+import { besideRedis, installRow } from './install-table';
 
 export type NodeMajor = 20 | 22 | 24;
 
@@ -25,12 +26,35 @@ export interface ConsumerFixture {
   readonly unitNodes: readonly NodeMajor[];
   /** Native modules to rebuild for each Node major (their ABI differs). */
   readonly nativeModules: readonly string[];
+  /** Node majors the two-instance runs go on. Default: every one the check runs. */
+  readonly runNodes?: readonly NodeMajor[];
+  /** Runs the README's quick start over HTTP on the build's Node: two `npm run start:prod`, 100 POSTs each. */
+  readonly quickStart?: boolean;
+  /** Runs docs/observability.md's set-up (`dist/observed.js`) on the build's Node: a lock's span and count. */
+  readonly observability?: boolean;
+  /** Also installs every row of the README's install table into a copy of this app (install-matrix.ts). */
+  readonly installMatrix?: boolean;
 }
+
+/** The README's rows, as written there: the apps install what the table says. */
+const redis = installRow('Redis').packages;
+const telemetry = installRow('traces and metrics').packages;
 
 export const ALL_NODES: readonly NodeMajor[] = [20, 22, 24];
 
 export const FIXTURES: readonly ConsumerFixture[] = [
-  { name: 'nest12-esm', packages: ['ioredis'], buildNode: 22, scenarios: ['redis'], unitNodes: ALL_NODES, nativeModules: [] },
+  {
+    // The README's quick start and docs/observability.md's set-up, on the newest OpenTelemetry line (Node 22.15+).
+    name: 'nest12-esm',
+    packages: [...redis, ...telemetry],
+    buildNode: 22,
+    scenarios: ['redis'],
+    unitNodes: ALL_NODES,
+    nativeModules: [],
+    quickStart: true,
+    observability: true,
+    installMatrix: true,
+  },
   {
     name: 'nest12-cjs',
     // The older lines of the optional peers (the repository's own tests run the newest): an existing app
@@ -71,5 +95,29 @@ export const FIXTURES: readonly ConsumerFixture[] = [
     unitNodes: [],
     nativeModules: ['zookeeper'],
   },
-  { name: 'nest11-cjs', packages: ['ioredis'], buildNode: 20, scenarios: ['redis'], unitNodes: ALL_NODES, nativeModules: [] },
+  {
+    // The observability set-up on the OpenTelemetry line npm picks on Node 20 (sdk-node 0.223, API 1.9).
+    name: 'nest11-cjs',
+    packages: [...redis, ...telemetry],
+    buildNode: 20,
+    scenarios: ['redis'],
+    unitNodes: ALL_NODES,
+    nativeModules: [],
+    observability: true,
+    installMatrix: true,
+  },
+  {
+    // Redis beside TypeORM 1.x, as the README's install table says to install them: ioredis 5 (TypeORM's
+    // optional peer), the newest TypeORM and @nestjs/typeorm, on PostgreSQL. A Redis lock and a lock-table
+    // lock in one app, on the build's Node (the other Nodes run the same code in the fixtures above).
+    name: 'nest12-cjs-typeorm1-redis5',
+    app: 'nest12-cjs',
+    packages: besideRedis(installRow('PostgreSQL')),
+    database: 'postgres',
+    buildNode: 22,
+    scenarios: ['redis', 'row'],
+    unitNodes: [],
+    nativeModules: [],
+    runNodes: [22],
+  },
 ];

@@ -1,46 +1,36 @@
-// The README's install snippets are copied from the consumer apps that `npm run test:consumers` proves.
-// A block announced by `<!-- from <path> -->` must appear in that file: each part between `// …` lines
-// as consecutive lines, in order.
+// The README's quick start and the docs' set-ups are files of the consumer apps that `npm run test:consumers`
+// installs from the packed tarball, builds and runs. A block announced by `<!-- from <path> -->` is that whole
+// file, as it is: a user copies it and has every line it needs (no `// …` gaps), and a block that no longer
+// compiles fails the consumer check that builds its app. The other blocks are compiled by
+// scripts/docs-code/docs-code.spec.ts.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { allCodeBlocks, codeBlocksOf, ROOT } from '../docs-code/code-blocks';
 
-const ROOT = join(__dirname, '..', '..');
-const SNIPPET = /<!-- from (\S+) -->\n```\w*\n([\s\S]*?)```/g;
+describe('README and docs blocks copied from the consumer apps', () => {
+  const copied = allCodeBlocks().filter((block) => block.from !== undefined);
 
-function partsOf(block: string): string[][] {
-  const parts: string[][] = [[]];
-  for (const line of block.split('\n')) {
-    if (line.trim() === '// …') parts.push([]);
-    else if (line.trim() !== '') parts[parts.length - 1].push(line);
-  }
-  return parts.filter((part) => part.length > 0);
-}
-
-/** Where `part` starts as consecutive lines of `lines` at or after `from`, or -1. */
-function indexOfLines(lines: string[], part: string[], from: number): number {
-  for (let start = from; start + part.length <= lines.length; start += 1) {
-    if (part.every((line, offset) => lines[start + offset] === line)) return start;
-  }
-  return -1;
-}
-
-describe('README snippets copied from the consumer apps', () => {
-  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-  const snippets = [...readme.matchAll(SNIPPET)].map((match) => ({ path: match[1], block: match[2] }));
-
-  it('there are some', () => {
-    expect(snippets.map((snippet) => snippet.path)).toEqual(
-      expect.arrayContaining(['test/consumers/nest12-esm/src/app.module.ts', 'test/consumers/nest11-cjs/src/app.module.ts']),
+  it('the quick start shows whole files of the Nest 12 app, and the observability set-up its telemetry file', () => {
+    const readme = copied.filter((block) => block.doc === 'README.md').map((block) => block.from);
+    expect(readme).toEqual(
+      expect.arrayContaining([
+        'test/consumers/nest12-esm/src/app.module.ts',
+        'test/consumers/nest12-esm/src/counter.service.ts',
+        'test/consumers/nest12-esm/src/redis-counter.store.ts',
+        'test/consumers/nest12-esm/src/counter.controller.ts',
+      ]),
     );
+    expect(copied.map((block) => block.from)).toContain('test/consumers/nest12-esm/src/telemetry.ts');
   });
 
-  it.each(snippets.map((snippet, index) => [`${index + 1}: ${snippet.path}`, snippet] as const))('%s is in its file', (_, snippet) => {
-    const lines = readFileSync(join(ROOT, snippet.path), 'utf8').split('\n');
-    let from = 0;
-    for (const part of partsOf(snippet.block)) {
-      const at = indexOfLines(lines, part, from);
-      expect({ part: part.join('\n'), found: at >= 0 }).toEqual({ part: part.join('\n'), found: true });
-      from = at + part.length;
-    }
+  it.each(copied.map((block) => [`${block.doc}:${block.line} ${block.from}`, block] as const))('%s is that whole file', (_, block) => {
+    expect(block.from).toMatch(/^test\/consumers\/[^/]+\/src\//);
+    const file = readFileSync(join(ROOT, block.from as string), 'utf8');
+    expect(block.code.trimEnd()).toBe(file.trimEnd());
+  });
+
+  it('no README code block leaves lines out (`// …`)', () => {
+    const gaps = codeBlocksOf('README.md').filter((block) => /^\s*(\/\/|#)\s*…\s*$/m.test(block.code));
+    expect(gaps.map((block) => `README.md:${block.line}`)).toEqual([]);
   });
 });

@@ -1,21 +1,25 @@
-// `npm run test:consumers`: the library as users receive it. Packs the tarball, installs it into each
-// consumer app under test/consumers (copied outside the workspace) with no flags, fails on any peer
-// warning, builds the app, runs two instances of it against one Redis on Node 20, 22 and 24, and runs
-// the app's own unit tests in its own runner. An app whose database is MariaDB or PostgreSQL, or that locks on
-// ZooKeeper, gets the test server's (started here unless its LOCK_TEST_* variable names one). Options:
-// --only <fixture>, --nodes 20,22.
-import { execFileSync, spawnSync } from 'node:child_process';
+// `npm run test:consumers`: the library as users receive it. Packs the tarball as `npm run pack:lib` does,
+// resolves every row of the README's install table in a fresh Nest 11 and a fresh Nest 12 app
+// (install-matrix.ts), installs it into each consumer app under test/consumers (copied outside the
+// workspace) with no flags, fails on any peer or engine warning, builds the app, runs two instances of it
+// against one Redis on Node 20, 22 and 24, runs the README's quick start over HTTP and the observability
+// set-up where the fixture says so, and runs the app's own unit tests in its own runner. An app whose
+// database is MariaDB or PostgreSQL, or that locks on ZooKeeper, gets the test server's (started here unless
+// its LOCK_TEST_* variable names one). Options: --only <fixture>, --nodes 20,22, --no-matrix.
+import { spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startTopologies, stopStarted, type RunningTopology, type TopologyName } from '../services/index';
 import { ALL_NODES, FIXTURES, type ConsumerFixture, type NodeMajor } from './fixtures';
+import { observedRun, quickStartOverHttp } from './app-runs';
+import { INSTALL_TROUBLE, installMatrix } from './install-matrix';
 import { envFor, nodeBinary, type NodeBinary } from './node-binaries';
 import { runTwoInstances } from './two-instances';
 
 const ROOT = join(__dirname, '..', '..');
-// What npm says when a peer range does not fit; any of it fails the install check.
-const PEER_TROUBLE = /ERESOLVE|peer dep|conflicting peer|overriding peer|invalid: /i;
+/** Rows of the install matrix resolved at once, per app (two apps, beside the fixtures' own installs). */
+const MATRIX_PARALLEL = 2;
 
 interface Outcome {
   readonly fixture: string;
@@ -39,8 +43,9 @@ function run(command: string, args: string[], cwd: string, env: NodeJS.ProcessEn
   return output;
 }
 
+/** The tarball, as `npm run pack:lib` makes it (its build's own small install, no workspace). */
 function packLibrary(into: string): string {
-  execFileSync('npm', ['pack', '--pack-destination', into], { cwd: join(ROOT, 'libs', 'distributed-lock'), stdio: ['ignore', 'ignore', 'inherit'] });
+  run(process.execPath, [join(ROOT, 'scripts', 'pack-lib.mjs'), '--pack-destination', into], ROOT, process.env);
   const tarball = readdirSync(into).find((file) => file.endsWith('.tgz'));
   if (!tarball) throw new Error('npm pack wrote no tarball');
   return join(into, tarball);
@@ -90,20 +95,50 @@ async function checkFixture(fixture: ConsumerFixture, tarball: string, nodes: Ma
   const buildNode = nodes.get(fixture.buildNode) ?? nodeBinary(fixture.buildNode);
   const started = Date.now();
   const installLog = run('npm', ['install', tarball, ...fixture.packages], appDir, envFor(buildNode));
-  const trouble = installLog.split('\n').filter((line) => PEER_TROUBLE.test(line));
+  const trouble = installLog.split('\n').filter((line) => INSTALL_TROUBLE.test(line));
   record({
     fixture: fixture.name,
     node: buildNode.version,
     check: `npm install <tarball> ${fixture.packages.join(' ')}`,
     ok: trouble.length === 0,
-    detail: trouble.length ? trouble.join(' | ') : `no peer warnings (${Math.round((Date.now() - started) / 1000)} s)`,
+    detail: trouble.length ? trouble.join(' | ') : `no peer or engine warnings (${Math.round((Date.now() - started) / 1000)} s)`,
   });
   record({ fixture: fixture.name, node: buildNode.version, check: 'installed', ok: true, detail: installedVersions(appDir) });
   run('npm', ['run', 'build'], appDir, envFor(buildNode));
   record({ fixture: fixture.name, node: buildNode.version, check: 'npm run build', ok: true, detail: 'type-checked and compiled' });
+  if (fixture.quickStart) {
+    try {
+      const result = await quickStartOverHttp({ appDir, node: buildNode, redisUrl });
+      record({
+        fixture: fixture.name,
+        node: buildNode.version,
+        check: "the README's quick start: 2 × npm run start:prod, 100 POST /counter/a each",
+        ok: result.counted === result.expected,
+        detail: `GET /counter/a answered ${result.counted} of ${result.expected} in ${result.ms} ms`,
+      });
+    } catch (error) {
+      record({ fixture: fixture.name, node: buildNode.version, check: "the README's quick start over HTTP", ok: false, detail: String(error) });
+    }
+  }
+  if (fixture.observability) {
+    try {
+      const result = await observedRun({ appDir, node: buildNode, redisUrl });
+      record({
+        fixture: fixture.name,
+        node: buildNode.version,
+        check: 'docs/observability.md set-up (src/telemetry.ts): a lock with telemetry: true',
+        ok: result.lockSpan && result.acquisitions.some((line) => /lock_outcome="acquired"/.test(line)),
+        detail: `lock span on the console: ${result.lockSpan ? 'yes' : 'no'}; Prometheus: ${result.acquisitions.join(' ; ') || 'no lock_acquisitions'}`,
+      });
+    } catch (error) {
+      record({ fixture: fixture.name, node: buildNode.version, check: 'docs/observability.md set-up', ok: false, detail: String(error) });
+    }
+  }
 
   // The build node first: its native modules are already built for it.
-  const order = [...nodes.values()].sort((a, b) => Number(b.major === fixture.buildNode) - Number(a.major === fixture.buildNode));
+  const order = [...nodes.values()]
+    .filter((node) => !fixture.runNodes || fixture.runNodes.includes(node.major))
+    .sort((a, b) => Number(b.major === fixture.buildNode) - Number(a.major === fixture.buildNode));
   let controlDone = false;
   for (const node of order) {
     if (node.major !== fixture.buildNode && fixture.nativeModules.length) run('npm', ['rebuild', ...fixture.nativeModules], appDir, envFor(node));
@@ -148,6 +183,7 @@ async function main(): Promise<void> {
   const args = process.argv.slice(2);
   const only = args.includes('--only') ? args[args.indexOf('--only') + 1] : undefined;
   const majors = args.includes('--nodes') ? (args[args.indexOf('--nodes') + 1].split(',').map(Number) as NodeMajor[]) : ALL_NODES;
+  const matrix = !args.includes('--no-matrix');
   const fixtures = FIXTURES.filter((fixture) => !only || fixture.name === only);
   if (fixtures.length === 0) throw new Error(`no consumer fixture named ${only}`);
 
@@ -160,6 +196,25 @@ async function main(): Promise<void> {
     const servers: Servers = Object.fromEntries(running.map((topology) => [topology.name, topology.value]));
     const tarball = packLibrary(work);
     const nodes = new Map(majors.map((major) => [major, nodeBinary(major)] as const));
+    // Every row of the README's install table, in a fresh app of each Nest major, on its build's Node. Only
+    // npm's resolution, mostly waiting on the registry: it runs beside the apps' own installs and runs.
+    const matrices = Promise.all(
+      fixtures
+        .filter((candidate) => matrix && candidate.installMatrix)
+        .map((fixture) =>
+          installMatrix({
+            app: fixture.name,
+            appDir: join(ROOT, 'test', 'consumers', fixture.app ?? fixture.name),
+            tarball,
+            node: nodes.get(fixture.buildNode) ?? nodeBinary(fixture.buildNode),
+            work,
+            parallel: MATRIX_PARALLEL,
+            report: (outcome) => record({ fixture: `${outcome.app} (fresh)`, node: outcome.node, check: outcome.install, ok: outcome.ok, detail: outcome.detail }),
+          }).catch((error: unknown) => {
+            record({ fixture: `${fixture.name} (fresh)`, node: '-', check: 'install matrix', ok: false, detail: String(error) });
+          }),
+        ),
+    );
     for (const fixture of fixtures) {
       try {
         await checkFixture(fixture, tarball, nodes, servers, work);
@@ -167,6 +222,7 @@ async function main(): Promise<void> {
         record({ fixture: fixture.name, node: '-', check: 'setup', ok: false, detail: String(error) });
       }
     }
+    await matrices;
   } finally {
     await stopStarted(running);
     rmSync(work, { recursive: true, force: true });
