@@ -14,17 +14,14 @@ import { resolveEtcdClient } from './etcd-connection';
 import { etcdContenderKey, etcdLockPrefix, isLeaseGoneError } from './etcd-keys';
 import { etcdPermissionDenied } from './etcd-refusal';
 import { keepAliveWhileWaiting } from './etcd-lease-keepalive';
+import { extendEtcdLease, type EtcdHeldLeases } from './etcd-lease-extension';
 import { EtcdLeasePool, type PooledLease } from './etcd-lease-pool';
 import {
   blockerAfterPut,
   deleteIfStillOurs,
-  extensionOvertaken,
-  isStillOursOnLease,
-  renewLease,
   keyAhead,
   keyAheadIfStillOurs,
   lineId,
-  moveKeyToLease,
   putContenderKey,
   type Blocker,
   type Contender,
@@ -116,6 +113,8 @@ export class EtcdLockStrategy implements LockStrategy {
   private readonly extensions = new OneAtATime();
   /** The etcd user of `connection.auth`, for messages (never its password). */
   private readonly user: string | undefined;
+  /** What an extension works on (see extendEtcdLease). */
+  private readonly held: EtcdHeldLeases;
 
   constructor(options: EtcdLockStrategyOptions) {
     const raw: unknown = options;
@@ -129,6 +128,7 @@ export class EtcdLockStrategy implements LockStrategy {
     this.user = options.connection?.auth?.username;
     this.pool = new EtcdLeasePool(this.client);
     this.ownKeys = new EtcdOwnKeyWatches(this.client);
+    this.held = { client: this.client, pool: this.pool, strays: this.strays, leases: this.leases, forget: (grant) => this.forget(grant) };
     this.semaphore = new EtcdSemaphore(this.client, this.namespace, this.name, (operation, pending, key) => this.refusalsTyped(operation, pending, key));
   }
 
@@ -141,7 +141,7 @@ export class EtcdLockStrategy implements LockStrategy {
   }
 
   extend(lease: LeaseGrant, ttlMs: number): Promise<LeaseGrant | null> {
-    const extending = this.extensions.run(lease.owner, (overtaken) => this.extendLease(lease, ttlMs, overtaken), extensionTurnMs(lease.expiresAt));
+    const extending = this.extensions.run(lease.owner, (overtaken) => extendEtcdLease(this.held, lease as EtcdLeaseGrant, ttlMs, overtaken), extensionTurnMs(lease.expiresAt));
     return this.refusalsTyped('extend', extending, lease.key);
   }
 
@@ -217,67 +217,6 @@ export class EtcdLockStrategy implements LockStrategy {
   private renewedGrant(grant: EtcdLeaseGrant, ttlMs: number): EtcdLeaseGrant {
     const entry = this.leases.get(grant.owner);
     return entry ? { ...grant, expiresAt: leaseExpiry(entry.renewedAt, ttlMs) } : grant;
-  }
-
-  private async extendLease(lease: LeaseGrant, ttlMs: number, overtaken: () => boolean): Promise<LeaseGrant | null> {
-    const grant = lease as EtcdLeaseGrant;
-    const entry = this.leases.get(grant.owner);
-    if (!entry) return null;
-    // A keep-alive renews a lease for the TTL it was granted with: a longer extension moves the key to a
-    // lease of that TTL (a put keeps the key's create revision, so its fencing token stays the same).
-    if (Math.ceil(ttlMs / 1000) > entry.ttlSeconds) return this.moveToLongerLease(grant, entry, ttlMs, overtaken);
-    const sentAt = Date.now();
-    if (!(await renewLease(entry.lease, grant.etcdKey, overtaken))) return this.forget(grant);
-    entry.renewedAt = sentAt;
-    // A keep-alive renews the lease for the TTL it was granted with; the key must still be ours, on it.
-    if (!(await isStillOursOnLease(this.client, grant.etcdKey, grant.createRevision, entry.id, overtaken))) return this.forget(grant);
-    if (overtaken()) throw extensionOvertaken(grant.etcdKey);
-    this.strays.revokeStrays(grant.owner);
-    // The lease was granted for at least ttlMs (whole seconds, rounded up): counting ttlMs is the safe side.
-    // Not past a lease a move still on its way may yet put the key on.
-    return { ...grant, expiresAt: Math.min(leaseExpiry(sentAt, ttlMs), this.strays.expiryCap(grant.owner)) };
-  }
-
-  /** Puts our key, if still ours, on a fresh lease of `ttlMs` (rounded up to whole seconds). */
-  private async moveToLongerLease(grant: EtcdLeaseGrant, entry: PooledLease, ttlMs: number, overtaken: () => boolean): Promise<EtcdLeaseGrant | null> {
-    const longer = await this.pool.take(Math.ceil(ttlMs / 1000), true);
-    if (overtaken()) {
-      this.pool.discard(longer); // nothing was put on it
-      throw extensionOvertaken(grant.etcdKey);
-    }
-    const carrier = this.strays.moving(grant.owner, longer.lease, leaseExpiry(longer.renewedAt, ttlMs), ttlMs);
-    let stillOurs: boolean;
-    try {
-      stillOurs = await moveKeyToLease(this.client, grant.etcdKey, grant.createRevision, grant.owner, longer.id, carrier.settleBy);
-    } catch (error) {
-      // The move's answer is lost, not necessarily the move: the longer lease may carry our key now. Unless
-      // the key was let go meanwhile: then it goes with that lease too.
-      if (this.leases.has(grant.owner)) this.strays.stray(carrier);
-      else this.pool.discard(longer);
-      throw error;
-    }
-    if (!stillOurs || !this.leases.has(grant.owner)) {
-      this.pool.discard(longer);
-      return this.forget(grant);
-    }
-    // A later extension ran while this move went unanswered, and may have moved the key on or put it back on
-    // the lease this one would leave: the key is that one's to place, and the longer lease is a stray.
-    if (overtaken() || this.leases.get(grant.owner) !== entry) {
-      this.strays.stray(carrier);
-      throw extensionOvertaken(grant.etcdKey);
-    }
-    this.strays.adopted(grant.owner, carrier);
-    // The old lease no longer carries our key; its name (which has the old lease's id) stays with the key,
-    // so the old lease must never make a key under this lock again: it is revoked, not pooled.
-    longer.onLost = entry.onLost;
-    longer.lastCreateRevision = entry.lastCreateRevision;
-    entry.onLost = undefined;
-    this.leases.set(grant.owner, longer);
-    this.pool.discard(entry);
-    this.strays.revokeStrays(grant.owner);
-    const expiresAt = Math.min(leaseExpiry(longer.renewedAt, ttlMs), this.strays.expiryCap(grant.owner));
-    const moved: EtcdLeaseGrant = { ...grant, leaseId: longer.id, expiresAt };
-    return moved;
   }
 
   private async releaseLease(lease: LeaseGrant): Promise<boolean> {

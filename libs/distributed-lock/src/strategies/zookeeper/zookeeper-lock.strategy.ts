@@ -1,19 +1,17 @@
 import { randomUUID } from 'node:crypto';
-import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
 import { LockBackendUnavailableError } from '../../errors/lock-backend-unavailable.error';
 import { leaseExpiry } from '../../locking/lease-expiry';
 import type { LeaseGrant, LockRequest, WaitBudget } from '../../locking/lock-lease';
-import { assertDuration, assertKnownKeys, describe } from '../../locking/lock-options';
 import type { LeaseLostListener, LockStrategy, LockStrategyCapabilities } from '../../locking/lock-strategy.interface';
 import { ZK_DELETED_EVENT, ZK_ERRORS, zkErrorCode, type ZooKeeperLockClient } from './zookeeper-client.type';
 import { blockerAmong, blockerOf, createContender, listRightAfterCreate, tokenFromFirstLook, waitForDeletion } from './zookeeper-lock.recipe';
 import { zkPermissionDenied } from './zookeeper-acl';
+import { ZooKeeperHeldNodes } from './zookeeper-held-nodes';
 import { ZooKeeperOrphans } from './zookeeper-orphans';
+import { validZooKeeperOptions } from './zookeeper-options';
 import { zkContenderPrefix, zkLockPath } from './zookeeper-paths';
 import { ZooKeeperSemaphore } from './zookeeper-semaphore';
 import { ZooKeeperSession, type ZooKeeperConnectionOptions } from './zookeeper-session';
-import { strategyName } from '../strategy-name';
-import { assertFastPaths } from '../fast-paths-option';
 import { budgetAborted } from '../../locking/wait-for-wake';
 import { SameProcessLine } from '../same-process-line';
 
@@ -32,40 +30,14 @@ export interface ZooKeeperLeaseGrant extends LeaseGrant {
   readonly znode: string;
 }
 
-interface HeldNode {
-  readonly path: string;
-  /** The client of the session the node lives on. */
-  readonly client: ZooKeeperLockClient;
-  timer: NodeJS.Timeout | undefined;
-  /** Arms the watch on our node, for a lock that was free (see OWN_WATCH_DELAY_MS). */
-  watchTimer?: NodeJS.Timeout;
-  readonly listeners: Set<LeaseLostListener>;
-  readonly stopWatchingSession: () => void;
-}
-
 /** How an attempt ended when the session it was made on ended under it: it is made again on a new one. */
 const SESSION_ENDED = Symbol('session ended');
-
-const OPTION_KEYS = ['connect', 'sessionTimeout', 'digestAuth', 'fastPaths', 'name', 'basePath', 'connectTimeout'];
 
 /**
  * How long a writer waits behind a writer of this process before it lists the children again: the bound
  * on noticing a node deleted behind both their backs that the one ahead did not report.
  */
 const LOCAL_RECHECK_MS = 500;
-
-/**
- * A lock that was free is held without a watch on our node for this long, then the watch is set. The
- * watch costs one more call to the server (with this client about as much as a create: its own packet,
- * its own answer through the client's threads), and most critical sections end sooner: an uncontended
- * lock costs a create, the listing sent with it, and a delete. A node deleted behind the holder's back
- * within this time is still reported: when the watch is set (it finds the node gone), or at the release,
- * which finds nothing to delete.
- */
-const OWN_WATCH_DELAY_MS = 50;
-
-/** Between tries to set that watch when the connection dropped (the pace of the delete retries). */
-const OWN_WATCH_RETRY_MS = 250;
 
 /**
  * ZooKeeper's lock recipe, as Curator's InterProcessMutex implements it: each attempt creates an ephemeral
@@ -100,7 +72,8 @@ export class ZooKeeperLockStrategy implements LockStrategy {
   readonly semaphore: ZooKeeperSemaphore;
   private readonly session: ZooKeeperSession;
   private readonly basePath: string;
-  private readonly held = new Map<string, HeldNode>();
+  /** The locks held, their leases, and how each one ends (see ZooKeeperHeldNodes). */
+  private readonly held: ZooKeeperHeldNodes;
   /** Nodes we meant to delete, or may have created, when the connection was lost: deleted again later. */
   private readonly orphans: ZooKeeperOrphans;
   /**
@@ -119,24 +92,15 @@ export class ZooKeeperLockStrategy implements LockStrategy {
   private readonly digestUser: string | undefined;
 
   constructor(options: ZooKeeperLockStrategyOptions) {
-    const raw: unknown = options;
-    assertKnownKeys(raw, OPTION_KEYS, 'ZooKeeperLockStrategy options');
-    if (typeof options.connect !== 'string' || !/^[^\s,]+:\d+(,[^\s,]+:\d+)*(\/[^\s]*)?$/.test(options.connect)) {
-      throw new InvalidLockOptionsError('connect', `expected "host:port[,host:port…][/chroot]", got ${describe(options.connect)}.`);
-    }
-    this.name = strategyName(options.name, 'zookeeper');
-    this.basePath = options.basePath ?? '/dlock';
-    if (!/^(\/[\w.-]+)+$/.test(this.basePath)) throw new InvalidLockOptionsError('basePath', `expected an absolute znode path such as "/dlock", got ${describe(this.basePath)}.`);
-    if (options.sessionTimeout !== undefined) assertDuration(options.sessionTimeout, 'sessionTimeout', 1_000);
-    if (options.digestAuth !== undefined && (typeof options.digestAuth !== 'string' || !options.digestAuth.includes(':'))) {
-      throw new InvalidLockOptionsError('digestAuth', 'expected "user:password".');
-    }
-    assertFastPaths(options.fastPaths);
-    this.digestUser = options.digestAuth?.slice(0, options.digestAuth.indexOf(':'));
-    this.session = new ZooKeeperSession(options, this.name, assertDuration(options.connectTimeout ?? 10_000, 'connectTimeout', 100), {
+    const valid = validZooKeeperOptions(options);
+    this.name = valid.name;
+    this.basePath = valid.basePath;
+    this.digestUser = valid.digestUser;
+    this.session = new ZooKeeperSession(options, this.name, valid.connectTimeout, {
       holdsLocks: () => this.held.size > 0 || this.waiters > 0 || this.semaphore.holdsPermits(),
     });
     this.orphans = new ZooKeeperOrphans(this.session);
+    this.held = new ZooKeeperHeldNodes(this.session, this.line, (path) => this.deleteNode(path));
     this.semaphore = new ZooKeeperSemaphore({
       name: this.name,
       basePath: this.basePath,
@@ -165,7 +129,7 @@ export class ZooKeeperLockStrategy implements LockStrategy {
       await client.exists(node.path, false);
     } catch (error) {
       if (zkErrorCode(error) === ZK_ERRORS.NO_NODE) {
-        this.forget(lease.owner);
+        this.held.forget(lease.owner);
         return null;
       }
       // The session ended under the call: the lock went with it (its holder is told as the session ends).
@@ -173,7 +137,7 @@ export class ZooKeeperLockStrategy implements LockStrategy {
       throw error;
     }
     const expiresAt = leaseExpiry(sentAt, ttlMs);
-    this.armLease(lease.owner, node, expiresAt);
+    this.held.armLease(lease.owner, node, expiresAt);
     return { ...lease, expiresAt };
   }
 
@@ -182,7 +146,7 @@ export class ZooKeeperLockStrategy implements LockStrategy {
     // The lock's session is gone, and the lock with it: said now, rather than found out by a call to a
     // handle that is closing (its end deletes a node that a given-up session may still keep).
     if (!node || !this.session.isAlive(node.client)) return false;
-    this.forget(lease.owner);
+    this.held.forget(lease.owner);
     const deletion = this.deleteNode(node.path);
     if (lease.mode === 'exclusive') this.line.release(node.path, deletion);
     return deletion;
@@ -218,8 +182,8 @@ export class ZooKeeperLockStrategy implements LockStrategy {
   async close(): Promise<void> {
     this.orphans.stop();
     await this.semaphore.close();
-    await Promise.all([...this.held.entries()].map(async ([owner, node]) => {
-      this.forget(owner);
+    await Promise.all(this.held.entries().map(async ([owner, node]) => {
+      this.held.forget(owner);
       await this.deleteNode(node.path).catch(() => false);
     }));
     // Closing the session removes every ephemeral node of ours, orphans included.
@@ -290,10 +254,7 @@ export class ZooKeeperLockStrategy implements LockStrategy {
       // Never granted on a session that ended meanwhile: the holder would not be told (it is not one yet).
       if (!this.session.isAlive(client)) return await this.sessionEnded(path);
       if (token !== undefined) {
-        const { node, grant } = this.hold(request, client, path, token, sentAt);
-        node.watchTimer = setTimeout(() => this.watchOwnNode(client, request.owner, path), OWN_WATCH_DELAY_MS);
-        node.watchTimer.unref?.();
-        return grant;
+        return this.grant(request, client, path, token, sentAt, true);
       }
       // Our node is watched: the watch tells the holder at once if an operator or a bug deletes its node,
       // instead of at the next extension. Its answer carries our czxid (the fencing token).
@@ -301,7 +262,7 @@ export class ZooKeeperLockStrategy implements LockStrategy {
       const ownStat = client.w_exists(path, (type: number) => {
         if (type !== ZK_DELETED_EVENT) return;
         ownDeleted = true;
-        this.nodeDeleted(request.owner, path);
+        this.held.nodeDeleted(request.owner, path);
       });
       ownStat.catch(() => undefined); // awaited below; a failure surfaces there
       // The session ending wakes the wait: no watch of ours fires then (the native client drops them all).
@@ -334,7 +295,7 @@ export class ZooKeeperLockStrategy implements LockStrategy {
       if (!this.session.isAlive(client)) return await this.sessionEnded(path);
       if (!stat) throw new LockBackendUnavailableError(this.name, `acquire (its node ${path} is gone: session expired?)`, Date.now() - sentAt, { key: request.key });
       // The lease is this process's own timer: it counts from the grant, not from before the wait.
-      return this.hold(request, client, path, Number(stat.czxid), Date.now()).grant;
+      return this.grant(request, client, path, Number(stat.czxid), Date.now(), false);
     } catch (error) {
       await this.deleteNode(path).catch(() => false);
       throw this.permissionDenied(error, 'acquire', request.key) ?? error;
@@ -387,80 +348,10 @@ export class ZooKeeperLockStrategy implements LockStrategy {
     }
   }
 
-  /** The watch on our node of a lock that was free, set late (see OWN_WATCH_DELAY_MS) unless released by then. */
-  private watchOwnNode(client: ZooKeeperLockClient, owner: string, path: string): void {
-    if (this.held.get(owner)?.path !== path) return;
-    client
-      .w_exists(path, (type: number) => {
-        if (type === ZK_DELETED_EVENT) this.nodeDeleted(owner, path);
-      })
-      .catch((error: unknown) => {
-        // Gone already: deleted behind our back.
-        if (zkErrorCode(error) === ZK_ERRORS.NO_NODE) return this.nodeDeleted(owner, path);
-        // Otherwise the connection dropped: the session, and our node, may well live on (an expiry is
-        // reported by the session). The watch is tried again for as long as we hold the lock.
-        const node = this.held.get(owner);
-        if (node?.path !== path) return;
-        node.watchTimer = setTimeout(() => this.watchOwnNode(client, owner, path), OWN_WATCH_RETRY_MS);
-        node.watchTimer.unref?.();
-      });
-  }
-
-  private hold(request: LockRequest, client: ZooKeeperLockClient, path: string, token: number, grantedAt: number): { node: HeldNode; grant: ZooKeeperLeaseGrant } {
-    const node: HeldNode = {
-      path,
-      client,
-      timer: undefined,
-      listeners: new Set(),
-      // The session our node lives on, the one `client` belongs to.
-      stopWatchingSession: this.session.onExpired((end) => {
-        const listeners = [...node.listeners];
-        this.forget(request.owner);
-        this.line.leave(path);
-        for (const listener of listeners) listener('session-ended');
-        // Given up after a cut (not expired): the server may still keep the session, and our node, until it
-        // expires there; a reconnect would no longer bring it back (its handle is closed). The holder was
-        // told it lost the lock, so the node must not keep holding it: it is deleted now from a new
-        // session, or by the orphan sweeper once the ensemble answers again (any failure is routed there).
-        if (end === 'given-up') void this.deleteNode(path).catch(() => false);
-      }, client),
-    };
-    this.held.set(request.owner, node);
-    const expiresAt = leaseExpiry(grantedAt, request.ttlMs);
-    this.armLease(request.owner, node, expiresAt);
-    return { node, grant: { key: request.key, owner: request.owner, mode: request.mode, fencingToken: token, expiresAt, znode: path } };
-  }
-
-  /** Our node vanished while we held it (not by our own release, which forgets the node first). */
-  private nodeDeleted(owner: string, path: string): void {
-    const node = this.held.get(owner);
-    if (node?.path !== path) return;
-    const listeners = [...node.listeners];
-    this.forget(owner);
-    this.line.leave(path);
-    for (const listener of listeners) listener('removed');
-  }
-
-  /** A lease that runs out unextended is given up here, as a crashed holder's session would be. */
-  private armLease(owner: string, node: HeldNode, expiresAt: number): void {
-    clearTimeout(node.timer);
-    node.timer = setTimeout(() => {
-      const listeners = [...node.listeners];
-      this.forget(owner);
-      // Told before the node goes: its deletion is what lets the next in line in.
-      for (const listener of listeners) listener('expired');
-      void this.deleteNode(node.path).catch(() => false);
-    }, Math.max(0, expiresAt - Date.now()));
-    node.timer.unref?.();
-  }
-
-  private forget(owner: string): void {
-    const node = this.held.get(owner);
-    if (!node) return;
-    this.held.delete(owner);
-    clearTimeout(node.timer);
-    clearTimeout(node.watchTimer);
-    node.stopWatchingSession();
+  /** Holds our node: the grant, its lease counted from `grantedAt`; `watchLater` for a lock that was free. */
+  private grant(request: LockRequest, client: ZooKeeperLockClient, path: string, token: number, grantedAt: number, watchLater: boolean): ZooKeeperLeaseGrant {
+    const { expiresAt } = this.held.hold(request, client, path, grantedAt, watchLater);
+    return { key: request.key, owner: request.owner, mode: request.mode, fencingToken: token, expiresAt, znode: path };
   }
 
   /**

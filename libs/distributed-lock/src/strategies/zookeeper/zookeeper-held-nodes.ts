@@ -1,0 +1,141 @@
+import { leaseExpiry } from '../../locking/lease-expiry';
+import type { LockRequest } from '../../locking/lock-lease';
+import type { LeaseLostListener } from '../../locking/lock-strategy.interface';
+import type { SameProcessLine } from '../same-process-line';
+import { ZK_DELETED_EVENT, ZK_ERRORS, zkErrorCode, type ZooKeeperLockClient } from './zookeeper-client.type';
+import type { ZooKeeperSession } from './zookeeper-session';
+
+/** A lock this process holds: its node, the session it lives on, its lease, who hears of its loss. */
+export interface HeldNode {
+  readonly path: string;
+  /** The client of the session the node lives on. */
+  readonly client: ZooKeeperLockClient;
+  timer: NodeJS.Timeout | undefined;
+  /** Arms the watch on our node, for a lock that was free (see OWN_WATCH_DELAY_MS). */
+  watchTimer?: NodeJS.Timeout;
+  readonly listeners: Set<LeaseLostListener>;
+  readonly stopWatchingSession: () => void;
+}
+
+/**
+ * A lock that was free is held without a watch on our node for this long, then the watch is set. The
+ * watch costs one more call to the server (with this client about as much as a create: its own packet,
+ * its own answer through the client's threads), and most critical sections end sooner: an uncontended
+ * lock costs a create, the listing sent with it, and a delete. A node deleted behind the holder's back
+ * within this time is still reported: when the watch is set (it finds the node gone), or at the release,
+ * which finds nothing to delete.
+ */
+const OWN_WATCH_DELAY_MS = 50;
+
+/** Between tries to set that watch when the connection dropped (the pace of the delete retries). */
+const OWN_WATCH_RETRY_MS = 250;
+
+/**
+ * The locks the ZooKeeper strategy holds, by owner, and how each one ends: released (forgotten first), its
+ * lease run out unextended (given up here, as a crashed holder's session would be), its session expired or
+ * given up, or its node deleted behind the holder's back. Every way but the release tells the holder.
+ */
+export class ZooKeeperHeldNodes {
+  private readonly nodes = new Map<string, HeldNode>();
+
+  constructor(
+    private readonly session: ZooKeeperSession,
+    /** The writers of this process in ZooKeeper's lines: a lock that ends leaves it. */
+    private readonly line: SameProcessLine<Promise<boolean>>,
+    /** Deletes a node (see the strategy's `deleteNode`): the lease's end and a given-up session use it. */
+    private readonly deleteNode: (path: string) => Promise<boolean>,
+  ) {}
+
+  get size(): number {
+    return this.nodes.size;
+  }
+
+  get(owner: string): HeldNode | undefined {
+    return this.nodes.get(owner);
+  }
+
+  entries(): Array<[string, HeldNode]> {
+    return [...this.nodes.entries()];
+  }
+
+  /** Holds `path` for `request.owner`, its lease counted from `grantedAt`; `watchLater`: see OWN_WATCH_DELAY_MS. */
+  hold(request: LockRequest, client: ZooKeeperLockClient, path: string, grantedAt: number, watchLater: boolean): { node: HeldNode; expiresAt: number } {
+    const node: HeldNode = {
+      path,
+      client,
+      timer: undefined,
+      listeners: new Set(),
+      // The session our node lives on, the one `client` belongs to.
+      stopWatchingSession: this.session.onExpired((end) => {
+        const listeners = [...node.listeners];
+        this.forget(request.owner);
+        this.line.leave(path);
+        for (const listener of listeners) listener('session-ended');
+        // Given up after a cut (not expired): the server may still keep the session, and our node, until it
+        // expires there; a reconnect would no longer bring it back (its handle is closed). The holder was
+        // told it lost the lock, so the node must not keep holding it: it is deleted now from a new
+        // session, or by the orphan sweeper once the ensemble answers again (any failure is routed there).
+        if (end === 'given-up') void this.deleteNode(path).catch(() => false);
+      }, client),
+    };
+    this.nodes.set(request.owner, node);
+    const expiresAt = leaseExpiry(grantedAt, request.ttlMs);
+    this.armLease(request.owner, node, expiresAt);
+    if (watchLater) {
+      node.watchTimer = setTimeout(() => this.watchOwnNode(client, request.owner, path), OWN_WATCH_DELAY_MS);
+      node.watchTimer.unref?.();
+    }
+    return { node, expiresAt };
+  }
+
+  /** A lease that runs out unextended is given up here, as a crashed holder's session would be. */
+  armLease(owner: string, node: HeldNode, expiresAt: number): void {
+    clearTimeout(node.timer);
+    node.timer = setTimeout(() => {
+      const listeners = [...node.listeners];
+      this.forget(owner);
+      // Told before the node goes: its deletion is what lets the next in line in.
+      for (const listener of listeners) listener('expired');
+      void this.deleteNode(node.path).catch(() => false);
+    }, Math.max(0, expiresAt - Date.now()));
+    node.timer.unref?.();
+  }
+
+  forget(owner: string): void {
+    const node = this.nodes.get(owner);
+    if (!node) return;
+    this.nodes.delete(owner);
+    clearTimeout(node.timer);
+    clearTimeout(node.watchTimer);
+    node.stopWatchingSession();
+  }
+
+  /** Our node vanished while we held it (not by our own release, which forgets the node first). */
+  nodeDeleted(owner: string, path: string): void {
+    const node = this.nodes.get(owner);
+    if (node?.path !== path) return;
+    const listeners = [...node.listeners];
+    this.forget(owner);
+    this.line.leave(path);
+    for (const listener of listeners) listener('removed');
+  }
+
+  /** The watch on our node of a lock that was free, set late (see OWN_WATCH_DELAY_MS) unless released by then. */
+  private watchOwnNode(client: ZooKeeperLockClient, owner: string, path: string): void {
+    if (this.nodes.get(owner)?.path !== path) return;
+    client
+      .w_exists(path, (type: number) => {
+        if (type === ZK_DELETED_EVENT) this.nodeDeleted(owner, path);
+      })
+      .catch((error: unknown) => {
+        // Gone already: deleted behind our back.
+        if (zkErrorCode(error) === ZK_ERRORS.NO_NODE) return this.nodeDeleted(owner, path);
+        // Otherwise the connection dropped: the session, and our node, may well live on (an expiry is
+        // reported by the session). The watch is tried again for as long as we hold the lock.
+        const node = this.nodes.get(owner);
+        if (node?.path !== path) return;
+        node.watchTimer = setTimeout(() => this.watchOwnNode(client, owner, path), OWN_WATCH_RETRY_MS);
+        node.watchTimer.unref?.();
+      });
+  }
+}
