@@ -8,12 +8,13 @@ export class LockBackendUnavailableError extends DistributedLockError {
     readonly operation: string,
     /** Time spent before giving up, in ms. */
     readonly elapsedMs: number,
-    options?: { cause?: unknown; key?: string },
+    /** `hint`: what to do, where it is not the server (a shortage of connections in this process). */
+    options?: { cause?: unknown; key?: string; hint?: string },
   ) {
     const detail = options?.cause instanceof Error ? `: ${options.cause.message}` : '';
     super(
       `Strategy "${strategy}" could not ${operation}${options?.key ? ` "${options.key}"` : ''} within ${elapsedMs} ms${detail}. ` +
-        'Check that the server is up and reachable, or raise `operationTimeout`.',
+        (options?.hint ?? 'Check that the server is up and reachable, or raise `operationTimeout`.'),
       options,
     );
     this.key = options?.key;

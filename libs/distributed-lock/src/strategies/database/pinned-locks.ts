@@ -81,9 +81,14 @@ export class PinnedLocks<H extends PinnedLock> {
   private slotsExhausted(request: LockRequest, waitedMs: number): LockBackendUnavailableError {
     return new LockBackendUnavailableError(
       this.strategy,
-      `acquire: all ${this.slots.max} connections allowed to hold ${this.kind} locks stayed in use for the whole wait (raise maxHeldConnections, keeping it below your pool size${this.poolSize === undefined || !Number.isFinite(this.poolSize) ? '' : ` of ${this.poolSize}`}, or shorten critical sections)`,
+      'acquire',
       waitedMs,
-      { key: request.key },
+      {
+        key: request.key,
+        hint:
+          `All ${this.slots.max} connections allowed to hold ${this.kind} locks in this process stayed in use for the whole wait: ` +
+          `raise maxHeldConnections, keeping it below your pool size${this.poolSize === undefined || !Number.isFinite(this.poolSize) ? '' : ` of ${this.poolSize}`}, or shorten critical sections.`,
+      },
     );
   }
 

@@ -3,6 +3,7 @@ import { LockBackendUnavailableError } from '../../errors/lock-backend-unavailab
 import type { WaitBudget } from '../../locking/lock-lease';
 import { onBudgetAbort } from '../../locking/wait-for-wake';
 import type { LockDataSource } from './database-client.type';
+import { cleaningUp, cleanUpStarted } from './pool-clean-up';
 import { poolIsFull } from './typeorm-internals';
 
 /**
@@ -54,26 +55,33 @@ export function connectInTime(
   onStop: (stop: () => void) => () => void,
 ): Promise<boolean> {
   const startedAt = Date.now();
-  const fullAtStart = poolIsFull(dataSource) === true;
+  // Full of the application's queries and held locks, not of our own clean-up (see cleaningUp): a wait
+  // that ends against that is a timeout like any other.
+  const full = (): boolean => poolIsFull(dataSource) === true && !cleaningUp(dataSource);
+  const fullAtStart = full();
   const exhausted = (cause?: unknown): LockBackendUnavailableError => poolExhausted(request, Date.now() - startedAt, cause);
   const connecting = runner.connect();
   if (!budget) {
     return connecting.then(
       () => true,
       (error: unknown) => {
-        throw fullAtStart || poolIsFull(dataSource) === true ? exhausted(error) : error;
+        throw fullAtStart || full() ? exhausted(error) : error;
       },
     );
   }
   if (fullAtStart) budget.serverAnswered?.();
   return new Promise<boolean>((resolve, reject) => {
     let settled = false;
+    let connected = false;
+    let straggling: (() => void) | undefined;
     const settle = (): boolean => {
       if (settled) return false;
       settled = true;
       clearTimeout(timer);
       stopWatchingAbort();
       stopWatchingClose();
+      // Left before its connection came: that connection, on its way, is ours to give back (clean-up).
+      if (!connected) straggling = cleanUpStarted(dataSource);
       return true;
     };
     const leave = (): void => {
@@ -83,20 +91,23 @@ export function connectInTime(
     // shorter than opening a connection takes ends as the wait it is (a timeout), not as an exhausted pool.
     const timer = setTimeout(() => {
       if (!settle()) return;
-      if (fullAtStart || poolIsFull(dataSource) === true) reject(exhausted());
+      if (fullAtStart || full()) reject(exhausted());
       else resolve(false);
     }, Math.max(0, deadline - Date.now()));
     const stopWatchingAbort = onBudgetAbort(budget, leave);
     const stopWatchingClose = onStop(leave);
     connecting.then(
       () => {
+        connected = true;
         if (settle()) resolve(true);
         // Too late for the caller: the connection goes back to the pool unused.
-        else void runner.release().catch(() => undefined);
+        else void runner.release().catch(() => undefined).finally(() => straggling?.());
       },
       (error: unknown) => {
+        connected = true;
+        straggling?.();
         if (!settle()) return;
-        reject(fullAtStart || poolIsFull(dataSource) === true ? exhausted(error) : error);
+        reject(fullAtStart || full() ? exhausted(error) : error);
       },
     );
   });
@@ -107,9 +118,14 @@ function poolExhausted(request: PoolConnectionRequest, elapsedMs: number, cause:
   const pool = request.poolSize === undefined || !Number.isFinite(request.poolSize) ? 'the connection pool' : `the connection pool (${request.poolSize} connections)`;
   return new LockBackendUnavailableError(
     request.strategy,
-    `acquire (${pool} is exhausted: every connection stayed in use, by held locks (at most maxHeldConnections = ${request.maxHeld}) and by your application's queries, for the whole wait; ` +
-      'raise the pool size (poolSize), lower maxHeldConnections, or give connections back sooner)',
+    'acquire',
     elapsedMs,
-    { key: request.key, cause },
+    {
+      key: request.key,
+      cause,
+      hint:
+        `${pool.charAt(0).toUpperCase()}${pool.slice(1)} is exhausted: every connection stayed in use, by held locks (at most maxHeldConnections = ${request.maxHeld}) and by your application's queries, for the whole wait. ` +
+        'Raise the pool size (poolSize), lower maxHeldConnections, or give connections back sooner.',
+    },
   );
 }

@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { QueryRunner } from 'typeorm';
 import type { LockDataSource } from './database-client.type';
+import { cleanUpStarted } from './pool-clean-up';
 
 /**
  * How long the end of a session is watched for before giving up on the confirmation. A killed session ends
@@ -62,6 +63,7 @@ export class SessionEnder {
   start(id: number): SessionEnd {
     let dropped = false;
     let sent = false;
+    const ended = cleanUpStarted(this.dataSource);
     const done = (async (): Promise<boolean> => {
       const runner = this.dataSource.createQueryRunner();
       try {
@@ -73,6 +75,7 @@ export class SessionEnder {
         return false;
       } finally {
         await runner.release().catch(() => undefined);
+        ended();
       }
     })();
     return {
