@@ -4,6 +4,13 @@
 import { LockManager, LockService } from '@app/distributed-lock';
 import { subjectNamed } from './subjects';
 
+// Whatever ends it early shows in the test's failure (its stderr), rather than as a holder that says nothing.
+process.on('unhandledRejection', (reason: unknown) => {
+  process.stderr.write(`unhandled rejection: ${reason instanceof Error ? reason.stack : String(reason)}\n`);
+  process.exit(1);
+});
+process.on('exit', (code) => process.stderr.write(`exiting with ${code}\n`));
+
 async function main(): Promise<void> {
   const [subject, key, permits, ttl] = process.argv.slice(2);
   const manager = new LockManager(await subjectNamed(subject).create());
