@@ -18,7 +18,10 @@ export class LockBackendUnavailableError extends DistributedLockError {
       options,
     );
     this.key = options?.key;
+    this.hint = options?.hint;
   }
+  /** What to do, when it is not the server (see the constructor's `hint`); kept when the error is re-named. */
+  readonly hint: string | undefined;
   /** The lock key involved, when there was one. */
   readonly key: string | undefined;
 }

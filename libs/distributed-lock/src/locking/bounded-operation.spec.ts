@@ -48,6 +48,19 @@ describe('runBounded', () => {
     ).rejects.toBeInstanceOf(LockBackendUnavailableError);
   });
 
+  it('keeps what to do of a shortage in this process (maxHeldConnections) when it names the error anew', async () => {
+    const hint = 'All 8 connections allowed to hold pessimistic locks in this process stayed in use for the whole wait: raise maxHeldConnections.';
+    const renamed = await runBounded({
+      strategy: 'orders',
+      operation: 'acquire',
+      timeoutMs: 1_000,
+      run: () => Promise.reject(new LockBackendUnavailableError('pessimistic', 'acquire', 1_500, { key: 'k', hint })),
+    }).catch((e: unknown) => e);
+    expect(renamed).toMatchObject({ strategy: 'orders', hint });
+    expect(String(renamed)).toContain('maxHeldConnections');
+    expect(String(renamed)).not.toContain('Check that the server is up');
+  });
+
   it("names the strategy's own errors by the name it was registered under", async () => {
     const driverError = new Error('ECONNREFUSED');
     const unavailable = await runBounded({

@@ -1,7 +1,9 @@
-import { DistributedLockError } from '../errors/distributed-lock.error';
+import type { DistributedLockError } from '../errors/distributed-lock.error';
 import { LockBackendUnavailableError } from '../errors/lock-backend-unavailable.error';
 import { LockCommitFailedError } from '../errors/lock-commit-failed.error';
 import { PermitsMismatchError } from '../errors/permits-mismatch.error';
+import { DeadlineClock } from './deadline-clock';
+import { boundedCall } from './waits/bounded-call';
 import { LockPermissionDeniedError } from '../errors/lock-permission-denied.error';
 
 /** Describes one strategy call for `runBounded`. */
@@ -21,42 +23,9 @@ export interface BoundedOperation<T> {
  * library's are wrapped the same way, keeping the driver error as `cause`.
  */
 export function runBounded<T>(op: BoundedOperation<T>): Promise<T> {
-  const started = performance.now();
-  return new Promise<T>((resolve, reject) => {
-    let settled = false;
-    const timer = setTimeout(() => {
-      settled = true;
-      reject(new LockBackendUnavailableError(op.strategy, op.operation, Math.round(performance.now() - started), { key: op.key }));
-    }, op.timeoutMs);
-    timer.unref?.();
-    let pending: Promise<T>;
-    try {
-      pending = op.run();
-    } catch (error) {
-      pending = Promise.reject(error);
-    }
-    pending.then(
-      (value) => {
-        if (settled) {
-          op.onLateResult?.(value);
-          return;
-        }
-        settled = true;
-        clearTimeout(timer);
-        resolve(value);
-      },
-      (error: unknown) => {
-        if (settled) return;
-        settled = true;
-        clearTimeout(timer);
-        reject(
-          error instanceof DistributedLockError
-            ? underRegisteredName(error, op.strategy)
-            : new LockBackendUnavailableError(op.strategy, op.operation, Math.round(performance.now() - started), { key: op.key, cause: error }),
-        );
-      },
-    );
-  });
+  // Outside a lock manager (health checks, warm-up): a clock of its own, one deadline, never keeping the
+  // process alive; the bound and the wrapping are boundedCall's.
+  return boundedCall<T, T>({ clock: new DeadlineClock(), strategy: op.strategy, operation: op.operation, key: op.key, timeoutMs: op.timeoutMs, run: op.run, onLateResult: op.onLateResult });
 }
 
 /**
@@ -65,7 +34,7 @@ export function runBounded<T>(op: BoundedOperation<T>): Promise<T> {
  */
 export function underRegisteredName(error: DistributedLockError, name: string): DistributedLockError {
   if (error instanceof LockBackendUnavailableError && error.strategy !== name) {
-    return new LockBackendUnavailableError(name, error.operation, error.elapsedMs, { key: error.key, cause: error.cause });
+    return new LockBackendUnavailableError(name, error.operation, error.elapsedMs, { key: error.key, cause: error.cause, hint: error.hint });
   }
   if (error instanceof LockCommitFailedError && error.strategy !== name) {
     return new LockCommitFailedError(error.key, name, error.committed, { cause: error.cause });
