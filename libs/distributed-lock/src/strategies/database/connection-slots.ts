@@ -52,6 +52,11 @@ export class ConnectionSlots {
 
   constructor(readonly max: number) {}
 
+  /** A slot can be taken at once. */
+  get hasFree(): boolean {
+    return this.used < this.max;
+  }
+
   /**
    * A slot, at once or after waiting in line until `deadline` (ms since the epoch) or the budget's abort.
    * Resolves false when none came; without a budget (tryAcquire) it never waits.

@@ -92,21 +92,30 @@ export class PinnedLocks<H extends PinnedLock> {
     );
   }
 
+  /**
+   * Waits for a slot within the budget; false when aborted, or when the wait ended behind others of this
+   * process for this very key (its holder, its waiters, contenders still cleaning up): a timeout, as it would
+   * have been with more slots. Otherwise the key may be free and only the slots kept it out: it throws the
+   * error that says which option to raise, whichever of the lock service or the slots sees the deadline first.
+   */
+  private async waitForSlot(request: LockRequest, budget: WaitBudget, deadline: number): Promise<boolean> {
+    const heldBack = (): LockBackendUnavailableError | undefined => (this.keysInSlots.has(request.key) ? undefined : this.slotsExhausted(request, budget.timeoutMs));
+    budget.heldBackLocally?.(heldBack);
+    const slotted = await this.slots.take(budget, deadline);
+    budget.heldBackLocally?.(undefined);
+    if (slotted || budgetAborted(budget)) return slotted;
+    const error = heldBack();
+    if (error) throw error;
+    return false;
+  }
+
   async inSlot<G>(request: LockRequest, budget: WaitBudget | undefined, lock: (budget: WaitBudget | undefined) => Promise<G | null>): Promise<G | null> {
     const deadline = Date.now() + (budget?.timeoutMs ?? 0);
-    // Behind others of this process for this very key (its holder, its waiters, contenders still cleaning
-    // up), the wait ends as it would have with more slots: a timeout. Otherwise the key may be free and only
-    // the slots kept it out: say which option to raise, whichever of the lock service or the slots sees the
-    // deadline first.
-    const heldBack = (): LockBackendUnavailableError | undefined => (this.keysInSlots.has(request.key) ? undefined : this.slotsExhausted(request, budget?.timeoutMs ?? 0));
-    budget?.heldBackLocally?.(heldBack);
-    const slotted = await this.slots.take(budget, deadline);
-    budget?.heldBackLocally?.(undefined);
-    if (!slotted) {
-      if (!budget || budgetAborted(budget)) return null;
-      const error = heldBack();
-      if (!error) return null;
-      throw error;
+    // A free slot (the usual case) is taken at once, with nothing made for the wait below.
+    if (this.slots.hasFree || !budget) {
+      if (!(await this.slots.take(budget, deadline))) return null;
+    } else if (!(await this.waitForSlot(request, budget, deadline))) {
+      return null;
     }
     this.occupy(request.key);
     let grant: G | null = null;
