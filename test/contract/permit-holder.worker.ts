@@ -15,8 +15,13 @@ async function main(): Promise<void> {
   const [subject, key, permits, ttl] = process.argv.slice(2);
   const manager = new LockManager(await subjectNamed(subject).create());
   const permit = await new LockService(manager).acquirePermit(key, { permits: Number(permits), ttl: Number(ttl), autoExtend: true, waitTimeout: 20_000 });
+  // Listened for before "held" is said: the test freezes the holder the moment it reads "held", and a signal
+  // first read after waking is already aborted (the session is found expired as it is read), and an 'abort'
+  // listener added to an aborted signal never runs.
+  const tellLost = (): void => void process.stdout.write(`lost ${(permit.signal.reason as { reason?: string }).reason ?? 'unknown'}\n`);
+  if (permit.signal.aborted) tellLost();
+  else permit.signal.addEventListener('abort', tellLost, { once: true });
   process.stdout.write(`held ${permit.fencingToken ?? '-'}\n`);
-  permit.signal.addEventListener('abort', () => process.stdout.write(`lost ${(permit.signal.reason as { reason?: string }).reason ?? 'unknown'}\n`));
   setTimeout(() => process.exit(0), 60_000);
 }
 

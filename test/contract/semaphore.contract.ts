@@ -61,7 +61,7 @@ function startPermitHolder(subject: string, key: string, permits: number, ttlMs:
         child,
         token: held[1] === '-' ? undefined : Number(held[1]),
         output: () => out,
-        diagnostics: () => `stdout: ${out.trim()} | stderr: ${err.slice(-1000).trim() || '(none)'} | exit code: ${child.exitCode ?? 'still running'}, signal: ${child.signalCode ?? 'none'}`,
+        diagnostics: () => `stdout: ${out.trim()} | stderr: ${err.slice(-4000).trim() || '(none)'} | exit code: ${child.exitCode ?? 'still running'}, signal: ${child.signalCode ?? 'none'}`,
         kill: () => child.kill('SIGKILL'),
         exited,
       });
