@@ -42,7 +42,7 @@ export default defineConfig({
     // the servers: one file at a time, after the contract files, with nothing beside them.
     maxWorkers: 1,
     projects: [
-      project('unit', ['libs/**/*.spec.ts', 'apps/**/*.spec.ts', 'scripts/**/*.spec.ts', 'bench/**/*.spec.ts', 'test/support/**/*.spec.ts'], { group: 0, workers: 1 }),
+      project('unit', ['libs/**/*.spec.ts', 'apps/**/*.spec.ts', 'scripts/**/*.spec.ts', 'bench/**/*.spec.ts', 'test/support/**/*.spec.ts'], { group: 0, workers: 2 }),
       project('contract', ['test/contract/**/*.spec.ts', 'test/integration/**/*.spec.ts'], { group: 1, workers: 2, exclude: OWN_TOPOLOGIES }),
       project('secure', OWN_TOPOLOGIES, { group: 2, workers: 1 }),
       project('faults', ['test/faults/**/*.spec.ts'], { group: 3, workers: 1 }),

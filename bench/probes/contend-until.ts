@@ -1,16 +1,33 @@
 import type { BenchLock } from '../bench-subject';
 
-/** Every lock takes and releases `key` in a loop until `endAt` (ms since the epoch); returns the sections done. */
-export async function contendUntil(locks: readonly BenchLock[], key: string, endAt: number): Promise<number> {
+/** What a contention loop did: sections run, and acquisitions that gave up (a peer's retries ran out) and were asked again. */
+export interface Contended {
+  readonly sections: number;
+  readonly gaveUp: number;
+}
+
+/**
+ * Every lock takes and releases `key` in a loop until `endAt` (ms since the epoch). An acquisition that
+ * gives up (redlock's default of 10 retries runs out under contention) is asked again, as its user would:
+ * the work it spent counts, and so does the number of times.
+ */
+export async function contendUntil(locks: readonly BenchLock[], key: string, endAt: number): Promise<Contended> {
   let sections = 0;
+  let gaveUp = 0;
   await Promise.all(
     locks.map(async (lock) => {
       while (Date.now() < endAt) {
-        const release = await lock.acquire(key, 5_000);
+        let release: () => Promise<unknown>;
+        try {
+          release = await lock.acquire(key, 5_000);
+        } catch {
+          gaveUp += 1;
+          continue;
+        }
         sections += 1;
         await release();
       }
     }),
   );
-  return sections;
+  return { sections, gaveUp };
 }

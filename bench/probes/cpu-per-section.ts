@@ -11,6 +11,7 @@ import { contendUntil } from './contend-until';
 
 interface ChildReport {
   readonly sections: number;
+  readonly gaveUp: number;
   readonly cpuSeconds: number;
 }
 
@@ -37,9 +38,9 @@ async function child(): Promise<void> {
   await new Promise<void>((resolve) => process.once('message', () => resolve()));
   const before = process.cpuUsage();
   const endAt = Date.now() + windowMs;
-  const sections = await contendUntil(locks, key, endAt);
+  const { sections, gaveUp } = await contendUntil(locks, key, endAt);
   const used = process.cpuUsage(before);
-  const report: ChildReport = { sections, cpuSeconds: (used.user + used.system) / 1e6 };
+  const report: ChildReport = { sections, gaveUp, cpuSeconds: (used.user + used.system) / 1e6 };
   process.send?.(report);
   await Promise.all(locks.map((lock) => lock.close()));
   process.exit(0);
@@ -61,10 +62,12 @@ async function parent(): Promise<void> {
   const serverSeconds = redisCpuSeconds() - serverBefore;
   const sections = reports.reduce((sum, r) => sum + r.sections, 0);
   const clientSeconds = reports.reduce((sum, r) => sum + r.cpuSeconds, 0);
+  const gaveUp = reports.reduce((sum, r) => sum + r.gaveUp, 0);
   const perSection = (seconds: number): string => ((seconds / sections) * 1e6).toFixed(0);
   console.log(
     `${subjectId} ${processes} processes × ${instances} instances: ${Math.round(sections / (windowMs / 1000))} sections/s; ` +
-      `per section: clients ${perSection(clientSeconds)} µs, Redis ${perSection(serverSeconds)} µs`,
+      `per section: clients ${perSection(clientSeconds)} µs, Redis ${perSection(serverSeconds)} µs` +
+      (gaveUp > 0 ? `; ${gaveUp} acquisitions gave up and were asked again` : ''),
   );
 }
 

@@ -27,7 +27,7 @@ async function main(): Promise<void> {
   const key = `probe:${process.pid}:${Date.now()}`;
   const before = await counters();
   const endAt = Date.now() + Number(windowArg);
-  const sections = await contendUntil(locks, key, endAt);
+  const { sections } = await contendUntil(locks, key, endAt);
   const after = await counters();
   console.log(`${subjectId}, ${instancesArg} instances: ${Math.round(sections / (Number(windowArg) / 1000))} sections/s`);
   for (const [name, total] of after) {

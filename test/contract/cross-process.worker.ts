@@ -3,7 +3,7 @@
 import { closeSync, existsSync, openSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import type { TickHold } from './cross-process';
 import { join } from 'node:path';
-import { LockManager, LockService } from '@app/distributed-lock';
+import { LockManager, LockService } from '../support/without-nest';
 import { subjectNamed } from './subjects';
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)));

@@ -1,7 +1,7 @@
 // Holds one permit until killed. Usage: permit-holder.worker <subject> <key> <permits> <ttlMs>
 // Prints "held <token|->" once it holds the permit, and "lost <reason>" if it is told it lost it. Bounded: it
 // exits by itself after 60 s.
-import { LockManager, LockService } from '@app/distributed-lock';
+import { LockManager, LockService } from '../support/without-nest';
 import { subjectNamed } from './subjects';
 
 // Whatever ends it early shows in the test's failure (its stderr), rather than as a holder that says nothing.

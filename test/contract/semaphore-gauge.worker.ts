@@ -1,6 +1,6 @@
 // One contender process of the cross-process semaphore gauge.
 // Usage: semaphore-gauge.worker <subject> <key> <dir> <permits> <workers> <iterations> <holdMs>
-import { LockManager, LockService } from '@app/distributed-lock';
+import { LockManager, LockService } from '../support/without-nest';
 import { SlotGauge } from './semaphore-gauge';
 import { subjectNamed } from './subjects';
 

@@ -1,4 +1,5 @@
-import { InMemoryLockStrategy, type LockStrategy } from '@app/distributed-lock';
+import type { LockStrategy } from '@app/distributed-lock';
+import { InMemoryLockStrategy } from '@app/distributed-lock/strategies/in-memory';
 import { RedisLockStrategy, RedlockStrategy } from '@app/distributed-lock/strategies/redis';
 import { Redis } from 'ioredis';
 import { redisLockKeys, redisSemaphoreKeys } from '../../libs/distributed-lock/src/strategies/redis/redis-keys';
@@ -6,12 +7,11 @@ import { etcdSemaphorePrefix } from '@app/distributed-lock/strategies/etcd/etcd-
 import { zkLockPath, zkSemaphorePath } from '@app/distributed-lock/strategies/zookeeper/zookeeper-paths';
 import { AdvisoryLockStrategy, getLockName, PessimisticLockStrategy, postgresAdvisoryKey, RowLockStrategy } from '@app/distributed-lock/strategies/database';
 import { EtcdLockStrategy } from '@app/distributed-lock/strategies/etcd';
-import { Etcd3 } from 'etcd3';
+import type { Etcd3 } from 'etcd3';
 import { ZooKeeperLockStrategy } from '@app/distributed-lock/strategies/zookeeper';
-import ZooKeeper from 'zookeeper';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DataSource, type DataSourceOptions } from 'typeorm';
+import type { DataSource, DataSourceOptions } from 'typeorm';
 import type { ContractSubject } from './contract-subject';
 import { atDistance } from './at-distance';
 import { clusterClient, clusterStrategy } from '../support/redis-cluster-client';
@@ -62,9 +62,17 @@ function sqliteOptions(): DataSourceOptions {
   return { type: 'better-sqlite3', database: process.env.LOCK_TEST_SQLITE_PATH, enableWAL: true, timeout: 10_000 };
 }
 
+/**
+ * A TypeORM data source, its package loaded on first use: every worker process of the cross-process tests
+ * loads this file, and most of them never touch a database (the heavy client packages load only where used).
+ */
+async function newDataSource(options: DataSourceOptions): Promise<DataSource> {
+  return new (await import('typeorm')).DataSource(options);
+}
+
 /** Runs one statement on a short-lived connection of its own, as an operator would from a console. */
 async function adminQuery(options: DataSourceOptions, sql: string, parameters: unknown[] = []): Promise<unknown> {
-  const admin = new DataSource(options);
+  const admin = await newDataSource(options);
   await admin.initialize();
   try {
     return await admin.query(sql, parameters);
@@ -75,7 +83,7 @@ async function adminQuery(options: DataSourceOptions, sql: string, parameters: u
 
 /** Deletes every key under `prefix` in etcd, as an operator would with `etcdctl del --prefix`. */
 async function deleteEtcdPrefix(hosts: string, prefix: string): Promise<void> {
-  const raw = new Etcd3({ hosts: hosts.split(',') });
+  const raw: Etcd3 = new (await import('etcd3')).Etcd3({ hosts: hosts.split(',') });
   try {
     await raw.delete().prefix(prefix).exec();
   } finally {
@@ -85,6 +93,7 @@ async function deleteEtcdPrefix(hosts: string, prefix: string): Promise<void> {
 
 /** Deletes every child of `path` (a lock's contenders, a semaphore's permits) in ZooKeeper with a client of its own, as an operator would. */
 async function deleteZooKeeperChildren(connect: string, path: string): Promise<void> {
+  const { default: ZooKeeper } = await import('zookeeper');
   const raw = new ZooKeeper({ connect, timeout: 5_000, debug_level: ZooKeeper.constants.ZOO_LOG_LEVEL_ERROR, host_order_deterministic: false });
   await new Promise<void>((resolve) => {
     raw.once('connect', () => resolve());
@@ -99,7 +108,7 @@ async function deleteZooKeeperChildren(connect: string, path: string): Promise<v
 
 /** Kills the connection whose transaction holds the row lock (the fencing table names it). */
 async function killPessimisticHolder(key: string): Promise<void> {
-  const admin = new DataSource(mysqlOptions());
+  const admin = await newDataSource(mysqlOptions());
   await admin.initialize();
   const runner = admin.createQueryRunner();
   try {

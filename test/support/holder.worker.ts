@@ -3,7 +3,7 @@
 // fenced resource id, it writes to that resource with its token at once ("write accepted|rejected …"),
 // and again on every "write" line read from stdin: the write a paused holder attempts when it wakes.
 import { createInterface } from 'node:readline';
-import { LockManager, LockService, type LockLostError } from '@app/distributed-lock';
+import { LockManager, LockService, type LockLostError } from './without-nest';
 import { subjectNamed } from '../contract/subjects';
 import { FencedResource } from './fenced-resource';
 import { HistoryLog } from './history/history-log';

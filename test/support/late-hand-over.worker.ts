@@ -2,7 +2,7 @@
 // its hand-over message late. Usage: late-hand-over.worker <permit|lock> <key> <ttlMs> <subscriberPort>
 // Prints "acquiring", then "held <token>" once it holds (a permit of 1 place, or the lock), and "lost
 // <reason>" if it is told it lost it. Bounded: it exits by itself after 60 s.
-import { LockManager, LockService, type Lock, type LockLostError } from '@app/distributed-lock';
+import { LockManager, LockService, type Lock, type LockLostError } from './without-nest';
 import { RedisLockStrategy } from '@app/distributed-lock/strategies/redis';
 import { Redis } from 'ioredis';
 

@@ -4,7 +4,7 @@
 // recorded in the history LOCK_HISTORY_FILE under SOAK_NAME. Prints "contending" once started, then "done
 // <json>". Bounded: it stops taking permits at SOAK_UNTIL (epoch ms) anyway, and exits at most 30 s later.
 import { existsSync } from 'node:fs';
-import { DistributedLockError, LockAcquireTimeoutError, LockLostError, LockManager, LockService, type PermitHandle } from '@app/distributed-lock';
+import { DistributedLockError, LockAcquireTimeoutError, LockLostError, LockManager, LockService, type PermitHandle } from './without-nest';
 import { subjectNamed } from '../contract/subjects';
 import { HistoryLog } from './history/history-log';
 

@@ -3,7 +3,7 @@
 // process"). Environment: CONTENDER_NAME, ZK_CONNECT, CONTENDER_KEY, CONTENDERS, DURATION_MS,
 // LOCK_HISTORY_FILE. Prints "contending", contends for DURATION_MS, closes, and prints "done <json>" with
 // its counts; a process that dies without that line (a native abort) is reported as a failed contender.
-import { LockManager, LockService } from '@app/distributed-lock';
+import { LockManager, LockService } from './without-nest';
 import { ZooKeeperLockStrategy } from '@app/distributed-lock/strategies/zookeeper';
 import { contendUntil } from './contend-loops';
 import { HistoryLog } from './history/history-log';

@@ -13,7 +13,7 @@
 // what the holder reads then: "read held=<isHeld> aborted=<signal.aborted>" (a leader: "read leader=<isLeader>"),
 // then what a release and a try of another key give: "release resolved <bool> reason=<LockLostError reason|none>"
 // or "release rejected <name>: <message>", and "try held|free-null|rejected <name>: <message>".
-import { LeaderElection, LockLostError, LockManager, LockService, type LockHandle } from '@app/distributed-lock';
+import { LeaderElection, LockLostError, LockManager, LockService, type LockHandle } from './without-nest';
 import { ZooKeeperLockStrategy } from '@app/distributed-lock/strategies/zookeeper';
 
 const say = (line: string): void => void process.stdout.write(`${line}\n`);
