@@ -4,6 +4,7 @@ import { join, resolve } from 'node:path';
 import { checkPermits, type PermitCheckResult } from './history/check-permits';
 import type { HistoryLog } from './history/history-log';
 import { monotonicNow, type HoldRecord } from './history/hold-history';
+import { stopProcess } from './stop-process';
 
 const ROOT = resolve(__dirname, '..', '..');
 const WORKER = join(__dirname, 'permit-soak.worker.ts');
@@ -131,8 +132,8 @@ export async function runPermitSoak(options: PermitSoakOptions): Promise<PermitS
         live.splice(live.indexOf(victim), 1, replacement);
         all.push(replacement);
       } else {
-        const from = monotonicNow();
-        process.kill(pid, 'SIGSTOP');
+        // From the moment it is seen stopped: a section it began as the signal was on its way was held through the freeze.
+        const from = await stopProcess(pid);
         await sleep(options.freezeMs);
         process.kill(pid, 'SIGCONT');
         history.paused(victim.name, from, monotonicNow());

@@ -30,7 +30,8 @@ export interface HoldRecord {
 
 /**
  * What happened to a holder's process (`holder` as in its holds), recorded by the test that did it:
- * `paused` from SIGSTOP to SIGCONT, `killed` once it had died of SIGKILL.
+ * `paused` from the moment it was seen stopped (SIGSTOP, see stopProcess) to SIGCONT, `killed` once it had
+ * died of SIGKILL.
  */
 export type ProcessRecord =
   | { readonly kind: 'paused'; readonly holder: string; readonly from: string; readonly until: string }
