@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { startAppProcess, stopAppProcess, type AppProcess } from '../support/app-process';
 import { FencedResource } from '../support/fenced-resource';
 import { monotonicNow } from '../support/history/hold-history';
+import { stopProcess } from '../support/stop-process';
 import { checkLeadership, unexplainedRefusals, type DeathRecord, type FreezeRecord, type LeaderWriteRecord, type TermRecord } from '../support/leader/check-leadership';
 import { APP_STRATEGIES } from '../support/app-strategies';
 import { fencedResourceOf, LEADER_TTL_MS } from '../support/leader/leader-app.config';
@@ -159,8 +160,7 @@ describe('Leader election across three app processes, every strategy at once', (
         const led = STRATEGIES.filter((s) => current.get(s) === target);
         for (const s of led) frozenLeaders.add(s);
         const mark = target.lines.length;
-        target.child.kill('SIGSTOP');
-        const stoppedAt = monotonicNow();
+        const stoppedAt = await stopProcess(target.child.pid as number);
         await sleep(FREEZE_MS);
         // The careless write waits in its stdin, and goes in with the wake-up, before its timers can run.
         target.send('write');

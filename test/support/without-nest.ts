@@ -1,6 +1,6 @@
-// The library's engine without its Nest layer, for the worker processes the tests spawn: the package root
-// also loads Nest (its module, decorators and discovery), which takes most of a worker's start-up (about
-// 0.7 s of CPU each, with a few hundred workers per run). The same classes as the root exports.
+// The library's engine without its Nest layer, for the worker processes the tests spawn (a few hundred per
+// run): the package root also loads Nest (its module, decorators and discovery), which is most of a worker's
+// start-up. The same classes as the root exports.
 export { LockService } from '@app/distributed-lock/locking/lock-service';
 export { LockManager } from '@app/distributed-lock/locking/lock-manager';
 export type { Lock } from '@app/distributed-lock/locking/lock-handle';
