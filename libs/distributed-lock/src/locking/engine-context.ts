@@ -2,6 +2,7 @@ import type { DeadlineClock } from './deadline-clock';
 import type { LockEvents } from './lock-events';
 import type { LeaseGrant } from './lock-lease';
 import type { LockStrategy } from './lock-strategy.interface';
+import type { ServerAnswers } from './server-answers';
 
 /**
  * What the waits and the held locks of one lock manager share: its clock, its name and bound, its events,
@@ -17,6 +18,8 @@ export interface EngineContext {
   readonly closed: boolean;
   /** Work in the background (a strategy still leaving its queue, a grant given back): close() waits for it. */
   readonly background: BackgroundWork;
+  /** When the server last answered any wait: evidence that it is up for a wait still without its own answer. */
+  readonly answers: ServerAnswers;
   /** Gives back a grant nobody will use (it came after its caller gave up), in the background. */
   releaseOrphan(grant: LeaseGrant | null, ops: LockStrategy): Promise<void>;
 }

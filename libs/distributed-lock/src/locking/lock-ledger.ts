@@ -7,6 +7,7 @@ import type { LeaseGrant } from './lock-lease';
 import type { HoldObservation, LockObserver, ObservedLockManager } from './lock-observer';
 import type { ResolvedAcquireOptions } from './lock-options';
 import type { LockStrategy } from './lock-strategy.interface';
+import { ServerAnswers } from './server-answers';
 import type { CallerBudget } from './wait-budget';
 import { simpleBoundedCall } from './waits/bounded-call';
 import { ProcessLines } from './waits/line-wait';
@@ -20,6 +21,7 @@ import { ProcessLines } from './waits/line-wait';
 export class LockLedger implements EngineContext {
   readonly clock = new DeadlineClock();
   readonly background = new BackgroundWork();
+  readonly answers = new ServerAnswers();
   readonly held = new Set<HeldLock>();
   /** Waits under way, so that close() can end them. */
   readonly waiting = new Set<CallerBudget>();

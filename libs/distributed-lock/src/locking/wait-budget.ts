@@ -1,4 +1,5 @@
 import type { WaitBudget } from './lock-lease';
+import type { ServerAnswers } from './server-answers';
 
 /**
  * The wait budget the lock manager hands a queueing strategy: given up when the caller's signal aborts
@@ -18,6 +19,8 @@ export class CallerBudget implements WaitBudget {
   constructor(
     readonly timeoutMs: number,
     private readonly callerSignal: AbortSignal | undefined,
+    /** The manager's record of answers to any of its waits, told of each answer to this one. */
+    private readonly answers?: ServerAnswers,
   ) {
     this.givenUp = callerSignal?.aborted ?? false;
   }
@@ -42,6 +45,7 @@ export class CallerBudget implements WaitBudget {
 
   /** The strategy heard from the server (see `WaitBudget.serverAnswered`). */
   serverAnswered(): void {
+    this.answers?.heard();
     if (this.answered) return;
     this.answered = true;
     const listeners = this.answerListeners;

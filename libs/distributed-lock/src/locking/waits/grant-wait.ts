@@ -131,7 +131,7 @@ class GrantWait<R> implements WaitOutcome<R> {
   }
 
   private newBudget(): CallerBudget {
-    return new CallerBudget(Math.max(1, this.until - Date.now()), this.options.signal);
+    return new CallerBudget(Math.max(1, this.until - Date.now()), this.options.signal, this.deps.ctx.answers);
   }
 
   /** The budget counts as a wait under way: close() and the caller's signal give it up. */
