@@ -4,15 +4,22 @@ import type { RedisChannelListener } from './redis-channel-listener';
 /** Called with the fencing token of a lock a release handed to the waiting owner. */
 type HandOverListener = (token: number) => void;
 
+/** What a waiter hears on the inbox: a hand-over (with its token), or a wake (barging mode: the lock is free, try now). */
+interface Expected {
+  readonly handedOver: HandOverListener;
+  readonly woken?: () => void;
+}
+
 /**
  * One channel per strategy instance on which a release tells this client's waiters that the lock was
- * handed to them ("g <owner> <token>"). A hand-over reaches only the connection of the waiter it names,
+ * handed to them ("g <owner> <token>"), or, for a barging lock, that it is free and theirs to try for
+ * ("w <owner>", no token: not a grant). A hand-over reaches only the connection of the waiter it names,
  * however many instances wait on the key (a channel per key would deliver it to all of them), and the
  * channel is subscribed once for the strategy's life, not once per key.
  */
 export class RedisInbox {
   readonly channel: string;
-  private readonly expected = new Map<string, HandOverListener>();
+  private readonly expected = new Map<string, Expected>();
   private opening: Promise<unknown> | undefined;
 
   constructor(
@@ -28,14 +35,16 @@ export class RedisInbox {
   }
 
   /**
-   * Calls `listener` when a hand-over to `owner` arrives, until `stop` is called. `ready` resolves once
+   * Calls `listener` when a hand-over to `owner` arrives, and `woken` when a release woke it to try (barging
+   * mode), until `stop` is called. `ready` resolves once
    * the server confirmed the subscription, so that a hand-over published after it is not missed; it
    * rejects (and `stop` is implied) if the subscription fails.
    */
-  expect(owner: string, listener: HandOverListener): { readonly ready: Promise<void>; readonly stop: () => void } {
-    this.expected.set(owner, listener);
+  expect(owner: string, listener: HandOverListener, woken?: () => void): { readonly ready: Promise<void>; readonly stop: () => void } {
+    const expected: Expected = { handedOver: listener, woken };
+    this.expected.set(owner, expected);
     const stop = (): void => {
-      if (this.expected.get(owner) === listener) this.expected.delete(owner);
+      if (this.expected.get(owner) === expected) this.expected.delete(owner);
     };
     const ready = this.open().then(
       () => undefined,
@@ -64,13 +73,17 @@ export class RedisInbox {
 
   /** A hand-over to `owner` learned otherwise than by a message (the release that made it ran on this client). */
   handOver(owner: string, token: number): void {
-    this.expected.get(owner)?.(token);
+    this.expected.get(owner)?.handedOver(token);
   }
 
   private deliver(message: string): void {
+    if (message.startsWith('w ')) {
+      this.expected.get(message.slice(2))?.woken?.();
+      return;
+    }
     if (!message.startsWith('g ')) return;
     const space = message.lastIndexOf(' ');
     if (space <= 2) return;
-    this.expected.get(message.slice(2, space))?.(Number(message.slice(space + 1)));
+    this.expected.get(message.slice(2, space))?.handedOver(Number(message.slice(space + 1)));
   }
 }

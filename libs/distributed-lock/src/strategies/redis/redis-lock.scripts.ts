@@ -5,16 +5,26 @@
 // Keys of one lock:  KEYS[1] lock    HASH  o = writer, c = its hold count, t = its fencing token;
 //                                           r:<owner> = a reader's fencing token
 //                    KEYS[2] queue   ZSET  waiting owners, scored by arrival number (FIFO)
-//                    KEYS[3] waiters HASH  owner -> "<ttlMs>:<aliveUntilMs>:<x|s>:<claimMs>:<inbox>", plus "#seq", the
-//                                          arrival counter; <inbox> is the waiter's client channel (may be empty)
+//                    KEYS[3] waiters HASH  owner -> "<ttlMs>:<aliveUntilMs>:<x|s>:<claimMs>:<joinedMs>:<inbox>", plus
+//                                          "#seq", the arrival counter; <inbox> is the waiter's client channel (may be
+//                                          empty), <joinedMs> the server time it joined the queue. Barging mode also
+//                                          keeps "#head", the server time (ms) the head of the queue last changed,
+//                                          and "#woke", the head a release woke (see RELEASE_SCRIPT)
 //                    KEYS[4] fence   STRING the last fencing token ("" or KEYS[1] for none: tokens are then 0)
 //                    KEYS[5] readers ZSET  reader owners, scored by the server time their lease ends
 // ARGV[1] is always the owner id; ARGV[2] the channel on which releases and hand-overs are announced.
 
 import { lua } from './redis-script';
 
-/** Acquire's arguments: owner, channel, ttlMs, fair, waiter, aliveMs, mode, inbox (see ACQUIRE_SCRIPT). */
-export type AcquireArgs = [owner: string, channel: string, ttlMs: number, fair: '0' | '1', waiter: '0' | '1', aliveMs: number, mode: 'x' | 's', inbox: string];
+/** Acquire's arguments: owner, channel, ttlMs, bargeMs, waiter, aliveMs, mode, inbox (see ACQUIRE_SCRIPT). */
+export type AcquireArgs = [owner: string, channel: string, ttlMs: number, bargeMs: number, waiter: '0' | '1', aliveMs: number, mode: 'x' | 's', inbox: string];
+
+/**
+ * Release's and leave's arguments: owner, channel, announce ("0": publish nothing on the lock's channel, where
+ * nobody listens; absent or "1": announce a lock left free there, for Redlock's lines), bargeMs (0 or absent:
+ * strict hand-over).
+ */
+export type ReleaseArgs = [owner: string, channel: string, announce?: '0' | '1', bargeMs?: number];
 
 /**
  * Acquire's reply: held (1) with the token; or not (0), with a waiter's view of the newest token issued and
@@ -112,49 +122,107 @@ local function grantable(mode, writer)
   return mode == 's' or live_readers() == 0
 end
 
+-- A queued waiter's entry: ttl, alive-until, mode, claim, joined (server ms) and inbox. Entries written by
+-- earlier versions of this script have no join time (then 0: the window counts from "#head" alone), no claim
+-- (the whole lease) or no inbox (the lock's channel). The inbox is the last field and holds ':' itself (the
+-- namespace, "inbox:"), so the fields before it are counted, and a fifth field is a join time only when it
+-- is a number followed by another ':'. nil for a missing entry.
+local function parse_waiter(meta, channel)
+  if not meta then return nil end
+  local a = string.find(meta, ':', 1, true)
+  local b = string.find(meta, ':', a + 1, true)
+  local c = b and string.find(meta, ':', b + 1, true)
+  local d = c and string.find(meta, ':', c + 1, true)
+  local w = { ttl = tonumber(string.sub(meta, 1, a - 1)), alive = tonumber(string.sub(meta, a + 1, b - 1)), joined = 0, inbox = channel }
+  w.mode = string.sub(meta, b + 1, (c or 0) - 1)
+  w.claim = c and tonumber(string.sub(meta, c + 1, (d or 0) - 1)) or w.ttl
+  if d and d < #meta then
+    local e = string.find(meta, ':', d + 1, true)
+    local joined = e and string.match(string.sub(meta, d + 1, e - 1), '^%d+$')
+    if joined then
+      w.joined = tonumber(joined)
+      if e < #meta then w.inbox = string.sub(meta, e + 1) end
+    else
+      w.inbox = string.sub(meta, d + 1)
+    end
+  end
+  return w
+end
+
+-- Barging mode: the head of the queue changed (handed the lock, left, dropped dead, took the lock), so the
+-- new head's window starts now. The hash keeps its lifetime ("#seq" is in it); one made afresh here (it
+-- expired between two calls) gets the queue's.
+local function mark_head()
+  if redis.call('HSET', KEYS[3], '#head', now_ms()) == 1 and redis.call('PTTL', KEYS[3]) == -1 then
+    redis.call('PEXPIRE', KEYS[3], math.max(redis.call('PTTL', KEYS[2]), 1))
+  end
+end
+
+-- Barging mode: the first live waiter (name, entry), since when it has been the head (server ms), and the
+-- head a release last woke ("#woke"); nil when nobody live waits. Dead waiters before it are dropped, as
+-- hand_over drops them (the head then changed).
+local function live_head()
+  local now = now_ms()
+  local dropped = false
+  while true do
+    local head = redis.call('ZRANGE', KEYS[2], 0, 0)[1]
+    if not head then
+      if dropped then mark_head() end
+      return nil
+    end
+    local info = redis.call('HMGET', KEYS[3], head, '#head', '#woke')
+    local w = parse_waiter(info[1], '')
+    if w and w.alive >= now then
+      if dropped then
+        mark_head()
+        return head, w, now, info[3]
+      end
+      -- "Head for how long" counts from the later of its join and the last change of head. From the join
+      -- alone, under constant contention every waiter has waited longer than any window of a few ms by the
+      -- time it is head, and the lock would stay strict FIFO for ever (a process woken per section). From
+      -- the change of head, an awake process keeps the lock for a bounded burst, then the head gets it
+      -- strictly, and becomes the process that bursts in turn.
+      return head, w, math.max(w.joined, tonumber(info[2]) or 0), info[3]
+    end
+    redis.call('ZREM', KEYS[2], head)
+    redis.call('HDEL', KEYS[3], head)
+    dropped = true
+  end
+end
+
 -- Hand the free lock to the waiters at the head of the queue: the first writer alone, or every reader up
 -- to the next writer. Waiters that stopped refreshing their place (dead) are dropped on the way.
 -- \`no_writer\`: true when the caller knows no writer holds (granting readers does not change that).
-local function hand_over(channel, no_writer)
+-- \`barging\`: note a change of head for the barging window (see live_head).
+local function hand_over(channel, no_writer, barging)
   local writer = nil
   if no_writer then writer = false end
   local now
   local granted = false
+  local popped = false
   while true do
     local head = redis.call('ZRANGE', KEYS[2], 0, 0)[1]
-    if not head then return granted end
+    if not head then break end
     now = now or now_ms()
-    local meta = redis.call('HGET', KEYS[3], head)
-    local alive = false
-    local ttl, mode, claim
-    local inbox = channel
-    if meta then
-      local a = string.find(meta, ':', 1, true)
-      local b = string.find(meta, ':', a + 1, true)
-      local c = b and string.find(meta, ':', b + 1, true)
-      local d = c and string.find(meta, ':', c + 1, true)
-      ttl = tonumber(string.sub(meta, 1, a - 1))
-      alive = tonumber(string.sub(meta, a + 1, b - 1)) >= now
-      -- A waiter queued by an earlier version of this script has no claim (it gets its whole lease) and
-      -- no inbox (it hears of the hand-over on the lock's channel).
-      mode = string.sub(meta, b + 1, (c or 0) - 1)
-      claim = c and tonumber(string.sub(meta, c + 1, (d or 0) - 1)) or ttl
-      if d and d < #meta then inbox = string.sub(meta, d + 1) end
-    end
-    if alive and not grantable(mode, writer) then return granted end
+    local w = parse_waiter(redis.call('HGET', KEYS[3], head), channel)
+    local alive = w ~= nil and w.alive >= now
+    if alive and not grantable(w.mode, writer) then break end
     redis.call('ZREM', KEYS[2], head)
     redis.call('HDEL', KEYS[3], head)
+    popped = true
     if alive then
       -- Handed over for a short claim only: a waiter that died since its last refresh (killed, or its
       -- client closed) leaves the lock free again after it, instead of after a whole lease. A live
       -- waiter turns the claim into its lease with an extension as soon as it hears of the hand-over.
-      local token = grant(head, math.min(ttl, claim), mode)
+      local token = grant(head, math.min(w.ttl, w.claim), w.mode)
       -- Told on its own client's inbox: only the waiter's connection hears it, however many wait.
-      redis.call('PUBLISH', inbox, 'g ' .. head .. ' ' .. token)
+      redis.call('PUBLISH', w.inbox, 'g ' .. head .. ' ' .. token)
       granted = true
-      if mode ~= 's' then return true end
+      if w.mode ~= 's' then break end
     end
   end
+  if popped and barging then mark_head() end
+  return granted
 end
 
 -- The token of a lock this owner holds (as writer or reader), or nil.
@@ -166,17 +234,24 @@ end
 `;
 
 /**
- * Acquire. ARGV: owner, channel, ttlMs, fair ("1"/"0"), waiter ("1": enqueue or refresh this owner's place;
- * "0": plain try), aliveMs (how long a queued waiter stays in line without refreshing), mode ("x"/"s"),
- * inbox (the channel on which this waiter hears that the lock was handed to it; "" for the lock's channel).
- * Returns {1, token} when held (a hand-over to this waiter counts), {0, 0} when not; a waiter's {0, writer's
- * token or 0, server time in µs}.
+ * Acquire. ARGV: owner, channel, ttlMs, bargeMs (0: strict FIFO; more: the barging window, see below), waiter
+ * ("1": enqueue or refresh this owner's place; "0": plain try), aliveMs (how long a queued waiter stays in line
+ * without refreshing), mode ("x"/"s"), inbox (the channel on which this waiter hears that the lock was handed to
+ * it, or woken; "" for the lock's channel). Returns {1, token} when held (a hand-over to this waiter counts),
+ * {0, 0} when not; a waiter's {0, writer's token or 0, server time in µs}.
+ *
+ * Barging (bargeMs > 0, writers only), as Go's sync.Mutex: a writer that finds the lock free while others
+ * are queued takes it as long as the queue's live head has been head for less than bargeMs (see live_head);
+ * a queued one leaves the queue. Past the window the free lock goes to the head (hand_over), strictly.
+ * Readers, and writers behind a queued reader, are served in order as in fair mode.
  */
 export const ACQUIRE_SCRIPT = lua<AcquireArgs, AcquireReply>(`${PRELUDE}
 local owner, channel, ttl = ARGV[1], ARGV[2], tonumber(ARGV[3])
-local fair, waiter, alive, mode, inbox = ARGV[4] == '1', ARGV[5] == '1', tonumber(ARGV[6]), ARGV[7], ARGV[8] or ''
+local barge, waiter, alive, mode, inbox = tonumber(ARGV[4]), ARGV[5] == '1', tonumber(ARGV[6]), ARGV[7], ARGV[8] or ''
 if not whole_ms(ttl) or not whole_ms(alive) then return redis.error_reply('ERR ttl and alive must be whole milliseconds') end
 if mode ~= 'x' and mode ~= 's' then return redis.error_reply('ERR mode must be x or s') end
+if barge ~= 0 and not whole_ms(barge) then return redis.error_reply('ERR bargeMs must be 0 or whole milliseconds') end
+local barging = barge > 0
 -- Nothing held, nobody in line and no reader entries (not even stale ones): the lock is free, at the cost
 -- of one command instead of three (holder, queue head, readers), the common case of an uncontended lock.
 if redis.call('EXISTS', KEYS[1], KEYS[2], KEYS[5]) == 0 then return {1, grant(owner, ttl, mode)} end
@@ -195,11 +270,21 @@ if mode == 's' and live_readers() > 0 and redis.call('ZSCORE', KEYS[5], owner) t
   keep_for(KEYS[1], ttl)
   return {1, redis.call('HGET', KEYS[1], 'r:' .. owner)}
 end
-local queued = fair and redis.call('ZRANGE', KEYS[2], 0, 0)[1]
+local queued = redis.call('ZRANGE', KEYS[2], 0, 0)[1]
 local free = grantable(mode, writer)
+if free and queued and queued ~= owner and barging and mode == 'x' then
+  local head, w, since = live_head()
+  if head and head ~= owner and w.mode == 'x' and now_ms() - since < barge then
+    -- Barge: the head is within its window. Our own place in line, if any, is given up (the head stays).
+    if waiter and redis.call('ZREM', KEYS[2], owner) == 1 then redis.call('HDEL', KEYS[3], owner) end
+    return {1, grant(owner, ttl, mode)}
+  end
+  queued = head
+end
 if free and queued and queued ~= owner then
-  -- Others are in line (a release that found nobody alive, or a lost race): serve them first.
-  hand_over(channel, not writer)
+  -- Others are in line (a release that found nobody alive, a lost race, a barging window that passed):
+  -- serve them first.
+  hand_over(channel, not writer, barging)
   local token = held_token(owner)
   if token then return {1, token} end
   queued = redis.call('ZRANGE', KEYS[2], 0, 0)[1]
@@ -210,14 +295,22 @@ if free and (not queued or queued == owner) then
   if waiter and queued == owner then
     redis.call('ZREM', KEYS[2], owner)
     redis.call('HDEL', KEYS[3], owner)
+    if barging then mark_head() end
   end
   return {1, grant(owner, ttl, mode)}
 end
 if waiter then
+  local joined = now_ms()
   if not redis.call('ZSCORE', KEYS[2], owner) then
     redis.call('ZADD', KEYS[2], redis.call('HINCRBY', KEYS[3], '#seq', 1), owner)
+  else
+    local w = parse_waiter(redis.call('HGET', KEYS[3], owner), '')
+    if w and w.joined > 0 then joined = w.joined end
+    -- The head's attempt (\`queued\` is the head as last read) after a release woke it: the next release
+    -- in its window may wake it again.
+    if barging and queued == owner then redis.call('HDEL', KEYS[3], '#woke') end
   end
-  redis.call('HSET', KEYS[3], owner, string.format('%d:%d:%s:%d:%s', ttl, now_ms() + alive, mode, alive, inbox))
+  redis.call('HSET', KEYS[3], owner, string.format('%d:%d:%s:%d:%d:%s', ttl, now_ms() + alive, mode, alive, joined, inbox))
   redis.call('PEXPIRE', KEYS[2], alive * 4 + ttl)
   redis.call('PEXPIRE', KEYS[3], alive * 4 + ttl)
   -- The writer's token (the newest issued while a writer holds) and the clock (µs), by which the waiter
@@ -228,13 +321,15 @@ return {0, 0}
 `);
 
 /**
- * Release. ARGV: owner, channel, announce ("0": the lock's waiters are all in its queue, as fair ones are,
- * and nobody listens on the channel; anything else: announce a free lock there, for barging waiters). A
- * writer drops one hold (the last frees the lock); a reader leaves. A freed lock goes to the first live
- * waiters, or is announced free. Returns 1 when the lock was this owner's, 0 when it was not.
+ * Release. ARGV: see ReleaseArgs. A writer drops one hold (the last frees the lock); a reader leaves. A freed
+ * lock goes to the first live waiters (or, with announce, is announced free on the lock's channel when nobody
+ * waits). Barging mode (bargeMs > 0), the head a writer within its window (see live_head): the lock is left
+ * free, for whoever comes first, and the head is woken on its inbox ("w <owner>") so that it tries at once.
+ * A head woken and not yet back ("#woke", cleared by its next attempt) is not woken again, so a burst of
+ * releases costs one message. Returns 1 when the lock was this owner's, 0 when it was not.
  */
-export const RELEASE_SCRIPT = lua<[owner: string, channel: string, announce?: '0' | '1'], 0 | 1>(`${PRELUDE}
-local owner, channel, announce = ARGV[1], ARGV[2], ARGV[3] ~= '0'
+export const RELEASE_SCRIPT = lua<ReleaseArgs, 0 | 1>(`${PRELUDE}
+local owner, channel, announce, barge = ARGV[1], ARGV[2], ARGV[3] ~= '0', tonumber(ARGV[4] or '0') or 0
 local holder = redis.call('HMGET', KEYS[1], 'o', 'c')
 if holder[1] == owner then
   if (tonumber(holder[2]) or 1) > 1 then
@@ -247,8 +342,21 @@ elseif redis.call('ZREM', KEYS[5], owner) == 1 then
 else
   return 0
 end
+if barge > 0 then
+  local head, w, since, woke = live_head()
+  if not head then return 1 end
+  if w.mode == 'x' and w.inbox ~= '' and now_ms() - since < barge then
+    -- Readers still holding: nobody can take it yet; the last of them wakes the head.
+    if not grantable('x', false) then return 1 end
+    if woke ~= head then
+      redis.call('HSET', KEYS[3], '#woke', head)
+      redis.call('PUBLISH', w.inbox, 'w ' .. head)
+    end
+    return 1
+  end
+end
 -- No writer holds now: the one that left was the writer, or a reader (never beside a writer).
-if not hand_over(channel, true) and announce then redis.call('PUBLISH', channel, 'r') end
+if not hand_over(channel, true, barge > 0) and announce then redis.call('PUBLISH', channel, 'r') end
 return 1
 `);
 
@@ -281,17 +389,21 @@ return 0
 `);
 
 /**
- * A waiter leaves the queue (timeout, abort). ARGV: owner, channel. Returns {1, token} when the lock was
- * handed to it meanwhile (the caller then owns it and must release it), {0} otherwise.
+ * A waiter leaves the queue (timeout, abort). ARGV: see ReleaseArgs (announce: "0" publishes nothing on the
+ * lock's channel). Returns {1, token} when the lock was handed to it meanwhile (the caller then owns it and
+ * must release it), {0} otherwise.
  */
-export const LEAVE_QUEUE_SCRIPT = lua<[owner: string, channel: string], LeaveReply>(`${PRELUDE}
-local owner, channel = ARGV[1], ARGV[2]
-redis.call('ZREM', KEYS[2], owner)
-redis.call('HDEL', KEYS[3], owner)
+export const LEAVE_QUEUE_SCRIPT = lua<ReleaseArgs, LeaveReply>(`${PRELUDE}
+local owner, channel, announce, barge = ARGV[1], ARGV[2], ARGV[3] ~= '0', tonumber(ARGV[4] or '0') or 0
+local was_head = barge > 0 and redis.call('ZRANGE', KEYS[2], 0, 0)[1] == owner
+if redis.call('ZREM', KEYS[2], owner) == 1 then
+  redis.call('HDEL', KEYS[3], owner)
+  if was_head then mark_head() end
+end
 local token = held_token(owner)
 if token then return {1, token} end
 -- We may have been the writer that readers behind us were waiting for.
-if not hand_over(channel) then redis.call('PUBLISH', channel, 'r') end
+if not hand_over(channel, false, barge > 0) and announce then redis.call('PUBLISH', channel, 'r') end
 return {0}
 `);
 

@@ -15,7 +15,7 @@ import { RedisScript } from './redis-script';
 import { RedisSemaphore } from './redis-semaphore';
 import { ReplicaAck, type RedisReplicaAckOptions } from './redis-replica-ack';
 import { leaseExpiry } from '../../locking/lease-expiry';
-import { budgetAborted, waitForWake } from '../../locking/wait-for-wake';
+import { budgetAborted } from '../../locking/wait-for-wake';
 import { queueCheck, waitInRedisQueue } from './redis-queue-wait';
 import { closeRedisClient } from './close-redis-client';
 import { strategyName } from '../strategy-name';
@@ -42,10 +42,18 @@ export interface RedisLockStrategyOptions {
   readonly namespace?: string;
   /**
    * FIFO hand-over (default true): waiters queue in Redis and a release gives the lock straight to the
-   * first live waiter. False: waiters are woken by the release and race for it (higher risk of
-   * starvation, the releaser often wins again).
+   * first live waiter. False: bounded barging, as Go's `sync.Mutex`: waiters queue the same way, but a
+   * writer that finds the lock free may take it while the head of the queue has been head for less than
+   * `bargeWindowMs`; past that window a release hands the lock to the head. An awake process keeps the lock
+   * for a bounded burst instead of waking another process for every section. Readers are served in order.
    */
   readonly fair?: boolean;
+  /**
+   * With `fair: false`: the barging window in ms, counted from when the head of the queue became head (or
+   * joined, if later). Within it a free lock goes to whoever asks first; past it, to the head. Default 5.
+   * Refused with `fair: true` (or `fair` unset), where it would mean nothing.
+   */
+  readonly bargeWindowMs?: number;
   /**
    * How often a waiter re-checks by itself and refreshes its place in the queue, in ms: the most a lost
    * notification can cost. A waiter that stops refreshing (its process died) leaves the queue after three
@@ -72,14 +80,18 @@ export interface RedisLockStrategyOptions {
 /** Redis semaphores always queue, and every grant takes a token from the semaphore's counter. */
 const SEMAPHORES = Object.freeze({ fifo: true, fencing: true });
 
-const OPTION_KEYS = ['client', 'connection', 'name', 'namespace', 'fair', 'recheckInterval', 'replicaAck'];
+const OPTION_KEYS = ['client', 'connection', 'name', 'namespace', 'fair', 'bargeWindowMs', 'recheckInterval', 'replicaAck'];
+
+/** The barging window when `fair: false` and `bargeWindowMs` is not set, in ms. */
+const DEFAULT_BARGE_WINDOW_MS = 5;
 
 /**
  * Locks in one Redis server (or one Redis Cluster slot per key). Acquire, release and extend are each
  * one Lua script, owner-checked; fencing tokens come from a per-key counter in the same script. In fair
  * mode waiters are served in arrival order: a release hands the lock to the first live waiter and tells
- * it on its instance's own channel (see RedisInbox); in barging mode a release is announced on the key's
- * channel and its waiters race for it.
+ * it on its instance's own channel (see RedisInbox). In barging mode waiters queue the same way, but a
+ * free lock goes to whoever asks first while the head is within its window (the head is woken to ask),
+ * and to the head past it (see ACQUIRE_SCRIPT).
  *
  * Not safe against failover by default: Redis replicates asynchronously, so a lock written to a master that
  * dies before replicating is lost, and a second holder can get it from the promoted replica; the first is
@@ -97,6 +109,8 @@ export class RedisLockStrategy implements LockStrategy {
   private readonly ownsClient: boolean;
   private readonly keyNames: RedisLockKeyNames;
   private readonly fair: boolean;
+  /** The barging window in ms sent to the scripts; 0 in fair mode (strict hand-over). */
+  private readonly bargeMs: number;
   private readonly recheckMs: number;
   /**
    * How long a queued waiter stays in line without refreshing its place (three re-checks), and how long a
@@ -132,6 +146,10 @@ export class RedisLockStrategy implements LockStrategy {
     this.name = strategyName(options.name, 'redis');
     this.keyNames = new RedisLockKeyNames(options.namespace ?? 'dlock:');
     this.fair = options.fair ?? true;
+    if (this.fair && options.bargeWindowMs !== undefined) {
+      throw new InvalidLockOptionsError('bargeWindowMs', 'applies only with fair: false (bounded barging); remove it, or set fair: false.');
+    }
+    this.bargeMs = this.fair ? 0 : assertDuration(options.bargeWindowMs ?? DEFAULT_BARGE_WINDOW_MS, 'bargeWindowMs', 1);
     this.recheckMs = assertDuration(options.recheckInterval ?? 500, 'recheckInterval', 10);
     this.claimMs = this.recheckMs * 3;
     this.replicaAck = options.replicaAck === undefined ? undefined : new ReplicaAck(options.replicaAck, this.name);
@@ -171,21 +189,22 @@ export class RedisLockStrategy implements LockStrategy {
   async acquire(request: LockRequest, budget: WaitBudget): Promise<LeaseGrant | null> {
     const keys = this.keyNames.of(request.key);
     try {
-      return await (this.fair ? this.waitInLine(keys, request, budget) : this.raceForRelease(keys, request, budget));
+      return await this.waitInLine(keys, request, budget);
     } catch (error) {
       throw this.callError(error, 'acquire', request.key);
     }
   }
 
   /**
-   * Fair mode: join the key's queue and wait until a release hands the lock over (told on this client's
-   * inbox), re-checking every `recheckInterval` in case the message was lost.
+   * Join the key's queue and wait until a release hands the lock over (told on this client's inbox),
+   * re-checking every `recheckInterval` in case the message was lost. In barging mode a release within the
+   * head's window wakes it instead, and its next check takes the free lock unless another took it first.
    */
   private async waitInLine(keys: RedisLockKeys, request: LockRequest, budget: WaitBudget): Promise<LeaseGrant | null> {
     const waited = await waitInRedisQueue(this.inbox, request.owner, this.recheckMs, budget, {
       attempt: async (waiter) => queueCheck(...(await this.runAcquire(keys, request, waiter))),
       leave: async () => {
-        const reply = await this.scripts.leave.run(this.client, keys.keys, [request.owner, keys.channel]);
+        const reply = await this.scripts.leave.run(this.client, keys.keys, [request.owner, keys.channel, '0', this.bargeMs]);
         return reply[0] === 1 ? Number(reply[1]) : undefined;
       },
     });
@@ -196,47 +215,6 @@ export class RedisLockStrategy implements LockStrategy {
     if (!grant || !budgetAborted(budget)) return grant;
     await this.release(grant);
     return null;
-  }
-
-  /** Barging mode: wait for a release announced on the key's channel, then race for the lock. */
-  private async raceForRelease(keys: RedisLockKeys, request: LockRequest, budget: WaitBudget): Promise<LeaseGrant | null> {
-    const deadline = Date.now() + budget.timeoutMs;
-    // Fast path: a free lock needs no subscription. Skipped when the key's channel is already subscribed
-    // (others here wait on it: the lock is likely busy), since the first check of the loop below also
-    // takes a free lock: one script less per contended acquisition.
-    if (!this.listener.isSubscribed(keys.channel)) {
-      const firstTry = Date.now();
-      const [free, firstToken] = await this.runAcquire(keys, request, false);
-      budget.serverAnswered?.();
-      if (free) return this.grantOf(request, firstToken, firstTry);
-    }
-    let wake: (() => void) | undefined;
-    // Counts wake-ups, so that one arriving while a check is in flight is not lost.
-    let releases = 0;
-    const stopListening = await this.listener.listen(keys.channel, (message) => {
-      if (message !== 'r') return;
-      releases += 1;
-      wake?.();
-    });
-    try {
-      while (!budgetAborted(budget)) {
-        const seen = releases;
-        const sentAt = Date.now();
-        const [held, token] = await this.runAcquire(keys, request, false);
-        budget.serverAnswered?.();
-        if (held) return this.grantOf(request, token, sentAt);
-        const remaining = deadline - Date.now();
-        if (remaining <= 0) break;
-        if (releases !== seen) continue;
-        await waitForWake(budget, Date.now() + Math.min(remaining, this.recheckMs), (woken) => {
-          wake = woken;
-          return () => (wake = undefined);
-        });
-      }
-      return null;
-    } finally {
-      stopListening();
-    }
   }
 
   async extend(lease: LeaseGrant, ttlMs: number): Promise<LeaseGrant | null> {
@@ -269,7 +247,8 @@ export class RedisLockStrategy implements LockStrategy {
   }
 
   private async releaseOwner(keys: RedisLockKeys, owner: string): Promise<boolean> {
-    return (await this.scripts.release.run(this.client, keys.keys, [owner, keys.channel, this.fair ? '0' : '1'])) === 1;
+    // Nobody listens on the key's channel (waiters hear on their inboxes): announce nothing there.
+    return (await this.scripts.release.run(this.client, keys.keys, [owner, keys.channel, '0', this.bargeMs])) === 1;
   }
 
   /**
@@ -317,14 +296,14 @@ export class RedisLockStrategy implements LockStrategy {
    * they did not is given back and fails with `LockNotReplicatedError`.
    */
   private async runAcquire(keys: RedisLockKeys, request: LockRequest, waiter: boolean): Promise<[boolean, number, number]> {
-    const args: AcquireArgs = [request.owner, keys.channel, request.ttlMs, this.fair ? '1' : '0', waiter ? '1' : '0', this.claimMs, request.mode === 'shared' ? 's' : 'x', this.inbox.channel];
+    const args: AcquireArgs = [request.owner, keys.channel, request.ttlMs, this.bargeMs, waiter ? '1' : '0', this.claimMs, request.mode === 'shared' ? 's' : 'x', this.inbox.channel];
     if (!this.replicaAck) {
       const [held, token, serverUs] = await this.scripts.acquire.run(this.client, keys.keys, args);
       return [held === 1, Number(token), Number(serverUs ?? 0)];
     }
     // WAIT failed (refused, or the connection closed under it): give back what the script took (the lock, or a place in the queue) before failing.
     const giveBack = (reply: AcquireReply): Promise<unknown> =>
-      reply[0] === 1 ? this.releaseOwner(keys, request.owner) : waiter ? this.scripts.leave.run(this.client, keys.keys, [request.owner, keys.channel]) : Promise.resolve();
+      reply[0] === 1 ? this.releaseOwner(keys, request.owner) : waiter ? this.scripts.leave.run(this.client, keys.keys, [request.owner, keys.channel, '0', this.bargeMs]) : Promise.resolve();
     const [held, token, serverUs] = await this.replicaAck.confirm(this.client, this.scripts.acquire, keys.keys, args, {
       key: request.key,
       operation: 'acquire',

@@ -50,7 +50,8 @@ export interface RedisQueueGrant {
 }
 
 /**
- * Waits in a Redis queue until a release hands us the lock, told on this client's inbox, re-checking (and
+ * Waits in a Redis queue until a release hands us the lock, told on this client's inbox (or, barging, wakes
+ * us to try for a lock it left free: the next check runs at once), re-checking (and
  * refreshing our place) every `recheckMs` in case the message was lost. Until the strategy's first wait
  * the inbox is not subscribed: the first check is a plain try, so an uncontended application never opens
  * a subscriber connection. Resolves null when the budget ends or is aborted (our place is left first).
@@ -69,15 +70,26 @@ export async function waitInRedisQueue(inbox: RedisInbox, owner: string, recheck
   // not came before it, and lapsed (see `lapsed`): its message came late (pub/sub messages come on a
   // connection of their own, in no order with the replies on the other).
   const state: { queuedSince: number; waiting?: WaitingCheck; handedOver?: number } = { queuedSince: Date.now() };
-  const expecting = inbox.expect(owner, (token) => {
-    if (state.waiting && lapsed(token, state.waiting)) return;
-    state.handedOver = token;
-    wake?.();
-  });
+  // Wakes (barging mode: a release left the lock free for us to try) are counted, so that one arriving
+  // while a check is on its way is not lost: that check may have run before the release.
+  let wakes = 0;
+  const expecting = inbox.expect(
+    owner,
+    (token) => {
+      if (state.waiting && lapsed(token, state.waiting)) return;
+      state.handedOver = token;
+      wake?.();
+    },
+    () => {
+      wakes += 1;
+      wake?.();
+    },
+  );
   await expecting.ready;
   try {
     while (!budgetAborted(budget)) {
       const sentAt = Date.now();
+      const seenWakes = wakes;
       const check = await steps.attempt(true);
       budget.serverAnswered?.();
       if (check.held) return { token: check.token, since: sentAt, handedOver: false };
@@ -88,6 +100,7 @@ export async function waitInRedisQueue(inbox: RedisInbox, owner: string, recheck
       state.queuedSince = sentAt;
       const remaining = deadline - Date.now();
       if (remaining <= 0) break;
+      if (wakes !== seenWakes) continue;
       await waitForWake(budget, Date.now() + Math.min(remaining, recheckMs), (woken) => {
         wake = woken;
         return () => (wake = undefined);

@@ -45,7 +45,7 @@ export class RedlockQueueMaster {
    * the key when the queue hands it over. True when `owner` holds the key (again) for `ttlMs`.
    */
   async acquire(client: RedisLockClient, keys: RedisLockKeys, owner: string, ttlMs: number, inLine: boolean): Promise<boolean> {
-    const reply = await this.scripts.acquire.run(client, this.keysOf(keys), [owner, keys.channel, ttlMs, '1', inLine ? '1' : '0', this.claimMs, 'x', this.inbox.channel]);
+    const reply = await this.scripts.acquire.run(client, this.keysOf(keys), [owner, keys.channel, ttlMs, 0, inLine ? '1' : '0', this.claimMs, 'x', this.inbox.channel]);
     return reply[0] === 1;
   }
 
