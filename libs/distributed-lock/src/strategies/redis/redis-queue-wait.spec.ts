@@ -28,17 +28,21 @@ const budget = (timeoutMs: number): { signal: AbortSignal; timeoutMs: number } =
  * against a real Redis in test/faults/redis-late-hand-over.fault.spec.ts).
  */
 describe('waitInRedisQueue', () => {
-  /** A wait whose checks answer `checks` in turn (the last one again and again), re-checking every 20 ms. */
-  function setUp(checks: Array<(deliver: (token: number) => void) => RedisQueueCheck>): { run: () => ReturnType<typeof waitInRedisQueue>; deliver: (token: number) => void } {
+  /** A wait whose checks answer `checks` in turn (the last one again and again), re-checking every `recheckMs` (20). */
+  function setUp(
+    checks: Array<(deliver: (token: number) => void, wake: () => void) => RedisQueueCheck>,
+    recheckMs = 20,
+  ): { run: () => ReturnType<typeof waitInRedisQueue>; deliver: (token: number) => void; wake: () => void; checks: () => number } {
     const subscriber = new FakeSubscriber();
     const inbox = new RedisInbox(new RedisChannelListener('redis', () => subscriber as unknown as RedisSubscriberClient), 'ns:');
     const deliver = (token: number): void => void subscriber.emit('message', subscriber.channel, `g me ${token}`);
+    const wake = (): void => void subscriber.emit('message', subscriber.channel, 'w me');
     let turn = 0;
     const steps = {
-      attempt: async (waiter: boolean): Promise<RedisQueueCheck> => (waiter ? checks[Math.min(turn++, checks.length - 1)](deliver) : queueCheck(false, 0, 0)),
+      attempt: async (waiter: boolean): Promise<RedisQueueCheck> => (waiter ? checks[Math.min(turn++, checks.length - 1)](deliver, wake) : queueCheck(false, 0, 0)),
       leave: async () => undefined,
     };
-    return { run: () => waitInRedisQueue(inbox, 'me', 20, budget(2_000), steps), deliver };
+    return { run: () => waitInRedisQueue(inbox, 'me', recheckMs, budget(2_000), steps), deliver, wake, checks: () => turn };
   }
   const stillWaiting = (waited: Promise<unknown>, ms: number): Promise<unknown> => Promise.race([waited, new Promise((resolve) => setTimeout(() => resolve('still waiting'), ms))]);
 
@@ -89,5 +93,31 @@ describe('waitInRedisQueue', () => {
     await expect(stillWaiting(waited, 100)).resolves.toBe('still waiting');
     deliver(9_500);
     await expect(waited).resolves.toMatchObject({ token: 9_500, handedOver: true });
+  });
+
+  it('checks again at once when a release wakes it (barging: the lock was left free), and a wake is not a grant', async () => {
+    // Re-checks 10 s apart: only the wake can bring the second check within the test.
+    const { run, wake, checks } = setUp([() => queueCheck(false, 100, 90), () => queueCheck(true, 120, 0)], 10_000);
+    const waited = run();
+    await expect(stillWaiting(waited, 50)).resolves.toBe('still waiting');
+    expect(checks()).toBe(1);
+    wake();
+    await expect(waited).resolves.toMatchObject({ token: 120, handedOver: false });
+    expect(checks()).toBe(2);
+  });
+
+  it('checks again at once when the wake came while its check was on its way (the check may have run before the release)', async () => {
+    const { run, checks } = setUp(
+      [
+        (_deliver, tellWake) => {
+          tellWake();
+          return queueCheck(false, 100, 90);
+        },
+        () => queueCheck(true, 130, 0),
+      ],
+      10_000,
+    );
+    await expect(stillWaiting(run(), 500)).resolves.toMatchObject({ token: 130, handedOver: false });
+    expect(checks()).toBe(2);
   });
 });
