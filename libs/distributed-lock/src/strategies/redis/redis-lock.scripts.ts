@@ -306,9 +306,6 @@ if waiter then
   else
     local w = parse_waiter(redis.call('HGET', KEYS[3], owner), '')
     if w and w.joined > 0 then joined = w.joined end
-    -- The head's attempt (\`queued\` is the head as last read) after a release woke it: the next release
-    -- in its window may wake it again.
-    if barging and queued == owner then redis.call('HDEL', KEYS[3], '#woke') end
   end
   redis.call('HSET', KEYS[3], owner, string.format('%d:%d:%s:%d:%d:%s', ttl, now_ms() + alive, mode, alive, joined, inbox))
   redis.call('PEXPIRE', KEYS[2], alive * 4 + ttl)
@@ -325,8 +322,10 @@ return {0, 0}
  * lock goes to the first live waiters (or, with announce, is announced free on the lock's channel when nobody
  * waits). Barging mode (bargeMs > 0), the head a writer within its window (see live_head): the lock is left
  * free, for whoever comes first, and the head is woken on its inbox ("w <owner>") so that it tries at once.
- * A head woken and not yet back ("#woke", cleared by its next attempt) is not woken again, so a burst of
- * releases costs one message. Returns 1 when the lock was this owner's, 0 when it was not.
+ * A head is woken once ("#woke" names it until the head changes): a head that found the lock taken again
+ * checks once more when its window has passed (see waitInRedisQueue), and past the window a release hands
+ * it the lock. Waking it at every release of a burst cost, measured, one futile script and one message per
+ * section. Returns 1 when the lock was this owner's, 0 when it was not.
  */
 export const RELEASE_SCRIPT = lua<ReleaseArgs, 0 | 1>(`${PRELUDE}
 local owner, channel, announce, barge = ARGV[1], ARGV[2], ARGV[3] ~= '0', tonumber(ARGV[4] or '0') or 0

@@ -207,7 +207,7 @@ export class RedisLockStrategy implements LockStrategy {
         const reply = await this.scripts.leave.run(this.client, keys.keys, [request.owner, keys.channel, '0', this.bargeMs]);
         return reply[0] === 1 ? Number(reply[1]) : undefined;
       },
-    });
+    }, this.fair ? undefined : this.bargeMs);
     if (!waited) return null;
     // A hand-over is taken as `takeHandOver` says (with `replicaAck`, once the replicas have it).
     const grant = waited.handedOver ? await this.takeHandOver(keys, request, waited.token, waited.since) : this.grantOf(request, waited.token, waited.since);

@@ -32,6 +32,7 @@ describe('waitInRedisQueue', () => {
   function setUp(
     checks: Array<(deliver: (token: number) => void, wake: () => void) => RedisQueueCheck>,
     recheckMs = 20,
+    afterWakeMs?: number,
   ): { run: () => ReturnType<typeof waitInRedisQueue>; deliver: (token: number) => void; wake: () => void; checks: () => number } {
     const subscriber = new FakeSubscriber();
     const inbox = new RedisInbox(new RedisChannelListener('redis', () => subscriber as unknown as RedisSubscriberClient), 'ns:');
@@ -42,7 +43,7 @@ describe('waitInRedisQueue', () => {
       attempt: async (waiter: boolean): Promise<RedisQueueCheck> => (waiter ? checks[Math.min(turn++, checks.length - 1)](deliver, wake) : queueCheck(false, 0, 0)),
       leave: async () => undefined,
     };
-    return { run: () => waitInRedisQueue(inbox, 'me', recheckMs, budget(2_000), steps), deliver, wake, checks: () => turn };
+    return { run: () => waitInRedisQueue(inbox, 'me', recheckMs, budget(2_000), steps, afterWakeMs), deliver, wake, checks: () => turn };
   }
   const stillWaiting = (waited: Promise<unknown>, ms: number): Promise<unknown> => Promise.race([waited, new Promise((resolve) => setTimeout(() => resolve('still waiting'), ms))]);
 
@@ -119,5 +120,15 @@ describe('waitInRedisQueue', () => {
     );
     await expect(stillWaiting(run(), 500)).resolves.toMatchObject({ token: 130, handedOver: false });
     expect(checks()).toBe(2);
+  });
+
+  it('barging: after a wake whose check found the lock taken again, checks once more when the window has passed', async () => {
+    // Woken once per turn as head (the release does not wake it again): the window's end brings the next check.
+    const { run, wake, checks } = setUp([() => queueCheck(false, 100, 90), () => queueCheck(false, 110, 95), () => queueCheck(true, 140, 0)], 10_000, 30);
+    const waited = run();
+    await expect(stillWaiting(waited, 50)).resolves.toBe('still waiting');
+    wake();
+    await expect(stillWaiting(waited, 1_000)).resolves.toMatchObject({ token: 140, handedOver: false });
+    expect(checks()).toBe(3);
   });
 });

@@ -56,7 +56,19 @@ export interface RedisQueueGrant {
  * the inbox is not subscribed: the first check is a plain try, so an uncontended application never opens
  * a subscriber connection. Resolves null when the budget ends or is aborted (our place is left first).
  */
-export async function waitInRedisQueue(inbox: RedisInbox, owner: string, recheckMs: number, budget: WaitBudget, steps: RedisQueueSteps): Promise<RedisQueueGrant | null> {
+export async function waitInRedisQueue(
+  inbox: RedisInbox,
+  owner: string,
+  recheckMs: number,
+  budget: WaitBudget,
+  steps: RedisQueueSteps,
+  /**
+   * Barging locks: the window. A head is woken once per turn as head; when the check a wake brought finds
+   * the lock taken again, the next check comes after this long (the window has passed by then: the lock is
+   * either free for the head to take, or handed to it at the next release), not after `recheckMs`.
+   */
+  afterWakeMs?: number,
+): Promise<RedisQueueGrant | null> {
   const deadline = Date.now() + budget.timeoutMs;
   if (!inbox.isOpen) {
     const firstTry = Date.now();
@@ -73,6 +85,7 @@ export async function waitInRedisQueue(inbox: RedisInbox, owner: string, recheck
   // Wakes (barging mode: a release left the lock free for us to try) are counted, so that one arriving
   // while a check is on its way is not lost: that check may have run before the release.
   let wakes = 0;
+  let checkedWakes = 0;
   const expecting = inbox.expect(
     owner,
     (token) => {
@@ -89,7 +102,9 @@ export async function waitInRedisQueue(inbox: RedisInbox, owner: string, recheck
   try {
     while (!budgetAborted(budget)) {
       const sentAt = Date.now();
+      const woken = wakes !== checkedWakes;
       const seenWakes = wakes;
+      checkedWakes = wakes;
       const check = await steps.attempt(true);
       budget.serverAnswered?.();
       if (check.held) return { token: check.token, since: sentAt, handedOver: false };
@@ -101,8 +116,9 @@ export async function waitInRedisQueue(inbox: RedisInbox, owner: string, recheck
       const remaining = deadline - Date.now();
       if (remaining <= 0) break;
       if (wakes !== seenWakes) continue;
-      await waitForWake(budget, Date.now() + Math.min(remaining, recheckMs), (woken) => {
-        wake = woken;
+      const pause = woken && afterWakeMs !== undefined ? Math.min(afterWakeMs, recheckMs) : recheckMs;
+      await waitForWake(budget, Date.now() + Math.min(remaining, pause), (woke) => {
+        wake = woke;
         return () => (wake = undefined);
       });
       if (state.handedOver !== undefined) return { token: state.handedOver, since: state.queuedSince, handedOver: true };
