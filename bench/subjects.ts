@@ -57,9 +57,6 @@ export function sqlitePath(): string {
 const ROW_FLOOR = 'floor:mysql row strategy SQL (UPDATE take-over + UPDATE free)';
 const PESSIMISTIC_FLOOR = 'floor:mysql pessimistic strategy SQL (FOR UPDATE + token upsert + COMMIT)';
 const ZOOKEEPER_RECIPE_FLOOR = 'floor:zookeeper sequential create + listing + delete';
-/** TEMPORARY (barging measurements): the window of the redis-barging subject. */
-const BARGE_WINDOW_MS = Number(process.env.BENCH_BARGE_WINDOW_MS ?? 5);
-
 const REDIS_SCRIPTS_FLOOR = 'floor:redis the strategy\'s scripts (EVALSHA acquire + release)';
 const ETCD_RECIPE_FLOOR = 'floor:etcd the strategy\'s txn (put with lease + read of the key ahead) + conditional delete';
 
@@ -103,9 +100,9 @@ export const BENCH_SUBJECTS: readonly BenchSubject[] = [
     protocolFloor: REDIS_SCRIPTS_FLOOR,
     ours: true,
     backend: 'redis',
-    settings: `RedisLockStrategy fair: false (bounded barging, window ${BARGE_WINDOW_MS} ms), watchdog lease 30 s`,
+    settings: 'RedisLockStrategy fair: false (bounded barging, bargeWindowMs 5, the default), watchdog lease 30 s',
     crossProcess: true,
-    create: ours(() => new RedisLockStrategy({ connection: env('LOCK_TEST_REDIS_URL'), fair: false, bargeWindowMs: BARGE_WINDOW_MS, name: 'redis-barging' })),
+    create: ours(() => new RedisLockStrategy({ connection: env('LOCK_TEST_REDIS_URL'), fair: false, name: 'redis-barging' })),
   },
   {
     id: 'redlock',
