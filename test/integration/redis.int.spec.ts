@@ -255,6 +255,8 @@ describe('Redis fair hand-over reaches a live waiter', () => {
     const places = await admin.hgetall(redisLockKeys('dlock:', key).keys[2]);
     const inboxes = Object.entries(places).flatMap(([owner, place]) => (owner.startsWith('#') ? [] : [place.slice(place.indexOf('dlock:inbox:'))]));
     expect(new Set(inboxes).size).toBe(waiters.length);
+    // A fair waiter's entry has the five fields earlier versions parse (a rolling upgrade still hands over to its inbox).
+    for (const [owner, place] of Object.entries(places)) if (!owner.startsWith('#')) expect(place).toMatch(/^\d+:\d+:x:\d+:dlock:inbox:/);
     // Each hand-over is published to exactly one subscriber: count the messages on the waiters' inboxes
     // (only theirs: other files publish on inboxes of their own at the same time).
     const spy = new Redis(url());

@@ -5,7 +5,8 @@
 // Keys of one lock:  KEYS[1] lock    HASH  o = writer, c = its hold count, t = its fencing token;
 //                                           r:<owner> = a reader's fencing token
 //                    KEYS[2] queue   ZSET  waiting owners, scored by arrival number (FIFO)
-//                    KEYS[3] waiters HASH  owner -> "<ttlMs>:<aliveUntilMs>:<x|s>:<claimMs>:<joinedMs>:<inbox>", plus
+//                    KEYS[3] waiters HASH  owner -> "<ttlMs>:<aliveUntilMs>:<x|s>:<claimMs>:<inbox>" (fair) or
+//                                          "<ttlMs>:<aliveUntilMs>:<x|s>:<claimMs>:<joinedMs>:<inbox>" (barging), plus
 //                                          "#seq", the arrival counter; <inbox> is the waiter's client channel (may be
 //                                          empty), <joinedMs> the server time it joined the queue. Barging mode also
 //                                          keeps "#head", the server time (ms) the head of the queue last changed,
@@ -303,11 +304,17 @@ if waiter then
   local joined = now_ms()
   if not redis.call('ZSCORE', KEYS[2], owner) then
     redis.call('ZADD', KEYS[2], redis.call('HINCRBY', KEYS[3], '#seq', 1), owner)
-  else
+  elseif barging then
     local w = parse_waiter(redis.call('HGET', KEYS[3], owner), '')
     if w and w.joined > 0 then joined = w.joined end
   end
-  redis.call('HSET', KEYS[3], owner, string.format('%d:%d:%s:%d:%d:%s', ttl, now_ms() + alive, mode, alive, joined, inbox))
+  -- Only barging reads a join time: a fair waiter's entry keeps the five fields that instances of earlier
+  -- versions parse, so that a rolling upgrade of a fair lock delivers every hand-over to the right inbox.
+  if barging then
+    redis.call('HSET', KEYS[3], owner, string.format('%d:%d:%s:%d:%d:%s', ttl, now_ms() + alive, mode, alive, joined, inbox))
+  else
+    redis.call('HSET', KEYS[3], owner, string.format('%d:%d:%s:%d:%s', ttl, now_ms() + alive, mode, alive, inbox))
+  end
   redis.call('PEXPIRE', KEYS[2], alive * 4 + ttl)
   redis.call('PEXPIRE', KEYS[3], alive * 4 + ttl)
   -- The writer's token (the newest issued while a writer holds) and the clock (µs), by which the waiter
