@@ -104,14 +104,16 @@ describe('Redis bounded barging, adversarial', () => {
     }
   });
 
-  // Minor finding (promise 6): \`bargeWindowMs: null\` with fair: false is taken as "unset" (the default 5 ms,
-  // by \`??\` in redis-lock.strategy.ts) while the same null without fair: false is refused; 0.4 becomes 1
-  // (assertDuration rounds up) although the docs say "a whole number of ms ≥ 1". Same convention as
-  // recheckInterval, so possibly intended; recorded here as the one input that is not refused.
-  it.fails('refuses bargeWindowMs: null with fair: false (FINDING: accepted as the default)', () => {
+  // Found by this attack: \`bargeWindowMs: null\` with fair: false was taken as "unset" (the default 5 ms)
+  // while the same null without fair: false was refused. A fraction is rounded up, as every duration option is.
+  it('refuses bargeWindowMs: null with fair: false (found by the attack: it was taken as the default), and a window not below recheckInterval', () => {
     const client = new Redis(url(), { lazyConnect: true });
     try {
       expect(() => new RedisLockStrategy({ client, fair: false, bargeWindowMs: null as unknown as number })).toThrow(InvalidLockOptionsError);
+      // A head woken once per turn checks again after the window: past the re-check, a free lock would wait for it.
+      expect(() => new RedisLockStrategy({ client, fair: false, bargeWindowMs: 500 })).toThrow(/less than recheckInterval/);
+      expect(() => new RedisLockStrategy({ client, fair: false, bargeWindowMs: 600, recheckInterval: 1_000 })).not.toThrow();
+      expect(client.status).toBe('wait');
     } finally {
       client.disconnect();
     }
@@ -184,7 +186,7 @@ describe('Redis bounded barging, adversarial', () => {
   // Promise 4: the head's waitTimeout ends while it is head, inside its window, with the lock free.
   it('serves the next waiter at once when the head times out just after the release woke it', async () => {
     const key = `barge-attack:${run}:woken-timeout`;
-    const [holderSvc, headSvc, nextSvc] = [service({ bargeWindowMs: 5_000 }), service({ bargeWindowMs: 5_000 }), service({ bargeWindowMs: 5_000 })];
+    const [holderSvc, headSvc, nextSvc] = [service({ bargeWindowMs: 2_000 }), service({ bargeWindowMs: 2_000 }), service({ bargeWindowMs: 2_000 })];
     const holder = await holderSvc.acquire(key);
     // The head times out 300 ms after joining; the holder is released (waking it) right before that.
     const head = headSvc.acquire(key, { waitTimeout: 300 }).then(
@@ -232,10 +234,10 @@ describe('Redis bounded barging, adversarial', () => {
   // (default recheckInterval 0.5 s, claim 1.5 s) must get the lock within claim + two re-checks.
   it('does not leave the lock free or reserved for long when the woken head is frozen', async () => {
     const key = `barge-attack:${run}:frozen-head`;
-    const holderSvc = service({ bargeWindowMs: 2_000, recheckInterval: 500 });
-    const nextSvc = service({ bargeWindowMs: 2_000, recheckInterval: 500 });
+    const holderSvc = service({ bargeWindowMs: 400, recheckInterval: 500 });
+    const nextSvc = service({ bargeWindowMs: 400, recheckInterval: 500 });
     const holder = await holderSvc.acquire(key);
-    const frozen = spawnWorker(['wait', key], { ATTACK_BARGE_MS: '2000', ATTACK_RECHECK_MS: '500' });
+    const frozen = spawnWorker(['wait', key], { ATTACK_BARGE_MS: '400', ATTACK_RECHECK_MS: '500' });
     try {
       await waitForLine(frozen.lines, /^acquiring/, 10_000);
       await waitForQueue(key, 1);

@@ -149,8 +149,13 @@ export class RedisLockStrategy implements LockStrategy {
     if (this.fair && options.bargeWindowMs !== undefined) {
       throw new InvalidLockOptionsError('bargeWindowMs', 'applies only with fair: false (bounded barging); remove it, or set fair: false.');
     }
-    this.bargeMs = this.fair ? 0 : assertDuration(options.bargeWindowMs ?? DEFAULT_BARGE_WINDOW_MS, 'bargeWindowMs', 1);
     this.recheckMs = assertDuration(options.recheckInterval ?? 500, 'recheckInterval', 10);
+    this.bargeMs = this.fair ? 0 : assertDuration(options.bargeWindowMs === undefined ? DEFAULT_BARGE_WINDOW_MS : options.bargeWindowMs, 'bargeWindowMs', 1);
+    // A head woken once per turn checks again after the window: a window past the re-check would leave a free
+    // lock waiting for the re-check instead (see waitInRedisQueue's afterWakeMs).
+    if (this.bargeMs >= this.recheckMs) {
+      throw new InvalidLockOptionsError('bargeWindowMs', `expected less than recheckInterval (${this.recheckMs} ms), got ${this.bargeMs}; a few ms is the intent.`);
+    }
     this.claimMs = this.recheckMs * 3;
     this.replicaAck = options.replicaAck === undefined ? undefined : new ReplicaAck(options.replicaAck, this.name);
     const resolved = resolveRedisClient(options.client, options.connection, this.name, 'RedisLockStrategy options');
