@@ -63,7 +63,7 @@ describe('Redis bounded barging, adversarial', () => {
     managers.push(manager);
     return new LockService(manager);
   };
-  const queueOf = (key: string): Promise<string[]> => admin.zrange(redisLockKeys('dlock:', key).keys[1], 0, -1);
+  const queueOf = (key: string): Promise<string[]> => admin.zrange(redisLockKeys('dlock:', key).keys[1], '0', '-1');
   async function waitForQueue(key: string, length: number): Promise<void> {
     for (let waited = 0; (await queueOf(key)).length < length; waited += 10) {
       if (waited > 5_000) throw new Error(`the queue of ${key} never reached ${length}`);
