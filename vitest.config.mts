@@ -32,32 +32,27 @@ function project(name: string, include: string[], run: ProjectRun): TestProjectI
 // at once would both make the same server (seen: two mariadb-install-db on one data directory).
 const OWN_TOPOLOGIES = ['test/integration/{etcd-secure,mariadb-tls,postgres-tls,redis-tls,secret-leak}.int.spec.ts'];
 
-// Fault files that must have the machine to themselves: three app processes on a 1 s cron each, whose every
-// tick must run (seen: a tick missed with another fault file beside it, on 2 cores).
-const FAULTS_ALONE = ['test/faults/scheduled-jobs.fault.spec.ts'];
-
 export default defineConfig({
   test: {
     // Servers for the contract, fault and e2e projects: started once per run, stopped at the end (see
     // scripts/services). Skipped for a unit-only run.
     globalSetup: ['test/support/global-setup.ts'],
     // The contract files three at a time: they use the shared servers under keys of their own and stop none
-    // of them, and most of their time is spent waiting on leases and timers. The fault files two at a time,
-    // after them: each kills, freezes and restarts servers of its own (private ones on free ports, or a
-    // fault topology of its own name and ports), and clients and holders of its own on the shared ones.
+    // of them, and most of their time is spent waiting on leases and timers. The fault files one at a time,
+    // after them, with nothing beside them: they freeze processes and servers and time what follows (two at
+    // once missed a 1 s cron tick in one run, and left a ZooKeeper leader woken from SIGSTOP silent in another).
     maxWorkers: 1,
     projects: [
       project('unit', ['libs/**/*.spec.ts', 'apps/**/*.spec.ts', 'scripts/**/*.spec.ts', 'bench/**/*.spec.ts', 'test/support/**/*.spec.ts'], { group: 0, workers: 2 }),
       project('contract', ['test/contract/**/*.spec.ts', 'test/integration/**/*.spec.ts'], { group: 1, workers: 3, exclude: OWN_TOPOLOGIES }),
       project('secure', OWN_TOPOLOGIES, { group: 2, workers: 1 }),
-      project('faults', ['test/faults/**/*.spec.ts'], { group: 3, workers: 2, exclude: FAULTS_ALONE }),
-      project('faults-alone', FAULTS_ALONE, { group: 4, workers: 1 }),
-      project('e2e', ['test/e2e/**/*.spec.ts'], { group: 5, workers: 1 }),
+      project('faults', ['test/faults/**/*.spec.ts'], { group: 3, workers: 1 }),
+      project('e2e', ['test/e2e/**/*.spec.ts'], { group: 4, workers: 1 }),
       // Long runs, not in `npm test` (scripts/run-tests.mjs leaves them out): `npm run test:long`, which CI
       // runs after it. The contract at 20 ms of round trip, and the whole flash sales: the demo's own run (and
       // its report in a browser), the sale through server failures, and through a Sentinel failover. A step at
       // 20 ms RTT takes far longer than on loopback: 60 s per test.
-      project('long', ['test/long/**/*.spec.ts'], { group: 6, workers: 1, testTimeout: 60_000 }),
+      project('long', ['test/long/**/*.spec.ts'], { group: 5, workers: 1, testTimeout: 60_000 }),
     ],
   },
 });

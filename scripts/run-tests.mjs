@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 /** What `npm test` runs when no project is named: everything but the long runs. */
-const DEFAULT_PROJECTS = ['unit', 'contract', 'secure', 'faults', 'faults-alone', 'e2e'];
+const DEFAULT_PROJECTS = ['unit', 'contract', 'secure', 'faults', 'e2e'];
 
 const started = Date.now();
 const args = process.argv.slice(2);
