@@ -134,7 +134,7 @@ describe('Redis bounded barging, adversarial', () => {
       expect(s.sections).toBeGreaterThan(20);
       expect(s.violations).toBe(0);
       expect(s.timeouts).toBe(0);
-      // recheckInterval is 3 s: a wait over 1 s means a waiter depended on its re-check (a wake never came).
+      // recheckInterval is 3 s: a wait over 2 s means a waiter depended on its re-check (a wake never came).
       expect(s.slowWaits).toBe(0);
     }
     await expectClean(key);

@@ -67,7 +67,9 @@ async function main(): Promise<void> {
         const lock = await locks.tryAcquire(key, { mode, ttl: 10_000 }).then((held) => held ?? locks.acquire(key, { mode, ttl: 10_000, waitTimeout: 8_000 }).catch(() => null));
         const waited = Date.now() - started;
         stats.maxWaitMs = Math.max(stats.maxWaitMs, waited);
-        if (waited > 1_000) stats.slowWaits += 1;
+        // Past 2 s of the 3 s re-check: a wait that only its re-check ended (a wake that never came), with a
+        // margin for a loaded machine (the longest wait measured was 121 ms).
+        if (waited > 2_000) stats.slowWaits += 1;
         if (!lock) {
           stats.timeouts += 1;
           continue;
