@@ -54,16 +54,28 @@ async function clusterState(port: number): Promise<string | undefined> {
   return /cluster_state:(\w+)/.exec(answer ?? '')?.[1];
 }
 
-async function replicaInSync(port: number): Promise<boolean> {
-  const answer = await probe(port, 'INFO replication\r\n', 1_000, /master_link_status:\w+/);
-  return /master_link_status:up/.test(answer ?? '');
+/**
+ * True when the master on `port` has `replicas` replicas that acknowledge its writes: a write of the probe's
+ * own (a key of the master's slots, found by trying names until one is not answered MOVED, gone after a
+ * second), then `WAIT replicas 100`. A replica that reports `master_link_status:up` is not enough: the
+ * master may not count it yet, and a `WAIT` right after the cluster formed then answered 0 for 500 ms.
+ */
+async function acknowledgedByReplicas(port: number, replicas: number): Promise<boolean> {
+  for (let name = 0; name < 64; name++) {
+    const answer = await probe(port, `SET cluster-formed-probe:${name} 1 PX 1000\r\nWAIT ${replicas} 100\r\n`, 1_000, /\r\n[:-][^\r\n]*\r\n$/);
+    if (answer === null) return false;
+    if (answer.startsWith('-MOVED')) continue;
+    return Number(/\r\n:(\d+)\r\n$/.exec(answer)?.[1] ?? 0) >= replicas;
+  }
+  return false;
 }
 
 /**
  * Makes a cluster of the started nodes (facts in services.md, "More servers"): the first
  * `members / (replicasPerMaster + 1)` become masters with the 16 384 slots split between them, the others
  * their replicas. Resolves once every node reports `cluster_state:ok`, agrees on the masters, and every
- * replica has synced with its master (a failover test needs a replica that can take over).
+ * master's writes are acknowledged by its replicas (a failover test needs a replica that can take over, and
+ * `replicaAck` a replica that answers `WAIT`).
  */
 export async function formRedisCluster(members: readonly ServerRecord[], replicasPerMaster: number, timeoutMs = 30_000): Promise<void> {
   const ports = members.map((member) => member.ports[0]);
@@ -87,11 +99,11 @@ export async function formRedisCluster(members: readonly ServerRecord[], replica
     100,
   );
   if (replicasPerMaster === 0) return;
-  const replicas = (await clusterNodes(ports[0])).filter((node) => node.role === 'replica').map((node) => node.port);
+  const masterPorts = (await clusterNodes(ports[0])).filter((node) => node.role === 'master').map((node) => node.port);
   await waitUntil(
-    'every Redis Cluster replica to sync with its master',
+    'every Redis Cluster master to have its writes acknowledged by its replicas (WAIT)',
     async () => {
-      for (const port of replicas) if (!(await replicaInSync(port))) return false;
+      for (const port of masterPorts) if (!(await acknowledgedByReplicas(port, replicasPerMaster))) return false;
       return true;
     },
     timeoutMs,
