@@ -1,6 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { fenceTableDdl, leaseTableDdl, LOCK_TABLES, rowTableDdl } from '../../libs/distributed-lock/src/strategies/database/lock-table.sql';
+import { LOCK_QUEUE_TABLE, lockQueueDdl } from '../../libs/distributed-lock/src/strategies/database/lock-queue.sql';
 import { SEMAPHORE_TABLES } from '../../libs/distributed-lock/src/strategies/database/row-semaphore.sql';
 import { sqlDialectFor } from '../../libs/distributed-lock/src/strategies/database/sql-dialect';
 import { mariadbArgs, mariadbKind, type ServerKind } from './server-kinds';
@@ -23,13 +24,15 @@ export const MARIADB_TLS = Object.freeze({
 });
 
 /**
- * The grants of the library's user, for the default tables in `database`: the row strategy's lease table,
- * and the pessimistic strategy's row and fence tables. `user` as 'name'@'host'. UPDATE on the row table
- * is for MySQL 8, whose SELECT … FOR UPDATE wants it (MariaDB asks only SELECT).
+ * The grants of the library's user, for the default tables in `database`: the row strategy's lease table
+ * and its queue of waiters (a waiter's row is deleted when it leaves), and the pessimistic strategy's row
+ * and fence tables. `user` as 'name'@'host'. UPDATE on the row table is for MySQL 8, whose SELECT … FOR
+ * UPDATE wants it (MariaDB asks only SELECT).
  */
 export function lockTableGrants(database: string, user: string): string[] {
   return [
     `GRANT SELECT, INSERT, UPDATE ON \`${database}\`.\`${LOCK_TABLES.leases}\` TO ${user}`,
+    `GRANT SELECT, INSERT, UPDATE, DELETE ON \`${database}\`.\`${LOCK_QUEUE_TABLE}\` TO ${user}`,
     `GRANT SELECT, INSERT, UPDATE ON \`${database}\`.\`${LOCK_TABLES.rows}\` TO ${user}`,
     `GRANT SELECT, INSERT, UPDATE ON \`${database}\`.\`${LOCK_TABLES.fences}\` TO ${user}`,
   ];
@@ -84,6 +87,7 @@ export const mariadbTlsKind: ServerKind = {
       `USE \`${db}\``,
       // The administrator's migration: the tables from the library's DDL helpers.
       leaseTableDdl(dialect),
+      ...lockQueueDdl(dialect),
       rowTableDdl(dialect),
       fenceTableDdl(dialect),
       `CREATE USER IF NOT EXISTS ${user} IDENTIFIED BY '${app.password}' REQUIRE SSL`,

@@ -3,6 +3,7 @@ import { chmodSync, chownSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ADVISORY_OBJECTS, advisoryTokensDdl } from '../../libs/distributed-lock/src/strategies/database/advisory-lock.sql';
 import { fenceTableDdl, leaseClockDdl, leaseTableDdl, LOCK_TABLES, rowTableDdl } from '../../libs/distributed-lock/src/strategies/database/lock-table.sql';
+import { LOCK_QUEUE_TABLE, lockQueueDdl } from '../../libs/distributed-lock/src/strategies/database/lock-queue.sql';
 import { SEMAPHORE_TABLES } from '../../libs/distributed-lock/src/strategies/database/row-semaphore.sql';
 import { sqlDialectFor } from '../../libs/distributed-lock/src/strategies/database/sql-dialect';
 import { POSTGRES_USER, postgresArgs, postgresBinary, postgresKind, postgresRunAs, type ServerKind } from './server-kinds';
@@ -28,7 +29,8 @@ export const POSTGRES_TLS = Object.freeze({
 
 /**
  * The grants of the library's role on PostgreSQL, one object per statement, for the default objects: the
- * row strategy's lease table, the pessimistic strategy's row and fence tables (its `FOR UPDATE` needs UPDATE
+ * row strategy's lease table and its queue of waiters (a waiter's row is deleted when it leaves; its
+ * identity column needs no grant of its own), the pessimistic strategy's row and fence tables (its `FOR UPDATE` needs UPDATE
  * besides SELECT), and the advisory strategy's token sequence (`nextval` needs USAGE). CONNECT and USAGE on
  * the schema are what PUBLIC has by default; a hardened server revokes them from PUBLIC.
  */
@@ -37,6 +39,7 @@ export function postgresLockGrants(database: string, schema: string, role: strin
     `GRANT CONNECT ON DATABASE ${database} TO ${role};`,
     `GRANT USAGE ON SCHEMA ${schema} TO ${role};`,
     `GRANT SELECT, INSERT, UPDATE ON ${LOCK_TABLES.leases} TO ${role};`,
+    `GRANT SELECT, INSERT, UPDATE, DELETE ON ${LOCK_QUEUE_TABLE} TO ${role};`,
     `GRANT SELECT, INSERT, UPDATE ON ${LOCK_TABLES.rows} TO ${role};`,
     `GRANT SELECT, INSERT, UPDATE ON ${LOCK_TABLES.fences} TO ${role};`,
     `GRANT USAGE ON SEQUENCE ${ADVISORY_OBJECTS.sequence} TO ${role};`,
@@ -109,6 +112,7 @@ export const postgresTlsKind: ServerKind = {
       // The administrator's migration: the objects from the library's DDL helpers.
       leaseTableDdl(dialect),
       ...leaseClockDdl(dialect),
+      ...lockQueueDdl(dialect),
       rowTableDdl(dialect),
       fenceTableDdl(dialect),
       ...advisoryTokensDdl(dialect),

@@ -22,6 +22,11 @@ export interface ContractSubject {
    * the holder is told at once or at its next extension.
    */
   removePermitsBehindBack?(key: string): Promise<void>;
+  /**
+   * The strategy polls and keeps a queue of waiters in the backend (`joinQueue`): a waiter of one instance
+   * that came first is served before a later one of another instance, however often the later one tries.
+   */
+  readonly queuesWaiters?: boolean;
   /** A server set-up the global setup does not start (ensembles, clusters): started for this suite only. */
   readonly topology?: TopologyName;
   /**

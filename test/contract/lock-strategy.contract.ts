@@ -338,6 +338,72 @@ export function describeLockStrategyContract(subject: ContractSubject): void {
       });
     }
 
+    if (subject.queuesWaiters) {
+      /** A third instance of the application, closed by `use`'s end. */
+      const withThirdInstance = async (use: (third: LockService, thirdStrategy: LockStrategy) => Promise<void>): Promise<void> => {
+        const thirdStrategy = await subject.create();
+        const thirdManager = new LockManager(thirdStrategy);
+        try {
+          await use(new LockService(thirdManager), thirdStrategy);
+        } finally {
+          await thirdManager.close();
+        }
+      };
+      /** A retry policy that tries every `ms`. */
+      const every = (ms: number) => ({ initialDelay: ms, maxDelay: ms, factor: 1, jitter: 0 });
+
+      it('serves a waiter of another instance that came first before a later one that tries far more often', async () => {
+        expect(strategy.joinQueue).toBeTypeOf('function');
+        await withThirdInstance(async (third) => {
+          const k = key();
+          const holder = await locks.acquire(k, { ttl: 10_000 });
+          const order: string[] = [];
+          const first = contender.withLock(k, async () => void order.push('first'), { waitTimeout: 10_000, retry: every(300) });
+          // The first waiter has been refused and holds its place before the later one comes.
+          await sleep(150);
+          const later = third.withLock(k, async () => void order.push('later'), { waitTimeout: 10_000, retry: every(2) });
+          await sleep(100);
+          await holder.release();
+          await Promise.all([first, later]);
+          expect(order).toEqual(['first', 'later']);
+        });
+      });
+
+      it("skips the place of a waiter that stopped trying (died) once the place's lease has passed", async () => {
+        await withThirdInstance(async (third, thirdStrategy) => {
+          const k = key();
+          const holder = await locks.acquire(k, { ttl: 10_000 });
+          // A waiter that took its place, then never tried again, as a process that died would: its place
+          // lives 2 × 100 ms (its longest pause) + a 1 s margin.
+          const dead = { key: k, owner: `dead-waiter-${run}`, ttlMs: 5_000, mode: 'exclusive' as const };
+          expect(await thirdStrategy.tryAcquire(dead)).toBeNull();
+          await thirdStrategy.joinQueue?.(dead, 100);
+          const joinedAt = Date.now();
+          await holder.release();
+          const next = await contender.acquire(k, { waitTimeout: 10_000 });
+          // Not before the dead waiter's place ended (no sooner than its lease), and then without waiting on.
+          expect(Date.now() - joinedAt).toBeGreaterThanOrEqual(1_100);
+          await next.release();
+        });
+      });
+
+      it('removes the place of a wait that timed out or was aborted: the lock is free for the next caller at once', async () => {
+        const k = key();
+        const holder = await locks.acquire(k, { ttl: 10_000 });
+        await expect(contender.acquire(k, { waitTimeout: 300 })).rejects.toBeInstanceOf(LockAcquireTimeoutError);
+        const controller = new AbortController();
+        const aborted = contender.acquire(k, { waitTimeout: 10_000, signal: controller.signal });
+        await sleep(150);
+        controller.abort();
+        await expect(aborted).rejects.toBeInstanceOf(LockAcquireAbortedError);
+        await holder.release();
+        // A place left behind (live for its lease, 2 × 500 ms + 1 s by default) would refuse this try.
+        const next = await contender.tryAcquire(k);
+        expect(next).not.toBeNull();
+        await next?.release();
+      });
+    }
+
     if (capabilities.sharedLocks) {
       it('lets readers share and keeps a writer out until they leave', async () => {
         const k = key();

@@ -203,6 +203,7 @@ export const subjects: readonly ContractSubject[] = [
   },
   {
     name: 'row (MariaDB)',
+    queuesWaiters: true,
     capabilities: { fencing: true, fifo: false, sharedLocks: false, crossProcess: true, semaphores: { fifo: false, fencing: true } },
     create: async () => new RowLockStrategy({ connection: mysqlOptions() }),
     removeBehindBack: async (_strategy, key) => {
@@ -214,6 +215,7 @@ export const subjects: readonly ContractSubject[] = [
   },
   {
     name: 'row (SQLite)',
+    queuesWaiters: true,
     capabilities: { fencing: true, fifo: false, sharedLocks: false, crossProcess: true, semaphores: { fifo: false, fencing: true } },
     create: async () => new RowLockStrategy({ connection: sqliteOptions(), name: 'database-sqlite' }),
     removeBehindBack: async (_strategy, key) => {
@@ -225,6 +227,7 @@ export const subjects: readonly ContractSubject[] = [
   },
   {
     name: 'row (PostgreSQL)',
+    queuesWaiters: true,
     capabilities: { fencing: true, fifo: false, sharedLocks: false, crossProcess: true, semaphores: { fifo: false, fencing: true } },
     create: async () => new RowLockStrategy({ connection: postgresOptions(), name: 'database-postgres' }),
     removeBehindBack: async (_strategy, key) => {
@@ -307,6 +310,7 @@ export const subjects: readonly ContractSubject[] = [
 export const fastPathsOffSubjects: readonly ContractSubject[] = [
   {
     name: 'row (MariaDB, fastPaths: false)',
+    queuesWaiters: true,
     capabilities: { fencing: true, fifo: false, sharedLocks: false, crossProcess: true, semaphores: { fifo: false, fencing: true } },
     create: async () => new RowLockStrategy({ connection: mysqlOptions(), name: 'database-public-api', fastPaths: false }),
     removeBehindBack: async (_strategy, key) => {

@@ -86,6 +86,24 @@ export interface LockStrategy {
   /** With `transfer`: how far the lock may be passed within the process before it goes back to the backend. */
   readonly handOverLimits?: HandOverLimits;
 
+  /**
+   * Optional, for strategies that poll (no `acquire`): a place in the backend's queue of waiters, so that
+   * the waiter that came first is served first. The lock service calls it once a wait's first try was
+   * refused; from then on `tryAcquire(request)` takes the lock only when no live place of another waiter is
+   * older. `pollGapMs` is the longest pause between two of the waiter's tries: a place not renewed by a try
+   * for a while after it (the waiter died) no longer holds anybody back. Resolves once the place is taken.
+   */
+  joinQueue?(request: LockRequest, pollGapMs: number): Promise<void>;
+
+  /** With `joinQueue`: how long to pause before the next try of a queued `request` (its last try was refused), in ms; undefined for the lock service's backoff. */
+  nextTryIn?(request: LockRequest): number | undefined;
+
+  /**
+   * With `joinQueue`: the wait of `request` ended (granted, timed out, aborted, closed); its place, if it
+   * still has one, goes. Never rejects: a place it fails to remove ends with its lease.
+   */
+  leaveQueue?(request: LockRequest): Promise<void>;
+
   /** Push the lease's end to `now + ttlMs`. Resolves the renewed grant, or `null` when this owner no longer holds it. */
   extend(lease: LeaseGrant, ttlMs: number): Promise<LeaseGrant | null>;
 

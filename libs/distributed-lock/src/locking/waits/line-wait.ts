@@ -9,6 +9,7 @@ import type { CallerBudget } from '../wait-budget';
 import { boundedCall } from './bounded-call';
 import { wakeOrDeadline } from './clock-waits';
 import { boundedTry } from './poll-wait';
+import { QueuePlace } from './queue-place';
 
 /**
  * This process's contenders for each key, for strategies that poll and hand a lock on (`transfer`): the
@@ -96,6 +97,9 @@ export class ProcessLines {
       return () => (state.wake = undefined);
     };
     line.join(waiter);
+    // The backend's queue, where it keeps one: the contender of this process that polls holds the place,
+    // from its first refused try.
+    let place: QueuePlace | undefined;
     try {
       for (let attempt = 0; ; ) {
         if (state.delivered) {
@@ -126,7 +130,9 @@ export class ProcessLines {
           return grant;
         }
         if (state.delivered) continue;
-        await wakeOrDeadline(ctx.clock, budget, Date.now() + Math.min(deadline - Date.now(), retryDelay(attempt, options.retry)), arm);
+        place ??= new QueuePlace(ctx, strategy, request, options);
+        const pause = await place.refused(attempt);
+        await wakeOrDeadline(ctx.clock, budget, Date.now() + Math.min(deadline - Date.now(), pause), arm);
         attempt += 1;
       }
     } finally {
@@ -134,6 +140,8 @@ export class ProcessLines {
       // Handed the lock as the wait ended without it (timeout, abort, close): it goes back.
       if (state.delivered && !state.kept) void ctx.releaseOrphan(state.delivered, strategy);
       if (line.isEmpty) this.lines.delete(request.key);
+      const leaving = place?.leave();
+      if (leaving) await leaving;
     }
   }
 

@@ -2,10 +2,10 @@ import type { EngineContext } from '../engine-context';
 import type { LeaseGrant, LockRequest } from '../lock-lease';
 import type { ResolvedAcquireOptions } from '../lock-options';
 import type { LockStrategy } from '../lock-strategy.interface';
-import { retryDelay } from '../retry-policy';
 import type { CallerBudget } from '../wait-budget';
 import { boundedCall, simpleBoundedCall } from './bounded-call';
 import { pause } from './clock-waits';
+import { QueuePlace } from './queue-place';
 import type { WaitOutcome } from './queue-wait';
 
 /** One `tryAcquire`, bounded by the operation timeout; a grant that comes after the bound is given back. */
@@ -66,26 +66,32 @@ async function pollAgain(
   firstGrant: LeaseGrant | null,
 ): Promise<LeaseGrant | null> {
   const { signal } = options;
+  const place = new QueuePlace(ctx, ops, request, options);
   let grant = firstGrant;
-  for (let attempt = 0; ; attempt += 1) {
-    if (grant) {
-      if (!signal?.aborted) return grant;
-      // Granted as the caller aborted: not theirs any more, it goes back.
-      await ctx.releaseOrphan(grant, ops);
-      throw abortedError();
+  try {
+    for (let attempt = 0; ; attempt += 1) {
+      if (grant) {
+        if (!signal?.aborted) return grant;
+        // Granted as the caller aborted: not theirs any more, it goes back.
+        await ctx.releaseOrphan(grant, ops);
+        throw abortedError();
+      }
+      const remaining = deadline - Date.now();
+      if (remaining <= 0 || ctx.closed) return null;
+      if (signal?.aborted) throw abortedError();
+      if (ops.waitForRelease) {
+        // Woken by the backend's notification; the bound caps what a lost notification can cost.
+        await waitForRelease(ctx, ops, request.key, Math.min(remaining, options.retry.maxDelay), budget);
+      } else {
+        await pause(ctx.clock, budget, Math.min(remaining, await place.refused(attempt)));
+      }
+      if (signal?.aborted) throw abortedError();
+      if (ctx.closed) return null;
+      grant = await boundedTry(ctx, ops, request);
     }
-    const remaining = deadline - Date.now();
-    if (remaining <= 0 || ctx.closed) return null;
-    if (signal?.aborted) throw abortedError();
-    if (ops.waitForRelease) {
-      // Woken by the backend's notification; the bound caps what a lost notification can cost.
-      await waitForRelease(ctx, ops, request.key, Math.min(remaining, options.retry.maxDelay), budget);
-    } else {
-      await pause(ctx.clock, budget, Math.min(remaining, retryDelay(attempt, options.retry)));
-    }
-    if (signal?.aborted) throw abortedError();
-    if (ctx.closed) return null;
-    grant = await boundedTry(ctx, ops, request);
+  } finally {
+    const leaving = place.leave();
+    if (leaving) await leaving;
   }
 }
 

@@ -6,6 +6,7 @@ export { ADVISORY_OBJECTS, advisoryTokensDdl } from './advisory-lock.sql';
 export { lockTransaction } from './lock-transaction';
 export { semaphoreTablesDdl, SEMAPHORE_TABLES } from './row-semaphore.sql';
 export { leaseTableDdl, leaseClockDdl, rowTableDdl, fenceTableDdl, LOCK_TABLES, MAX_SQL_KEY_LENGTH } from './lock-table.sql';
+export { lockQueueDdl, LOCK_QUEUE_TABLE } from './lock-queue.sql';
 export { optimisticUpdate, type OptimisticUpdateOptions } from './optimistic-update';
 export { fencedUpdate, type FencedUpdateOptions } from './fenced-update';
 export type { LockDataSource } from './database-client.type';

@@ -1,3 +1,4 @@
+import { LOCK_QUEUE_TABLE, noOlderPlace } from './lock-queue.sql';
 import type { SqlDialect } from './sql-dialect';
 
 /** The statements of the row (lock table) strategy; the benchmark's floor issues the same ones. */
@@ -6,6 +7,12 @@ export interface RowLockStatements {
   readonly insert: string;
   /** Take over a free or expired row, or re-enter our own. Parameters: owner, owner, ttlMs, owner, key, owner. */
   readonly takeOver: string;
+  /**
+   * `takeOver` in turn: a free or expired row only when no live place of the key's queue of waiters is older
+   * than `ticket` (see `noOlderPlace`); our own row is re-entered whatever waits. Parameters: owner, owner,
+   * ttlMs, owner, key, owner, key, ticket.
+   */
+  readonly takeOverInTurn: string;
   /** Free our row when this is our last hold. Parameters: key, owner. */
   readonly releaseLast: string;
   /** Drop one of several holds. Parameters: key, owner. */
@@ -19,21 +26,27 @@ export interface RowLockStatements {
   readonly transfer: string;
 }
 
-/** The statements for dialect `d` over the lease table named `table` (unquoted). */
-export function rowLockStatements(d: SqlDialect, table: string): RowLockStatements {
+/**
+ * The statements for dialect `d` over the lease table named `table` (unquoted), whose queue of waiters is
+ * the table named `queueTable` (see lock-queue.sql.ts).
+ */
+export function rowLockStatements(d: SqlDialect, table: string, queueTable: string = LOCK_QUEUE_TABLE): RowLockStatements {
   const t = d.quote(table);
   const live = `expires_at > ${d.nowMs}`;
+  const takeOverSet = `UPDATE ${t} SET
+      hold_count = CASE WHEN owner = ? AND ${live} THEN hold_count + 1 ELSE 1 END,
+      fencing_token = ${d.tokenExpression(`CASE WHEN owner = ? AND ${live} THEN fencing_token ELSE ${d.nextToken('fencing_token', table)} END`)},
+      expires_at = ${d.nowMs} + ?,
+      owner = ?`;
   const statements: RowLockStatements = {
     insert: `INSERT INTO ${t} (lock_key, owner, hold_count, fencing_token, expires_at) VALUES (?, ?, 1, ${d.tokenExpression(d.firstToken(table))}, ${d.nowMs} + ?)${d.tokenReturning}`,
     // Assignments read the old owner and expiry first (MySQL applies SET left to right; PostgreSQL and
     // SQLite read the old row in every assignment). A free or expired
     // row is taken over with the next token; our own live row is re-entered with the same token.
-    takeOver: `UPDATE ${t} SET
-      hold_count = CASE WHEN owner = ? AND ${live} THEN hold_count + 1 ELSE 1 END,
-      fencing_token = ${d.tokenExpression(`CASE WHEN owner = ? AND ${live} THEN fencing_token ELSE ${d.nextToken('fencing_token', table)} END`)},
-      expires_at = ${d.nowMs} + ?,
-      owner = ?
+    takeOver: `${takeOverSet}
       WHERE lock_key = ? AND (expires_at <= ${d.nowMs} OR owner = ?)${d.tokenReturning}`,
+    takeOverInTurn: `${takeOverSet}
+      WHERE lock_key = ? AND (owner = ? OR (expires_at <= ${d.nowMs} AND ${noOlderPlace(d, queueTable)}))${d.tokenReturning}`,
     releaseLast: `UPDATE ${t} SET owner = '', hold_count = 0, expires_at = 0 WHERE lock_key = ? AND owner = ? AND hold_count <= 1`,
     releaseOne: `UPDATE ${t} SET hold_count = hold_count - 1 WHERE lock_key = ? AND owner = ? AND hold_count > 1`,
     extend: `UPDATE ${t} SET expires_at = ${d.nowMs} + ? WHERE lock_key = ? AND owner = ? AND ${live}`,
@@ -45,6 +58,7 @@ export function rowLockStatements(d: SqlDialect, table: string): RowLockStatemen
   return {
     insert: d.bind(statements.insert),
     takeOver: d.bind(statements.takeOver),
+    takeOverInTurn: d.bind(statements.takeOverInTurn),
     releaseLast: d.bind(statements.releaseLast),
     releaseOne: d.bind(statements.releaseOne),
     extend: d.bind(statements.extend),

@@ -13,6 +13,8 @@ import { createMissingTables } from './ensure-tables';
 import { sqlCallError } from './sql-permission';
 import { assertKeyDistinct, paddingMigration } from './lock-key-collation';
 import { leaseClockDdl, leaseTableDdl, LOCK_TABLES, MAX_SQL_KEY_LENGTH, SQL_IDENTIFIER } from './lock-table.sql';
+import { LockQueue } from './lock-queue';
+import { LOCK_QUEUE_TABLE, lockQueueDdl, lockQueueStatements, type LockQueueStatements } from './lock-queue.sql';
 import { queryOnDataSource, type DirectResult } from './mysql-direct';
 import { rowLockStatements, type RowLockStatements } from './row-lock.sql';
 import { dialectOf, withServerFeatures, type SqlDialect } from './sql-dialect';
@@ -30,6 +32,11 @@ export interface RowLockStrategyOptions {
   readonly name?: string;
   /** Lock table. Default "distributed_lock_leases". */
   readonly table?: string;
+  /**
+   * The lock table's queue of waiters (one row per waiting contender, see docs/strategies/lock-table.md),
+   * made on first use with `ensureTable`. Default "distributed_lock_queue".
+   */
+  readonly queueTable?: string;
   /**
    * The semaphores' tables (see `LockService.acquirePermit`), made on first use with `ensureTable`: one row
    * per semaphore and one per permit held. Default `{ semaphores: "distributed_lock_semaphores", permits:
@@ -55,7 +62,7 @@ export interface RowLockStrategyOptions {
   readonly fastPaths?: boolean;
 }
 
-const OPTION_KEYS = ['dataSource', 'connection', 'name', 'table', 'semaphoreTables', 'ensureTable', 'localHandover', 'fastPaths'];
+const OPTION_KEYS = ['dataSource', 'connection', 'name', 'table', 'queueTable', 'semaphoreTables', 'ensureTable', 'localHandover', 'fastPaths'];
 
 /**
  * Locks as rows of a table with a unique key, with what a plain lock table lacks: a lease on the
@@ -65,7 +72,9 @@ const OPTION_KEYS = ['dataSource', 'connection', 'name', 'table', 'semaphoreTabl
  *
  * Acquire is one conditional UPDATE that takes over a free or expired row (or re-enters our own), and an
  * INSERT for a key never seen; each returns its fencing token in the same round trip. Release frees our
- * row (the row stays, so the token keeps growing). Waiting polls with backoff (the database cannot notify).
+ * row (the row stays, so the token keeps growing). Waiting polls (the database cannot notify), in turn: a
+ * waiter refused once takes a ticket in the queue table, and a free row goes to the oldest live ticket of
+ * its key (see LockQueue).
  */
 export class RowLockStrategy implements LockStrategy {
   readonly name: string;
@@ -79,9 +88,11 @@ export class RowLockStrategy implements LockStrategy {
   private readonly dataSource: LockDataSource;
   private readonly ownsDataSource: boolean;
   private readonly table: string;
+  private readonly queueTable: string;
+  private readonly queue: LockQueue;
   private readonly ensureTable: boolean;
   private readonly fastPaths: boolean;
-  private ready: Promise<{ dialect: SqlDialect; sql: RowLockStatements; padding: string | undefined }> | undefined;
+  private ready: Promise<Prepared> | undefined;
 
   constructor(options: RowLockStrategyOptions) {
     const raw: unknown = options;
@@ -89,6 +100,10 @@ export class RowLockStrategy implements LockStrategy {
     this.name = strategyName(options.name, 'database');
     this.table = options.table ?? LOCK_TABLES.leases;
     if (!SQL_IDENTIFIER.test(this.table)) throw new InvalidLockOptionsError('table', `expected a plain SQL identifier, got ${describe(this.table)}.`);
+    this.queueTable = options.queueTable ?? LOCK_QUEUE_TABLE;
+    if (!SQL_IDENTIFIER.test(this.queueTable)) throw new InvalidLockOptionsError('queueTable', `expected a plain SQL identifier, got ${describe(this.queueTable)}.`);
+    if (this.queueTable === this.table) throw new InvalidLockOptionsError('queueTable', `must differ from table (both are ${describe(this.table)}).`);
+    this.queue = new LockQueue({ ready: () => this.prepare(), run: (sql, parameters) => this.run(sql, parameters) });
     this.ensureTable = options.ensureTable ?? true;
     const tables = options.semaphoreTables ?? {};
     assertKnownKeys(tables, ['semaphores', 'permits'], 'semaphoreTables');
@@ -154,7 +169,10 @@ export class RowLockStrategy implements LockStrategy {
 
   async tryAcquire(request: LockRequest): Promise<LeaseGrant | null> {
     try {
-      return await this.take(request);
+      const grant = await this.take(request);
+      if (grant) void this.queue.leave(request);
+      else await this.queue.refused(request);
+      return grant;
     } catch (error) {
       throw this.callError(error, 'acquire', request.key);
     }
@@ -164,8 +182,9 @@ export class RowLockStrategy implements LockStrategy {
     const { dialect, sql, padding } = await this.prepare();
     assertKeyDistinct(request.key, this.table, padding);
     const sentAt = Date.now();
-    // Most keys have a row (released rows stay, keeping their token): take it over if free or expired.
-    const taken = await this.run(sql.takeOver, [request.owner, request.owner, request.ttlMs, request.owner, request.key, request.owner]);
+    // Most keys have a row (released rows stay, keeping their token): take it over if free or expired, and
+    // no older waiter is in the queue.
+    const taken = await this.run(sql.takeOverInTurn, [request.owner, request.owner, request.ttlMs, request.owner, request.key, request.owner, request.key, this.queue.ticketOf(request)]);
     if (dialect.changedRows(taken) === 1) return this.grantOf(request, dialect.tokenOf(taken), sentAt);
     try {
       const inserted = await this.run(sql.insert, [request.key, request.owner, request.ttlMs]);
@@ -175,6 +194,22 @@ export class RowLockStrategy implements LockStrategy {
       if (dialect.isDuplicateKey(error)) return null;
       throw error;
     }
+  }
+
+  async joinQueue(request: LockRequest, pollGapMs: number): Promise<void> {
+    try {
+      await this.queue.join(request, pollGapMs);
+    } catch (error) {
+      throw this.callError(error, 'acquire', request.key);
+    }
+  }
+
+  nextTryIn(request: LockRequest): number | undefined {
+    return this.queue.nextTryIn(request);
+  }
+
+  async leaveQueue(request: LockRequest): Promise<void> {
+    await this.queue.leave(request);
   }
 
   async transfer(lease: LeaseGrant, next: LockRequest): Promise<LeaseGrant | null> {
@@ -209,7 +244,7 @@ export class RowLockStrategy implements LockStrategy {
 
   /** A refused grant becomes `LockPermissionDeniedError` naming the GRANT to run. */
   private callError(error: unknown, operation: string, key?: string): unknown {
-    return sqlCallError(error, { strategy: this.name, operation, key, tables: [this.table] });
+    return sqlCallError(error, { strategy: this.name, operation, key, tables: [this.table, { table: this.queueTable, privileges: 'SELECT, INSERT, UPDATE, DELETE' }] });
   }
 
   async ping(): Promise<void> {
@@ -241,13 +276,18 @@ export class RowLockStrategy implements LockStrategy {
     return queryOnDataSource(this.dataSource, query, parameters, this.fastPaths);
   }
 
-  private prepare(): Promise<{ dialect: SqlDialect; sql: RowLockStatements; padding: string | undefined }> {
+  private prepare(): Promise<Prepared> {
     this.ready ??= (async () => {
       await ensureInitialized(this.dataSource);
       const dialect = await withServerFeatures(this.dataSource, dialectOf(this.dataSource, this.name));
-      if (this.ensureTable) await createMissingTables(this.dataSource, dialect, [{ table: this.table, statements: [leaseTableDdl(dialect, this.table), ...leaseClockDdl(dialect, this.table)] }]);
+      if (this.ensureTable) {
+        await createMissingTables(this.dataSource, dialect, [
+          { table: this.table, statements: [leaseTableDdl(dialect, this.table), ...leaseClockDdl(dialect, this.table)] },
+          { table: this.queueTable, statements: lockQueueDdl(dialect, this.queueTable) },
+        ]);
+      }
       const padding = await paddingMigration(this.dataSource, dialect, this.table);
-      return { dialect, sql: rowLockStatements(dialect, this.table), padding };
+      return { dialect, sql: rowLockStatements(dialect, this.table, this.queueTable), queue: lockQueueStatements(dialect, this.queueTable), padding };
     })().catch((error: unknown) => {
       this.ready = undefined;
       throw error;
@@ -258,4 +298,12 @@ export class RowLockStrategy implements LockStrategy {
   private grantOf(request: LockRequest, token: number, sentAt: number): LeaseGrant {
     return { key: request.key, owner: request.owner, mode: request.mode, fencingToken: token, expiresAt: leaseExpiry(sentAt, request.ttlMs) };
   }
+}
+
+/** What the strategy prepares once: the dialect, its statements, and the key padding check. */
+interface Prepared {
+  readonly dialect: SqlDialect;
+  readonly sql: RowLockStatements;
+  readonly queue: LockQueueStatements;
+  readonly padding: string | undefined;
 }
