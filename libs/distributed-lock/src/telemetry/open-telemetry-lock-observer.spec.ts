@@ -190,13 +190,17 @@ describe('OpenTelemetryLockObserver (real SDK, in-memory strategy)', () => {
     const hold = recorder.span(spans.lock);
     expect(hold.status.code).toBe(SpanStatusCode.ERROR);
     expect(hold.attributes).toMatchObject({ [a.holdOutcome]: 'lost', [a.lostReason]: 'expired' });
-    expect(hold.events.map((event) => [event.name, event.attributes?.[a.lostReason]])).toEqual([
+    // A grant that lost over a tenth of its 30 ms lease on its way to the caller (a loaded machine: 3 ms) is
+    // topped up once (LeaseWatchdog, without auto-extension too): an extension may come between the two.
+    const events = hold.events.filter((event) => event.name !== 'lock.extended');
+    expect(hold.events.length - events.length).toBeLessThanOrEqual(1);
+    expect(events.map((event) => [event.name, event.attributes?.[a.lostReason]])).toEqual([
       ['lock.granted', undefined],
       ['lock.lost', 'expired'],
     ]);
     // Ended at the loss, not at the release 50 ms later.
     expect(lostSeenAt).toBeLessThan(Number.POSITIVE_INFINITY);
-    expect(hold.endTime).toEqual(hold.events[1].time);
+    expect(hold.endTime).toEqual(events[1].time);
     expect(durationMs(hold)).toBeLessThanOrEqual(lostSeenAt - acquireCalledAt);
     expect(await recorder.value(metrics.losses, { [a.strategy]: 'orders', [a.lostReason]: 'expired' })).toBe(1);
     expect((await recorder.histogram(metrics.holdDuration, { [a.holdOutcome]: 'lost' })).count).toBe(1);
