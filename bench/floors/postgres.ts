@@ -39,13 +39,11 @@ export function rawPostgresRowFloor(): () => Promise<BenchLock> {
         for (;;) {
           const taken = await pool.query(sql.takeOver, [owner, owner, ttlMs, owner, key, owner]);
           if (taken.rowCount === 1) break;
-          try {
-            await pool.query(sql.insert, [key, owner, ttlMs]);
-            break;
-          } catch (error) {
-            if ((error as { code?: string }).code !== '23505' || Date.now() > deadline) throw error;
-            await yieldLoop();
-          }
+          // A key that has its row inserts nothing (ON CONFLICT DO NOTHING): no error, which would cost pg's
+          // pool the connection.
+          if ((await pool.query(sql.insert, [key, owner, ttlMs])).rowCount === 1) break;
+          if (Date.now() > deadline) throw new Error(`floor: ${key} not taken within ${waitMs} ms`);
+          await yieldLoop();
         }
         return async () => {
           await pool.query(sql.releaseLast, [key, owner]);

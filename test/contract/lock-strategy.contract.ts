@@ -373,12 +373,16 @@ export function describeLockStrategyContract(subject: ContractSubject): void {
         await withThirdInstance(async (third, thirdStrategy) => {
           const k = key();
           const holder = await locks.acquire(k, { ttl: 10_000 });
-          // A waiter that took its place, then never tried again, as a process that died would: its place
-          // lives 2 × 100 ms (its longest pause) + a 1 s margin.
+          // A waiter that took its place and tried once more at the head of the queue, then never again, as
+          // a process that died would: its place lives 2 × 100 ms (its longest pause) + a 1 s margin.
           const dead = { key: k, owner: `dead-waiter-${run}`, ttlMs: 5_000, mode: 'exclusive' as const };
           expect(await thirdStrategy.tryAcquire(dead)).toBeNull();
           await thirdStrategy.joinQueue?.(dead, 100);
           const joinedAt = Date.now();
+          expect(await thirdStrategy.tryAcquire(dead)).toBeNull();
+          // Past the head's barging window (20 ms by default): a contender without a place no longer takes
+          // the free lock ahead of it.
+          await sleep(100);
           await holder.release();
           const next = await contender.acquire(k, { waitTimeout: 10_000 });
           // Not before the dead waiter's place ended (no sooner than its lease), and then without waiting on.

@@ -1,5 +1,5 @@
 import type { LockRequest } from '../../locking/lock-lease';
-import { NO_PLACE, ticketOf, type LockQueueStatements } from './lock-queue.sql';
+import { ticketOf, type LockQueueStatements } from './lock-queue.sql';
 import type { DirectResult } from './mysql-direct';
 import type { SqlDialect } from './sql-dialect';
 
@@ -21,6 +21,8 @@ interface Place {
   renewAt: number;
   /** Live places ahead at the last refused try. 0 at the head, which it stays: places only join behind. */
   ahead: number;
+  /** The place has told the table it is the head (`markHead`): the barging window runs. */
+  markedHead: boolean;
 }
 
 /** What the queue needs of its strategy: the statements once prepared, and a way to send one. */
@@ -33,7 +35,8 @@ export interface LockQueueSite {
  * The places of this strategy's waiters in the lock table's queue of waiters (a ticket queue): a waiter
  * whose first try was refused takes a ticket, and from then on a free lease row goes only to the oldest
  * live ticket of its key (see `noOlderPlace`), so that a waiter of a slow or distant instance is not
- * overtaken for ever by those that happen to try right after each release. The head tries every few ms;
+ * overtaken for ever by those that happen to try right after each release; a contender without a place
+ * may still take a free lock within the barging window of the head (see `noHeadPastWindow`). The head tries every few ms;
  * the others less often the further back they are. A place lives while its waiter tries: each refused try
  * pushes its lease when due, and a waiter that died holds nobody back once the lease has passed.
  */
@@ -45,16 +48,26 @@ export class LockQueue {
   /** Takes a place at the back of `request.key`'s queue; `pollGapMs`: the longest pause between two of its tries. */
   async join(request: LockRequest, pollGapMs: number): Promise<void> {
     const leaseMs = 2 * pollGapMs + LEASE_MARGIN_MS;
-    const place: Place = { key: request.key, ticket: undefined, joined: Promise.resolve(undefined), leaseMs, pollGapMs, renewAt: 0, ahead: Number.POSITIVE_INFINITY };
+    const place: Place = { key: request.key, ticket: undefined, joined: Promise.resolve(undefined), leaseMs, pollGapMs, renewAt: 0, ahead: Number.POSITIVE_INFINITY, markedHead: false };
     this.places.set(request.owner, place);
     const joining = this.insert(place, request.owner);
     place.joined = joining.catch(() => undefined);
     await joining;
   }
 
-  /** The ticket a try of `request` passes: its place's, or `NO_PLACE` (then it takes a lock only nobody waits for). */
-  ticketOf(request: LockRequest): number {
-    return this.places.get(request.owner)?.ticket ?? NO_PLACE;
+  /**
+   * False while others are ahead of `request`'s place (as its last refused try counted): its try would be
+   * refused, and would only take the lease row's lock in the database for nothing. A waiter behind the
+   * head then only counts again (`refused`), which reads the queue table alone.
+   */
+  mayTake(request: LockRequest): boolean {
+    const place = this.places.get(request.owner);
+    return place === undefined || place.ahead === 0 || place.ticket === undefined;
+  }
+
+  /** The ticket of `request`'s place; undefined when it has none (a first try, or `tryAcquire`). */
+  ticketOf(request: LockRequest): number | undefined {
+    return this.places.get(request.owner)?.ticket;
   }
 
   /** A try of `request` was refused: where its place now stands, its lease pushed when due (a place lost meanwhile is taken again). */
@@ -67,14 +80,21 @@ export class LockQueue {
       // Gone: the waiter was held up past its place's lease, and another waiter's leave removed it.
       if ((renewed.affected ?? 0) === 0) {
         place.ahead = Number.POSITIVE_INFINITY;
+        place.markedHead = false;
         await this.insert(place, request.owner);
       } else {
         place.renewAt = renewAfter(place);
       }
     }
-    if (place.ahead === 0) return;
-    const counted = await this.site.run(queue.ahead, [place.key, place.ticket]);
-    place.ahead = Number((counted.records[0] as { ahead?: number | string } | undefined)?.ahead ?? 0);
+    if (place.ahead !== 0) {
+      const counted = await this.site.run(queue.ahead, [place.key, place.ticket]);
+      place.ahead = Number((counted.records[0] as { ahead?: number | string } | undefined)?.ahead ?? 0);
+    }
+    if (place.ahead === 0 && !place.markedHead) {
+      // From now on, contenders without a place may take the free lock for the barging window only.
+      await this.site.run(queue.markHead, [place.ticket]);
+      place.markedHead = true;
+    }
   }
 
   /** The pause before the next try of a queued `request`; undefined without a place. */
@@ -101,6 +121,8 @@ export class LockQueue {
     try {
       const { queue } = await this.site.ready();
       await this.site.run(queue.leave, [place.key, ticket]);
+      // The next waiter is the head from now: the barging window ahead of it starts (see noHeadPastWindow).
+      await this.site.run(queue.markNextHead, [place.key]);
     } catch {
       // Left behind, the place ends with its lease.
     }

@@ -1,9 +1,9 @@
-import { LOCK_QUEUE_TABLE, noOlderPlace } from './lock-queue.sql';
+import { LOCK_QUEUE_TABLE, noHeadPastWindow, noOlderPlace } from './lock-queue.sql';
 import type { SqlDialect } from './sql-dialect';
 
 /** The statements of the row (lock table) strategy; the benchmark's floor issues the same ones. */
 export interface RowLockStatements {
-  /** A key never seen: its row, with the first token. Parameters: key, owner, ttlMs. */
+  /** A key never seen: its row, with the first token; no row changed when the key has one. Parameters: key, owner, ttlMs. */
   readonly insert: string;
   /** Take over a free or expired row, or re-enter our own. Parameters: owner, owner, ttlMs, owner, key, owner. */
   readonly takeOver: string;
@@ -13,6 +13,12 @@ export interface RowLockStatements {
    * ttlMs, owner, key, owner, key, ticket.
    */
   readonly takeOverInTurn: string;
+  /**
+   * `takeOver` for a contender without a place: a free or expired row while no head of the key's queue has
+   * been head for `windowMs` or longer (see `noHeadPastWindow`). Parameters: owner, owner, ttlMs, owner, key,
+   * owner, key, windowMs.
+   */
+  readonly takeOverBarging: string;
   /** Free our row when this is our last hold. Parameters: key, owner. */
   readonly releaseLast: string;
   /** Drop one of several holds. Parameters: key, owner. */
@@ -39,7 +45,13 @@ export function rowLockStatements(d: SqlDialect, table: string, queueTable: stri
       expires_at = ${d.nowMs} + ?,
       owner = ?`;
   const statements: RowLockStatements = {
-    insert: `INSERT INTO ${t} (lock_key, owner, hold_count, fencing_token, expires_at) VALUES (?, ?, 1, ${d.tokenExpression(d.firstToken(table))}, ${d.nowMs} + ?)${d.tokenReturning}`,
+    // A key that has its row already: MySQL refuses the INSERT (duplicate key, caught by the strategy);
+    // PostgreSQL and SQLite insert nothing and return no row. On PostgreSQL an error would cost more than
+    // the statement: pg's pool closes the connection a failed query ran on.
+    insert:
+      d.name === 'mysql'
+        ? `INSERT INTO ${t} (lock_key, owner, hold_count, fencing_token, expires_at) VALUES (?, ?, 1, ${d.tokenExpression(d.firstToken(table))}, ${d.nowMs} + ?)`
+        : `${d.insertIfMissing(t, `(lock_key, owner, hold_count, fencing_token, expires_at) VALUES (?, ?, 1, ${d.firstToken(table)}, ${d.nowMs} + ?)`)}${d.tokenReturning}`,
     // Assignments read the old owner and expiry first (MySQL applies SET left to right; PostgreSQL and
     // SQLite read the old row in every assignment). A free or expired
     // row is taken over with the next token; our own live row is re-entered with the same token.
@@ -47,6 +59,8 @@ export function rowLockStatements(d: SqlDialect, table: string, queueTable: stri
       WHERE lock_key = ? AND (expires_at <= ${d.nowMs} OR owner = ?)${d.tokenReturning}`,
     takeOverInTurn: `${takeOverSet}
       WHERE lock_key = ? AND (owner = ? OR (expires_at <= ${d.nowMs} AND ${noOlderPlace(d, queueTable)}))${d.tokenReturning}`,
+    takeOverBarging: `${takeOverSet}
+      WHERE lock_key = ? AND (owner = ? OR (expires_at <= ${d.nowMs} AND ${noHeadPastWindow(d, queueTable)}))${d.tokenReturning}`,
     releaseLast: `UPDATE ${t} SET owner = '', hold_count = 0, expires_at = 0 WHERE lock_key = ? AND owner = ? AND hold_count <= 1`,
     releaseOne: `UPDATE ${t} SET hold_count = hold_count - 1 WHERE lock_key = ? AND owner = ? AND hold_count > 1`,
     extend: `UPDATE ${t} SET expires_at = ${d.nowMs} + ? WHERE lock_key = ? AND owner = ? AND ${live}`,
@@ -59,6 +73,7 @@ export function rowLockStatements(d: SqlDialect, table: string, queueTable: stri
     insert: d.bind(statements.insert),
     takeOver: d.bind(statements.takeOver),
     takeOverInTurn: d.bind(statements.takeOverInTurn),
+    takeOverBarging: d.bind(statements.takeOverBarging),
     releaseLast: d.bind(statements.releaseLast),
     releaseOne: d.bind(statements.releaseOne),
     extend: d.bind(statements.extend),

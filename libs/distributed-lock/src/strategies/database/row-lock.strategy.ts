@@ -2,7 +2,7 @@ import type { DataSourceOptions } from 'typeorm';
 import { InvalidLockKeyError } from '../../errors/invalid-lock-key.error';
 import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
 import type { LeaseGrant, LockRequest } from '../../locking/lock-lease';
-import { assertKnownKeys, describe } from '../../locking/lock-options';
+import { assertDuration, assertKnownKeys, describe } from '../../locking/lock-options';
 import { assertFastPaths } from '../fast-paths-option';
 import { handOverLimits, type HandOverLimits, type LocalHandOverOption } from '../../locking/hand-over-limits';
 import type { LockStrategy, LockStrategyCapabilities } from '../../locking/lock-strategy.interface';
@@ -14,7 +14,7 @@ import { sqlCallError } from './sql-permission';
 import { assertKeyDistinct, paddingMigration } from './lock-key-collation';
 import { leaseClockDdl, leaseTableDdl, LOCK_TABLES, MAX_SQL_KEY_LENGTH, SQL_IDENTIFIER } from './lock-table.sql';
 import { LockQueue } from './lock-queue';
-import { LOCK_QUEUE_TABLE, lockQueueDdl, lockQueueStatements, type LockQueueStatements } from './lock-queue.sql';
+import { LOCK_QUEUE_TABLE, lockQueueDdl, lockQueueStatements, NO_PLACE, type LockQueueStatements } from './lock-queue.sql';
 import { queryOnDataSource, type DirectResult } from './mysql-direct';
 import { rowLockStatements, type RowLockStatements } from './row-lock.sql';
 import { dialectOf, withServerFeatures, type SqlDialect } from './sql-dialect';
@@ -37,6 +37,13 @@ export interface RowLockStrategyOptions {
    * made on first use with `ensureTable`. Default "distributed_lock_queue".
    */
   readonly queueTable?: string;
+  /**
+   * Bounded barging: while others wait, a contender that has no place in the queue yet (usually the one that
+   * just released, already awake) may take the free lock as long as the queue's head has been head for less
+   * than this, in ms; past it the head gets the lock. 0: strictly in turn (a free lock goes to the head, whose
+   * next try may be a few ms away). Default 20.
+   */
+  readonly bargeWindowMs?: number;
   /**
    * The semaphores' tables (see `LockService.acquirePermit`), made on first use with `ensureTable`: one row
    * per semaphore and one per permit held. Default `{ semaphores: "distributed_lock_semaphores", permits:
@@ -62,7 +69,10 @@ export interface RowLockStrategyOptions {
   readonly fastPaths?: boolean;
 }
 
-const OPTION_KEYS = ['dataSource', 'connection', 'name', 'table', 'queueTable', 'semaphoreTables', 'ensureTable', 'localHandover', 'fastPaths'];
+/** The barging window of `bargeWindowMs` when not set, in ms. */
+const DEFAULT_BARGE_WINDOW_MS = 20;
+
+const OPTION_KEYS = ['dataSource', 'connection', 'name', 'table', 'queueTable', 'bargeWindowMs', 'semaphoreTables', 'ensureTable', 'localHandover', 'fastPaths'];
 
 /**
  * Locks as rows of a table with a unique key, with what a plain lock table lacks: a lease on the
@@ -90,6 +100,7 @@ export class RowLockStrategy implements LockStrategy {
   private readonly table: string;
   private readonly queueTable: string;
   private readonly queue: LockQueue;
+  private readonly bargeWindowMs: number;
   private readonly ensureTable: boolean;
   private readonly fastPaths: boolean;
   private ready: Promise<Prepared> | undefined;
@@ -103,6 +114,7 @@ export class RowLockStrategy implements LockStrategy {
     this.queueTable = options.queueTable ?? LOCK_QUEUE_TABLE;
     if (!SQL_IDENTIFIER.test(this.queueTable)) throw new InvalidLockOptionsError('queueTable', `expected a plain SQL identifier, got ${describe(this.queueTable)}.`);
     if (this.queueTable === this.table) throw new InvalidLockOptionsError('queueTable', `must differ from table (both are ${describe(this.table)}).`);
+    this.bargeWindowMs = assertDuration(options.bargeWindowMs === undefined ? DEFAULT_BARGE_WINDOW_MS : options.bargeWindowMs, 'bargeWindowMs', 0);
     this.queue = new LockQueue({ ready: () => this.prepare(), run: (sql, parameters) => this.run(sql, parameters) });
     this.ensureTable = options.ensureTable ?? true;
     const tables = options.semaphoreTables ?? {};
@@ -169,6 +181,11 @@ export class RowLockStrategy implements LockStrategy {
 
   async tryAcquire(request: LockRequest): Promise<LeaseGrant | null> {
     try {
+      if (!this.queue.mayTake(request)) {
+        // Behind the head: where the place stands now, before touching the lease row.
+        await this.queue.refused(request);
+        if (!this.queue.mayTake(request)) return null;
+      }
       const grant = await this.take(request);
       if (grant) void this.queue.leave(request);
       else await this.queue.refused(request);
@@ -184,11 +201,15 @@ export class RowLockStrategy implements LockStrategy {
     const sentAt = Date.now();
     // Most keys have a row (released rows stay, keeping their token): take it over if free or expired, and
     // no older waiter is in the queue.
-    const taken = await this.run(sql.takeOverInTurn, [request.owner, request.owner, request.ttlMs, request.owner, request.key, request.owner, request.key, this.queue.ticketOf(request)]);
+    const ticket = this.queue.ticketOf(request);
+    const taken =
+      ticket === undefined && this.bargeWindowMs > 0
+        ? await this.run(sql.takeOverBarging, [request.owner, request.owner, request.ttlMs, request.owner, request.key, request.owner, request.key, this.bargeWindowMs])
+        : await this.run(sql.takeOverInTurn, [request.owner, request.owner, request.ttlMs, request.owner, request.key, request.owner, request.key, ticket ?? NO_PLACE]);
     if (dialect.changedRows(taken) === 1) return this.grantOf(request, dialect.tokenOf(taken), sentAt);
     try {
       const inserted = await this.run(sql.insert, [request.key, request.owner, request.ttlMs]);
-      return this.grantOf(request, dialect.tokenOf(inserted), sentAt);
+      return dialect.changedRows(inserted) === 1 ? this.grantOf(request, dialect.tokenOf(inserted), sentAt) : null;
     } catch (error) {
       // Someone else holds the row (it existed and was live, or was inserted meanwhile).
       if (dialect.isDuplicateKey(error)) return null;
