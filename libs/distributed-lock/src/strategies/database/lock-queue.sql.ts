@@ -58,12 +58,11 @@ export interface LockQueueStatements {
   readonly renew: string;
   /** The place found it is the head of its queue: the barging window starts. Parameters: ticket. */
   readonly markHead: string;
-  /** Removes a place, and the key's places whose lease has passed (waiters that died). Parameters: key, ticket. */
+  /** Removes a place, by its ticket alone (a single row lock). Parameters: ticket. */
   readonly leave: string;
-  /**
-   * After a place left: the key's new head (its oldest live place) is head from now, unless it said so
-   * itself already. Parameters: key.
-   */
+  /** The key's head: its oldest live place (a plain read). Parameters: key. One row, column `head` (null when nobody waits). */
+  readonly head: string;
+  /** The place `ticket` is head from now, unless it said so itself already. Parameters: ticket. */
   readonly markNextHead: string;
 }
 
@@ -75,14 +74,11 @@ export function lockQueueStatements(d: SqlDialect, table: string): LockQueueStat
     ahead: d.bind(`SELECT COUNT(*) AS ahead FROM ${t} WHERE lock_key = ? AND ticket < ? AND expires_at > ${d.nowMs}`),
     renew: d.bind(`UPDATE ${t} SET expires_at = ${d.nowMs} + ? WHERE ticket = ?`),
     markHead: d.bind(`UPDATE ${t} SET head_since = ${d.nowMs} WHERE ticket = ?`),
-    leave: d.bind(`DELETE FROM ${t} WHERE lock_key = ? AND (ticket = ? OR expires_at <= ${d.nowMs})`),
-    // MySQL cannot read the table an UPDATE writes in a subquery: the head comes from a derived table,
-    // which an aggregate keeps materialized.
-    markNextHead: d.bind(
-      d.name === 'mysql'
-        ? `UPDATE ${t} q JOIN (SELECT MIN(ticket) AS ticket FROM ${t} WHERE lock_key = ? AND expires_at > ${d.nowMs}) h ON q.ticket = h.ticket SET q.head_since = ${d.nowMs} WHERE q.head_since IS NULL`
-        : `UPDATE ${t} SET head_since = ${d.nowMs} WHERE head_since IS NULL AND ticket = (SELECT MIN(ticket) FROM ${t} WHERE lock_key = ? AND expires_at > ${d.nowMs})`,
-    ),
+    // Each write names one row by its primary key, and reads nothing else: on InnoDB a write that reads other
+    // rows of the queue (a subquery, a range) share-locks them, and two such writes deadlocked.
+    leave: d.bind(`DELETE FROM ${t} WHERE ticket = ?`),
+    head: d.bind(`SELECT MIN(ticket) AS head FROM ${t} WHERE lock_key = ? AND expires_at > ${d.nowMs}`),
+    markNextHead: d.bind(`UPDATE ${t} SET head_since = ${d.nowMs} WHERE ticket = ? AND head_since IS NULL`),
   };
 }
 

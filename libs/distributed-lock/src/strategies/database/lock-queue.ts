@@ -7,6 +7,8 @@ import type { SqlDialect } from './sql-dialect';
 const STEP_MS = 5;
 /** A place's lease beyond two of its waiter's longest pauses: room for a slow statement. */
 const LEASE_MARGIN_MS = 1_000;
+/** How many times a write to the queue is sent when the server rolls it back to break a deadlock. */
+const DEADLOCK_ATTEMPTS = 5;
 
 /** One waiter's place in the queue of a key. */
 interface Place {
@@ -76,7 +78,7 @@ export class LockQueue {
     if (place?.ticket === undefined) return;
     const { queue } = await this.site.ready();
     if (Date.now() >= place.renewAt) {
-      const renewed = await this.site.run(queue.renew, [place.leaseMs, place.ticket]);
+      const renewed = await this.write(queue.renew, [place.leaseMs, place.ticket]);
       // Gone: the waiter was held up past its place's lease, and another waiter's leave removed it.
       if ((renewed.affected ?? 0) === 0) {
         place.ahead = Number.POSITIVE_INFINITY;
@@ -92,7 +94,7 @@ export class LockQueue {
     }
     if (place.ahead === 0 && !place.markedHead) {
       // From now on, contenders without a place may take the free lock for the barging window only.
-      await this.site.run(queue.markHead, [place.ticket]);
+      await this.write(queue.markHead, [place.ticket]);
       place.markedHead = true;
     }
   }
@@ -120,21 +122,38 @@ export class LockQueue {
     if (ticket === undefined) return;
     try {
       const { queue } = await this.site.ready();
-      await this.site.run(queue.leave, [place.key, ticket]);
+      await this.write(queue.leave, [ticket]);
       // The next waiter is the head from now: the barging window ahead of it starts (see noHeadPastWindow).
-      await this.site.run(queue.markNextHead, [place.key]);
+      const found = await this.site.run(queue.head, [place.key]);
+      const head = (found.records[0] as { head?: number | string | null } | undefined)?.head;
+      if (head !== null && head !== undefined) await this.write(queue.markNextHead, [Number(head)]);
     } catch {
       // Left behind, the place ends with its lease.
     }
   }
 
+  /**
+   * A write to the queue, sent again when the server chose it to break a deadlock (it then changed nothing).
+   * Each write names one row by its key, but a take-over reading the queue share-locks its rows on InnoDB.
+   */
+  private async write(sql: string, parameters: unknown[]): Promise<DirectResult> {
+    const { dialect } = await this.site.ready();
+    for (let attempt = 1; ; attempt += 1) {
+      try {
+        return await this.site.run(sql, parameters);
+      } catch (error) {
+        if (attempt >= DEADLOCK_ATTEMPTS || !dialect.isDeadlock(error)) throw error;
+      }
+    }
+  }
+
   private async insert(place: Place, owner: string): Promise<number> {
     const { dialect, queue } = await this.site.ready();
-    const result = await this.site.run(queue.join, [place.key, owner, place.leaseMs]);
+    const result = await this.write(queue.join, [place.key, owner, place.leaseMs]);
     place.ticket = ticketOf(dialect, result);
     place.renewAt = renewAfter(place);
     // The wait ended while the ticket was being taken (a bound passed): it goes at once.
-    if (this.places.get(owner) !== place) await this.site.run(queue.leave, [place.key, place.ticket]).catch(() => undefined);
+    if (this.places.get(owner) !== place) await this.write(queue.leave, [place.ticket]).catch(() => undefined);
     return place.ticket;
   }
 }

@@ -113,7 +113,6 @@ export class RowLockStrategy implements LockStrategy {
     if (!SQL_IDENTIFIER.test(this.table)) throw new InvalidLockOptionsError('table', `expected a plain SQL identifier, got ${describe(this.table)}.`);
     this.queueTable = options.queueTable ?? LOCK_QUEUE_TABLE;
     if (!SQL_IDENTIFIER.test(this.queueTable)) throw new InvalidLockOptionsError('queueTable', `expected a plain SQL identifier, got ${describe(this.queueTable)}.`);
-    if (this.queueTable === this.table) throw new InvalidLockOptionsError('queueTable', `must differ from table (both are ${describe(this.table)}).`);
     this.bargeWindowMs = assertDuration(options.bargeWindowMs === undefined ? DEFAULT_BARGE_WINDOW_MS : options.bargeWindowMs, 'bargeWindowMs', 0);
     this.queue = new LockQueue({ ready: () => this.prepare(), run: (sql, parameters) => this.run(sql, parameters) });
     this.ensureTable = options.ensureTable ?? true;
@@ -124,6 +123,9 @@ export class RowLockStrategy implements LockStrategy {
     for (const [option, table] of [['semaphoreTables.semaphores', semaphores], ['semaphoreTables.permits', permits]] as const) {
       if (!SQL_IDENTIFIER.test(table)) throw new InvalidLockOptionsError(option, `expected a plain SQL identifier, got ${describe(table)}.`);
     }
+    // Table names compare without case (SQLite, MySQL on some systems); the lock table's SQLite clock is one too.
+    const taken = [this.table, `${this.table}_clock`, semaphores, permits].find((other) => other.toLowerCase() === this.queueTable.toLowerCase());
+    if (taken !== undefined) throw new InvalidLockOptionsError('queueTable', `must differ from the strategy's other tables, got ${describe(this.queueTable)} (as ${describe(taken)}).`);
     this.fastPaths = assertFastPaths(options.fastPaths);
     this.handOverLimits = handOverLimits(options.localHandover);
     const resolved = resolveDataSource(options.dataSource, options.connection, this.name);
@@ -202,10 +204,18 @@ export class RowLockStrategy implements LockStrategy {
     // Most keys have a row (released rows stay, keeping their token): take it over if free or expired, and
     // no older waiter is in the queue.
     const ticket = this.queue.ticketOf(request);
-    const taken =
-      ticket === undefined && this.bargeWindowMs > 0
-        ? await this.run(sql.takeOverBarging, [request.owner, request.owner, request.ttlMs, request.owner, request.key, request.owner, request.key, this.bargeWindowMs])
-        : await this.run(sql.takeOverInTurn, [request.owner, request.owner, request.ttlMs, request.owner, request.key, request.owner, request.key, ticket ?? NO_PLACE]);
+    let taken: DirectResult;
+    try {
+      taken =
+        ticket === undefined && this.bargeWindowMs > 0
+          ? await this.run(sql.takeOverBarging, [request.owner, request.owner, request.ttlMs, request.owner, request.key, request.owner, request.key, this.bargeWindowMs])
+          : await this.run(sql.takeOverInTurn, [request.owner, request.owner, request.ttlMs, request.owner, request.key, request.owner, request.key, ticket ?? NO_PLACE]);
+    } catch (error) {
+      // On InnoDB the take-over share-locks the queue rows it reads, and may be the one a deadlock rolls back:
+      // it took nothing, as a refusal; the wait tries again.
+      if (dialect.isDeadlock(error)) return null;
+      throw error;
+    }
     if (dialect.changedRows(taken) === 1) return this.grantOf(request, dialect.tokenOf(taken), sentAt);
     try {
       const inserted = await this.run(sql.insert, [request.key, request.owner, request.ttlMs]);
@@ -285,11 +295,14 @@ export class RowLockStrategy implements LockStrategy {
   /**
    * Deletes rows that have been free or expired for `idleMs`. Not needed for correctness (a free or
    * expired row is taken over); for tables with many one-off keys. A key whose row was swept starts its
-   * fencing tokens again from the server clock in microseconds, which stays above the old ones.
+   * fencing tokens again from the server clock in microseconds, which stays above the old ones. Also deletes
+   * the places in the queue of waiters whose lease ended that long ago (waiters that died). Resolves the
+   * number of lock rows deleted.
    */
   async sweepIdle(idleMs: number): Promise<number> {
     const { dialect } = await this.prepare();
     const result = await this.run(dialect.bind(`DELETE FROM ${dialect.quote(this.table)} WHERE expires_at <= ${dialect.nowMs} - ?`), [idleMs]);
+    await this.run(dialect.bind(`DELETE FROM ${dialect.quote(this.queueTable)} WHERE expires_at <= ${dialect.nowMs} - ?`), [idleMs]);
     return result.affected ?? 0;
   }
 

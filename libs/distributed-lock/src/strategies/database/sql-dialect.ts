@@ -36,6 +36,8 @@ export interface SqlDialect {
   isDuplicateKey(error: unknown): boolean;
   /** True for "row lock wait timed out" (also NOWAIT's refusal, and a wait cancelled at the caller's deadline). */
   isLockWaitTimeout(error: unknown): boolean;
+  /** True for a statement the server rolled back to break a deadlock: it changed nothing, and may be sent again. */
+  isDeadlock(error: unknown): boolean;
   quote(identifier: string): string;
   /**
    * The statement as the driver takes it: the statements are written with `?` placeholders (mysql2,
@@ -72,6 +74,7 @@ const MYSQL: SqlDialect = {
   // MariaDB refuses NOWAIT with 1205, MySQL 8 with 3572 (ER_LOCK_NOWAIT); a killed wait gives 1317;
   // MariaDB's max_statement_time, the exact bound of a wait, 1969 (ER_STATEMENT_TIMEOUT).
   isLockWaitTimeout: (error) => [1205, 3572, 1317, 1969].includes(Number(driverCode(error).errno)),
+  isDeadlock: (error) => Number(driverCode(error).errno) === 1213,
   quote: (identifier) => `\`${identifier}\``,
   bind: (sql) => sql,
 };
@@ -91,6 +94,8 @@ const SQLITE: SqlDialect = {
   insertIfMissing: (table, columns) => `INSERT OR IGNORE INTO ${table} ${columns}`,
   isDuplicateKey: (error) => /SQLITE_CONSTRAINT|UNIQUE constraint failed/.test(`${String(driverCode(error).code)} ${driverCode(error).message}`),
   isLockWaitTimeout: (error) => /SQLITE_BUSY/.test(String(driverCode(error).code)),
+  // One writer at a time: SQLite has no deadlocks between single statements.
+  isDeadlock: () => false,
   quote: (identifier) => `"${identifier}"`,
   bind: (sql) => sql,
 };
@@ -116,6 +121,7 @@ const POSTGRES: SqlDialect = {
   isDuplicateKey: (error) => driverCode(error).code === '23505',
   // lock_not_available (NOWAIT's refusal, lock_timeout), query_canceled (pg_cancel_backend at the deadline)
   isLockWaitTimeout: (error) => ['55P03', '57014'].includes(String(driverCode(error).code)),
+  isDeadlock: (error) => String(driverCode(error).code) === '40P01',
   quote: (identifier) => `"${identifier}"`,
   bind: (sql) => {
     let n = 0;
