@@ -79,7 +79,8 @@ export class LockQueue {
     const { queue } = await this.site.ready();
     if (Date.now() >= place.renewAt) {
       const renewed = await this.write(queue.renew, [place.leaseMs, place.ticket]);
-      // Gone: the waiter was held up past its place's lease, and another waiter's leave removed it.
+      // Gone: the waiter was held up past its place's lease, and `sweepIdle` removed it. (A place whose lease
+      // passed but is still there is live again from here, at its old position.)
       if ((renewed.affected ?? 0) === 0) {
         place.ahead = Number.POSITIVE_INFINITY;
         place.markedHead = false;
@@ -107,8 +108,8 @@ export class LockQueue {
   }
 
   /**
-   * The waiter of `request` left the queue (granted, or its wait ended): its place goes, with the key's
-   * places whose lease passed. Undefined (nothing sent) when it has no place, as most grants.
+   * The waiter of `request` left the queue (granted, or its wait ended): its place goes, and the next place
+   * of the key is marked head from now. Undefined (nothing sent) when it has no place, as most grants.
    */
   leave(request: LockRequest): Promise<void> | undefined {
     const place = this.places.get(request.owner);
@@ -134,7 +135,7 @@ export class LockQueue {
 
   /**
    * A write to the queue, sent again when the server chose it to break a deadlock (it then changed nothing).
-   * Each write names one row by its key, but a take-over reading the queue share-locks its rows on InnoDB.
+   * Each write names one row by its ticket, but a take-over reading the queue share-locks its rows on InnoDB.
    */
   private async write(sql: string, parameters: unknown[]): Promise<DirectResult> {
     const { dialect } = await this.site.ready();
