@@ -22,6 +22,8 @@ export interface HolderProcess {
 export interface WaitingHolderProcess {
   readonly child: ChildProcess;
   readonly lines: string[];
+  /** What it wrote to stderr: the error it exited with, if any. */
+  readonly stderr: () => string;
   readonly exited: Promise<string>;
 }
 
@@ -29,16 +31,18 @@ export interface WaitingHolderProcess {
  * Starts `holder.worker.ts` without waiting for it to hold the lock: while someone else holds `key`, it
  * waits in line, the shape of an application instance that dies (SIGKILL) while queued.
  */
-export function spawnHolder(subject: string, key: string, ttlMs: number): WaitingHolderProcess {
+export function spawnHolder(subject: string, key: string, ttlMs: number, env: NodeJS.ProcessEnv = {}): WaitingHolderProcess {
   const child = spawn(process.execPath, ['--import', 'tsx', join(__dirname, 'holder.worker.ts'), subject, key, String(ttlMs)], {
     cwd: ROOT,
-    env: process.env,
+    env: { ...process.env, ...env },
     stdio: ['pipe', 'pipe', 'pipe'],
   });
   const lines: string[] = [];
+  let stderr = '';
   child.stdout?.on('data', (chunk: Buffer) => lines.push(...chunk.toString().split('\n').filter(Boolean)));
+  child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   const exited = new Promise<string>((done) => child.on('exit', (code, signal) => done(String(signal ?? code))));
-  return { child, lines, exited };
+  return { child, lines, stderr: () => stderr.slice(-2000), exited };
 }
 
 /**

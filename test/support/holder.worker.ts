@@ -10,7 +10,9 @@ import { HistoryLog } from './history/history-log';
 
 async function main(): Promise<void> {
   const [subject, key, ttl, resourceId] = process.argv.slice(2);
-  const manager = new LockManager(await subjectNamed(subject).create());
+  // A fault test may shorten the bound of each server call, to freeze the holder for about one of them.
+  const operationTimeout = process.env.LOCK_HOLDER_OPERATION_TIMEOUT ? Number(process.env.LOCK_HOLDER_OPERATION_TIMEOUT) : undefined;
+  const manager = new LockManager(await subjectNamed(subject).create(), { operationTimeout });
   // Said before the acquisition: a test that freezes a waiting holder knows it is about to queue.
   process.stdout.write('acquiring\n');
   const lock = await new LockService(manager).acquire(key, { ttl: Number(ttl), autoExtend: true, waitTimeout: 20_000 });

@@ -82,16 +82,33 @@ describe('DeadlineClock', () => {
   });
 });
 
+/** Blocks the loop for `ms`, as a frozen process (SIGSTOP, a paused VM) or a blocked loop would. */
+function stall(ms: number): void {
+  const until = Date.now() + ms;
+  while (Date.now() < until) {
+    /* stalled */
+  }
+}
+
 describe('DeadlineClock after a stall', () => {
-  it('lets an answer that came during a stall in before a deadline that fell inside it', async () => {
-    const clock = new DeadlineClock();
+  let server: import('node:child_process').ChildProcess;
+  let socket: import('node:net').Socket;
+  beforeEach(async () => {
     const { spawn } = await import('node:child_process');
     const { connect } = await import('node:net');
     // The server is another process: it answers while this one is stalled, as a real server would.
-    const server = spawn(process.execPath, ['-e', "require('net').createServer((s) => s.on('data', () => s.write('answer'))).listen(0, '127.0.0.1', function () { console.log(this.address().port) })"]);
-    const port = await new Promise<number>((resolve) => server.stdout.once('data', (chunk: Buffer) => resolve(Number(chunk.toString()))));
-    const socket = connect(port, '127.0.0.1');
+    server = spawn(process.execPath, ['-e', "require('net').createServer((s) => s.on('data', () => s.write('answer'))).listen(0, '127.0.0.1', function () { console.log(this.address().port) })"]);
+    const port = await new Promise<number>((resolve) => server.stdout?.once('data', (chunk: Buffer) => resolve(Number(chunk.toString()))));
+    socket = connect(port, '127.0.0.1');
     await new Promise((resolve) => socket.once('connect', resolve));
+  });
+  afterEach(() => {
+    socket.destroy();
+    server.kill();
+  });
+
+  it('lets an answer that came during a stall in before a deadline that fell inside it', async () => {
+    const clock = new DeadlineClock();
     try {
       let answered = false;
       socket.once('data', () => {
@@ -100,14 +117,75 @@ describe('DeadlineClock after a stall', () => {
       const verdict = new Promise<string>((resolve) => clock.after(30, () => resolve(answered ? 'answered' : 'silent')));
       socket.write('question');
       // The loop is blocked past the deadline (a frozen process): the answer arrives meanwhile.
-      const until = Date.now() + 200;
-      while (Date.now() < until) {
-        /* stalled */
-      }
+      stall(200);
       expect(await verdict).toBe('answered');
     } finally {
-      socket.destroy();
-      server.kill();
+      clock.stop();
+    }
+  });
+
+  it('does not charge a bound for a stall: a call of two exchanges frozen for just over its bound still ends answered', async () => {
+    const clock = new DeadlineClock();
+    try {
+      let answers = 0;
+      const call = new Promise<string>((resolve) => {
+        const bound = clock.bound(300, () => resolve(`timed out after ${answers} answers`));
+        socket.on('data', () => {
+          answers += 1;
+          // The second exchange is sent only once the first answer is read, as a strategy's next statement.
+          if (answers === 1) socket.write('second question');
+          else {
+            bound.cancel();
+            resolve('answered twice');
+          }
+        });
+      });
+      socket.write('first question');
+      // Frozen right after the call began, until just past its bound: the runtime timer fires only 10 ms
+      // late, yet the call could not read a single answer in time.
+      stall(310);
+      expect(await call).toBe('answered twice');
+    } finally {
+      clock.stop();
+    }
+  });
+
+  it('still bounds a call whose server stays silent, stall or not', async () => {
+    const clock = new DeadlineClock();
+    try {
+      const started = performance.now();
+      const verdict = new Promise<number>((resolve) => clock.bound(150, () => resolve(performance.now() - started)));
+      stall(200);
+      // Put off by the stall it lived through, then fired: no hang.
+      expect(await verdict).toBeGreaterThanOrEqual(200);
+    } finally {
+      clock.stop();
+    }
+  });
+
+  it('credits a stall only to the bounds armed before it: a call begun on waking gets its bound unchanged', async () => {
+    const clock = new DeadlineClock();
+    try {
+      const before = clock.bound(1_000, () => undefined);
+      stall(200);
+      // Armed by the woken process before its timer ran (as an answer read on waking sends the next call).
+      const after = clock.bound(1_000, () => undefined);
+      await sleep(20);
+      expect(before.stalledMs).toBeGreaterThan(20);
+      expect(after.stalledMs).toBe(0);
+    } finally {
+      clock.stop();
+    }
+  });
+
+  it('does not put off a plain deadline (a wait, a lease) for a stall: the time has passed', async () => {
+    const clock = new DeadlineClock();
+    try {
+      const started = performance.now();
+      const firedAt = new Promise<number>((resolve) => clock.after(50, () => resolve(performance.now() - started)));
+      stall(300);
+      expect(await firedAt).toBeLessThan(300 + 50);
+    } finally {
       clock.stop();
     }
   });

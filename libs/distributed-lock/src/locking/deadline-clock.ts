@@ -1,5 +1,10 @@
-/** A runtime timer this late (ms) gives the loop one turn to read its sockets first (see `onTimer`). */
+/**
+ * A runtime timer this late (ms) means the process stood still (see `onTimer`): the loop gets one turn to
+ * read its sockets first, and bounds are not charged for the time lost.
+ */
 const LATE_FIRE_MS = 20;
+/** While a bound is armed, the runtime timer fires at least this often (ms): how finely a stall is measured. */
+const STALL_CHECK_MS = 100;
 
 /**
  * One timer for every deadline of a lock manager: the bound of each server call, each wait's deadline and
@@ -12,7 +17,10 @@ const LATE_FIRE_MS = 20;
  * cancelling are O(1), with no garbage left behind. The earliest deadline is the earliest list head.
  *
  * Times are `performance.now()` (monotonic): a wall clock that jumps neither fires a deadline early nor
- * holds it back. The runtime timer is unref'd while only bounds are armed (a server call in flight keeps
+ * holds it back. A bound (`bound`) measures the time the process ran rather than the time that passed: a
+ * server is not blamed for an answer the process was frozen while it came (SIGSTOP, a paused VM, a blocked
+ * loop). The runtime timer sees such a stall by firing late, so while a bound is armed it fires at least every
+ * `STALL_CHECK_MS`, and a due bound is put off by the stall it lived through. The runtime timer is unref'd while only bounds are armed (a server call in flight keeps
  * the process alive through its socket), and ref'd while someone waits on a deadline alone (a retry pause
  * over an embedded store has no socket that would).
  */
@@ -23,6 +31,8 @@ export class DeadlineClock {
   private timerAt = Number.POSITIVE_INFINITY;
   /** Armed deadlines that must keep the process alive. */
   private keepingAlive = 0;
+  /** Armed bounds (see `bound`): while there are some, stalls are watched for. */
+  private bounds = 0;
   private firing = false;
 
   /**
@@ -30,20 +40,39 @@ export class DeadlineClock {
    * process stays alive until then (a pause someone awaits); default false.
    */
   after(ms: number, fire: () => void, keepAlive = false): Deadline {
+    return this.add(ms, fire, keepAlive, false);
+  }
+
+  /**
+   * The bound of a server call: calls `fire` once the process has run for `ms` from now (as `after`, but
+   * time it stood still does not count), unless cancelled first. Never keeps the process alive.
+   */
+  bound(ms: number, fire: () => void): Deadline {
+    this.bounds += 1;
+    return this.add(ms, fire, false, true);
+  }
+
+  private add(ms: number, fire: () => void, keepAlive: boolean, isBound: boolean): Deadline {
+    const now = performance.now();
     const duration = Math.max(0, Math.ceil(ms));
+    const entry = new Deadline(this, this.laneOf(duration), now + duration, fire, keepAlive, isBound);
+    entry.lane.push(entry);
+    if (keepAlive) this.keepingAlive += 1;
+    // While firing, the loop sets the timer for whatever is left once it is done.
+    if (this.firing) return entry;
+    const wakeAt = isBound ? Math.min(entry.at, now + STALL_CHECK_MS) : entry.at;
+    if (wakeAt < this.timerAt) this.arm(wakeAt);
+    else if (keepAlive && this.keepingAlive === 1) this.timer?.ref();
+    return entry;
+  }
+
+  private laneOf(duration: number): Lane {
     let lane = this.lanes.get(duration);
     if (!lane) {
       lane = new Lane(duration);
       this.lanes.set(duration, lane);
     }
-    const entry = new Deadline(this, lane, performance.now() + duration, fire, keepAlive);
-    lane.push(entry);
-    if (keepAlive) this.keepingAlive += 1;
-    // While firing, the loop sets the timer for whatever is left once it is done.
-    if (this.firing) return entry;
-    if (entry.at < this.timerAt) this.arm(entry.at);
-    else if (keepAlive && this.keepingAlive === 1) this.timer?.ref();
-    return entry;
+    return lane;
   }
 
   /** Number of deadlines armed now (for tests and the cost probe). */
@@ -61,10 +90,12 @@ export class DeadlineClock {
     for (const lane of this.lanes.values()) lane.clear();
     this.lanes.clear();
     this.keepingAlive = 0;
+    this.bounds = 0;
   }
 
   /** @internal an entry left its lane (fired or cancelled). */
   removed(entry: Deadline): void {
+    if (entry.isBound) this.bounds -= 1;
     if (entry.keepAlive) {
       this.keepingAlive -= 1;
       if (this.keepingAlive === 0) this.timer?.unref();
@@ -79,13 +110,16 @@ export class DeadlineClock {
   }
 
   private readonly onTimer = (): void => {
-    const late = performance.now() - this.timerAt;
+    const now = performance.now();
+    const late = now - this.timerAt;
     this.timer = undefined;
     this.timerAt = Number.POSITIVE_INFINITY;
     // Far past its time, the process was frozen (SIGSTOP, a paused VM) or its loop blocked, and Node runs
     // timers before it reads its sockets: an answer that came meanwhile is waiting there. One turn of the
-    // loop lets it in before any deadline decides that a server was silent or a call timed out.
+    // loop lets it in before any deadline decides that a server was silent or a call timed out; and the
+    // bounds armed before are not charged for the stall (see `fireDue`).
     if (late > LATE_FIRE_MS) {
+      this.creditStall(now - late, late);
       setImmediate(this.fireDue);
       return;
     }
@@ -112,8 +146,15 @@ export class DeadlineClock {
         }
         if (!due) {
           this.dropEmptyLanes();
+          if (this.bounds > 0) next = Math.min(next, now + STALL_CHECK_MS);
           if (next !== Number.POSITIVE_INFINITY) this.arm(next);
           return;
+        }
+        if (due.stalledMs > 0) {
+          // A bound that lived through a stall: the call gets back the time the process could not listen,
+          // at most its whole bound again.
+          this.putOff(due, now, Math.min(due.stalledMs, due.lane.duration));
+          continue;
         }
         try {
           due.fireNow();
@@ -129,6 +170,27 @@ export class DeadlineClock {
     }
   };
 
+  /**
+   * The process stood still for `ms` up to now, from about `since` (when the late timer was due): each bound
+   * armed before then lived through it. Bounds armed since were armed by a running process, after it.
+   */
+  private creditStall(since: number, ms: number): void {
+    if (this.bounds === 0) return;
+    for (const lane of this.lanes.values()) {
+      for (let entry = lane.head; entry; entry = entry.next) {
+        if (entry.isBound && entry.at - lane.duration < since) entry.stalledMs += ms;
+      }
+    }
+  }
+
+  private putOff(entry: Deadline, now: number, ms: number): void {
+    entry.lane.unlink(entry);
+    entry.lane = this.laneOf(Math.ceil(ms));
+    entry.at = now + entry.lane.duration;
+    entry.stalledMs = 0;
+    entry.lane.push(entry);
+  }
+
   private dropEmptyLanes(): void {
     for (const [duration, lane] of this.lanes) if (!lane.head) this.lanes.delete(duration);
   }
@@ -143,12 +205,17 @@ export class Deadline {
   /** @internal */
   constructor(
     private readonly clock: DeadlineClock,
-    private readonly lane: Lane,
-    /** When it fires (performance.now()). */
-    readonly at: number,
+    /** @internal */ public lane: Lane,
+    /** When it fires (performance.now()); a bound that lived through a stall is put off. */
+    public at: number,
     private readonly fire: () => void,
     /** @internal */ readonly keepAlive: boolean,
+    /** @internal a bound of a server call (`DeadlineClock.bound`). */
+    readonly isBound: boolean,
   ) {}
+
+  /** @internal the time (ms) a bound's process stood still since it was armed or last put off. */
+  stalledMs = 0;
 
   /** True until it fired or was cancelled. */
   get pending(): boolean {
@@ -169,8 +236,8 @@ export class Deadline {
   }
 }
 
-/** The deadlines of one duration, in the order they end. */
-class Lane {
+/** @internal The deadlines of one duration, in the order they end. */
+export class Lane {
   head: Deadline | undefined;
   private tail: Deadline | undefined;
   size = 0;

@@ -22,8 +22,9 @@ export interface BoundedCall<T, R> {
 
 /**
  * A strategy call bounded on the manager's clock: a server that is down or silent yields
- * `LockBackendUnavailableError` after `timeoutMs` instead of a hang; errors that are not this library's are
- * wrapped the same way, the driver's error as `cause`. No timer of its own (a deadline on the clock), and
+ * `LockBackendUnavailableError` after `timeoutMs` instead of a hang (time the process ran: a process frozen
+ * while the answer came does not blame the server, see `DeadlineClock.bound`); errors that are not this
+ * library's are wrapped the same way, the driver's error as `cause`. No timer of its own (a deadline on the clock), and
  * two promises in all: the one returned and the strategy's answer's `then`; `then` and `catch` shape the
  * outcome before it settles. The call object is usually the caller itself (a held lock, a wait), so nothing
  * is made per call but the promises.
@@ -40,7 +41,7 @@ export function boundedCall<T, R = T>(call: BoundedCall<T, R>): Promise<R> {
         reject(thrown);
       }
     };
-    const bound = call.clock.after(call.timeoutMs, () => {
+    const bound = call.clock.bound(call.timeoutMs, () => {
       settled = true;
       fail(new LockBackendUnavailableError(call.strategy, call.operation, Math.round(performance.now() - started), { key: call.key }));
     });

@@ -69,7 +69,7 @@ class QueueWait<R> {
     this.deadline = ctx.clock.after(budget.timeoutMs, () => this.deadlinePassed());
     if (ops.signalsServerAnswer && !budget.hasAnswer) {
       // A server that accepted the connection but does not answer fails after one operation timeout.
-      this.silence = ctx.clock.after(ctx.operationTimeout, () => {
+      this.silence = ctx.clock.bound(ctx.operationTimeout, () => {
         // Slow to answer this wait, but answering others begun after it: a busy server, not a silent one.
         if (budget.hasAnswer || ctx.answers.heardSince(this.started)) return;
         // Said before giving up: giving up ends the wait as well, and the silence must win.
