@@ -1,5 +1,6 @@
 import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
 import { LockPermissionDeniedError } from '../../errors/lock-permission-denied.error';
+import { LockTableMissingError } from '../../errors/lock-table-missing.error';
 import { advisoryTokensDdl } from './advisory-lock.sql';
 import { sqlDialectFor } from './sql-dialect';
 import { sqlCallError } from './sql-permission';
@@ -13,6 +14,15 @@ describe('SQL grants named by LockPermissionDeniedError', () => {
     expect((postgres as LockPermissionDeniedError).grant).toBe('GRANT USAGE ON SEQUENCE distributed_lock_advisory_tokens TO <user>;');
     const mysql = sqlCallError({ errno: 1142 }, site);
     expect((mysql as LockPermissionDeniedError).grant).toBe('GRANT SELECT, INSERT, UPDATE ON <database>.`distributed_lock_advisory_fences` TO <user>;');
+  });
+
+  it('names the missing table from MySQL\'s, PostgreSQL\'s and SQLite\'s answers, as the strategy spells it', () => {
+    const tables = ['locks', { table: 'Locks_Queue', privileges: 'SELECT, INSERT, UPDATE, DELETE' }];
+    const mysql = sqlCallError({ errno: 1146, message: "Table 'locktest.locks_queue' doesn't exist" }, { ...site, tables });
+    expect(mysql).toBeInstanceOf(LockTableMissingError);
+    expect(mysql).toMatchObject({ table: 'Locks_Queue', operation: 'acquire', key: 'k' });
+    expect(sqlCallError({ driverError: { code: '42P01', message: 'relation "locks" does not exist' } }, { ...site, tables })).toMatchObject({ table: 'locks' });
+    expect(sqlCallError({ code: 'SQLITE_ERROR', message: 'no such table: locks_clock' }, { ...site, tables })).toMatchObject({ table: 'locks_clock' });
   });
 
   it('leaves any other error as it is', () => {

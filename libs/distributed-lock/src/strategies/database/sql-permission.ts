@@ -1,4 +1,5 @@
 import { LockPermissionDeniedError } from '../../errors/lock-permission-denied.error';
+import { LockTableMissingError } from '../../errors/lock-table-missing.error';
 
 /**
  * MySQL/MariaDB errors that mean "the user lacks a grant": on a table (1142), a column (1143), a database
@@ -8,6 +9,10 @@ import { LockPermissionDeniedError } from '../../errors/lock-permission-denied.e
 const DENIED = new Set([1044, 1142, 1143, 1227]);
 /** PostgreSQL's SQLSTATE for the same: insufficient_privilege. */
 const PG_DENIED = '42501';
+/** "No such table": MySQL/MariaDB's errno, PostgreSQL's SQLSTATE (undefined_table), SQLite's message. */
+const NO_SUCH_TABLE = 1146;
+const PG_NO_SUCH_TABLE = '42P01';
+const SQLITE_NO_SUCH_TABLE = /no such table: (?:\w+\.)?(\w+)/i;
 
 /** Where an SQL strategy's call was made, for the error that says what to grant. */
 export interface SqlCallSite {
@@ -25,12 +30,17 @@ export interface SqlCallSite {
 
 /**
  * What to throw for a failed SQL call: a refused grant becomes `LockPermissionDeniedError` naming the GRANT
- * statements of docs/security.md for the strategy's tables; any other error is returned as it is.
+ * statements of docs/security.md for the strategy's tables, and a missing table `LockTableMissingError`
+ * naming it; any other error is returned as it is.
  */
 export function sqlCallError(error: unknown, site: SqlCallSite): unknown {
-  const e = error as { errno?: unknown; code?: unknown; driverError?: { errno?: unknown; code?: unknown } } | null;
+  const e = error as { errno?: unknown; code?: unknown; message?: unknown; driverError?: { errno?: unknown; code?: unknown; message?: unknown } } | null;
   const errno = Number(e?.driverError?.errno ?? e?.errno);
-  const postgres = (e?.driverError?.code ?? e?.code) === PG_DENIED;
+  const code = e?.driverError?.code ?? e?.code;
+  if (errno === NO_SUCH_TABLE || code === PG_NO_SUCH_TABLE || SQLITE_NO_SUCH_TABLE.test(String(e?.driverError?.message ?? e?.message))) {
+    return new LockTableMissingError(site.strategy, site.operation, missingTable(String(e?.driverError?.message ?? e?.message), site), { key: site.key, cause: error });
+  }
+  const postgres = code === PG_DENIED;
   if (!DENIED.has(errno) && !postgres) return error;
   const grant = [
     ...site.tables
@@ -39,4 +49,15 @@ export function sqlCallError(error: unknown, site: SqlCallSite): unknown {
     ...(postgres ? (site.sequences ?? []).map((sequence) => `GRANT USAGE ON SEQUENCE ${sequence} TO <user>;`) : []),
   ].join(' ');
   return new LockPermissionDeniedError(site.strategy, site.operation, grant, { key: site.key, cause: error });
+}
+
+/** The server's words for a missing table, each with the table's name (after the database's on MySQL). */
+const MISSING_TABLE_NAMES = [/table '(?:[^'.]+\.)?([^']+)' doesn't exist/i, /relation "(?:[^".]+\.)?([^"]+)" does not exist/i, SQLITE_NO_SUCH_TABLE];
+
+/** Which table the server says is missing, as the strategy spells it when it is one of the site's. */
+function missingTable(message: string, site: SqlCallSite): string {
+  const said = MISSING_TABLE_NAMES.map((pattern) => pattern.exec(message)?.[1]).find((name) => name !== undefined);
+  if (said === undefined) return 'unknown (see the cause)';
+  const names = site.tables.map((entry) => (typeof entry === 'string' ? entry : entry.table));
+  return names.find((name) => name.toLowerCase() === said.toLowerCase()) ?? said;
 }
