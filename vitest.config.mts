@@ -2,6 +2,7 @@
 // suite, and end-to-end tests. `npm test` (scripts/run-tests.mjs) runs them all.
 import { fileURLToPath } from 'node:url';
 import { defineConfig, type TestProjectInlineConfiguration } from 'vitest/config';
+import LongestFirstSequencer from './scripts/test-order/longest-first.mts';
 
 const root = fileURLToPath(new URL('.', import.meta.url));
 
@@ -42,12 +43,15 @@ export default defineConfig({
     // after them, with nothing beside them: they freeze processes and servers and time what follows (two at
     // once missed a 1 s cron tick in one run, and left a ZooKeeper leader woken from SIGSTOP silent in another).
     maxWorkers: 1,
+    // The longest files first, also on a fresh clone (see the sequencer).
+    sequence: { sequencer: LongestFirstSequencer },
     projects: [
       project('unit', ['libs/**/*.spec.ts', 'apps/**/*.spec.ts', 'scripts/**/*.spec.ts', 'bench/**/*.spec.ts', 'test/support/**/*.spec.ts'], { group: 0, workers: 2 }),
       project('contract', ['test/contract/**/*.spec.ts', 'test/integration/**/*.spec.ts'], { group: 1, workers: 3, exclude: OWN_TOPOLOGIES }),
       project('secure', OWN_TOPOLOGIES, { group: 2, workers: 1 }),
       project('faults', ['test/faults/**/*.spec.ts'], { group: 3, workers: 1 }),
-      project('e2e', ['test/e2e/**/*.spec.ts'], { group: 4, workers: 1 }),
+      // Beside the contract files: neither freezes nor times anything, and the faults then end the run.
+      project('e2e', ['test/e2e/**/*.spec.ts'], { group: 1, workers: 1 }),
       // Long runs, not in `npm test` (scripts/run-tests.mjs leaves them out): `npm run test:long`, which CI
       // runs after it. The contract at 20 ms of round trip, and the whole flash sales: the demo's own run (and
       // its report in a browser), the sale through server failures, and through a Sentinel failover. A step at

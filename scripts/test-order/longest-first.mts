@@ -1,0 +1,31 @@
+import { readFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { BaseSequencer, type TestSpecification } from 'vitest/node';
+
+/** Seconds each test file took in a recorded run (record-durations.mjs), by path from the repository root. */
+const recorded: Record<string, number> = JSON.parse(readFileSync(join(import.meta.dirname, 'test-durations.json'), 'utf8'));
+
+/**
+ * Vitest's order (groups, then projects, each group's files longest first by its own timings), with the
+ * timings of a recorded run for files Vitest has not timed yet. On a fresh clone Vitest has none and starts
+ * the largest files first, so a short file that runs long (the whole contract again with fast paths off)
+ * started last and finished more than a minute after the others.
+ */
+export default class LongestFirstSequencer extends BaseSequencer {
+  override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
+    const ordered = await super.sort(files);
+    const root = this.ctx.config.root;
+    const seconds = (spec: TestSpecification): number => {
+      const path = relative(root, spec.moduleId);
+      const timed = this.ctx.cache.getFileTestResults(`${spec.project.name}:${path}`);
+      return timed ? timed.duration / 1000 : (recorded[path] ?? 0);
+    };
+    const group = (spec: TestSpecification): string => `${spec.project.config.sequence.groupOrder}:${spec.project.name}`;
+    // Stable within each group and project: Vitest's order stays where the durations tie.
+    const rank = new Map(ordered.map((spec, index) => [spec, index]));
+    return ordered.sort((a, b) => {
+      if (group(a) !== group(b)) return (rank.get(a) ?? 0) - (rank.get(b) ?? 0);
+      return seconds(b) - seconds(a) || (rank.get(a) ?? 0) - (rank.get(b) ?? 0);
+    });
+  }
+}
