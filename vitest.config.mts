@@ -50,8 +50,9 @@ export default defineConfig({
       project('contract', ['test/contract/**/*.spec.ts', 'test/integration/**/*.spec.ts'], { group: 1, workers: 3, exclude: OWN_TOPOLOGIES }),
       project('secure', OWN_TOPOLOGIES, { group: 2, workers: 1 }),
       project('faults', ['test/faults/**/*.spec.ts'], { group: 3, workers: 1 }),
-      // Beside the contract files: neither freezes nor times anything, and the faults then end the run.
-      project('e2e', ['test/e2e/**/*.spec.ts'], { group: 1, workers: 1 }),
+      // In the contract files' pool (a group's projects share its workers): neither freezes nor times
+      // anything, and the faults then end the run.
+      project('e2e', ['test/e2e/**/*.spec.ts'], { group: 1, workers: 3 }),
       // Long runs, not in `npm test` (scripts/run-tests.mjs leaves them out): `npm run test:long`, which CI
       // runs after it. The contract at 20 ms of round trip, and the whole flash sales: the demo's own run (and
       // its report in a browser), the sale through server failures, and through a Sentinel failover. A step at
