@@ -178,6 +178,25 @@ describe('DeadlineClock after a stall', () => {
     }
   });
 
+  it('puts a bound off by at most its duration in all, however often the process stalls', async () => {
+    const clock = new DeadlineClock();
+    try {
+      let fired = false;
+      const armed = performance.now();
+      clock.bound(150, () => (fired = true));
+      // Stalled again and again, 200 ms at a time with a short turn between: a busy loop and a silent server.
+      while (!fired && performance.now() - armed < 3_000) {
+        stall(200);
+        await sleep(5);
+      }
+      expect(fired).toBe(true);
+      // Two bounds' worth of time the process ran or stood still, and the stall it was in when it ended.
+      expect(performance.now() - armed).toBeLessThan(150 * 2 + 200 + 200);
+    } finally {
+      clock.stop();
+    }
+  });
+
   it('does not put off a plain deadline (a wait, a lease) for a stall: the time has passed', async () => {
     const clock = new DeadlineClock();
     try {

@@ -49,7 +49,9 @@ export class DeadlineClock {
    */
   bound(ms: number, fire: () => void): Deadline {
     this.bounds += 1;
-    return this.add(ms, fire, false, true);
+    const entry = this.add(ms, fire, false, true);
+    entry.creditLeft = entry.lane.duration;
+    return entry;
   }
 
   private add(ms: number, fire: () => void, keepAlive: boolean, isBound: boolean): Deadline {
@@ -150,10 +152,12 @@ export class DeadlineClock {
           if (next !== Number.POSITIVE_INFINITY) this.arm(next);
           return;
         }
-        if (due.stalledMs > 0) {
+        const credit = Math.min(due.stalledMs, due.creditLeft);
+        if (credit > 0) {
           // A bound that lived through a stall: the call gets back the time the process could not listen,
-          // at most its whole bound again.
-          this.putOff(due, now, Math.min(due.stalledMs, due.lane.duration));
+          // in all at most its whole bound again, so that a process stalled again and again still ends it.
+          due.creditLeft -= credit;
+          this.putOff(due, now, credit);
           continue;
         }
         try {
@@ -216,6 +220,8 @@ export class Deadline {
 
   /** @internal the time (ms) a bound's process stood still since it was armed or last put off. */
   stalledMs = 0;
+  /** @internal how much longer (ms) a bound may still be put off for stalls: its duration, in all. */
+  creditLeft = 0;
 
   /** True until it fired or was cancelled. */
   get pending(): boolean {
