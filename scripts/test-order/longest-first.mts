@@ -6,10 +6,10 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
 const recorded: Record<string, number> = JSON.parse(readFileSync(join(import.meta.dirname, 'test-durations.json'), 'utf8'));
 
 /**
- * Vitest's order (groups, then projects, each group's files longest first by its own timings), with the
- * timings of a recorded run for files Vitest has not timed yet. On a fresh clone Vitest has none and starts
- * the largest files first, so a short file that runs long (the whole contract again with fast paths off)
- * started last and finished more than a minute after the others.
+ * Vitest's order of groups, and within each group its files longest first (by Vitest's own timings, or a
+ * recorded run's for files Vitest has not timed yet), whichever project they belong to. On a fresh clone
+ * Vitest has no timings and starts the largest files first, so a short file that runs long (the whole
+ * contract again with fast paths off) started last and finished more than a minute after the others.
  */
 export default class LongestFirstSequencer extends BaseSequencer {
   override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
@@ -20,8 +20,9 @@ export default class LongestFirstSequencer extends BaseSequencer {
       const timed = this.ctx.cache.getFileTestResults(`${spec.project.name}:${path}`);
       return timed ? timed.duration / 1000 : (recorded[path] ?? 0);
     };
-    const group = (spec: TestSpecification): string => `${spec.project.config.sequence.groupOrder}:${spec.project.name}`;
-    // Stable within each group and project: Vitest's order stays where the durations tie.
+    // A group's projects share its workers (e2e beside the contract files): longest first across them.
+    const group = (spec: TestSpecification): number => spec.project.config.sequence.groupOrder;
+    // Stable within each group: Vitest's order stays where the durations tie.
     const rank = new Map(ordered.map((spec, index) => [spec, index]));
     return ordered.sort((a, b) => {
       if (group(a) !== group(b)) return (rank.get(a) ?? 0) - (rank.get(b) ?? 0);

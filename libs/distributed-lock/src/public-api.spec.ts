@@ -42,7 +42,7 @@ const MAIN = [
     'LockBackendUnavailableError', 'LockCommitFailedError', 'LockDefaults', 'LockEventBase', 'LockEventMap',
     'LockEvents', 'LockHandle', 'LockKeyAttribute', 'LockKeySource', 'LockLostError', 'LockLostReason',
     'LockManager', 'LockManagerOptions', 'LockMode', 'LockNotHeldError', 'LockNotReplicatedError',
-    'LockNotReplicatedReason', 'LockPermissionDeniedError', 'LockRegistry', 'LockService', 'LockServiceOptions',
+    'LockNotReplicatedReason', 'LockPermissionDeniedError', 'LockTableMissingError', 'LockRegistry', 'LockService', 'LockServiceOptions',
     'LockStrategy', 'Locked', 'LockedOptions', 'LogKeys', 'MissingPeerDependencyError', 'MultiLockHandle',
     'OPTIMISTIC_RETRY_DEFAULTS', 'OnLeadershipGained', 'OnLeadershipLost', 'OpenTelemetryLockObserver',
     'OpenTelemetryLockObserverOptions', 'OptimisticRetryOptions', 'OptimisticVersion', 'PermitHandle',
