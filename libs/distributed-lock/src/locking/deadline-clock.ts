@@ -153,11 +153,12 @@ export class DeadlineClock {
           return;
         }
         const credit = Math.min(due.stalledMs, due.creditLeft);
-        if (credit > 0) {
-          // A bound that lived through a stall: the call gets back the time the process could not listen,
-          // in all at most its whole bound again, so that a process stalled again and again still ends it.
+        if (credit > 0 && due.at + credit > now) {
+          // A bound that lived through a stall ends that much later than it was due (not than now: the stall
+          // has passed already), in all at most its whole bound again, so that a process stalled again and
+          // again still ends it.
           due.creditLeft -= credit;
-          this.putOff(due, now, credit);
+          this.putOff(due, now, due.at + credit - now);
           continue;
         }
         try {

@@ -299,8 +299,12 @@ export class HeldLock {
   private async renew(ttlMs: number): Promise<boolean> {
     const { strategy, operationTimeout, events } = this.deps;
     // Never wait on the server past the lease's own end: an answer after it would come too late anyway.
+    // In wall time: a stall of this process does not put the bound off past the lease's end, after which the
+    // holder must hear that its lock is lost.
     const timeoutMs = Math.max(1, Math.min(operationTimeout, this.lease.expiresAt - Date.now()));
-    const renewed = await simpleBoundedCall(this.deps.clock, this.deps.name, 'extend', this.lease.key, timeoutMs, () => strategy.extend(this.lease, ttlMs));
+    const { clock, name } = this.deps;
+    const lease = this.lease;
+    const renewed = await boundedCall<LeaseGrant | null>({ clock, strategy: name, operation: 'extend', key: lease.key, timeoutMs, wallTime: true, run: () => strategy.extend(lease, ttlMs) });
     if (this.state !== 'held') return true;
     if (!renewed) return false;
     this.lease = renewed;

@@ -11,6 +11,11 @@ export interface BoundedCall<T, R> {
   readonly operation: string;
   readonly key: string | undefined;
   readonly timeoutMs: number;
+  /**
+   * The bound is an end in wall time (a lease's end): a stall of the process does not put it off. Default
+   * false: the bound counts the time the process ran (`DeadlineClock.bound`).
+   */
+  readonly wallTime?: boolean;
   run(): Promise<T>;
   /** A result that came after the bound (a grant to give back). */
   onLateResult?(value: T): void;
@@ -41,10 +46,11 @@ export function boundedCall<T, R = T>(call: BoundedCall<T, R>): Promise<R> {
         reject(thrown);
       }
     };
-    const bound = call.clock.bound(call.timeoutMs, () => {
+    const timedOut = (): void => {
       settled = true;
       fail(new LockBackendUnavailableError(call.strategy, call.operation, Math.round(performance.now() - started), { key: call.key }));
-    });
+    };
+    const bound = call.wallTime ? call.clock.after(call.timeoutMs, timedOut) : call.clock.bound(call.timeoutMs, timedOut);
     let pending: Promise<T>;
     try {
       pending = call.run();
