@@ -75,13 +75,13 @@ describe('A waiter frozen with SIGSTOP past its lease while the holder releases'
 
 /**
  * Frozen again and again, each time for a little longer than one bound of a server call (the operation
- * timeout, shortened to 300 ms here): a call in flight when the process stopped had its answer in the socket
+ * timeout, shortened to 500 ms here): a call in flight when the process stopped had its answer in the socket
  * long before the process could read it, so the bound must count the time the process ran, not the time
  * that passed. Each freeze catches a call in flight about one time in three; the waiter must neither fail
  * with LockBackendUnavailableError nor give up its wait, and gets the lock once the holder releases.
  */
 describe('A waiter frozen repeatedly for about one operation timeout', () => {
-  const operationTimeoutMs = 300;
+  const operationTimeoutMs = 500;
   const freezes = 12;
   const subject = 'row (MariaDB)';
   it(`${subject}: keeps waiting through ${freezes} freezes of ${operationTimeoutMs + 10} ms, and gets the lock once it is free`, async () => {

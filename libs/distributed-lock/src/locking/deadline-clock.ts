@@ -5,6 +5,12 @@
 const LATE_FIRE_MS = 20;
 /** While a bound is armed, the runtime timer fires at least this often (ms): how finely a stall is measured. */
 const STALL_CHECK_MS = 100;
+/**
+ * A runtime timer this late (ms) is a stall that bounds are not charged for: the process was frozen (SIGSTOP,
+ * a paused VM). Below it, a busy loop's lag counts against the bound as wall time did, so that load alone
+ * never stretches the bounds of a whole application's calls.
+ */
+const STALL_CREDIT_MS = 200;
 
 /**
  * One timer for every deadline of a lock manager: the bound of each server call, each wait's deadline and
@@ -121,7 +127,7 @@ export class DeadlineClock {
     // loop lets it in before any deadline decides that a server was silent or a call timed out; and the
     // bounds armed before are not charged for the stall (see `fireDue`).
     if (late > LATE_FIRE_MS) {
-      this.creditStall(now - late, late);
+      if (late > STALL_CREDIT_MS) this.creditStall(now - late, late);
       setImmediate(this.fireDue);
       return;
     }
