@@ -141,9 +141,9 @@ describe('DeadlineClock after a stall', () => {
         });
       });
       socket.write('first question');
-      // Frozen right after the call began, until just past its bound: the runtime timer fires only 10 ms
+      // Frozen right after the call began, until past its bound: the bound's own timer would fire only 100 ms
       // late, yet the call could not read a single answer in time.
-      stall(310);
+      stall(400);
       expect(await call).toBe('answered twice');
     } finally {
       clock.stop();
@@ -183,15 +183,18 @@ describe('DeadlineClock after a stall', () => {
     try {
       let fired = false;
       const armed = performance.now();
-      clock.bound(150, () => (fired = true));
-      // Stalled again and again, 200 ms at a time with a short turn between: a busy loop and a silent server.
-      while (!fired && performance.now() - armed < 3_000) {
-        stall(200);
+      clock.bound(1_000, () => (fired = true));
+      // Stalled again and again, 400 ms at a time (each a stall the clock gives back) with a short turn
+      // between: a process frozen over and over, and a silent server.
+      while (!fired && performance.now() - armed < 6_000) {
+        stall(400);
         await sleep(5);
       }
       expect(fired).toBe(true);
       // Two bounds' worth of time the process ran or stood still, and the stall it was in when it ended.
-      expect(performance.now() - armed).toBeLessThan(150 * 2 + 200 + 200);
+      // (Each stall is measured short by up to the clock's 100 ms check, so without the cap it would end
+      // only after about ten stalls: near 4 s.)
+      expect(performance.now() - armed).toBeLessThan(1_000 * 2 + 400 + 400);
     } finally {
       clock.stop();
     }

@@ -1,7 +1,4 @@
-/**
- * A runtime timer this late (ms) means the process stood still (see `onTimer`): the loop gets one turn to
- * read its sockets first, and bounds are not charged for the time lost.
- */
+/** A runtime timer this late (ms) gives the loop one turn to read its sockets first (see `onTimer`). */
 const LATE_FIRE_MS = 20;
 /** While a bound is armed, the runtime timer fires at least this often (ms): how finely a stall is measured. */
 const STALL_CHECK_MS = 100;
@@ -24,9 +21,10 @@ const STALL_CREDIT_MS = 200;
  *
  * Times are `performance.now()` (monotonic): a wall clock that jumps neither fires a deadline early nor
  * holds it back. A bound (`bound`) measures the time the process ran rather than the time that passed: a
- * server is not blamed for an answer the process was frozen while it came (SIGSTOP, a paused VM, a blocked
- * loop). The runtime timer sees such a stall by firing late, so while a bound is armed it fires at least every
- * `STALL_CHECK_MS`, and a due bound is put off by the stall it lived through. The runtime timer is unref'd while only bounds are armed (a server call in flight keeps
+ * server is not blamed for an answer the process was frozen while it came (SIGSTOP, a paused VM). The
+ * runtime timer sees such a stall by firing late, so while a bound is armed it fires at least every
+ * `STALL_CHECK_MS`, and a due bound is put off by the stall it lived through. The runtime timer is unref'd
+ * while only bounds are armed (a server call in flight keeps
  * the process alive through its socket), and ref'd while someone waits on a deadline alone (a retry pause
  * over an embedded store has no socket that would).
  */
