@@ -20,8 +20,10 @@ export interface DemoResultRow {
   p50Ms: number;
   p99Ms: number;
   durationMs: number;
-  /** When the last order was placed, from the start of the sale. */
+  /** When the last order was placed (its item taken), from the start of the sale; its payment is not in it. */
   sellOutMs: number;
+  /** When the last order's answer came, its payment included, from the start of the sale. */
+  lastAnswerMs: number;
   /**
    * Share of the sale during which someone held the stock lock, from the first hold to the last order
    * (the buyers queue for the lock then); null where no lock is taken. 1 would mean the hand-overs between

@@ -8,8 +8,14 @@ export interface SaleOutcome {
   readonly failed: number;
   readonly latenciesMs: number[];
   readonly durationMs: number;
-  /** When the last order was placed, from the start of the sale (the sell-out time when it sold out). */
+  /**
+   * When the last order was placed (its stock taken, as the shop reports), from the start of the sale: the
+   * sell-out time when it sold out. The payment that follows is not in it: a burst of orders queues for the
+   * payment semaphore, and its answers come later than its sales.
+   */
   readonly lastOrderAtMs: number;
+  /** When the last order's answer came, payment included, from the start of the sale. */
+  readonly lastAnswerAtMs: number;
   readonly statusCounts: Record<string, number>;
   /** The first few answers that were not the shop's (not JSON, or no answer at all), with when and what came. */
   readonly oddAnswers: string[];
@@ -39,7 +45,9 @@ export async function runFlashSale(
   let busy = 0;
   let failed = 0;
   let lastOrderAtMs = 0;
+  let lastAnswerAtMs = 0;
   const started = performance.now();
+  const startedAtEpoch = Date.now();
   const worker = async (): Promise<void> => {
     while (next < options.buyers) {
       const buyer = next;
@@ -66,7 +74,8 @@ export async function runFlashSale(
           if (response.status === 201) {
             created += 1;
             latenciesMs.push(performance.now() - t0);
-            lastOrderAtMs = performance.now() - started;
+            lastAnswerAtMs = performance.now() - started;
+            lastOrderAtMs = Math.max(lastOrderAtMs, typeof body.placedAt === 'number' ? body.placedAt - startedAtEpoch : lastAnswerAtMs);
           } else if (body.error === 'SOLD_OUT') soldOut += 1;
           else if (response.status === 423 || response.status === 503) busy += 1;
           else failed += 1;
@@ -82,13 +91,13 @@ export async function runFlashSale(
     }
   };
   await Promise.all(Array.from({ length: Math.min(options.concurrency, options.buyers) }, worker));
-  return { created, soldOut, busy, failed, latenciesMs, durationMs: performance.now() - started, lastOrderAtMs, statusCounts, oddAnswers };
+  return { created, soldOut, busy, failed, latenciesMs, durationMs: performance.now() - started, lastOrderAtMs, lastAnswerAtMs, statusCounts, oddAnswers };
 }
 
-function jsonOrUndefined(text: string): { error?: string } | undefined {
+function jsonOrUndefined(text: string): { error?: string; placedAt?: unknown } | undefined {
   try {
     const parsed: unknown = JSON.parse(text);
-    return typeof parsed === 'object' && parsed !== null ? (parsed as { error?: string }) : undefined;
+    return typeof parsed === 'object' && parsed !== null ? (parsed as { error?: string; placedAt?: unknown }) : undefined;
   } catch {
     return undefined;
   }

@@ -108,6 +108,7 @@ export async function runSale(
       p99Ms: Math.round(quantile(outcome.latenciesMs, 0.99) * 10) / 10,
       durationMs: Math.round(outcome.durationMs),
       sellOutMs: Math.round(outcome.lastOrderAtMs),
+      lastAnswerMs: Math.round(outcome.lastAnswerAtMs),
       ...lockBusy(run.mode === 'locked' || run.mode === 'pessimistic' ? holds : undefined, saleStartedAt, outcome),
       invariantHolds,
       guarded: run.mode !== 'unguarded',

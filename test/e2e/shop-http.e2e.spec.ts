@@ -4,6 +4,9 @@ import { join } from 'node:path';
 import { DataSource } from 'typeorm';
 import { demoDataSourceOptions } from '../../apps/demo-inventory/src/app.module';
 import { startInstances, stopInstances, type ShopInstance } from '../../scripts/demo/instances';
+import { runFlashSale } from '../../scripts/demo/flash-sale';
+import type { Hold } from '../../apps/demo-inventory/src/inventory/hold-log';
+import { PAYMENT_KEY } from '../../apps/demo-inventory/src/payments/payment.service';
 
 /** The shop over HTTP, one instance on SQLite: validation, error mapping, health, metrics. */
 describe('shop HTTP API', () => {
@@ -64,5 +67,22 @@ describe('shop HTTP API', () => {
     // which takes the lock before it reads the product.
     expect(text).toMatch(/^lock_acquisitions_total\{lock_strategy="inventory",lock_mode="exclusive",lock_outcome="acquired"[^}]*\} 3$/m);
     expect(text).toMatch(/^lock_wait_duration_bucket\{lock_strategy="inventory",[^}]*le="\+Inf"\} 3$/m);
+  });
+
+  it('says when each order took its item, before its payment, and a sale sells out then, not when the last payment answers', async () => {
+    expect((await call('POST', '/products', { sku: 'e2e-burst', name: 'Cup', stock: 16 })).status).toBe(201);
+    await call('GET', '/holds'); // forget the sections so far
+    // Eight orders at once: their payments queue for the semaphore's four permits.
+    const bought = await Promise.all(Array.from({ length: 8 }, (_, i) => call('POST', '/buy', { sku: 'e2e-burst', buyer: `b${i}`, mode: 'atomic' })));
+    const placed = bought.map((answer) => answer.body.placedAt as number).sort((a, b) => a - b);
+    expect(placed.every((at) => typeof at === 'number')).toBe(true);
+    const calls = ((await call('GET', '/holds')).body as unknown as Hold[]).filter((hold) => hold.key === PAYMENT_KEY).sort((a, b) => a.startedAt - b.startedAt);
+    expect(calls).toHaveLength(8);
+    // Each item was taken before its own payment began, so the n-th item taken came before the n-th payment.
+    placed.forEach((at, i) => expect(at).toBeLessThanOrEqual(calls[i].startedAt));
+    // The sale's sell-out time is when its last item was taken: its payment (15 ms, queued) comes after.
+    const outcome = await runFlashSale([shop], { sku: 'e2e-burst', mode: 'atomic', buyers: 8, concurrency: 8 });
+    expect(outcome.created).toBe(8);
+    expect(outcome.lastOrderAtMs).toBeLessThan(outcome.lastAnswerAtMs);
   });
 });

@@ -114,14 +114,14 @@ describe('the flash-sale demo', () => {
     }
   }, 120_000);
 
-  it('over the real servers: MySQL row and pessimistic locks, optimistic versions, Redis, Redlock, ZooKeeper and etcd never oversell', async () => {
+  it('over the real servers: MySQL row and pessimistic locks, optimistic versions, Redis, Redlock, ZooKeeper, etcd and the lock-free references never oversell', async () => {
     const serverOut = mkdtempSync(join(tmpdir(), 'demo-e2e-servers-'));
     try {
-      const { code, output } = await runDemo(['--strategies', 'row-mysql,pessimistic,optimistic-mysql,atomic-mysql,redis,redlock,zookeeper,etcd', '--out', serverOut, '--buyers', '240', '--stock', '24'], 300_000);
+      const { code, output } = await runDemo(['--strategies', 'row-mysql,pessimistic,optimistic-mysql,atomic-mysql,redis,redlock,zookeeper,etcd,atomic-postgres', '--out', serverOut, '--buyers', '240', '--stock', '24'], 300_000);
       expect(code).toBe(0);
       expect(output).toContain('every guarded strategy: 0 oversold');
       const serverRows = JSON.parse(readFileSync(join(serverOut, 'results.json'), 'utf8')) as DemoResultRow[];
-      expect(serverRows.map((row) => row.strategy)).toEqual(['row-mysql', 'pessimistic', 'optimistic-mysql', 'atomic-mysql', 'redis', 'redlock', 'zookeeper', 'etcd']);
+      expect(serverRows.map((row) => row.strategy)).toEqual(['row-mysql', 'pessimistic', 'optimistic-mysql', 'atomic-mysql', 'redis', 'redlock', 'zookeeper', 'etcd', 'atomic-postgres']);
       for (const row of serverRows) {
         expect(row).toMatchObject({ oversold: 0, orders: 24, finalStock: 0, invariantHolds: true, errors: 0, paymentCalls: 24 });
         expect(row.paymentPeak).toBeLessThanOrEqual(row.paymentPermits);

@@ -2,7 +2,7 @@ import { BadRequestException, Body, Controller, Get, HttpCode, Optional, Param, 
 import { PessimisticCheckoutService } from './checkout/pessimistic-checkout.service';
 import { BuyDto, CreateProductDto } from './inventory/buy.dto';
 import { fencedOrderOf } from './inventory/fenced-order';
-import { HoldLog, type Hold } from './inventory/hold-log';
+import { HoldLog, preciseNow, type Hold } from './inventory/hold-log';
 import { InventoryService } from './inventory/inventory.service';
 import type { Order } from './inventory/order.entity';
 import type { Product } from './inventory/product.entity';
@@ -32,11 +32,13 @@ export class ShopController {
 
   @Post('buy')
   @HttpCode(201)
-  async buy(@Body() dto: BuyDto): Promise<Pick<Order, 'id' | 'instance' | 'strategy' | 'fencingToken'>> {
+  async buy(@Body() dto: BuyDto): Promise<Pick<Order, 'id' | 'instance' | 'strategy' | 'fencingToken'> & { placedAt: number }> {
     const order = await this.place(dto);
+    // When the item was taken (ms since the epoch): the sale's sell-out time, which the payment's wait must not blur.
+    const placedAt = preciseNow();
     // The stock is taken; the payment runs outside the stock lock, at most PAYMENT_PERMITS at once.
     await this.payments?.charge();
-    return { id: order.id, instance: order.instance, strategy: order.strategy, fencingToken: order.fencingToken };
+    return { id: order.id, instance: order.instance, strategy: order.strategy, fencingToken: order.fencingToken, placedAt };
   }
 
   @Get('reports/:sku')

@@ -7,6 +7,7 @@ import { demoConfig, type DemoConfig } from '../config/demo-config';
 import { HoldLog, preciseNow } from './hold-log';
 import { SoldOutError, UnknownProductError } from './inventory.errors';
 import { Order } from './order.entity';
+import { randomUUID } from 'node:crypto';
 import { Product } from './product.entity';
 
 /** Stands for the work a real checkout does between reading and writing the stock (payment, fraud check). */
@@ -62,7 +63,14 @@ export class InventoryService {
     await this.product(sku);
     await sleep(CHECKOUT_WORK_MS);
     const startedAt = preciseNow();
-    const order = await this.dataSource.transaction(async (manager) => {
+    const order = this.dataSource.options.type === 'postgres' ? await this.takeInOneStatement(sku, buyer) : await this.takeInTransaction(sku, buyer);
+    this.holds.section(stockKey(sku), startedAt);
+    return order;
+  }
+
+  /** The deduction and its order in one transaction of two statements (MySQL/MariaDB and SQLite have no UPDATE in a WITH). */
+  private takeInTransaction(sku: string, buyer: string): Promise<Order> {
+    return this.dataSource.transaction(async (manager) => {
       const result = await manager
         .createQueryBuilder()
         .update(Product)
@@ -72,7 +80,22 @@ export class InventoryService {
       if (result.affected !== 1) throw new SoldOutError(sku);
       return this.recordOrder(manager, sku, buyer, 'atomic', null);
     });
-    this.holds.section(stockKey(sku), startedAt);
+  }
+
+  /**
+   * PostgreSQL: the deduction and its order in one statement. The row's lock, which the UPDATE takes, is
+   * then held inside the server only, not across the client's round trips of a transaction: that is the
+   * lock-free reference at its best.
+   */
+  private async takeInOneStatement(sku: string, buyer: string): Promise<Order> {
+    const order = Object.assign(new Order(), { id: randomUUID(), buyer, sku, instance: this.config.instance, strategy: 'atomic', fencingToken: null });
+    const rows = (await this.dataSource.query(
+      `WITH taken AS (UPDATE demo_products SET stock = stock - 1 WHERE sku = $1 AND stock > 0 RETURNING sku)
+       INSERT INTO demo_orders (id, buyer, sku, instance, strategy, "fencingToken") SELECT $2, $3, sku, $4, $5, NULL FROM taken RETURNING "createdAt"`,
+      [sku, order.id, buyer, order.instance, order.strategy],
+    )) as { createdAt: Date }[];
+    if (rows.length !== 1) throw new SoldOutError(sku);
+    order.createdAt = rows[0].createdAt;
     return order;
   }
 
