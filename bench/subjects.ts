@@ -15,7 +15,7 @@ import { env, redisUrls } from './bench-env';
 import { rawEtcdFloor, rawEtcdRecipeFloor } from './floors/etcd';
 import { rawPessimisticFloor, rawRowFloor } from './floors/mysql';
 import { POSTGRES_PESSIMISTIC_FLOOR, POSTGRES_ROW_FLOOR, rawPostgresPessimisticFloor, rawPostgresRowFloor } from './floors/postgres';
-import { PG_ADVISORY_FLOOR, rawPgAdvisoryFloor } from './floors/advisory';
+import { MYSQL_ADVISORY_SQL_FLOOR, PG_ADVISORY_FLOOR, PG_ADVISORY_SQL_FLOOR, rawMysqlAdvisorySqlFloor, rawPgAdvisoryFloor, rawPgAdvisorySqlFloor } from './floors/advisory';
 import { rawRedisFloor, rawRedisScriptsFloor } from './floors/redis';
 import { rawZooKeeperFloor, rawZooKeeperRecipeFloor } from './floors/zookeeper';
 import { PEER_SUBJECTS } from './peers';
@@ -147,6 +147,7 @@ export const BENCH_SUBJECTS: readonly BenchSubject[] = [
     id: 'advisory-mysql',
     subject: 'advisory-mysql',
     floor: 'peer:get-lock@mysql',
+    protocolFloor: MYSQL_ADVISORY_SQL_FLOOR,
     ours: true,
     backend: 'mysql',
     settings: 'AdvisoryLockStrategy (GET_LOCK, waiting in the server, token row in the same statement) on MariaDB 10.11, 36 connection slots',
@@ -177,6 +178,7 @@ export const BENCH_SUBJECTS: readonly BenchSubject[] = [
     id: 'advisory-postgres',
     subject: 'advisory-postgres',
     floor: PG_ADVISORY_FLOOR,
+    protocolFloor: PG_ADVISORY_SQL_FLOOR,
     ours: true,
     backend: 'postgres',
     settings: 'AdvisoryLockStrategy (pg_advisory_lock, waiting in the server, token from a sequence in the same statement) on PostgreSQL 15, 36 connection slots',
@@ -287,6 +289,24 @@ export const BENCH_SUBJECTS: readonly BenchSubject[] = [
     settings: 'raw pg pool, pg_advisory_lock / pg_advisory_unlock on a connection taken for the section (waiting on the server)',
     crossProcess: true,
     create: rawPgAdvisoryFloor(),
+  },
+  {
+    id: PG_ADVISORY_SQL_FLOOR,
+    subject: PG_ADVISORY_SQL_FLOOR,
+    ours: false,
+    backend: 'postgres',
+    settings: 'raw pg pool, the advisory strategy\'s statements as named statements: lock + nextval in one SELECT, pg_advisory_unlock',
+    crossProcess: true,
+    create: rawPgAdvisorySqlFloor(),
+  },
+  {
+    id: MYSQL_ADVISORY_SQL_FLOOR,
+    subject: MYSQL_ADVISORY_SQL_FLOOR,
+    ours: false,
+    backend: 'mysql',
+    settings: 'raw mysql2 pool, the advisory strategy\'s statements: INSERT … SELECT … WHERE GET_LOCK(…) ON DUPLICATE KEY UPDATE (token), RELEASE_LOCK',
+    crossProcess: true,
+    create: rawMysqlAdvisorySqlFloor(),
   },
   {
     id: 'floor:etcd txn put + delete',
