@@ -54,6 +54,15 @@ export function sqlitePath(): string {
   return process.env.BENCH_SQLITE_PATH;
 }
 
+/**
+ * The lock table's barging window for a run, from BENCH_ROW_BARGE_WINDOW_MS (unset: the strategy's default),
+ * to compare settings on the same code.
+ */
+function rowBargeWindowMs(): number | undefined {
+  const value = process.env.BENCH_ROW_BARGE_WINDOW_MS;
+  return value === undefined || value === '' ? undefined : Number(value);
+}
+
 const ROW_FLOOR = 'floor:mysql row strategy SQL (UPDATE take-over + UPDATE free)';
 const PESSIMISTIC_FLOOR = 'floor:mysql pessimistic strategy SQL (FOR UPDATE + token upsert + COMMIT)';
 const ZOOKEEPER_RECIPE_FLOOR = 'floor:zookeeper sequential create + listing + delete';
@@ -121,7 +130,7 @@ export const BENCH_SUBJECTS: readonly BenchSubject[] = [
     backend: 'sqlite',
     settings: 'RowLockStrategy on a SQLite file (WAL), polling with backoff, watchdog lease 30 s',
     crossProcess: true,
-    create: ours(() => new RowLockStrategy({ connection: { type: 'better-sqlite3', database: sqlitePath(), enableWAL: true, timeout: 10_000 }, name: 'row-sqlite' })),
+    create: ours(() => new RowLockStrategy({ connection: { type: 'better-sqlite3', database: sqlitePath(), enableWAL: true, timeout: 10_000 }, name: 'row-sqlite', bargeWindowMs: rowBargeWindowMs() })),
   },
   {
     id: 'row-mysql',
@@ -131,7 +140,7 @@ export const BENCH_SUBJECTS: readonly BenchSubject[] = [
     backend: 'mysql',
     settings: 'RowLockStrategy on MariaDB 10.11, polling with backoff, watchdog lease 30 s',
     crossProcess: true,
-    create: ours(() => new RowLockStrategy({ connection: { type: 'mysql', url: env('LOCK_TEST_MYSQL_URL'), poolSize: 40 }, name: 'row-mysql' })),
+    create: ours(() => new RowLockStrategy({ connection: { type: 'mysql', url: env('LOCK_TEST_MYSQL_URL'), poolSize: 40 }, name: 'row-mysql', bargeWindowMs: rowBargeWindowMs() })),
   },
   {
     id: 'pessimistic',
@@ -162,7 +171,7 @@ export const BENCH_SUBJECTS: readonly BenchSubject[] = [
     backend: 'postgres',
     settings: 'RowLockStrategy on PostgreSQL 15 (TypeORM public API), polling with backoff, watchdog lease 30 s',
     crossProcess: true,
-    create: ours(() => new RowLockStrategy({ connection: { type: 'postgres', url: env('LOCK_TEST_POSTGRES_URL'), poolSize: 40 }, name: 'row-postgres' })),
+    create: ours(() => new RowLockStrategy({ connection: { type: 'postgres', url: env('LOCK_TEST_POSTGRES_URL'), poolSize: 40 }, name: 'row-postgres', bargeWindowMs: rowBargeWindowMs() })),
   },
   {
     id: 'pessimistic-postgres',
