@@ -63,6 +63,12 @@ function rowBargeWindowMs(): number | undefined {
   return value === undefined || value === '' ? undefined : Number(value);
 }
 
+/** The window in a row subject's settings, when the run sets it. */
+function rowBargeWindowSetting(): string {
+  const window = rowBargeWindowMs();
+  return window === undefined ? '' : `, bargeWindowMs ${window}`;
+}
+
 const ROW_FLOOR = 'floor:mysql row strategy SQL (UPDATE take-over + UPDATE free)';
 const PESSIMISTIC_FLOOR = 'floor:mysql pessimistic strategy SQL (FOR UPDATE + token upsert + COMMIT)';
 const ZOOKEEPER_RECIPE_FLOOR = 'floor:zookeeper sequential create + listing + delete';
@@ -128,7 +134,7 @@ export const BENCH_SUBJECTS: readonly BenchSubject[] = [
     subject: 'row-sqlite',
     ours: true,
     backend: 'sqlite',
-    settings: 'RowLockStrategy on a SQLite file (WAL), polling with backoff, watchdog lease 30 s',
+    settings: `RowLockStrategy on a SQLite file (WAL), polling with backoff, watchdog lease 30 s${rowBargeWindowSetting()}`,
     crossProcess: true,
     create: ours(() => new RowLockStrategy({ connection: { type: 'better-sqlite3', database: sqlitePath(), enableWAL: true, timeout: 10_000 }, name: 'row-sqlite', bargeWindowMs: rowBargeWindowMs() })),
   },
@@ -138,7 +144,7 @@ export const BENCH_SUBJECTS: readonly BenchSubject[] = [
     floor: ROW_FLOOR,
     ours: true,
     backend: 'mysql',
-    settings: 'RowLockStrategy on MariaDB 10.11, polling with backoff, watchdog lease 30 s',
+    settings: `RowLockStrategy on MariaDB 10.11, polling with backoff, watchdog lease 30 s${rowBargeWindowSetting()}`,
     crossProcess: true,
     create: ours(() => new RowLockStrategy({ connection: { type: 'mysql', url: env('LOCK_TEST_MYSQL_URL'), poolSize: 40 }, name: 'row-mysql', bargeWindowMs: rowBargeWindowMs() })),
   },
@@ -169,7 +175,7 @@ export const BENCH_SUBJECTS: readonly BenchSubject[] = [
     floor: POSTGRES_ROW_FLOOR,
     ours: true,
     backend: 'postgres',
-    settings: 'RowLockStrategy on PostgreSQL 15 (TypeORM public API), polling with backoff, watchdog lease 30 s',
+    settings: `RowLockStrategy on PostgreSQL 15 (TypeORM public API), polling with backoff, watchdog lease 30 s${rowBargeWindowSetting()}`,
     crossProcess: true,
     create: ours(() => new RowLockStrategy({ connection: { type: 'postgres', url: env('LOCK_TEST_POSTGRES_URL'), poolSize: 40 }, name: 'row-postgres', bargeWindowMs: rowBargeWindowMs() })),
   },

@@ -43,29 +43,38 @@ const FLOOR_TOKENS = { sequence: 'bench_floor_advisory_tokens', fences: 'bench_f
 
 /**
  * The advisory strategy's own statements on PostgreSQL, sent raw on a pooled pg connection as named
- * statements (as the strategy sends them): the lock that draws its fencing token from a sequence in the same
- * SELECT, and the unlock. Against the bare floor above, it says what the token costs the server; ours
- * against it, what the library's code adds.
+ * statements: its waiting lock statement, which draws the fencing token from a sequence in the same SELECT
+ * (the strategy tries first with the same token, and waits only when refused: one statement either way when
+ * the lock is free), and the unlock. Against the bare floor above, it says what the token costs the server;
+ * ours against it, what the library's code adds.
  */
 export function rawPgAdvisorySqlFloor(): () => Promise<BenchLock> {
   return async () => {
     const pool = benchPgPool();
     for (const ddl of advisoryDdl(SQL_DIALECTS.postgres, FLOOR_TOKENS, fenceTableDdl)) await createOnce(pool, ddl);
     const sql = advisoryStatements(SQL_DIALECTS.postgres, 'session', FLOOR_TOKENS);
+    const unlock = sql.unlock as string;
     return {
       async acquire(key, waitMs) {
         const id = postgresAdvisoryKey(key);
+        const deadline = Date.now() + waitMs;
         const client = await pool.connect();
         try {
-          const { rows } = await client.query<{ fencing_token: string | null }>({ name: 'floor-advisory-lock', text: sql.lock, values: [id, `${Math.max(1, Math.ceil(waitMs))}ms`] });
+          const { rows } = await client.query<{ fencing_token: string | null }>({ name: 'floor-advisory-lock', text: sql.lock, values: [id, `${Math.max(1, Math.ceil(deadline - Date.now()))}ms`] });
           if (rows[0]?.fencing_token == null) throw new Error(`no fencing token for ${key}`);
         } catch (error) {
+          // The lock may have been granted as the statement failed: the connection is not reused.
           client.release(error as Error);
           throw error;
         }
         return async () => {
-          await client.query({ name: 'floor-advisory-unlock', text: sql.unlock ?? '', values: [id] });
-          client.release();
+          try {
+            await client.query({ name: 'floor-advisory-unlock', text: unlock, values: [id] });
+            client.release();
+          } catch (error) {
+            client.release(error as Error);
+            throw error;
+          }
         };
       },
       close: () => pool.end(),
@@ -76,7 +85,8 @@ export function rawPgAdvisorySqlFloor(): () => Promise<BenchLock> {
 /**
  * The advisory strategy's own statements on MySQL/MariaDB, sent raw on a pooled mysql2 connection: the
  * `INSERT … SELECT … WHERE GET_LOCK(…)` that takes the lock and writes its fencing token in one statement,
- * and `RELEASE_LOCK`. Its counterpart without the token is the GET_LOCK peer.
+ * waiting what is left of the wait (fractional seconds, as the strategy sends it; the strategy tries with 0
+ * first), and `RELEASE_LOCK`. Its counterpart without the token is the GET_LOCK peer.
  */
 export function rawMysqlAdvisorySqlFloor(): () => Promise<BenchLock> {
   return async () => {
@@ -85,22 +95,27 @@ export function rawMysqlAdvisorySqlFloor(): () => Promise<BenchLock> {
     const dialect = { ...SQL_DIALECTS.mysql, mariadb: /mariadb/i.test(String(version[0]?.v)) };
     for (const ddl of advisoryDdl(dialect, FLOOR_TOKENS, fenceTableDdl)) await pool.query(ddl);
     const sql = advisoryStatements(dialect, 'session', FLOOR_TOKENS);
+    const unlock = sql.unlock as string;
     return {
       async acquire(key, waitMs) {
         const name = getLockName(key);
+        const deadline = Date.now() + waitMs;
         const connection = await pool.getConnection();
         try {
-          const [result] = await connection.query<ResultSetHeader>(sql.lock, [key, name, Math.ceil(waitMs / 1000)]);
+          const [result] = await connection.query<ResultSetHeader>(sql.lock, [key, name, Math.max(1, Math.ceil(deadline - Date.now())) / 1000]);
           if (result.affectedRows === 0) throw new Error(`GET_LOCK(${key}) timed out`);
         } catch (error) {
-          connection.release();
+          // The lock may have been granted as the statement failed: the connection is not reused.
+          connection.destroy();
           throw error;
         }
         return async () => {
           try {
-            await connection.query(sql.unlock ?? '', [name]);
-          } finally {
+            await connection.query(unlock, [name]);
             connection.release();
+          } catch (error) {
+            connection.destroy();
+            throw error;
           }
         };
       },

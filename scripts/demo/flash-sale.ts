@@ -9,9 +9,9 @@ export interface SaleOutcome {
   readonly latenciesMs: number[];
   readonly durationMs: number;
   /**
-   * When the last order was placed (its stock taken, as the shop reports), from the start of the sale: the
-   * sell-out time when it sold out. The payment that follows is not in it: a burst of orders queues for the
-   * payment semaphore, and its answers come later than its sales.
+   * When the last order was placed (its item taken and its guard let go, as the shop reports), from the start
+   * of the sale: the sell-out time when it sold out. The payment that follows is not in it: a burst of orders
+   * queues for the payment semaphore, and its answers come later than its sales.
    */
   readonly lastOrderAtMs: number;
   /** When the last order's answer came, payment included, from the start of the sale. */
@@ -47,7 +47,8 @@ export async function runFlashSale(
   let lastOrderAtMs = 0;
   let lastAnswerAtMs = 0;
   const started = performance.now();
-  const startedAtEpoch = Date.now();
+  // On the clock the shops stamp `placedAt` with (the machine's, in ms since the epoch, below the millisecond).
+  const startedAtEpoch = performance.timeOrigin + performance.now();
   const worker = async (): Promise<void> => {
     while (next < options.buyers) {
       const buyer = next;

@@ -34,7 +34,8 @@ export class ShopController {
   @HttpCode(201)
   async buy(@Body() dto: BuyDto): Promise<Pick<Order, 'id' | 'instance' | 'strategy' | 'fencingToken'> & { placedAt: number }> {
     const order = await this.place(dto);
-    // When the item was taken (ms since the epoch): the sale's sell-out time, which the payment's wait must not blur.
+    // When the purchase was done (ms since the epoch): the item taken and its guard let go (the lock released,
+    // the transaction committed). The sale's sell-out time, which the payment's wait must not blur.
     const placedAt = preciseNow();
     // The stock is taken; the payment runs outside the stock lock, at most PAYMENT_PERMITS at once.
     await this.payments?.charge();
