@@ -20,7 +20,7 @@ export interface DemoResultRow {
   p50Ms: number;
   p99Ms: number;
   durationMs: number;
-  /** When the last order was placed (its item taken), from the start of the sale; its payment is not in it. */
+  /** When the last purchase was done (its item taken, its guard let go), from the start of the sale; its payment is not in it. */
   sellOutMs: number;
   /** When the last order's answer came, its payment included, from the start of the sale. */
   lastAnswerMs: number;

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { currentLock, Locked, LockService, OptimisticVersion } from '@app/distributed-lock';
@@ -7,7 +8,6 @@ import { demoConfig, type DemoConfig } from '../config/demo-config';
 import { HoldLog, preciseNow } from './hold-log';
 import { SoldOutError, UnknownProductError } from './inventory.errors';
 import { Order } from './order.entity';
-import { randomUUID } from 'node:crypto';
 import { Product } from './product.entity';
 
 /** Stands for the work a real checkout does between reading and writing the stock (payment, fraud check). */

@@ -20,8 +20,8 @@ const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
 export class PaymentService {
   constructor(private readonly holds: HoldLog) {}
 
-  // With the stock's 25 s, a purchase ends within 45 s and its lock calls' bounds: below the 60 s after which
-  // Node's HTTP server may answer 408, and the buyers' 90 s.
+  // With the stock's 25 s, a purchase ends within 45 s plus its lock calls' bounds, well before the buyers
+  // give up (90 s): a wait that runs out is a typed 423/503, never a buyer left without an answer.
   @Limited('payments', { permits: PAYMENT_PERMITS, waitTimeout: 20_000 })
   /** Charges the buyer of the order just placed (the provider call is simulated). */
   async charge(): Promise<void> {
