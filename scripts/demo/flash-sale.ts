@@ -19,6 +19,13 @@ export interface SaleOutcome {
   readonly statusCounts: Record<string, number>;
   /** The first few answers that were not the shop's (not JSON, or no answer at all), with when and what came. */
   readonly oddAnswers: string[];
+  /**
+   * Purchases sent again after the shop's HTTP server answered 408 with no body: it never read the request,
+   * so a client may repeat it (RFC 9110, 15.5.9). Seen with the ZooKeeper strategy after a leader kill: the
+   * `zookeeper` package's binding can leave one of the process's sockets unread (docs/strategies/zookeeper.md,
+   * "Another socket of the process left unread").
+   */
+  readonly resentAfter408: number;
 }
 
 /** How many odd answers a sale keeps for its report. */
@@ -46,6 +53,7 @@ export async function runFlashSale(
   let failed = 0;
   let lastOrderAtMs = 0;
   let lastAnswerAtMs = 0;
+  let resentAfter408 = 0;
   const started = performance.now();
   // On the clock the shops stamp `placedAt` with (the machine's, in ms since the epoch, below the millisecond).
   const startedAtEpoch = performance.timeOrigin + performance.now();
@@ -57,13 +65,22 @@ export async function runFlashSale(
       const t0 = performance.now();
       let status = 'error';
       try {
-        const response = await fetch(`http://127.0.0.1:${instance.port}/buy`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json' },
-          body: JSON.stringify({ sku: options.sku, buyer: `buyer-${buyer}`, mode: options.mode }),
-          signal: AbortSignal.timeout(90_000),
-        });
-        const text = await response.text();
+        const send = (): Promise<Response> =>
+          fetch(`http://127.0.0.1:${instance.port}/buy`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: JSON.stringify({ sku: options.sku, buyer: `buyer-${buyer}`, mode: options.mode }),
+            signal: AbortSignal.timeout(90_000),
+          });
+        let response = await send();
+        let text = await response.text();
+        if (response.status === 408 && text === '') {
+          // The server never read the request (its 408 has no body and closes the connection): sent again, once.
+          resentAfter408 += 1;
+          noteOdd('408 resent', `the server did not read the request within ${Math.round(performance.now() - t0)} ms`);
+          response = await send();
+          text = await response.text();
+        }
         const body = jsonOrUndefined(text);
         if (!body) {
           // Not the shop's JSON (the HTTP server's own answer, say): its status, delay and start say what it was.
@@ -92,7 +109,7 @@ export async function runFlashSale(
     }
   };
   await Promise.all(Array.from({ length: Math.min(options.concurrency, options.buyers) }, worker));
-  return { created, soldOut, busy, failed, latenciesMs, durationMs: performance.now() - started, lastOrderAtMs, lastAnswerAtMs, statusCounts, oddAnswers };
+  return { created, soldOut, busy, failed, latenciesMs, durationMs: performance.now() - started, lastOrderAtMs, lastAnswerAtMs, statusCounts, oddAnswers, resentAfter408 };
 }
 
 function jsonOrUndefined(text: string): { error?: string; placedAt?: unknown } | undefined {

@@ -23,6 +23,12 @@ interface FaultCase {
    * may also get 409 LOCK_LOST (told after its section) or 409 STALE_LOCK (its write refused by the fencing check).
    */
   readonly locksTakenAway?: true;
+  /**
+   * The `zookeeper` package's binding can leave one socket of a shop unread after a connection attempt to the
+   * ensemble timed out (docs/strategies/zookeeper.md, "Another socket of the process left unread"): a buyer's
+   * request on it gets the HTTP server's bodiless 408, and the buyer sends it again, as a client may.
+   */
+  readonly unreadSocketsKnown?: true;
 }
 
 const CASES: readonly FaultCase[] = [
@@ -73,6 +79,7 @@ const CASES: readonly FaultCase[] = [
   {
     title: 'ZooKeeper ensemble: leader killed',
     run: 'zookeeper',
+    unreadSocketsKnown: true,
     topologies: ['mariadb-faults', 'zookeeper3-faults'],
     env: (v) => ({ LOCK_TEST_MYSQL_URL: v['mariadb-faults'], LOCK_TEST_ZOOKEEPER: v['zookeeper3-faults'] }),
     chaos: async () => {
@@ -127,7 +134,7 @@ describe('Flash sale through server failures', () => {
       });
       await chaos;
       const answers = Object.keys(outcome.statusCounts);
-      process.stdout.write(`${faultCase.run} (${faultCase.title}): ${JSON.stringify(outcome.statusCounts)}; orders ${row.orders}, stock ${row.initialStock} → ${row.finalStock}\n`);
+      process.stdout.write(`${faultCase.run} (${faultCase.title}): ${JSON.stringify(outcome.statusCounts)}; orders ${row.orders}, stock ${row.initialStock} → ${row.finalStock}; resent after a 408: ${outcome.resentAfter408}\n`);
       for (const odd of outcome.oddAnswers) process.stdout.write(`  ${faultCase.run}: ${odd}\n`);
       expect(chaos).toBeDefined();
       expect(row.orders).toBe(row.initialStock - row.finalStock); // no order without its deduction, nor the reverse
@@ -136,6 +143,7 @@ describe('Flash sale through server failures', () => {
       const typed = (answer: string): boolean => TYPED_ANSWER.test(answer) || (faultCase.locksTakenAway === true && LOCK_TAKEN_AWAY.test(answer));
       expect(answers.filter((answer) => !typed(answer))).toEqual([]);
       expect(outcome.created).toBeGreaterThan(0);
+      if (!faultCase.unreadSocketsKnown) expect(outcome.resentAfter408).toBe(0);
     }, 240_000);
   }
 });
