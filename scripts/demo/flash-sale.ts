@@ -20,12 +20,12 @@ export interface SaleOutcome {
   /** The first few answers that were not the shop's (not JSON, or no answer at all), with when and what came. */
   readonly oddAnswers: string[];
   /**
-   * Purchases sent again after the shop's HTTP server answered 408 with no body: it never read the request,
-   * so a client may repeat it (RFC 9110, 15.5.9). Seen with the ZooKeeper strategy after a leader kill: the
-   * `zookeeper` package's binding can leave one of the process's sockets unread (docs/strategies/zookeeper.md,
-   * "Another socket of the process left unread").
+   * Purchases sent again after the shop's HTTP server answered 408 with no body (it never read the request,
+   * so a client may repeat it: RFC 9110, 15.5.9): for each, how long the buyer had waited for that 408, in ms.
+   * Seen with the ZooKeeper strategy after a leader kill: the `zookeeper` package's binding can leave one of
+   * the process's sockets unread (docs/strategies/zookeeper.md, "Another socket of the process left unread").
    */
-  readonly resentAfter408: number;
+  readonly resent408AfterMs: number[];
 }
 
 /** How many odd answers a sale keeps for its report. */
@@ -53,7 +53,7 @@ export async function runFlashSale(
   let failed = 0;
   let lastOrderAtMs = 0;
   let lastAnswerAtMs = 0;
-  let resentAfter408 = 0;
+  const resent408AfterMs: number[] = [];
   const started = performance.now();
   // On the clock the shops stamp `placedAt` with (the machine's, in ms since the epoch, below the millisecond).
   const startedAtEpoch = performance.timeOrigin + performance.now();
@@ -76,8 +76,9 @@ export async function runFlashSale(
         let text = await response.text();
         if (response.status === 408 && text === '') {
           // The server never read the request (its 408 has no body and closes the connection): sent again, once.
-          resentAfter408 += 1;
-          noteOdd('408 resent', `the server did not read the request within ${Math.round(performance.now() - t0)} ms`);
+          const waitedMs = Math.round(performance.now() - t0);
+          resent408AfterMs.push(waitedMs);
+          noteOdd('408 resent', `the server did not read the request within ${waitedMs} ms`);
           response = await send();
           text = await response.text();
         }
@@ -109,7 +110,7 @@ export async function runFlashSale(
     }
   };
   await Promise.all(Array.from({ length: Math.min(options.concurrency, options.buyers) }, worker));
-  return { created, soldOut, busy, failed, latenciesMs, durationMs: performance.now() - started, lastOrderAtMs, lastAnswerAtMs, statusCounts, oddAnswers, resentAfter408 };
+  return { created, soldOut, busy, failed, latenciesMs, durationMs: performance.now() - started, lastOrderAtMs, lastAnswerAtMs, statusCounts, oddAnswers, resent408AfterMs };
 }
 
 function jsonOrUndefined(text: string): { error?: string; placedAt?: unknown } | undefined {

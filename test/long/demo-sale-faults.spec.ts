@@ -9,6 +9,8 @@ const SETTINGS = { buyers: 300, stock: 50, instances: 3, sqlitePath: join(tmpdir
 const TYPED_ANSWER = /^(201|409 SOLD_OUT|423 \w+|503 \w+)$/;
 /** Answers to a buyer whose lock the fault took away mid-section: told it was lost, or its stale write refused. */
 const LOCK_TAKEN_AWAY = /^409 (LOCK_LOST|STALE_LOCK)$/;
+/** Node's default `server.headersTimeout`, which the shop keeps: a request not read by then gets its bodiless 408. */
+const HEADERS_TIMEOUT_MS = 60_000;
 
 interface FaultCase {
   readonly title: string;
@@ -25,8 +27,10 @@ interface FaultCase {
   readonly locksTakenAway?: true;
   /**
    * The `zookeeper` package's binding can leave one socket of a shop unread after a connection attempt to the
-   * ensemble timed out (docs/strategies/zookeeper.md, "Another socket of the process left unread"): a buyer's
-   * request on it gets the HTTP server's bodiless 408, and the buyer sends it again, as a client may.
+   * ensemble timed out (docs/strategies/zookeeper.md, "Another socket of the process left unread", not fixed
+   * yet): a buyer's request on it gets the HTTP server's bodiless 408, and the buyer sends it again, as a
+   * client may. Allowed with that defect's signature only: the 408 comes once the server's `headersTimeout`
+   * has passed. A 408 sooner, or in another case, is another defect and fails the test.
    */
   readonly unreadSocketsKnown?: true;
 }
@@ -134,7 +138,7 @@ describe('Flash sale through server failures', () => {
       });
       await chaos;
       const answers = Object.keys(outcome.statusCounts);
-      process.stdout.write(`${faultCase.run} (${faultCase.title}): ${JSON.stringify(outcome.statusCounts)}; orders ${row.orders}, stock ${row.initialStock} → ${row.finalStock}; resent after a 408: ${outcome.resentAfter408}\n`);
+      process.stdout.write(`${faultCase.run} (${faultCase.title}): ${JSON.stringify(outcome.statusCounts)}; orders ${row.orders}, stock ${row.initialStock} → ${row.finalStock}; resent after a 408: ${outcome.resent408AfterMs.length} (waited ${outcome.resent408AfterMs.join(', ') || '-'} ms)\n`);
       for (const odd of outcome.oddAnswers) process.stdout.write(`  ${faultCase.run}: ${odd}\n`);
       expect(chaos).toBeDefined();
       expect(row.orders).toBe(row.initialStock - row.finalStock); // no order without its deduction, nor the reverse
@@ -143,7 +147,8 @@ describe('Flash sale through server failures', () => {
       const typed = (answer: string): boolean => TYPED_ANSWER.test(answer) || (faultCase.locksTakenAway === true && LOCK_TAKEN_AWAY.test(answer));
       expect(answers.filter((answer) => !typed(answer))).toEqual([]);
       expect(outcome.created).toBeGreaterThan(0);
-      if (!faultCase.unreadSocketsKnown) expect(outcome.resentAfter408).toBe(0);
+      if (faultCase.unreadSocketsKnown) expect(outcome.resent408AfterMs.filter((ms) => ms < HEADERS_TIMEOUT_MS)).toEqual([]);
+      else expect(outcome.resent408AfterMs).toEqual([]);
     }, 240_000);
   }
 });
