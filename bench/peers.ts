@@ -172,5 +172,5 @@ export const PEER_SUBJECTS: readonly BenchSubject[] = [
   { id: 'peer:redis-semaphore@redis5', subject: 'redis-semaphore', ours: false, backend: 'redis5', settings: 'redis-semaphore RedlockMutex, 5 masters, defaults: retry every 10 ms up to 10 s', crossProcess: true, create: redisSemaphorePeer(redisUrls) },
   { id: 'peer:get-lock@mysql', subject: 'mariadb GET_LOCK', ours: false, backend: 'mysql', settings: 'GET_LOCK / RELEASE_LOCK on a pooled mysql2 connection (blocking on the server)', crossProcess: true, create: getLockPeer() },
   { id: 'peer:etcd3-lock@etcd', subject: 'etcd3', ours: false, backend: 'etcd', settings: "etcd3's lock() (lease + put-if-absent), retried every 10 ms", crossProcess: true, create: etcd3LockPeer() },
-  { id: 'peer:textbook@zookeeper', subject: 'zookeeper textbook recipe', ours: false, backend: 'zookeeper', settings: 'ephemeral sequential node, get children, watch the predecessor (zookeeper client)', crossProcess: true, create: textbookZooKeeperPeer() },
+  { id: 'peer:textbook@zookeeper', subject: 'zookeeper textbook recipe', ours: false, backend: 'zookeeper', settings: 'ephemeral sequential node, get children, watch the predecessor (node-zookeeper-client)', crossProcess: true, create: textbookZooKeeperPeer() },
 ];

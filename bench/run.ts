@@ -188,7 +188,7 @@ async function main(): Promise<void> {
     date: new Date().toISOString(),
     machine: `${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB`,
     node: process.version,
-    versions: ['ioredis', 'mysql2', 'pg', 'typeorm', 'zookeeper', 'etcd3', 'memcache-client', 'redlock', '@sesamecare-oss/redlock', 'redis-semaphore'].map((p) => `${p} ${versionOf(p)}`).join(', '),
+    versions: ['ioredis', 'mysql2', 'pg', 'typeorm', 'node-zookeeper-client', 'etcd3', 'memcache-client', 'redlock', '@sesamecare-oss/redlock', 'redis-semaphore'].map((p) => `${p} ${versionOf(p)}`).join(', '),
     settings: `${quick ? 'quick (no 2-worker case)' : 'full'}: ${durationMs} ms per case after a warm-up; contended = one key. Shapes: shared = workers of one process share one client (4 processes × 2 workers for the multi-process case); instances = one client per contender; flash-sale = 4 processes × 8 requests sharing their process's client, ${FLASH_SALE_HOLD_MS} ms of work in the lock`,
     'total time': `${Math.round((Date.now() - started) / 1000)} s`,
   };

@@ -1,8 +1,7 @@
 // The raw ZooKeeper floors: an ephemeral node's create and delete, and the ZooKeeper recipe's own calls.
 import { randomUUID } from 'node:crypto';
-import ZooKeeper from 'zookeeper';
 import type { BenchLock } from '../bench-subject';
-import { connectZooKeeper } from '../bench-env';
+import { connectZooKeeper, ZK_CREATE } from '../bench-env';
 import { yieldLoop } from './yield-loop';
 
 /** The ZooKeeper floor: create a fixed ephemeral node and delete it; contenders retry its create. */
@@ -15,7 +14,7 @@ export function rawZooKeeperFloor(): () => Promise<BenchLock> {
         const deadline = Date.now() + waitMs;
         for (;;) {
           try {
-            await client.create(path, '', ZooKeeper.constants.ZOO_EPHEMERAL);
+            await client.create(path, '', ZK_CREATE.EPHEMERAL);
             return async () => {
               await client.delete_(path, -1);
             };
@@ -33,10 +32,9 @@ export function rawZooKeeperFloor(): () => Promise<BenchLock> {
 /**
  * The ZooKeeper strategy's own server operations for a free lock, raw: a protected ephemeral sequential
  * node created under the lock's node with the children listing sent right behind it (as the strategy
- * does), then its delete; not the lowest: delete and retry after yielding. Through the package's promise
- * API like `floor:zookeeper create + delete` (the strategy calls the package's native binding directly, a
- * little cheaper per call). Against that floor it shows what the listing, the call the sequential recipe
- * adds, costs.
+ * does), then its delete; not the lowest: delete and retry after yielding. Through the strategy's client,
+ * like `floor:zookeeper create + delete`. Against that floor it shows what the listing, the call the
+ * sequential recipe adds, costs.
  */
 export function rawZooKeeperRecipeFloor(): () => Promise<BenchLock> {
   return async () => {
@@ -48,12 +46,12 @@ export function rawZooKeeperRecipeFloor(): () => Promise<BenchLock> {
       async acquire(key, waitMs) {
         const lockPath = `${base}/${encodeURIComponent(key)}`;
         if (!lockNodes.has(lockPath)) {
-          await client.create(lockPath, '', ZooKeeper.constants.ZOO_PERSISTENT).catch(() => undefined);
+          await client.create(lockPath, '', ZK_CREATE.PERSISTENT).catch(() => undefined);
           lockNodes.add(lockPath);
         }
         const deadline = Date.now() + waitMs;
         for (;;) {
-          const creating = client.create(`${lockPath}/${randomUUID()}-`, '', ZooKeeper.constants.ZOO_EPHEMERAL | ZooKeeper.constants.ZOO_SEQUENCE);
+          const creating = client.create(`${lockPath}/${randomUUID()}-`, '', ZK_CREATE.EPHEMERAL_SEQUENTIAL);
           const listing = client.get_children(lockPath, false);
           const [path, children] = await Promise.all([creating, listing]);
           const ours = sequenceOf(path);

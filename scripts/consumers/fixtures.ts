@@ -81,19 +81,18 @@ export const FIXTURES: readonly ConsumerFixture[] = [
     nativeModules: [],
   },
   {
-    // The same app on the lowest pg and zookeeper of the peer ranges, where the fast paths reach into them
-    // (typeorm-internals.ts reads pg's client, zookeeper-internals.ts calls the zookeeper binding): the
-    // pessimistic lock and the advisory lock on PostgreSQL, and the ZooKeeper lock. zookeeper 7.0.0 does not
-    // compile on Node 24 (its binding predates V8's interceptor API there), so the range starts at 7.2.0.
+    // The same app on the lowest pg and node-zookeeper-client of the peer ranges, where the library reaches
+    // into them (typeorm-internals.ts reads pg's client; zookeeper-client.ts watches the ZooKeeper client's
+    // socket): the pessimistic lock and the advisory lock on PostgreSQL, and the ZooKeeper lock.
     name: 'nest12-cjs-pg-zookeeper-floor',
     app: 'nest12-cjs',
-    packages: ['ioredis@5', '@nestjs/typeorm', 'typeorm@0.3.21', 'pg@8.11.0', 'zookeeper@7.2.0'],
+    packages: ['ioredis@5', '@nestjs/typeorm', 'typeorm@0.3.21', 'pg@8.11.0', 'node-zookeeper-client@1.1.3'],
     database: 'postgres',
     zookeeper: true,
     buildNode: 22,
     scenarios: ['pessimistic', 'named', 'zookeeper'],
     unitNodes: [],
-    nativeModules: ['zookeeper'],
+    nativeModules: [],
   },
   {
     // The observability set-up on the OpenTelemetry line npm picks on Node 20 (sdk-node 0.223, API 1.9).

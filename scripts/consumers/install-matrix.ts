@@ -14,7 +14,7 @@ import { envFor, type NodeBinary } from './node-binaries';
 export const INSTALL_TROUBLE = /ERESOLVE|peer dep|conflicting peer|overriding peer|invalid: |EBADENGINE/i;
 
 /** Packages whose resolved version the report names. */
-const REPORTED = ['ioredis', 'typeorm', '@nestjs/typeorm', 'mysql2', 'pg', 'better-sqlite3', 'zookeeper', 'etcd3', 'memcache-client', '@nestjs/schedule', '@nestjs/terminus', '@opentelemetry/api', '@opentelemetry/sdk-node'];
+const REPORTED = ['ioredis', 'typeorm', '@nestjs/typeorm', 'mysql2', 'pg', 'better-sqlite3', 'node-zookeeper-client', 'etcd3', 'memcache-client', '@nestjs/schedule', '@nestjs/terminus', '@opentelemetry/api', '@opentelemetry/sdk-node'];
 
 export interface MatrixOutcome {
   readonly app: string;

@@ -51,7 +51,7 @@ function packLibrary(into: string): string {
   return join(into, tarball);
 }
 
-const REPORTED_PACKAGES = ['@nestjs/core', '@nestjs/typeorm', 'typescript', 'vitest', 'jest', 'ioredis', 'typeorm', 'better-sqlite3', 'mysql2', 'pg', 'zookeeper'];
+const REPORTED_PACKAGES = ['@nestjs/core', '@nestjs/typeorm', 'typescript', 'vitest', 'jest', 'ioredis', 'typeorm', 'better-sqlite3', 'mysql2', 'pg', 'node-zookeeper-client'];
 
 /** The versions npm chose, so that the supported-versions table can name what was proven. */
 function installedVersions(appDir: string): string {

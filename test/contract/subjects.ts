@@ -9,6 +9,7 @@ import { AdvisoryLockStrategy, getLockName, PessimisticLockStrategy, postgresAdv
 import { EtcdLockStrategy } from '@app/distributed-lock/strategies/etcd';
 import type { Etcd3 } from 'etcd3';
 import { ZooKeeperLockStrategy } from '@app/distributed-lock/strategies/zookeeper';
+import { ZooKeeperSession } from '@app/distributed-lock/strategies/zookeeper/zookeeper-session';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { DataSource, DataSourceOptions } from 'typeorm';
@@ -93,16 +94,12 @@ async function deleteEtcdPrefix(hosts: string, prefix: string): Promise<void> {
 
 /** Deletes every child of `path` (a lock's contenders, a semaphore's permits) in ZooKeeper with a client of its own, as an operator would. */
 async function deleteZooKeeperChildren(connect: string, path: string): Promise<void> {
-  const { default: ZooKeeper } = await import('zookeeper');
-  const raw = new ZooKeeper({ connect, timeout: 5_000, debug_level: ZooKeeper.constants.ZOO_LOG_LEVEL_ERROR, host_order_deterministic: false });
-  await new Promise<void>((resolve) => {
-    raw.once('connect', () => resolve());
-    raw.init({});
-  });
+  const session = new ZooKeeperSession({ connect }, 'zookeeper-admin', 10_000);
   try {
+    const raw = await session.client();
     for (const child of await raw.get_children(path, false)) await raw.delete_(`${path}/${child}`, -1);
   } finally {
-    raw.close();
+    await session.close();
   }
 }
 
@@ -303,8 +300,8 @@ export const subjects: readonly ContractSubject[] = [
 ];
 
 /**
- * The strategies that take fast paths through their client's internals (typeorm-internals.ts,
- * zookeeper-internals.ts), with `fastPaths: false`: the public-API fallback passes the same contract.
+ * The strategies that take fast paths through their client's internals (typeorm-internals.ts), with
+ * `fastPaths: false`: the public-API fallback passes the same contract.
  * Run by fast-paths-off.spec.ts (the contract only, not the promises and property suites).
  */
 export const fastPathsOffSubjects: readonly ContractSubject[] = [
@@ -326,14 +323,6 @@ export const fastPathsOffSubjects: readonly ContractSubject[] = [
     capabilities: { fencing: true, fifo: false, sharedLocks: false, crossProcess: true },
     create: async () => new PessimisticLockStrategy({ connection: mysqlOptions(), name: 'pessimistic-public-api', fastPaths: false }),
     removeBehindBack: (_strategy, key) => killPessimisticHolder(key),
-  },
-  {
-    name: 'zookeeper (standalone, fastPaths: false)',
-    pushesRemoval: true,
-    capabilities: { fencing: true, fifo: true, sharedLocks: true, crossProcess: true, semaphores: { fifo: true, fencing: true } },
-    create: async () => new ZooKeeperLockStrategy({ connect: requiredEnv('LOCK_TEST_ZOOKEEPER'), sessionTimeout: 4_000, name: 'zookeeper-public-api', fastPaths: false }),
-    removeBehindBack: (_strategy, key) => deleteZooKeeperChildren(requiredEnv('LOCK_TEST_ZOOKEEPER'), zkLockPath('/dlock', key)),
-    removePermitsBehindBack: (key) => deleteZooKeeperChildren(requiredEnv('LOCK_TEST_ZOOKEEPER'), zkSemaphorePath('/dlock', key)),
   },
 ];
 

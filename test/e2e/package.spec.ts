@@ -38,7 +38,7 @@ describe('the packed library', () => {
       expect(manifest.peerDependencies[peer]).toBeDefined();
       expect(manifest.peerDependenciesMeta[peer]).toBeUndefined();
     }
-    for (const client of ['ioredis', 'typeorm', 'mysql2', 'zookeeper', 'etcd3', 'memcache-client', '@nestjs/terminus', '@opentelemetry/api', '@nestjs/observe']) {
+    for (const client of ['ioredis', 'typeorm', 'mysql2', 'node-zookeeper-client', 'etcd3', 'memcache-client', '@nestjs/terminus', '@opentelemetry/api', '@nestjs/observe']) {
       expect(manifest.peerDependenciesMeta[client]).toEqual({ optional: true });
     }
   });
@@ -76,7 +76,7 @@ describe('the packed library', () => {
         const manager = new lib.LockManager(new lib.InMemoryLockStrategy());
         await new lib.LockService(manager).withLock('k', () => undefined);
         await manager.close();
-        const loaded = Object.keys(require.cache).filter((p) => /node_modules\\/(ioredis|typeorm|mysql2|zookeeper|etcd3|memcache-client|@nestjs\\/terminus|@opentelemetry|@nestjs\\/observe)\\//.test(p));
+        const loaded = Object.keys(require.cache).filter((p) => /node_modules\\/(ioredis|typeorm|mysql2|node-zookeeper-client|etcd3|memcache-client|@nestjs\\/terminus|@opentelemetry|@nestjs\\/observe)\\//.test(p));
         console.log(JSON.stringify({ exports: Object.keys(lib).sort(), loaded }));
       })();`;
     const out = JSON.parse(execFileSync(process.execPath, ['-e', script], { cwd: ROOT, encoding: 'utf8' })) as { exports: string[]; loaded: string[] };

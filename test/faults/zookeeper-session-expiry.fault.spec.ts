@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
-import ZooKeeper from 'zookeeper';
+import type { ZooKeeperLockClient } from '@app/distributed-lock/strategies/zookeeper/zookeeper-client.type';
+import { ZooKeeperSession } from '@app/distributed-lock/strategies/zookeeper/zookeeper-session';
 import { LeaderElection, LockManager, LockService } from '@app/distributed-lock';
 import { ZooKeeperLockStrategy } from '@app/distributed-lock/strategies/zookeeper';
 import { zkLockPath, zkSemaphorePath } from '@app/distributed-lock/strategies/zookeeper/zookeeper-paths';
@@ -24,7 +25,8 @@ const FREEZE_MS = 6_000;
 
 describe('ZooKeeper: a process frozen past its session (SIGSTOP)', () => {
   let connect: string;
-  let admin: ZooKeeper;
+  let adminSession: ZooKeeperSession | undefined;
+  let admin: ZooKeeperLockClient;
   const apps: AppProcess[] = [];
   const managers: LockManager[] = [];
 
@@ -54,11 +56,8 @@ describe('ZooKeeper: a process frozen past its session (SIGSTOP)', () => {
   beforeAll(async () => {
     connect = process.env.LOCK_TEST_ZOOKEEPER as string;
     expect(connect).toBeTruthy();
-    admin = new ZooKeeper({ connect, timeout: 10_000, debug_level: ZooKeeper.constants.ZOO_LOG_LEVEL_ERROR, host_order_deterministic: false });
-    await new Promise<void>((resolve) => {
-      admin.once('connect', () => resolve());
-      admin.init({});
-    });
+    adminSession = new ZooKeeperSession({ connect }, 'zookeeper-admin', 10_000);
+    admin = await adminSession.client();
   });
 
   afterEach(async () => {
@@ -66,8 +65,8 @@ describe('ZooKeeper: a process frozen past its session (SIGSTOP)', () => {
     await Promise.allSettled(managers.splice(0).map((created) => created.close()));
   }, 20_000);
 
-  afterAll(() => {
-    admin?.close();
+  afterAll(async () => {
+    await adminSession?.close();
   });
 
   for (const kind of ['lock', 'permit'] as const) {

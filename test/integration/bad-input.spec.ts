@@ -23,12 +23,12 @@ import { RedisLockStrategy, RedlockStrategy } from '@app/distributed-lock/strate
 import { PessimisticLockStrategy, RowLockStrategy } from '@app/distributed-lock/strategies/database';
 import { EtcdLockStrategy } from '@app/distributed-lock/strategies/etcd';
 import { ZooKeeperLockStrategy } from '@app/distributed-lock/strategies/zookeeper';
+import { ZooKeeperSession } from '@app/distributed-lock/strategies/zookeeper/zookeeper-session';
 import { MemcachedLockStrategy } from '@app/distributed-lock/strategies/memcached';
 import { memcachedLockKey } from '@app/distributed-lock/strategies/memcached/memcached-keys';
 import { Etcd3 } from 'etcd3';
 import { Redis } from 'ioredis';
 import { createConnection } from 'mysql2/promise';
-import ZooKeeper from 'zookeeper';
 import { closedPort, SilentServer } from '../support/silent-server';
 import { memcachedServer, rawMemcached } from '../support/memcached-subject';
 
@@ -248,7 +248,7 @@ describe('Bad input: client package not installed', () => {
   it.each([
     ['ioredis', 'redis'],
     ['etcd3', 'etcd'],
-    ['zookeeper', 'zookeeper'],
+    ['node-zookeeper-client', 'zookeeper'],
     ['typeorm', 'database'],
     ['pg', 'postgres'],
     ['mysql2', 'mysql'],
@@ -361,20 +361,17 @@ describe('Injection through keys', () => {
 
   it('ZooKeeper: every key is one node directly under the base path, never a path of its own', async () => {
     const manager = new LockManager(new ZooKeeperLockStrategy({ connect: process.env.LOCK_TEST_ZOOKEEPER as string, basePath: `/inject-${run}` }));
-    const client = new ZooKeeper({ connect: process.env.LOCK_TEST_ZOOKEEPER as string, timeout: 5_000, debug_level: ZooKeeper.constants.ZOO_LOG_LEVEL_ERROR, host_order_deterministic: false });
+    const session = new ZooKeeperSession({ connect: process.env.LOCK_TEST_ZOOKEEPER as string }, 'inject-reader', 10_000);
     try {
       const locks = new LockService(manager);
       const held = await Promise.all(ATTACKS.map((key) => locks.acquire(key)));
-      await new Promise<void>((ready) => {
-        client.once('connect', () => ready());
-        client.init({});
-      });
+      const client = await session.client();
       const children = await client.get_children(`/inject-${run}`, false);
       expect(children).toHaveLength(ATTACKS.length);
       expect(await client.exists('/zookeeper/quota/_c_', false).catch(() => null)).toBeFalsy();
       await Promise.all(held.map((lock) => lock.release()));
     } finally {
-      client.close();
+      await session.close();
       await manager.close();
     }
   });

@@ -1,6 +1,8 @@
 import { createHash, randomUUID } from 'node:crypto';
+import { createRequire } from 'node:module';
 import { LockManager, LockPermissionDeniedError, LockService, type LockHandle } from '@app/distributed-lock';
 import { ZooKeeperLockStrategy, type ZooKeeperLeaseGrant } from '@app/distributed-lock/strategies/zookeeper';
+import type { NzkClient } from '@app/distributed-lock/strategies/zookeeper/node-zookeeper-client.type';
 import { zkErrorCode, ZK_ERRORS, type ZooKeeperLockClient } from '@app/distributed-lock/strategies/zookeeper/zookeeper-client.type';
 import { zkLockPath, zkSemaphorePath } from '@app/distributed-lock/strategies/zookeeper/zookeeper-paths';
 import { ZooKeeperSession } from '@app/distributed-lock/strategies/zookeeper/zookeeper-session';
@@ -63,8 +65,7 @@ describe('ZooKeeper strategy with digest authentication: lock nodes only its ide
   const sessions: ZooKeeperSession[] = [];
   /** A raw client of another ZooKeeper user of the same ensemble: unauthenticated, or with a digest of its own. */
   const stranger = async (digestAuth?: string): Promise<ZooKeeperLockClient> => {
-    // The package's own client (no fast paths): it has get_acl too.
-    const session = new ZooKeeperSession({ connect: connect(), digestAuth, fastPaths: false }, 'stranger', 10_000);
+    const session = new ZooKeeperSession({ connect: connect(), digestAuth }, 'stranger', 10_000);
     sessions.push(session);
     return session.client();
   };
@@ -136,11 +137,8 @@ describe('ZooKeeper strategy with digest authentication: lock nodes only its ide
   it('gives the nodes it creates an ACL naming only its digest identity (digest:user:base64(sha1(user:password)):cdrwa)', async () => {
     const lock = await new LockService(owner).acquire(`acl:${run}`);
     const znode = (lock.grant as ZooKeeperLeaseGrant).znode;
-    const client = await stranger(`locksvc:${OWNER_PASSWORD}`);
-    const get = (path: string): Promise<Array<{ perms: number; scheme: string; auth: string }>> =>
-      (client as unknown as { get_acl(path: string): Promise<[Array<{ perms: number; scheme: string; auth: string }>]> }).get_acl(path).then(([acl]) => acl);
     for (const path of [BASE, znode.slice(0, znode.lastIndexOf('/'))]) {
-      const acl = await get(path);
+      const acl = await aclOf(path, `locksvc:${OWNER_PASSWORD}`);
       // The id the recipe's `openssl dgst -binary -sha1 | openssl base64` line computes.
       expect(acl).toEqual([{ perms: 31, scheme: 'digest', auth: digestId('locksvc', OWNER_PASSWORD) }]);
     }
@@ -195,3 +193,25 @@ describe('ZooKeeper strategy with digest authentication: lock nodes only its ide
     await (await new LockService(owner).acquire(`wrong:${run}`)).release();
   });
 });
+
+/** A node's ACL, read by a client of the `node-zookeeper-client` package (the strategy reads no ACL itself). */
+async function aclOf(path: string, digestAuth: string): Promise<Array<{ perms: number; scheme: string; auth: string }>> {
+  interface Acl {
+    readonly permission: number;
+    readonly id: { readonly scheme: string; readonly id: string };
+  }
+  const zk = createRequire(__filename)('node-zookeeper-client') as {
+    createClient(connect: string): NzkClient & { getACL(path: string, callback: (error: unknown, acls: Acl[]) => void): void; once(event: 'connected', listener: () => void): void };
+  };
+  const client = zk.createClient(connect());
+  client.addAuthInfo('digest', Buffer.from(digestAuth));
+  const connected = new Promise<void>((resolve) => client.once('connected', resolve));
+  client.connect();
+  try {
+    await connected;
+    const acls = await new Promise<Acl[]>((resolve, reject) => client.getACL(path, (error, found) => (error ? reject(error) : resolve(found))));
+    return acls.map((acl) => ({ perms: acl.permission, scheme: acl.id.scheme, auth: acl.id.id }));
+  } finally {
+    client.close();
+  }
+}

@@ -28,7 +28,7 @@ function lossyClient(real: ZooKeeperLockClient, failedLookups: number): ZooKeepe
       if (lossy.creates === 1) throw connectionLoss();
       return created;
     },
-    get_children: async (path: string, watch: boolean): Promise<string[]> => {
+    get_children: async (path: string, watch: false): Promise<string[]> => {
       if (lookupsToFail > 0) {
         lookupsToFail -= 1;
         throw connectionLoss();
@@ -111,12 +111,12 @@ describe('ZooKeeper strategy: hand-over within a process', () => {
     // The strategy's own client, with its children listings (with or without stat) and watches counted.
     const client = await (strategy as unknown as { session: ZooKeeperSession }).session.client();
     const list = client.get_children.bind(client);
-    client.get_children = (path: string, watch: boolean) => {
+    client.get_children = (path: string, watch: false) => {
       listings += 1;
       return list(path, watch);
     };
     const listWithStat = client.get_children2.bind(client);
-    client.get_children2 = (path: string, watch: boolean) => {
+    client.get_children2 = (path: string, watch: false) => {
       listings += 1;
       return listWithStat(path, watch);
     };
@@ -223,7 +223,7 @@ describe('ZooKeeper strategy: fencing token read with the first look', () => {
     await (await locks.acquire(key)).release();
     const realList = client.get_children2.bind(client);
     // Between our create and our first look, a contender creates its node and deletes it again.
-    client.get_children2 = (async (path: string, watch: boolean) => {
+    client.get_children2 = (async (path: string, watch: false) => {
       if (path === lockPath) {
         const visitor = await client.create(`${lockPath}/${zkContenderPrefix(randomUUID(), 'exclusive')}`, 'visitor', 3);
         await client.delete_(visitor, -1);
@@ -245,12 +245,12 @@ describe('ZooKeeper strategy: fencing token read with the first look', () => {
   });
 });
 
-describe('ZooKeeper strategy: calls straight to the native binding', () => {
+describe('ZooKeeper strategy: its client on Node\'s sockets', () => {
   let session: ZooKeeperSession;
   let manager: LockManager;
 
   beforeAll(() => {
-    session = new ZooKeeperSession({ connect: process.env.LOCK_TEST_ZOOKEEPER as string }, 'zookeeper-native-test', 10_000);
+    session = new ZooKeeperSession({ connect: process.env.LOCK_TEST_ZOOKEEPER as string }, 'zookeeper-client-test', 10_000);
     manager = new LockManager(new ZooKeeperLockStrategy({ connect: process.env.LOCK_TEST_ZOOKEEPER as string, basePath: BASE }));
   });
 
@@ -258,7 +258,7 @@ describe('ZooKeeper strategy: calls straight to the native binding', () => {
     await Promise.all([manager.close(), session.close()]);
   });
 
-  it('takes and frees a lock without the package building a log line per call', async () => {
+  it('takes and frees a lock without building a log line per call', async () => {
     const locks = new LockService(manager);
     await (await locks.acquire(`native:${run}`)).release(); // session open, lock node made
     const inspect = vi.spyOn(util, 'inspect');
@@ -327,21 +327,39 @@ describe('ZooKeeper strategy: calls straight to the native binding', () => {
     }
   });
 
-  it('answers and fails like the package: results as it gives them, errors carrying ZooKeeper\'s code', async () => {
+  it('answers with stats whose zxids are numbers, and fails with ZooKeeper\'s code', async () => {
     const client = await session.client();
     await ensureLockNode(client, BASE, `${BASE}/native-${run}`);
     const created = await client.create(`${BASE}/native-${run}/n-`, 'owner', 3);
     expect(created).toMatch(new RegExp(`^${BASE}/native-${run}/n-\\d{10}$`));
-    const [children, stat] = (await client.get_children2(`${BASE}/native-${run}`, false)) as unknown as [string[], { pzxid: unknown }];
+    const [children, stat] = await client.get_children2(`${BASE}/native-${run}`, false);
     expect(children).toEqual([created.split('/').pop()]);
-    expect(stat.pzxid).toBeDefined();
+    const own = await client.exists(created, false);
+    expect(own.czxid).toBeGreaterThan(0);
+    expect(stat.pzxid).toBe(own.czxid); // our create is the last change to the lock node's children
     expect(await client.get_children(`${BASE}/native-${run}`, false)).toEqual(children);
-    expect(await client.exists(created, false)).toMatchObject({ ephemeralOwner: expect.anything() });
+    const [, data] = await client.get(created, false);
+    expect(data.toString()).toBe('owner');
     await client.delete_(created, -1);
     const missing = await client.exists(created, false).catch((error: unknown) => error);
     expect(zkErrorCode(missing)).toBe(-101);
     const duplicate = await client.create(`${BASE}/native-${run}`, '', 0).catch((error: unknown) => error);
     expect(zkErrorCode(duplicate)).toBe(-110);
+  });
+
+  it('leaves no watch behind on a node that was already gone: its path made again fires nothing', async () => {
+    const client = await session.client();
+    const path = `${BASE}/gone-${run}`;
+    await client.create(path, '', 0);
+    await client.delete_(path, -1);
+    const watcher = vi.fn();
+    expect(zkErrorCode(await client.w_exists(path, watcher).catch((error: unknown) => error))).toBe(-101);
+    await client.create(path, '', 0);
+    const stat = await client.w_exists(path, watcher); // a watch that is set does fire
+    expect(stat.czxid).toBeGreaterThan(0);
+    await client.delete_(path, -1);
+    await vi.waitFor(() => expect(watcher).toHaveBeenCalledTimes(1), { timeout: 5_000 });
+    expect(watcher).toHaveBeenCalledWith(2);
   });
 });
 

@@ -16,12 +16,17 @@ export class HeldBackProxy {
     this.server = createServer((client) => this.pipe(client));
   }
 
-  /** Listens on a free 127.0.0.1 port and resolves it. */
-  async start(): Promise<number> {
+  /** Listens on 127.0.0.1 (on `port`, or a free port) and resolves the port. */
+  async start(port = 0): Promise<number> {
     await new Promise<void>((resolve, reject) => {
       this.server.once('error', reject);
-      this.server.listen(0, '127.0.0.1', () => resolve());
+      this.server.listen(port, '127.0.0.1', () => resolve());
     });
+    return this.port;
+  }
+
+  /** The port it listens on. */
+  get port(): number {
     return (this.server.address() as AddressInfo).port;
   }
 

@@ -265,7 +265,7 @@ export class ZooKeeperLockStrategy implements LockStrategy {
         this.held.nodeDeleted(request.owner, path);
       });
       ownStat.catch(() => undefined); // awaited below; a failure surfaces there
-      // The session ending wakes the wait: no watch of ours fires then (the native client drops them all).
+      // The session ending wakes the wait: no watch of ours fires then (the client drops them all).
       let stopWatchingSession: () => void = () => undefined;
       const sessionGone = new Promise<void>((resolve) => (stopWatchingSession = this.session.onExpired(() => resolve(), client)));
       try {
@@ -366,7 +366,7 @@ export class ZooKeeperLockStrategy implements LockStrategy {
           await client.delete_(path, -1);
           return true;
         } catch (error) {
-          // The session ended under the call (the native client just learned of its expiry): asked again
+          // The session ended under the call (the client just learned of its expiry): asked again
           // on a new session, which finds the node gone with the old one, or deletes it.
           if (attempt === 0 && this.session.endedBy(client, error)) continue;
           throw error;

@@ -1,10 +1,9 @@
 import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
 import { assertDuration, assertKnownKeys, describe } from '../../locking/lock-options';
-import { assertFastPaths } from '../fast-paths-option';
 import { strategyName } from '../strategy-name';
 import type { ZooKeeperLockStrategyOptions } from './zookeeper-lock.strategy';
 
-const OPTION_KEYS = ['connect', 'sessionTimeout', 'digestAuth', 'fastPaths', 'name', 'basePath', 'connectTimeout'];
+const OPTION_KEYS = ['connect', 'sessionTimeout', 'digestAuth', 'name', 'basePath', 'connectTimeout'];
 
 /** What the ZooKeeper strategy keeps of its options, once they are checked. */
 export interface ValidZooKeeperOptions {
@@ -29,7 +28,6 @@ export function validZooKeeperOptions(options: ZooKeeperLockStrategyOptions): Va
   if (options.digestAuth !== undefined && (typeof options.digestAuth !== 'string' || !options.digestAuth.includes(':'))) {
     throw new InvalidLockOptionsError('digestAuth', 'expected "user:password".');
   }
-  assertFastPaths(options.fastPaths);
   const connectTimeout = assertDuration(options.connectTimeout ?? 10_000, 'connectTimeout', 100);
   return { name, basePath, digestUser: options.digestAuth?.slice(0, options.digestAuth.indexOf(':')), connectTimeout };
 }

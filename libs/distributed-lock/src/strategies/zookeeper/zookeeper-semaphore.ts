@@ -228,7 +228,7 @@ export class ZooKeeperSemaphore implements SemaphoreStrategy {
         await clearForResize(client, semaphorePath, record);
         return { again: 'resize', actual: size };
       }
-      // The session ending wakes a wait: no watch of ours fires then (the native client drops them all).
+      // The session ending wakes a wait: no watch of ours fires then (the client drops them all).
       const sessionGone = new Promise<void>((resolve) => (stopWatchingSession = this.deps.session.onExpired(() => resolve(), client)));
       for (let round = 0; ; round += 1) {
         let changed: () => void = () => undefined;

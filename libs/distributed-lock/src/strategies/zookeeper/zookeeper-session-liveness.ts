@@ -10,7 +10,7 @@ const MIN_LOSS_MARGIN_MS = 100;
 
 /**
  * A connected session is probed this many times per session timeout (an `exists` of "/"). The answers
- * tell when the server last heard from us; they replace the native client's own pings (sent after a third
+ * tell when the server last heard from us; they replace the client's own pings (sent after a third
  * of the timeout without a request), which it does not report.
  */
 const PROBES_PER_SESSION_TIMEOUT = 4;
@@ -44,13 +44,13 @@ export interface LivenessDeps {
  * Probes (PROBES_PER_SESSION_TIMEOUT) keep that time recent, so a cut at time c is reported between
  * about c + 0.65 × timeout (the last answered probe went out a probe interval before the cut) and c + 0.9 ×
  * timeout (it came right before the cut), plus however late our timer fires. The count starts when the
- * native client raises 'connecting': at once when the connection breaks, at the latest two thirds of the
+ * client raises 'connecting': at once when the connection breaks, at the latest two thirds of the
  * timeout after it last heard from the server (its receive timeout); if that is past the point already,
  * the session is given up at once. A reconnect before the point ('connect') cancels the count.
  *
  * A process that was frozen (SIGSTOP, a stalled VM, a long GC pause) runs none of that while it sleeps,
- * nor does the native client, whose I/O runs on the same event loop: when it wakes, its timers fire late,
- * in an order of their own, and the native client learns of the expiry only after a round trip. So
+ * nor does the client, whose I/O runs on the same event loop: when it wakes, its timers fire late,
+ * in an order of their own, and the client learns of the expiry only after a round trip. So
  * `presumedExpired()` compares the time since the server last heard from us with the same point, on
  * the monotonic clock, whenever it is asked: the session answers for itself at the first read or call
  * after waking, before any timer had the chance to run.

@@ -1,6 +1,7 @@
 import { EventEmitter } from 'node:events';
 import type { ZooKeeperSessionClient } from './zookeeper-client.type';
-import { ZooKeeperSession, type ZooKeeperClientConfig, type ZooKeeperSessionEnd } from './zookeeper-session';
+import type { ZooKeeperClientConfig } from './zookeeper-client';
+import { ZooKeeperSession, type ZooKeeperSessionEnd } from './zookeeper-session';
 
 /** A native client that connects at once and answers probes as told; tests raise its events. */
 class FakeNativeClient extends EventEmitter {
@@ -219,24 +220,6 @@ describe('ZooKeeperSession: a session cut off from the ensemble', () => {
     vi.advanceTimersByTime(10_000);
     expect(ends).toEqual([]);
     expect(vi.getTimerCount()).toBe(0);
-  });
-
-  it.each([
-    [undefined, 'the native binding'],
-    [false, "the package's promise API"],
-  ])('with fastPaths %s, sends the protocol\'s calls through %s', async (fastPaths, _through) => {
-    const created: FakeNativeClient[] = [];
-    const native = { a_create: vi.fn(), a_exists: vi.fn(), aw_exists: vi.fn(), a_get_children: vi.fn(), a_get_children2: vi.fn(), a_delete_: vi.fn() };
-    const session = new ZooKeeperSession({ connect: '127.0.0.1:1', sessionTimeout: SESSION_TIMEOUT_MS, fastPaths }, 'zookeeper', 1_000, {
-      createClient: (config) => {
-        const client = Object.assign(new FakeNativeClient(config, config.timeout), { native, add_auth: vi.fn(), set_acl: vi.fn() });
-        created.push(client);
-        return client as unknown as ZooKeeperSessionClient;
-      },
-    });
-    const client = await session.client();
-    expect(client === (created[0] as unknown)).toBe(fastPaths === false);
-    await session.close();
   });
 
   it('opens no session once closed: a late caller gets LockBackendUnavailableError', async () => {

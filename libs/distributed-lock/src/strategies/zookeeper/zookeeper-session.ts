@@ -1,7 +1,8 @@
 import { LockBackendUnavailableError } from '../../errors/lock-backend-unavailable.error';
 import { loadPeerDependency } from '../load-peer-dependency';
+import type { NzkModule } from './node-zookeeper-client.type';
 import { ZK_ERRORS, zkErrorCode, type ZooKeeperLockClient, type ZooKeeperSessionClient } from './zookeeper-client.type';
-import { withNativeCalls } from './zookeeper-internals';
+import { ZooKeeperClient, type ZooKeeperClientConfig } from './zookeeper-client';
 import { livenessNow, SessionLiveness } from './zookeeper-session-liveness';
 
 /** How to open a ZooKeeper session. */
@@ -19,19 +20,12 @@ export interface ZooKeeperConnectionOptions {
    * (world:anyone:cdrwa): any client of the ensemble can delete them. Default: none.
    */
   readonly digestAuth?: string;
-  /**
-   * Send the lock protocol's calls (create, exists, children, delete) straight to the `zookeeper` package's
-   * native binding, with the same arguments, answers and errors as its promise API (see
-   * `zookeeper-internals.ts`). `false`: through the package's promise API only, a little slower; for a
-   * package version whose binding this path no longer fits. Default true.
-   */
-  readonly fastPaths?: boolean;
 }
 
 /** How a session ended, as its listeners are told. */
 export type ZooKeeperSessionEnd =
   /**
-   * The server expired (or closed) it: its ephemeral nodes are gone. The native client learns this only
+   * The server expired (or closed) it: its ephemeral nodes are gone. The client learns this only
    * once it reaches the ensemble again.
    */
   | 'expired'
@@ -43,14 +37,6 @@ export type ZooKeeperSessionEnd =
    */
   | 'given-up';
 
-/** What the native client is built from (some of the `zookeeper` package's constructor options). */
-export interface ZooKeeperClientConfig {
-  readonly connect: string;
-  /** Requested session timeout in ms. */
-  readonly timeout: number;
-  readonly host_order_deterministic: boolean;
-}
-
 /** Hooks of a session: the strategy's view of it, and (for tests) where clients come from. */
 export interface ZooKeeperSessionHooks {
   /**
@@ -58,7 +44,7 @@ export interface ZooKeeperSessionHooks {
    * Default: whether anyone listens for its end.
    */
   readonly holdsLocks?: () => boolean;
-  /** Makes a native client. Default: the `zookeeper` package's (an optional peer dependency). */
+  /** Makes a client. Default: one over the `node-zookeeper-client` package (an optional peer dependency). */
   readonly createClient?: (config: ZooKeeperClientConfig) => ZooKeeperSessionClient;
 }
 
@@ -71,20 +57,19 @@ const DEFAULT_SESSION_TIMEOUT_MS = 10_000;
  * reconnects by itself. An expired session is final: every lock held on it is lost (listeners are told),
  * and the next operation opens a new session.
  *
- * The native client reports an expiry only once it reaches the ensemble again, which may be long after
+ * The client reports an expiry only once it reaches the ensemble again, which may be long after
  * the server expired the session and let another holder in. So, like Curator's connection state manager
  * ("SUSPENDED, then LOST once the session timeout has passed"), a session that stays disconnected while
  * locks are held is given up before the server could have expired it: its listeners are told, its
  * handle is closed, and the next operation opens a new session (see SessionLiveness).
  *
  * A process frozen past its session (SIGSTOP, a stalled VM) wakes with timers that fire late and a
- * native client that has not yet heard of the expiry (its calls then fail with "zookeeper is closing" as
- * it does). So the session is also checked on the monotonic clock when it is used: `client()` never hands
+ * client that has not yet heard of the expiry (its calls then fail as it does). So the session is also checked on the monotonic clock when it is used: `client()` never hands
  * out a session the server may have expired (it is given up, and the caller waits for a new one), and
  * `isAlive()` tells a holder, at its first read after waking, that its session and every lock on it are gone.
  */
 export class ZooKeeperSession {
-  private current: Promise<ZooKeeperLockClient> | undefined;
+  private current: Promise<ZooKeeperSessionClient> | undefined;
   /** The open session, once connected. */
   private live: LiveSession | undefined;
   private readonly expiryListeners = new Set<(end: ZooKeeperSessionEnd) => void>();
@@ -101,17 +86,17 @@ export class ZooKeeperSession {
     private readonly hooks: ZooKeeperSessionHooks = {},
   ) {
     // A missing client package is reported at construction, as every other strategy does, not at the
-    // first lock (the native module is loaded once; Node caches it).
-    if (!hooks.createClient) loadPeerDependency<typeof import('zookeeper')>('zookeeper', strategy);
+    // first lock (the module is loaded once; Node caches it).
+    if (!hooks.createClient) loadPeerDependency<NzkModule>('node-zookeeper-client', strategy);
   }
 
   /** The connected client, opening a session if there is none. Never opens one once closed. */
   client(): Promise<ZooKeeperLockClient> {
     // A late caller (an orphan sweep, a lock attempt that was in flight) must not open a session nobody
-    // would close: its native client would keep reconnecting, and the process alive, forever.
+    // would close: its client would keep reconnecting, and the process alive, forever.
     if (this.closing) return Promise.reject(new LockBackendUnavailableError(this.strategy, 'open a session (the strategy is closed)', 0));
     // A session the server may have expired (the process was frozen past it) is not handed out: a call on
-    // it would fail as the native client learns of the expiry. It is given up, and the caller gets a new one.
+    // it would fail as the client learns of the expiry. It is given up, and the caller gets a new one.
     if (this.live?.liveness.presumedExpired()) this.giveUp(this.live, true);
     this.current ??= this.open().catch((error: unknown) => {
       this.current = undefined;
@@ -155,7 +140,7 @@ export class ZooKeeperSession {
 
   /**
    * Whether `error`, from a call on `client`, says that its session is gone: expired on the server, or
-   * its handle closing or closed (the native client learned of the expiry). The session then ends here
+   * its handle closing or closed (the client learned of the expiry). The session then ends here
    * now, if it has not already, and the next call opens a new one.
    */
   endedBy(client: ZooKeeperLockClient, error: unknown): boolean {
@@ -167,7 +152,7 @@ export class ZooKeeperSession {
   async close(): Promise<void> {
     this.closing = true;
     // A connection still being made is given up now, not when its connect timeout ends: until then its
-    // native client keeps retrying (against a server that may never come) and keeps the process alive.
+    // client keeps retrying (against a server that may never come) and keeps the process alive.
     this.abandonConnect?.();
     this.live?.liveness.stop();
     const current = this.current;
@@ -177,17 +162,12 @@ export class ZooKeeperSession {
 
   private newClient(config: ZooKeeperClientConfig): ZooKeeperSessionClient {
     if (this.hooks.createClient) return this.hooks.createClient(config);
-    const ZooKeeper = loadPeerDependency<typeof import('zookeeper')>('zookeeper', this.strategy);
-    return new ZooKeeper({ ...config, debug_level: ZooKeeper.constants.ZOO_LOG_LEVEL_ERROR }) as unknown as ZooKeeperSessionClient;
+    return new ZooKeeperClient(loadPeerDependency<NzkModule>('node-zookeeper-client', this.strategy), config);
   }
 
-  private async open(): Promise<ZooKeeperLockClient> {
+  private async open(): Promise<ZooKeeperSessionClient> {
     const requestedTimeout = this.options.sessionTimeout ?? DEFAULT_SESSION_TIMEOUT_MS;
-    const raw = this.newClient({
-      connect: this.options.connect,
-      timeout: requestedTimeout,
-      host_order_deterministic: false,
-    });
+    const raw = this.newClient({ connect: this.options.connect, timeout: requestedTimeout });
     // The server creates the session after this: it has heard from us no earlier.
     const started = livenessNow();
     const elapsed = (): number => Math.round(livenessNow() - started);
@@ -207,7 +187,7 @@ export class ZooKeeperSession {
       });
       raw.init({});
     });
-    const client = this.options.fastPaths === false ? raw : withNativeCalls(raw);
+    const client = raw;
     const liveness = new SessionLiveness({
       // An answer is what counts, also "no node" (a chroot whose root is not created yet).
       probe: () =>
@@ -230,7 +210,7 @@ export class ZooKeeperSession {
     if (this.options.digestAuth) {
       try {
         await new Promise<void>((resolve, reject) =>
-          (raw as unknown as { add_auth(scheme: string, auth: string, cb: (rc: number, error: string) => void): void }).add_auth('digest', this.options.digestAuth as string, (rc, error) =>
+          raw.add_auth('digest', this.options.digestAuth as string, (rc, error) =>
             rc === 0 ? resolve() : reject(new LockBackendUnavailableError(this.strategy, `authenticate to ZooKeeper (${error})`, elapsed())),
           ),
         );
@@ -292,7 +272,7 @@ export class ZooKeeperSession {
   }
 }
 
-/** The open session: its client as the strategy uses it, the native client, and the count of its liveness. */
+/** The open session: its client as the strategy uses it, the same client as the session holds it, and the count of its liveness. */
 interface LiveSession {
   readonly client: ZooKeeperLockClient;
   readonly raw: ZooKeeperSessionClient;

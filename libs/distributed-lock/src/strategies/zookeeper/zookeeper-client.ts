@@ -1,0 +1,213 @@
+import { EventEmitter } from 'node:events';
+import { performance } from 'node:perf_hooks';
+import type { Socket } from 'node:net';
+import { ZK_ERRORS, type ZooKeeperAclEntry, type ZooKeeperSessionClient, type ZooKeeperStat, type ZooKeeperWatcher } from './zookeeper-client.type';
+import { NZK_STATES, type NzkClient, type NzkException, type NzkModule, type NzkStat, type NzkWatcher } from './node-zookeeper-client.type';
+
+/** What a session is opened with. */
+export interface ZooKeeperClientConfig {
+  readonly connect: string;
+  /** Requested session timeout in ms. */
+  readonly timeout: number;
+}
+
+/** How often the socket's silence is checked. */
+const WATCH_EVERY_MS = 100;
+/** How long a session being closed waits for the server's answer before its socket is dropped. */
+const CLOSE_BOUND_MS = 1_000;
+/** The pause before the servers are tried again, once each has been tried (the package picks 0 to this). */
+const SPIN_DELAY_MS = 250;
+
+/**
+ * A ZooKeeper session over `node-zookeeper-client`, a client on Node's own sockets, in the shape the
+ * session and the lock protocol use. It adds what that package leaves out, as ZooKeeper's own clients do:
+ *
+ * - **A read timeout.** A server that stops answering (frozen, or a member that accepts and never answers
+ *   while it elects a leader) would hold the package's socket forever. Silent for two thirds of the session
+ *   timeout while connected (the server is pinged every third), or for the package's connect bound during the
+ *   handshake, the socket is dropped and the next server tried, as the Java and C clients do.
+ * - **Calls that end with their session.** The package leaves a call queued while it reconnects; if the
+ *   session turns out expired, or is closed here, such a call would never be answered. Every call still
+ *   waiting then fails with SESSION_EXPIRED or CLOSING, the codes the session reads as "ended".
+ * - **A watch that leaves nothing behind.** `w_exists` reads the node's data with a watch (as Curator's lock
+ *   does): a node already gone gives NO_NODE and no watch, where an exists watch would stay for a create that
+ *   never comes, on this client and on the server, for the life of the session.
+ *
+ * The `zookeeper` package's native binding, used before, could leave another socket of the process unread
+ * after a connection attempt timed out (docs/strategies/zookeeper.md): a client on Node's sockets cannot.
+ */
+export class ZooKeeperClient extends EventEmitter implements ZooKeeperSessionClient {
+  private readonly client: NzkClient;
+  /** Rejections of the calls still waiting for their answer. */
+  private readonly waiting = new Set<(error: Error) => void>();
+  /** Why calls fail from now on: the session expired, or was closed here. */
+  private ended: 'expired' | 'closed' | undefined;
+  private watchdog: NodeJS.Timeout | undefined;
+  private watchedSocket: Socket | undefined;
+  private heardAt = 0;
+
+  constructor(
+    private readonly zk: NzkModule,
+    config: ZooKeeperClientConfig,
+  ) {
+    super();
+    // retries 0: a call that loses its connection fails, and the lock protocol decides what that means.
+    this.client = zk.createClient(config.connect, { sessionTimeout: config.timeout, spinDelay: SPIN_DELAY_MS, retries: 0 });
+  }
+
+  get timeout(): number {
+    return this.client.getSessionTimeout();
+  }
+
+  init(): void {
+    this.client.on('connected', () => this.emit('connect'));
+    this.client.on('disconnected', () => {
+      if (!this.ended) this.emit('connecting');
+    });
+    this.client.on('expired', () => this.end('expired'));
+    this.client.on('authenticationFailed', () => this.end('expired'));
+    this.watchdog = setInterval(() => this.watchSocket(), WATCH_EVERY_MS);
+    this.watchdog.unref();
+    this.client.connect();
+  }
+
+  close(): void {
+    if (this.ended === 'closed') return;
+    const internals = this.client.connectionManager;
+    if (!this.ended && internals.state === NZK_STATES.CONNECTED) {
+      // Connected: the server is asked to end the session (its ephemeral nodes go at once).
+      this.client.close();
+      this.heardAt = performance.now();
+    } else if (internals.state !== NZK_STATES.CLOSED) {
+      // Not connected: nothing to tell a server; the package stops reconnecting once its socket closes. A
+      // session the server still has expires there.
+      internals.setState(NZK_STATES.CLOSING);
+      internals.socket?.destroy();
+    }
+    this.end('closed');
+  }
+
+  add_auth(scheme: string, auth: string, callback: (rc: number, error: string) => void): void {
+    // The package sends the credentials without telling how they were taken: a call sent behind them on the
+    // same connection is answered after them, and fails if the server refused them (it then drops the
+    // connection). A digest is never refused: a wrong password is another identity, refused by the ACLs.
+    this.client.addAuthInfo(scheme, Buffer.from(auth));
+    this.exists('/').then(
+      () => callback(0, ''),
+      (error: Error) => (Number.parseInt(error.message, 10) === ZK_ERRORS.NO_NODE ? callback(0, '') : callback(Number.parseInt(error.message, 10), error.message)),
+    );
+  }
+
+  create(path: string, data: string, flags: number): Promise<string> {
+    return this.call<[string], string>((cb) => this.client.create(path, Buffer.from(data), this.zk.ACL.OPEN_ACL_UNSAFE, flags, cb), (created) => created);
+  }
+
+  exists(path: string, _watch?: false): Promise<ZooKeeperStat> {
+    return this.call<[NzkStat | null], ZooKeeperStat>(
+      (cb) => this.client.exists(path, undefined, cb),
+      (stat) => {
+        if (!stat) throw new Error(`${ZK_ERRORS.NO_NODE} NO_NODE`);
+        return statOf(stat);
+      },
+    );
+  }
+
+  w_exists(path: string, watcher: ZooKeeperWatcher): Promise<ZooKeeperStat> {
+    return this.call<[Buffer | null, NzkStat], ZooKeeperStat>(
+      (cb) => this.client.getData(path, watchOf(watcher), cb),
+      (_data, stat) => statOf(stat),
+    );
+  }
+
+  get_children(path: string, _watch?: false): Promise<string[]> {
+    return this.call<[string[], NzkStat], string[]>((cb) => this.client.getChildren(path, undefined, cb), (children) => children);
+  }
+
+  w_get_children(path: string, watcher: ZooKeeperWatcher): Promise<string[]> {
+    return this.call<[string[], NzkStat], string[]>((cb) => this.client.getChildren(path, watchOf(watcher), cb), (children) => children);
+  }
+
+  get_children2(path: string, _watch?: false): Promise<[string[], ZooKeeperStat]> {
+    return this.call<[string[], NzkStat], [string[], ZooKeeperStat]>((cb) => this.client.getChildren(path, undefined, cb), (children, stat) => [children, statOf(stat)]);
+  }
+
+  get(path: string, _watch?: false): Promise<[ZooKeeperStat, Buffer]> {
+    return this.call<[Buffer | null, NzkStat], [ZooKeeperStat, Buffer]>((cb) => this.client.getData(path, undefined, cb), (data, stat) => [statOf(stat), data ?? Buffer.alloc(0)]);
+  }
+
+  delete_(path: string, version: number): Promise<void> {
+    return this.call<[], void>((cb) => this.client.remove(path, version, cb), () => undefined);
+  }
+
+  set_acl(path: string, version: number, acl: readonly ZooKeeperAclEntry[]): Promise<void> {
+    const entries = acl.map((entry) => new this.zk.ACL(entry.perms, new this.zk.Id(entry.scheme, entry.auth)));
+    return this.call<[NzkStat], void>((cb) => this.client.setACL(path, entries, version, cb), () => undefined);
+  }
+
+  /** One call: its answer picked, its error as "<code> <name>", and failed at once if the session ended. */
+  private call<R extends unknown[], T>(send: (callback: (error: NzkException | null, ...result: R) => void) => void, pick: (...result: R) => T): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      if (this.ended) return reject(this.endedError());
+      this.waiting.add(reject);
+      send((error, ...result) => {
+        if (!this.waiting.delete(reject)) return; // failed already, when its session ended
+        if (error) return reject(this.errorOf(error));
+        try {
+          resolve(pick(...result));
+        } catch (picked) {
+          reject(picked);
+        }
+      });
+    });
+  }
+
+  private errorOf(error: NzkException): Error {
+    // Once the session ended, the package answers calls with CONNECTION_LOSS: the session's code instead.
+    if (this.ended && error.getCode() === ZK_ERRORS.CONNECTION_LOSS) return this.endedError();
+    return new Error(`${error.getCode()} ${error.getName()}`);
+  }
+
+  private endedError(): Error {
+    return this.ended === 'expired' ? new Error(`${ZK_ERRORS.SESSION_EXPIRED} SESSION_EXPIRED`) : new Error(`${ZK_ERRORS.CLOSING} zookeeper is closing`);
+  }
+
+  /** The session ended: every call still waiting fails, and listeners hear `close` once. */
+  private end(how: 'expired' | 'closed'): void {
+    if (this.ended) return;
+    this.ended = how;
+    const error = this.endedError();
+    const waiting = [...this.waiting];
+    this.waiting.clear();
+    for (const reject of waiting) reject(error);
+    this.emit('close');
+  }
+
+  /** Drops a socket that has been silent for too long, so that the package moves on to the next server. */
+  private watchSocket(): void {
+    const internals = this.client.connectionManager;
+    if (internals.state === NZK_STATES.CLOSED) {
+      clearInterval(this.watchdog);
+      return;
+    }
+    const socket = internals.socket;
+    if (!socket || socket.destroyed) return;
+    const now = performance.now();
+    if (socket !== this.watchedSocket) {
+      this.watchedSocket = socket;
+      this.heardAt = now;
+      socket.on('data', () => (this.heardAt = performance.now()));
+      return;
+    }
+    if (socket.connecting) return; // the package bounds the TCP connect itself
+    const bound = internals.state === NZK_STATES.CONNECTED ? (this.timeout * 2) / 3 : internals.state === NZK_STATES.CLOSING ? CLOSE_BOUND_MS : internals.connectTimeout;
+    if (now - this.heardAt > bound) socket.destroy();
+  }
+}
+
+function watchOf(watcher: ZooKeeperWatcher): NzkWatcher {
+  return (event) => watcher(event.getType());
+}
+
+function statOf(stat: NzkStat): ZooKeeperStat {
+  return { czxid: Number(stat.czxid.readBigInt64BE(0)), pzxid: Number(stat.pzxid.readBigInt64BE(0)), version: stat.version };
+}

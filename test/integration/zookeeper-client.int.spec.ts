@@ -1,0 +1,94 @@
+import { once } from 'node:events';
+import { createServer, type Server, type Socket } from 'node:net';
+import type { NzkModule } from '@app/distributed-lock/strategies/zookeeper/node-zookeeper-client.type';
+import { zkErrorCode } from '@app/distributed-lock/strategies/zookeeper/zookeeper-client.type';
+import { ZooKeeperClient } from '@app/distributed-lock/strategies/zookeeper/zookeeper-client';
+import { HeldBackProxy } from '../support/held-back-proxy';
+
+// What the strategy's client adds to node-zookeeper-client, against the real server behind a proxy that can
+// hold back what the server sends (a server that stops answering, as a frozen or partitioned one does).
+
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const zk = require('node-zookeeper-client') as NzkModule;
+const SESSION_TIMEOUT_MS = 4_000;
+const [host, port] = (process.env.LOCK_TEST_ZOOKEEPER as string).split(',')[0].split(':');
+
+const clients: ZooKeeperClient[] = [];
+const proxies: HeldBackProxy[] = [];
+
+afterEach(async () => {
+  for (const client of clients.splice(0)) client.close();
+  await Promise.all(proxies.splice(0).map((proxy) => proxy.close()));
+});
+
+async function throughProxy(): Promise<{ client: ZooKeeperClient; proxy: HeldBackProxy }> {
+  const proxy = new HeldBackProxy({ host, port: Number(port) });
+  proxies.push(proxy);
+  const client = new ZooKeeperClient(zk, { connect: `127.0.0.1:${await proxy.start()}`, timeout: SESSION_TIMEOUT_MS });
+  clients.push(client);
+  const connected = once(client, 'connect');
+  client.init();
+  await connected;
+  return { client, proxy };
+}
+
+describe('ZooKeeper client: a server that stops answering', () => {
+  it('drops the connection after two thirds of the session timeout and says so, then resumes the session', async () => {
+    const { client, proxy } = await throughProxy();
+    await client.exists('/');
+    proxy.holdBack();
+    const silentSince = Date.now();
+    await once(client, 'connecting');
+    const noticedAfter = Date.now() - silentSince;
+    // Two thirds of 4 s, checked every 100 ms; the package pings every third, so it is never sooner.
+    expect(noticedAfter).toBeGreaterThanOrEqual((SESSION_TIMEOUT_MS * 2) / 3 - 50);
+    expect(noticedAfter).toBeLessThan(SESSION_TIMEOUT_MS);
+    proxy.letThrough();
+    await once(client, 'connect'); // the same session: its server still had it
+    expect(await client.exists('/')).toMatchObject({ version: expect.any(Number) });
+  }, 20_000);
+
+  it('fails a call made while cut off with SESSION_EXPIRED once the server says the session expired, instead of leaving it unanswered', async () => {
+    const { client, proxy } = await throughProxy();
+    const ended = once(client, 'close');
+    const proxyPort = proxy.port;
+    await proxy.close(); // cut off: nothing reaches the server, which expires the session after its timeout
+    await once(client, 'connecting');
+    const call = client.exists('/').catch((error: unknown) => error);
+    await new Promise((resolve) => setTimeout(resolve, SESSION_TIMEOUT_MS + 1_500));
+    const back = new HeldBackProxy({ host, port: Number(port) });
+    proxies.push(back);
+    await back.start(proxyPort);
+    // The client reconnects, hears that its session expired, and fails the call it kept.
+    expect(zkErrorCode(await call)).toBe(-112);
+    await ended;
+    expect(zkErrorCode(await client.exists('/').catch((error: unknown) => error))).toBe(-112);
+  }, 30_000);
+});
+
+describe('ZooKeeper client: close', () => {
+  it('lets go of a member that accepted and never answered, and fails what waited with CLOSING', async () => {
+    const accepted: Socket[] = [];
+    const silent: Server = createServer((socket) => {
+      socket.on('error', () => undefined);
+      socket.resume(); // reads, so that it sees the client's end
+      accepted.push(socket);
+    });
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    try {
+      const client = new ZooKeeperClient(zk, { connect: `127.0.0.1:${(silent.address() as { port: number }).port}`, timeout: SESSION_TIMEOUT_MS });
+      client.init();
+      await vi.waitFor(() => expect(accepted).toHaveLength(1), { timeout: 2_000 });
+      const call = client.exists('/').catch((error: unknown) => error);
+      client.close();
+      expect(zkErrorCode(await call)).toBe(-116);
+      await once(accepted[0], 'close');
+      // It does not connect again.
+      await new Promise((resolve) => setTimeout(resolve, 1_500));
+      expect(accepted).toHaveLength(1);
+    } finally {
+      accepted.forEach((socket) => socket.destroy());
+      await new Promise((resolve) => silent.close(resolve));
+    }
+  }, 15_000);
+});
