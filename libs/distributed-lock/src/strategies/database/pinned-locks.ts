@@ -1,5 +1,6 @@
 import type { QueryRunner } from 'typeorm';
 import { LockBackendUnavailableError } from '../../errors/lock-backend-unavailable.error';
+import { DeadlineClock, type Deadline } from '../../locking/deadline-clock';
 import { leaseExpiry } from '../../locking/lease-expiry';
 import type { LeaseGrant, LockRequest, WaitBudget } from '../../locking/lock-lease';
 import type { LeaseLostListener, ReleaseOutcome } from '../../locking/lock-strategy.interface';
@@ -14,7 +15,8 @@ import { closeIfOpen, connectionIdOf, discardConnection, isFailedInSavepoint, le
 export interface PinnedLock {
   readonly key: string;
   readonly runner: QueryRunner;
-  timer: NodeJS.Timeout | undefined;
+  /** The lease's end, on the strategy's clock. */
+  leaseEnd: Deadline | undefined;
   readonly listeners: Set<LeaseLostListener>;
   /** The connection (and with it the lock) died while held. */
   connectionLost: boolean;
@@ -23,7 +25,7 @@ export interface PinnedLock {
 
 /** A pinned lock's state before it is held: its key and connection. */
 export function pinnedLock(key: string, runner: QueryRunner): PinnedLock {
-  return { key, runner, timer: undefined, listeners: new Set(), connectionLost: false, stopWatchingConnection: () => undefined };
+  return { key, runner, leaseEnd: undefined, listeners: new Set(), connectionLost: false, stopWatchingConnection: () => undefined };
 }
 
 /** How close to its deadline a wait given up counts as timed out rather than aborted (timers may fire early). */
@@ -57,6 +59,11 @@ export class PinnedLocks<H extends PinnedLock> {
   /** Session ends under way (waits cut, locks ended): close() resolves once the server confirmed each. */
   private readonly ending = new Set<Promise<boolean>>();
   private readonly sessions: SessionEnder;
+  /**
+   * One runtime timer for every deadline of the strategy's locks: each lease's end, each pool wait's and each
+   * server-side wait's bound. Nothing is armed with the runtime per acquisition.
+   */
+  private readonly clock = new DeadlineClock();
 
   constructor(
     private readonly strategy: string,
@@ -136,7 +143,7 @@ export class PinnedLocks<H extends PinnedLock> {
    */
   connect(runner: QueryRunner, dataSource: LockDataSource, key: string, budget: WaitBudget | undefined, deadline: number): Promise<boolean> {
     const request = { strategy: this.strategy, key, poolSize: this.poolSize, maxHeld: this.slots.max };
-    return connectInTime(runner, dataSource, request, budget, deadline, (stop) => {
+    return connectInTime(runner, dataSource, request, budget, deadline, this.clock, (stop) => {
       this.waitStoppers.add(stop);
       return () => void this.waitStoppers.delete(stop);
     });
@@ -180,7 +187,7 @@ export class PinnedLocks<H extends PinnedLock> {
       ending = this.sessions.start(id);
       this.track(ending.done);
     };
-    const timer = budget && !exactBound ? setTimeout(() => stop(true), Math.max(0, waitMs ?? 0)) : undefined;
+    const bound = budget && !exactBound ? this.clock.after(Math.max(0, waitMs ?? 0), () => stop(true)) : undefined;
     // The lock service gives the budget up at its deadline too: that is no abort (timers may run a little early).
     const stopWatchingAbort = budget ? onBudgetAbort(budget, () => stop(Date.now() >= endsAt - DEADLINE_SLACK_MS)) : undefined;
     const close = (): void => stop(false);
@@ -188,7 +195,7 @@ export class PinnedLocks<H extends PinnedLock> {
     return {
       stopped: () => cut || (budget !== undefined && budgetAborted(budget)),
       disarm: async () => {
-        clearTimeout(timer);
+        bound?.cancel();
         stopWatchingAbort?.();
         this.waitStoppers.delete(close);
         if (!ending || ending.dropIfUnsent()) return false;
@@ -262,7 +269,7 @@ export class PinnedLocks<H extends PinnedLock> {
     const held = this.held.get(owner);
     if (!held) return false;
     this.held.delete(owner);
-    clearTimeout(held.timer);
+    held.leaseEnd?.cancel();
     held.stopWatchingConnection();
     try {
       return await this.end(held, outcome);
@@ -281,6 +288,7 @@ export class PinnedLocks<H extends PinnedLock> {
     this.slots.giveUpAll();
     await Promise.all([...this.held.keys()].map((owner) => this.finish(owner, 'lost')));
     await Promise.all([...this.ending]);
+    this.clock.stop();
   }
 
   /** The holder's connection died: the lock (and its transaction) went with it. */
@@ -292,9 +300,8 @@ export class PinnedLocks<H extends PinnedLock> {
 
   /** At the lease's end a holder that did not extend loses the lock: its writes never commit late. */
   private armLease(owner: string, held: H, expiresAt: number): void {
-    clearTimeout(held.timer);
-    held.timer = setTimeout(() => this.endAndTell(owner, held, 'expired'), Math.max(0, expiresAt - Date.now()));
-    held.timer.unref?.();
+    held.leaseEnd?.cancel();
+    held.leaseEnd = this.clock.after(Math.max(0, expiresAt - Date.now()), () => this.endAndTell(owner, held, 'expired'));
   }
 
   /**

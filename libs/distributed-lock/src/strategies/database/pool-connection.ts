@@ -1,5 +1,6 @@
 import type { QueryRunner } from 'typeorm';
 import { LockBackendUnavailableError } from '../../errors/lock-backend-unavailable.error';
+import type { DeadlineClock } from '../../locking/deadline-clock';
 import type { WaitBudget } from '../../locking/lock-lease';
 import { onBudgetAbort } from '../../locking/wait-for-wake';
 import type { LockDataSource } from './database-client.type';
@@ -52,6 +53,7 @@ export function connectInTime(
   request: PoolConnectionRequest,
   budget: WaitBudget | undefined,
   deadline: number,
+  clock: DeadlineClock,
   onStop: (stop: () => void) => () => void,
 ): Promise<boolean> {
   const startedAt = Date.now();
@@ -77,7 +79,7 @@ export function connectInTime(
     const settle = (): boolean => {
       if (settled) return false;
       settled = true;
-      clearTimeout(timer);
+      ranOut.cancel();
       stopWatchingAbort();
       stopWatchingClose();
       // Left before its connection came: that connection, on its way, is ours to give back (clean-up).
@@ -89,11 +91,16 @@ export function connectInTime(
     };
     // The wait ran out before a connection came: the pool's fault only when it is (or was) full. A wait
     // shorter than opening a connection takes ends as the wait it is (a timeout), not as an exhausted pool.
-    const timer = setTimeout(() => {
-      if (!settle()) return;
-      if (fullAtStart || full()) reject(exhausted());
-      else resolve(false);
-    }, Math.max(0, deadline - Date.now()));
+    // Awaited by the caller: it keeps the process alive (an embedded database has no socket that would).
+    const ranOut = clock.after(
+      Math.max(0, deadline - Date.now()),
+      () => {
+        if (!settle()) return;
+        if (fullAtStart || full()) reject(exhausted());
+        else resolve(false);
+      },
+      true,
+    );
     const stopWatchingAbort = onBudgetAbort(budget, leave);
     const stopWatchingClose = onStop(leave);
     connecting.then(
