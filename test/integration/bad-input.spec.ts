@@ -141,6 +141,11 @@ describe('Bad input: refused before any server is touched', () => {
     expect(() => new RedisLockStrategy({ connection: 'redis://127.0.0.1:1', namespace: 'a{b}' })).toThrow(InvalidLockOptionsError);
     expect(() => new RedlockStrategy({ connections: [] })).toThrow(InvalidLockOptionsError);
     expect(() => new ZooKeeperLockStrategy({ connect: 'localhost' })).toThrow(/host:port/);
+    // The client would throw these out of reach (a port out of range) or only at the first lock (a chroot).
+    for (const connect of ['127.0.0.1:99999', '127.0.0.1:0', '127.0.0.1:2181/app/', '127.0.0.1:2181/a//b', '127.0.0.1:2181/a/../b']) {
+      expect(() => new ZooKeeperLockStrategy({ connect })).toThrow(expect.objectContaining({ name: 'InvalidLockOptionsError', option: 'connect' }));
+    }
+    expect(() => new ZooKeeperLockStrategy({ connect: 'zk1:2181,zk2:2182/app/locks' })).not.toThrow();
     expect(() => new ZooKeeperLockStrategy({ connect: '127.0.0.1:2181', basePath: 'no-slash' })).toThrow(/absolute znode path/);
     expect(() => new EtcdLockStrategy({ client: new Etcd3({ hosts: 'http://127.0.0.1:1' }), connection: { hosts: 'x' } })).toThrow(/either `client`.*or `connection`/);
     expect(() => new RowLockStrategy({ connection: { type: 'mysql', url: 'mysql://u:p@127.0.0.1:1/db' }, table: 'locks; DROP TABLE x' })).toThrow(/plain SQL identifier/);

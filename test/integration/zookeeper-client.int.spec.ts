@@ -1,5 +1,5 @@
 import { once } from 'node:events';
-import { createServer, type Server, type Socket } from 'node:net';
+import { connect, createServer, type Server, type Socket } from 'node:net';
 import type { NzkModule } from '@app/distributed-lock/strategies/zookeeper/node-zookeeper-client.type';
 import { zkErrorCode } from '@app/distributed-lock/strategies/zookeeper/zookeeper-client.type';
 import { ZooKeeperClient } from '@app/distributed-lock/strategies/zookeeper/zookeeper-client';
@@ -66,6 +66,59 @@ describe('ZooKeeper client: a server that stops answering', () => {
   }, 30_000);
 });
 
+describe('ZooKeeper client: replies it cannot read whole', () => {
+  it('drops a connection cut in the middle of a reply, and reconnects without what was left of it', async () => {
+    const proxy = new CuttingProxy({ host, port: Number(port) });
+    const proxyPort = await proxy.start();
+    try {
+      const client = new ZooKeeperClient(zk, { connect: `127.0.0.1:${proxyPort}`, timeout: SESSION_TIMEOUT_MS });
+      clients.push(client);
+      const connected = once(client, 'connect');
+      client.init();
+      await connected;
+      proxy.cutNextReplyAfter(3);
+      const reconnected = once(client, 'connect');
+      // The reply's first 3 bytes arrive, then the connection closes: the call fails with it.
+      expect(zkErrorCode(await client.exists('/').catch((error: unknown) => error))).toBe(-4);
+      await reconnected; // the same session, on a new connection, read from its first byte
+      expect(await client.exists('/')).toMatchObject({ version: expect.any(Number) });
+    } finally {
+      await proxy.close();
+    }
+  }, 20_000);
+
+  it('passes over a member whose answer cannot be parsed, and keeps trying the others', async () => {
+    let accepted = 0;
+    const sockets: Socket[] = [];
+    const garbage: Server = createServer((socket) => {
+      accepted += 1;
+      sockets.push(socket);
+      socket.on('error', () => undefined);
+      // A whole frame of one byte: far too short for the handshake's answer.
+      socket.end(Buffer.from([0, 0, 0, 1, 7]));
+    });
+    await new Promise<void>((resolve) => garbage.listen(0, '127.0.0.1', resolve));
+    try {
+      const client = new ZooKeeperClient(zk, { connect: `127.0.0.1:${(garbage.address() as { port: number }).port},${host}:${port}`, timeout: SESSION_TIMEOUT_MS });
+      clients.push(client);
+      const connected = once(client, 'connect');
+      client.init();
+      await connected;
+      expect(await client.exists('/')).toMatchObject({ version: expect.any(Number) });
+      // And alone, it is tried again and again (the process lives on).
+      const alone = new ZooKeeperClient(zk, { connect: `127.0.0.1:${(garbage.address() as { port: number }).port}`, timeout: SESSION_TIMEOUT_MS });
+      clients.push(alone);
+      const before = accepted;
+      alone.init();
+      await vi.waitFor(() => expect(accepted).toBeGreaterThanOrEqual(before + 2), { timeout: 5_000 });
+      alone.close();
+    } finally {
+      sockets.forEach((socket) => socket.destroy());
+      await new Promise((resolve) => garbage.close(resolve));
+    }
+  }, 20_000);
+});
+
 describe('ZooKeeper client: close', () => {
   it('lets go of a member that accepted and never answered, and fails what waited with CLOSING', async () => {
     const accepted: Socket[] = [];
@@ -92,3 +145,45 @@ describe('ZooKeeper client: close', () => {
     }
   }, 15_000);
 });
+
+/** A TCP proxy that can cut the next reply of the server after a few bytes, closing the connection there. */
+class CuttingProxy {
+  private readonly server: Server;
+  private readonly sockets = new Set<Socket>();
+  private cutAfter: number | undefined;
+
+  constructor(private readonly target: { readonly host: string; readonly port: number }) {
+    this.server = createServer((client) => {
+      const upstream = connect(this.target.port, this.target.host);
+      for (const socket of [client, upstream]) {
+        this.sockets.add(socket);
+        socket.on('error', () => undefined);
+        socket.on('close', () => this.sockets.delete(socket));
+      }
+      client.on('data', (chunk: Buffer) => upstream.write(chunk));
+      upstream.on('data', (chunk: Buffer) => {
+        if (this.cutAfter === undefined) return void client.write(chunk);
+        const cut = chunk.subarray(0, this.cutAfter);
+        this.cutAfter = undefined;
+        client.end(cut);
+        upstream.destroy();
+      });
+      client.on('close', () => upstream.destroy());
+      upstream.on('close', () => client.destroy());
+    });
+  }
+
+  async start(): Promise<number> {
+    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
+    return (this.server.address() as { port: number }).port;
+  }
+
+  cutNextReplyAfter(bytes: number): void {
+    this.cutAfter = bytes;
+  }
+
+  async close(): Promise<void> {
+    for (const socket of this.sockets) socket.destroy();
+    await new Promise((resolve) => this.server.close(resolve));
+  }
+}

@@ -27,14 +27,20 @@ type Callback<T extends unknown[]> = (error: NzkException | null, ...result: T) 
 export const NZK_STATES = Object.freeze({ CONNECTED: 2, CLOSING: -1, CLOSED: -2 });
 
 /**
- * The package's connection manager, the fields the adapter reads: the socket of the current attempt, the
- * state, and the bound the package gives one server to accept a TCP connection. The package has no read
- * timeout (a server that accepts and never answers holds it forever), so the adapter watches the socket.
+ * The package's connection manager, the fields the adapter reads and the handlers it wraps: the socket of the
+ * current attempt, the state, the bound the package gives one server to accept a TCP connection and that
+ * bound's timer, the bytes of a reply not read whole yet, and the socket's data and close handlers (bound to
+ * each new socket when it is made). The package has no read timeout, keeps a partial reply across sockets,
+ * and throws from its data handler on a reply it cannot parse: see `ZooKeeperClient`.
  */
 export interface ConnectionInternals {
   readonly socket?: Socket;
   readonly state: number;
   readonly connectTimeout: number;
+  readonly connectTimeoutHandler: NodeJS.Timeout | null;
+  pendingBuffer: Buffer | null;
+  onSocketData(buffer: Buffer): void;
+  onSocketClosed(hadError: boolean): void;
   setState(state: number): void;
 }
 

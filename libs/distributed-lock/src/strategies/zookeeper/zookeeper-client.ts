@@ -2,7 +2,7 @@ import { EventEmitter } from 'node:events';
 import { performance } from 'node:perf_hooks';
 import type { Socket } from 'node:net';
 import { ZK_ERRORS, type ZooKeeperAclEntry, type ZooKeeperSessionClient, type ZooKeeperStat, type ZooKeeperWatcher } from './zookeeper-client.type';
-import { NZK_STATES, type NzkClient, type NzkException, type NzkModule, type NzkStat, type NzkWatcher } from './node-zookeeper-client.type';
+import { NZK_STATES, type ConnectionInternals, type NzkClient, type NzkException, type NzkModule, type NzkStat, type NzkWatcher } from './node-zookeeper-client.type';
 
 /** What a session is opened with. */
 export interface ZooKeeperClientConfig {
@@ -17,6 +17,12 @@ const WATCH_EVERY_MS = 100;
 const CLOSE_BOUND_MS = 1_000;
 /** The pause before the servers are tried again, once each has been tried (the package picks 0 to this). */
 const SPIN_DELAY_MS = 250;
+/**
+ * The most one server gets to connect and answer the handshake before the next is tried. The package gives
+ * it the session timeout divided by the number of servers: with few servers, a member that accepts and does
+ * not answer (one electing a leader) would hold a session's opening past the lock's operation timeout.
+ */
+const HANDSHAKE_BOUND_MS = 2_000;
 
 /**
  * A ZooKeeper session over `node-zookeeper-client`, a client on Node's own sockets, in the shape the
@@ -31,7 +37,13 @@ const SPIN_DELAY_MS = 250;
  *   waiting then fails with SESSION_EXPIRED or CLOSING, the codes the session reads as "ended".
  * - **A watch that leaves nothing behind.** `w_exists` reads the node's data with a watch (as Curator's lock
  *   does): a node already gone gives NO_NODE and no watch, where an exists watch would stay for a create that
- *   never comes, on this client and on the server, for the life of the session.
+ *   never comes, on this client and on the server, for the life of the session. The package keeps every
+ *   watcher it is given until its node changes, with no way to remove one: the watches of one node share one
+ *   watcher of the package here, and a wait that ends without its event takes its own back (`unwatch`).
+ * - **A reply cut off is dropped with its connection.** The package keeps the bytes of a reply not read whole
+ *   yet across a reconnect, glues them in front of the next server's answer, and throws (out of its socket's
+ *   data handler: the process would crash) on a reply it cannot parse. Both handlers are wrapped: a socket
+ *   that closes leaves no bytes behind, and a reply that cannot be parsed drops its connection.
  *
  * The `zookeeper` package's native binding, used before, could leave another socket of the process unread
  * after a connection attempt timed out (docs/strategies/zookeeper.md): a client on Node's sockets cannot.
@@ -45,6 +57,8 @@ export class ZooKeeperClient extends EventEmitter implements ZooKeeperSessionCli
   private watchdog: NodeJS.Timeout | undefined;
   private watchedSocket: Socket | undefined;
   private heardAt = 0;
+  /** The watches set, by kind and path: one watcher of the package each, and the callers it tells. */
+  private readonly watches = new Map<string, Watch>();
 
   constructor(
     private readonly zk: NzkModule,
@@ -53,6 +67,23 @@ export class ZooKeeperClient extends EventEmitter implements ZooKeeperSessionCli
     super();
     // retries 0: a call that loses its connection fails, and the lock protocol decides what that means.
     this.client = zk.createClient(config.connect, { sessionTimeout: config.timeout, spinDelay: SPIN_DELAY_MS, retries: 0 });
+    const internals = this.client.connectionManager;
+    const onData = internals.onSocketData;
+    const onClosed = internals.onSocketClosed;
+    // Bound to each socket as it is made (ConnectionManager.connect): wrapped before the first.
+    internals.onSocketData = function (this: ConnectionInternals, buffer: Buffer): void {
+      try {
+        onData.call(this, buffer);
+      } catch {
+        // A reply that cannot be parsed: the connection is dropped, and the next server tried.
+        this.pendingBuffer = null;
+        this.socket?.destroy();
+      }
+    };
+    internals.onSocketClosed = function (this: ConnectionInternals, hadError: boolean): void {
+      this.pendingBuffer = null;
+      onClosed.call(this, hadError);
+    };
   }
 
   get timeout(): number {
@@ -82,6 +113,8 @@ export class ZooKeeperClient extends EventEmitter implements ZooKeeperSessionCli
       // Not connected: nothing to tell a server; the package stops reconnecting once its socket closes. A
       // session the server still has expires there.
       internals.setState(NZK_STATES.CLOSING);
+      // The package's bound on a TCP connect under way would keep the process alive until it fires.
+      if (internals.connectTimeoutHandler) clearTimeout(internals.connectTimeoutHandler);
       internals.socket?.destroy();
     }
     this.end('closed');
@@ -113,9 +146,11 @@ export class ZooKeeperClient extends EventEmitter implements ZooKeeperSessionCli
   }
 
   w_exists(path: string, watcher: ZooKeeperWatcher): Promise<ZooKeeperStat> {
-    return this.call<[Buffer | null, NzkStat], ZooKeeperStat>(
-      (cb) => this.client.getData(path, watchOf(watcher), cb),
-      (_data, stat) => statOf(stat),
+    return this.watched(`data ${path}`, watcher, (dispatch) =>
+      this.call<[Buffer | null, NzkStat], ZooKeeperStat>(
+        (cb) => this.client.getData(path, dispatch, cb),
+        (_data, stat) => statOf(stat),
+      ),
     );
   }
 
@@ -124,7 +159,17 @@ export class ZooKeeperClient extends EventEmitter implements ZooKeeperSessionCli
   }
 
   w_get_children(path: string, watcher: ZooKeeperWatcher): Promise<string[]> {
-    return this.call<[string[], NzkStat], string[]>((cb) => this.client.getChildren(path, watchOf(watcher), cb), (children) => children);
+    return this.watched(`child ${path}`, watcher, (dispatch) =>
+      this.call<[string[], NzkStat], string[]>(
+        (cb) => this.client.getChildren(path, dispatch, cb),
+        (children) => children,
+      ),
+    );
+  }
+
+  unwatch(path: string, watcher: ZooKeeperWatcher): void {
+    this.watches.get(`data ${path}`)?.callers.delete(watcher);
+    this.watches.get(`child ${path}`)?.callers.delete(watcher);
   }
 
   get_children2(path: string, _watch?: false): Promise<[string[], ZooKeeperStat]> {
@@ -142,6 +187,41 @@ export class ZooKeeperClient extends EventEmitter implements ZooKeeperSessionCli
   set_acl(path: string, version: number, acl: readonly ZooKeeperAclEntry[]): Promise<void> {
     const entries = acl.map((entry) => new this.zk.ACL(entry.perms, new this.zk.Id(entry.scheme, entry.auth)));
     return this.call<[NzkStat], void>((cb) => this.client.setACL(path, entries, version, cb), () => undefined);
+  }
+
+  /**
+   * A call that sets a watch: `watcher` joins the callers of the watch of `key` (kind and path), whose one
+   * watcher of the package (`dispatch`) tells them all once and is gone. A call that fails leaves nothing.
+   */
+  private watched<T>(key: string, watcher: ZooKeeperWatcher, send: (dispatch: NzkWatcher) => Promise<T>): Promise<T> {
+    let watch = this.watches.get(key);
+    if (!watch) {
+      const made: Watch = {
+        callers: new Set(),
+        set: false,
+        dispatch: (event) => {
+          if (this.watches.get(key) === made) this.watches.delete(key);
+          const callers = [...made.callers];
+          made.callers.clear();
+          for (const caller of callers) caller(event.getType());
+        },
+      };
+      watch = made;
+      this.watches.set(key, watch);
+    }
+    const current = watch;
+    current.callers.add(watcher);
+    return send(current.dispatch).then(
+      (result) => {
+        current.set = true;
+        return result;
+      },
+      (error: unknown) => {
+        current.callers.delete(watcher);
+        if (!current.set && current.callers.size === 0 && this.watches.get(key) === current) this.watches.delete(key);
+        throw error;
+      },
+    );
   }
 
   /** One call: its answer picked, its error as "<code> <name>", and failed at once if the session ended. */
@@ -198,14 +278,18 @@ export class ZooKeeperClient extends EventEmitter implements ZooKeeperSessionCli
       socket.on('data', () => (this.heardAt = performance.now()));
       return;
     }
-    if (socket.connecting) return; // the package bounds the TCP connect itself
-    const bound = internals.state === NZK_STATES.CONNECTED ? (this.timeout * 2) / 3 : internals.state === NZK_STATES.CLOSING ? CLOSE_BOUND_MS : internals.connectTimeout;
+    const bound =
+      internals.state === NZK_STATES.CONNECTED ? (this.timeout * 2) / 3 : internals.state === NZK_STATES.CLOSING ? CLOSE_BOUND_MS : Math.min(internals.connectTimeout, HANDSHAKE_BOUND_MS);
     if (now - this.heardAt > bound) socket.destroy();
   }
 }
 
-function watchOf(watcher: ZooKeeperWatcher): NzkWatcher {
-  return (event) => watcher(event.getType());
+/** A watch set on the server: the callers it tells when it fires, and the package's watcher for it. */
+interface Watch {
+  readonly callers: Set<ZooKeeperWatcher>;
+  readonly dispatch: NzkWatcher;
+  /** A call set it on the server (and the package holds `dispatch` until it fires). */
+  set: boolean;
 }
 
 function statOf(stat: NzkStat): ZooKeeperStat {

@@ -36,6 +36,8 @@ export interface ZooKeeperLockClient {
   get_children(path: string, watch: false): Promise<string[]>;
   /** The children, with a watch that fires once when they change or the node is deleted. */
   w_get_children(path: string, watcher: ZooKeeperWatcher): Promise<string[]>;
+  /** A wait that ended without its watch's event: `watcher` (given to `w_exists` or `w_get_children`) is not called. */
+  unwatch(path: string, watcher: ZooKeeperWatcher): void;
   /** The children and the parent's stat, in one call. */
   get_children2(path: string, watch: false): Promise<[string[], ZooKeeperStat]>;
   /** The node's stat and data. */

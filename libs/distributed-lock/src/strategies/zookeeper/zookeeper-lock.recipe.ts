@@ -157,15 +157,19 @@ export async function waitForDeletion(client: ZooKeeperLockClient, path: string,
   if (budgetAborted(budget) || Date.now() >= deadline) return false;
   let fired: () => void = () => undefined;
   const deleted = new Promise<void>((resolve) => (fired = resolve));
+  const watcher = (): void => fired();
   try {
     // One watch on one node; any event on it (deletion, or a session event) means: look again.
-    await client.w_exists(path, () => fired());
+    await client.w_exists(path, watcher);
   } catch (error) {
     if (zkErrorCode(error) === ZK_ERRORS.NO_NODE) return true;
     throw error;
   }
-  return waitForWake(budget, deadline, (wake) => {
+  const woken = await waitForWake(budget, deadline, (wake) => {
     void deleted.then(wake);
     void alsoDone?.then(wake);
   });
+  // Ended without the event (timeout, abort, the session): the watch no longer calls us.
+  client.unwatch(path, watcher);
+  return woken;
 }

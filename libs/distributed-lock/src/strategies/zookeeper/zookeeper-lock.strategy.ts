@@ -200,9 +200,9 @@ export class ZooKeeperLockStrategy implements LockStrategy {
     if (budget) this.waiters += 1;
     try {
       for (let attempt = 0; ; attempt += 1) {
-        const client = await this.session.client();
+        const client = await this.session.clientWithin(budget);
         // Given up while the session was being opened: no node to create, and none to clean up later.
-        if (budget && budgetAborted(budget)) return null;
+        if (!client || (budget && budgetAborted(budget))) return null;
         let outcome: ZooKeeperLeaseGrant | null | typeof SESSION_ENDED;
         try {
           outcome = await this.attempt(client, request, budget, deadline);

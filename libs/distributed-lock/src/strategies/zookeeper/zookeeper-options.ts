@@ -18,9 +18,7 @@ export interface ValidZooKeeperOptions {
 export function validZooKeeperOptions(options: ZooKeeperLockStrategyOptions): ValidZooKeeperOptions {
   const raw: unknown = options;
   assertKnownKeys(raw, OPTION_KEYS, 'ZooKeeperLockStrategy options');
-  if (typeof options.connect !== 'string' || !/^[^\s,]+:\d+(,[^\s,]+:\d+)*(\/[^\s]*)?$/.test(options.connect)) {
-    throw new InvalidLockOptionsError('connect', `expected "host:port[,host:port…][/chroot]", got ${describe(options.connect)}.`);
-  }
+  assertConnectString(options.connect);
   const name = strategyName(options.name, 'zookeeper');
   const basePath = options.basePath ?? '/dlock';
   if (!/^(\/[\w.-]+)+$/.test(basePath)) throw new InvalidLockOptionsError('basePath', `expected an absolute znode path such as "/dlock", got ${describe(basePath)}.`);
@@ -30,4 +28,27 @@ export function validZooKeeperOptions(options: ZooKeeperLockStrategyOptions): Va
   }
   const connectTimeout = assertDuration(options.connectTimeout ?? 10_000, 'connectTimeout', 100);
   return { name, basePath, digestUser: options.digestAuth?.slice(0, options.digestAuth.indexOf(':')), connectTimeout };
+}
+
+/**
+ * A connect string the client can use as it is: host names or IPv4 addresses (the client splits a host at
+ * its first ":", so an IPv6 address needs a name) with ports from 1 to 65535, and a chroot that is a
+ * znode path (no empty, "." or ".." segment, no trailing "/"). The client would fail on anything else only
+ * when it connects (a port out of range throws on a later tick, where nobody can catch it).
+ */
+function assertConnectString(connect: unknown): void {
+  const expected = `expected "host:port[,host:port…][/chroot]", got ${describe(connect)}`;
+  if (typeof connect !== 'string' || !/^[^\s,/:]+:\d+(,[^\s,/:]+:\d+)*(\/\S*)?$/.test(connect)) throw new InvalidLockOptionsError('connect', `${expected}.`);
+  const slash = connect.indexOf('/');
+  const hosts = slash < 0 ? connect : connect.slice(0, slash);
+  for (const host of hosts.split(',')) {
+    const port = Number(host.slice(host.lastIndexOf(':') + 1));
+    if (!Number.isInteger(port) || port < 1 || port > 65535) throw new InvalidLockOptionsError('connect', `${expected}: port ${port} of "${host}" is not from 1 to 65535.`);
+  }
+  if (slash < 0) return;
+  const chroot = connect.slice(slash);
+  const segments = chroot.split('/').slice(1);
+  if (chroot !== '/' && segments.some((segment) => segment === '' || segment === '.' || segment === '..')) {
+    throw new InvalidLockOptionsError('connect', `${expected}: the chroot "${chroot}" is not a znode path (no empty, "." or ".." part, no "/" at the end).`);
+  }
 }

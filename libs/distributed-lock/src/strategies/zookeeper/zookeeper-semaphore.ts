@@ -21,7 +21,7 @@ import type { ZooKeeperSession } from './zookeeper-session';
 export interface ZooKeeperSemaphoreDeps {
   readonly name: string;
   readonly basePath: string;
-  readonly session: Pick<ZooKeeperSession, 'client' | 'onExpired' | 'isAlive' | 'endedBy'>;
+  readonly session: Pick<ZooKeeperSession, 'client' | 'clientWithin' | 'onExpired' | 'isAlive' | 'endedBy'>;
   readonly orphans: Pick<ZooKeeperOrphans, 'adopt'>;
   readonly restrict: boolean;
   /** `LockPermissionDeniedError` for a NOAUTH answer (see zkPermissionDenied), undefined for any other. */
@@ -155,8 +155,8 @@ export class ZooKeeperSemaphore implements SemaphoreStrategy {
     const deadline = Date.now() + (budget?.timeoutMs ?? 0);
     let sessionsEnded = 0;
     for (let resizes = 0; ; ) {
-      const client = await this.deps.session.client();
-      if (budget && budgetAborted(budget)) return null;
+      const client = await this.deps.session.clientWithin(budget);
+      if (!client || (budget && budgetAborted(budget))) return null;
       let outcome: PermitGrant | null | Again;
       try {
         outcome = await this.attempt(client, request, budget, deadline, resizes < MAX_RESIZES);
@@ -233,8 +233,9 @@ export class ZooKeeperSemaphore implements SemaphoreStrategy {
       for (let round = 0; ; round += 1) {
         let changed: () => void = () => undefined;
         const childrenChanged = new Promise<void>((resolve) => (changed = resolve));
+        const watcher = (): void => changed();
         // One-shot watch, set again with each listing: any change of the queue means "look again".
-        if (round > 0) children = await client.w_get_children(semaphorePath, () => changed());
+        if (round > 0) children = await client.w_get_children(semaphorePath, watcher);
         if (!this.deps.session.isAlive(client)) return await this.sessionEnded(request.owner);
         const standing = standingOf(request, name, children);
         if (standing === 'holds') {
@@ -263,6 +264,8 @@ export class ZooKeeperSemaphore implements SemaphoreStrategy {
           void childrenChanged.then(wake);
           void sessionGone.then(wake);
         });
+        // Ended without the event (timeout, abort, the session): the watch no longer calls us.
+        client.unwatch(semaphorePath, watcher);
         if (!this.deps.session.isAlive(client)) return await this.sessionEnded(request.owner);
         if (!woken) {
           await this.leave(request.owner);

@@ -1,4 +1,6 @@
 import { LockBackendUnavailableError } from '../../errors/lock-backend-unavailable.error';
+import type { WaitBudget } from '../../locking/lock-lease';
+import { budgetAborted, onBudgetAbort } from '../../locking/wait-for-wake';
 import { loadPeerDependency } from '../load-peer-dependency';
 import type { NzkModule } from './node-zookeeper-client.type';
 import { ZK_ERRORS, zkErrorCode, type ZooKeeperLockClient, type ZooKeeperSessionClient } from './zookeeper-client.type';
@@ -103,6 +105,32 @@ export class ZooKeeperSession {
       throw error;
     });
     return this.current;
+  }
+
+  /**
+   * The connected client as `client()` gives it, or null once the caller gave up (`budget` aborted, or
+   * close() ended the wait): a wait never outlives its caller on a session that is slow to open.
+   */
+  clientWithin(budget: WaitBudget | undefined): Promise<ZooKeeperLockClient | null> {
+    const opening = this.client();
+    if (!budget) return opening;
+    if (budgetAborted(budget)) {
+      opening.catch(() => undefined);
+      return Promise.resolve(null);
+    }
+    return new Promise((resolve, reject) => {
+      const stop = onBudgetAbort(budget, () => resolve(null));
+      opening.then(
+        (client) => {
+          stop();
+          resolve(client);
+        },
+        (error: unknown) => {
+          stop();
+          reject(error);
+        },
+      );
+    });
   }
 
   /**
