@@ -57,7 +57,7 @@ const STRATEGY_KIT = [
     'AcquisitionObservation', 'AcquisitionOutcome', 'HandOverLimits', 'HoldObservation', 'KeyResolver', 'LeaseGrant',
     'LeaseLostListener', 'LocalHandOverOption', 'LockKeySource', 'LockObserver', 'LockObservers', 'LockRequest',
     'LockStrategy', 'LockStrategyCapabilities', 'ObservedAcquisition', 'ObservedLockManager', 'PermitGrant',
-    'PermitRequest', 'ReleaseOutcome', 'ResolvedAcquireOptions', 'SemaphoreCapabilities', 'SemaphoreStrategy',
+    'PermitRequest', 'ReleaseOutcome', 'ResolvedAcquireOptions', 'SemaphoreCapabilities', 'SemaphoreStrategy', 'TransferOutcome',
     'WaitBudget', 'budgetAborted', 'compileKeyTemplate', 'onBudgetAbort', 'toKeyResolver', 'validateLockKey',
 ];
 

@@ -8,12 +8,20 @@ export interface LineWaiter {
   deliver(grant: LeaseGrant): void;
   /** Something changed: the waiter looks again (it may be the one to ask the backend now). */
   wake(): void;
+  /** True while it waits in the backend's own queue (`LockStrategy.acquire`): the backend will grant it, not a hand-over. */
+  inBackendQueue: boolean;
+  /**
+   * True while a hand-over to it is on its way: it must not ask the backend meanwhile, under the owner id the
+   * hand-over names (a hand-over that ends after its caller gave up is still delivered to it, see `lateHandOver`).
+   */
+  handOverPending: boolean;
 }
 
 /**
- * The contenders of one lock service for one key, for a strategy that polls (see `LockStrategy.transfer`):
- * served in arrival order, only the first of them polls the backend and only while no contender of this
- * process holds the key, and a holder that releases hands the lock to the next one instead. Lock
+ * The contenders of one lock service for one key, for a strategy that hands locks on (see
+ * `LockStrategy.transfer`): served in arrival order, only the first of them asks the backend (polls it, or
+ * waits in its queue) and only while no contender of this process holds the key, and a holder that
+ * releases hands the lock to the next one instead. Lock
  * cohorting (Dice, Marathe and Shavit), bounded by `HandOverLimits` so that other processes get their turn.
  */
 export class HandOverLine {
@@ -37,7 +45,7 @@ export class HandOverLine {
 
   /** `waiter` may ask the backend: it is first, and nobody here holds the key. */
   mayPoll(waiter: LineWaiter): boolean {
-    return this.holderOwner === undefined && this.waiters[0] === waiter;
+    return this.holderOwner === undefined && this.waiters[0] === waiter && !waiter.handOverPending;
   }
 
   /** The backend granted the key to `owner` (not a hand-over). */
@@ -61,7 +69,8 @@ export class HandOverLine {
   successorOf(owner: string, limits: HandOverLimits): LineWaiter | undefined {
     if (this.holderOwner !== owner) return undefined;
     const next = this.waiters[0];
-    if (!next) return undefined;
+    // One already in the backend's queue is served there (the holder here got the lock some other way).
+    if (!next || next.inBackendQueue || next.handOverPending) return undefined;
     if (this.passes >= limits.passes || Date.now() - this.takenAt >= limits.windowMs) {
       this.yielding = true;
       return undefined;
@@ -79,11 +88,27 @@ export class HandOverLine {
   /** The lock passed from `owner` to `next` (still first in line): it leaves the line holding the key. */
   handedTo(owner: string, next: LineWaiter, grant: LeaseGrant): boolean {
     if (this.holderOwner !== owner || this.waiters[0] !== next) return false;
+    this.passTo(next, grant);
+    return true;
+  }
+
+  /**
+   * A hand-over to `next` that came back after its holder's release had given up on it (the release's bound
+   * ran out, and the holder is gone here): the lock is `next`'s on the backend. Delivered if `next` still
+   * waits first in line with nobody holding here; false otherwise (the caller gives the lock back).
+   */
+  lateHandOver(next: LineWaiter, grant: LeaseGrant): boolean {
+    if (this.holderOwner !== undefined || this.waiters[0] !== next) return false;
+    this.passTo(next, grant);
+    return true;
+  }
+
+  /** `next`, first in line, leaves it holding the key, handed over. */
+  private passTo(next: LineWaiter, grant: LeaseGrant): void {
     this.waiters.shift();
     this.holderOwner = next.request.owner;
     this.passes += 1;
     next.deliver(grant);
-    return true;
   }
 
   /** `owner` no longer holds the key here (released, lost, or given back): the first waiter looks again. */

@@ -36,6 +36,9 @@ export interface SemaphoreCapabilities {
 /** How a critical section ended; see `LockStrategy.release`. */
 export type ReleaseOutcome = 'completed' | 'failed' | 'lost';
 
+/** What `LockStrategy.transfer` did: the next contender's grant, `null` (not held), or 'released' (to the backend). */
+export type TransferOutcome = LeaseGrant | null | 'released';
+
 /** Called by a strategy when it learns that a granted lease is gone (session expired, key removed). */
 export type LeaseLostListener = (reason: 'session-ended' | 'removed' | 'expired') => void;
 
@@ -74,14 +77,15 @@ export interface LockStrategy {
   waitForRelease?(key: string, budget: WaitBudget): Promise<void>;
 
   /**
-   * Optional, for strategies that poll (no `acquire`): hand the exclusive lock `lease` holds straight to
-   * `next`, another acquisition through the same lock service, in one server call. Owner-checked like
-   * `release`; `next` gets a fencing token of its own and its own lease. Resolves `next`'s grant, or `null`
-   * when `lease` no longer holds the lock (then nothing is handed on). With it, the lock service keeps the
-   * contenders of a key in one line per process: only the first polls the backend, and a release passes
-   * the lock to the next one without its waiting for a poll, within `handOverLimits`.
+   * Optional: hand the exclusive lock `lease` holds straight to `next`, another acquisition through the same
+   * lock service, in one server call. Owner-checked like `release`; `next` gets a fencing token of its own and
+   * its own lease. Resolves `next`'s grant; `null` when `lease` no longer holds the lock (then nothing is
+   * handed on); or 'released' when the strategy let the lock go to its backend instead (a waiter of another
+   * process came first), as `release` would. With it, the lock service keeps the contenders of a key in one
+   * line per process: only the first asks the backend (polls it, or waits in its queue with `acquire`), and a
+   * release passes the lock to the next one, within `handOverLimits`.
    */
-  transfer?(lease: LeaseGrant, next: LockRequest): Promise<LeaseGrant | null>;
+  transfer?(lease: LeaseGrant, next: LockRequest): Promise<TransferOutcome>;
 
   /** With `transfer`: how far the lock may be passed within the process before it goes back to the backend. */
   readonly handOverLimits?: HandOverLimits;

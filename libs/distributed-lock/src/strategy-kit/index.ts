@@ -23,6 +23,7 @@ export type {
   LockStrategyCapabilities,
   LeaseLostListener,
   ReleaseOutcome,
+  TransferOutcome,
   SemaphoreStrategy,
   SemaphoreCapabilities,
 } from '../locking/lock-strategy.interface';

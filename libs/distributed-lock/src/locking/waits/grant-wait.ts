@@ -70,12 +70,14 @@ class GrantWait<R> implements WaitOutcome<R> {
     this.request = request;
     if (options.signal?.aborted) return Promise.reject(this.abortedError());
     this.begin();
-    this.viaQueue = ops.acquire !== undefined && this.until > Date.now();
+    const waits = this.until > Date.now();
+    const { lines } = deps;
+    const inLine = waits && lines?.active === true && request.mode === 'exclusive' && ops === lines.strategy;
+    this.viaQueue = !inLine && waits && ops.acquire !== undefined;
     if (this.viaQueue) return queueWait(ctx, ops, request, budget, this);
     const abortedError = (): Error => this.abortedError();
-    const { lines } = deps;
-    if (lines?.active && request.mode === 'exclusive' && this.until > Date.now() && ops === lines.strategy) {
-      return lines.wait(request, options, budget, this.until, abortedError).then(
+    if (inLine) {
+      return (lines as ProcessLines).wait(request, options, budget, this.until, abortedError).then(
         (grant) => this.ended(grant),
         (error: unknown) => {
           this.failed();

@@ -3,19 +3,23 @@ import { HandOverLine, type LineWaiter } from '../hand-over-line';
 import type { EngineContext } from '../engine-context';
 import type { LeaseGrant, LockRequest } from '../lock-lease';
 import type { ResolvedAcquireOptions } from '../lock-options';
-import type { LockStrategy, ReleaseOutcome } from '../lock-strategy.interface';
+import type { LockStrategy, ReleaseOutcome, TransferOutcome } from '../lock-strategy.interface';
 import { retryDelay } from '../retry-policy';
 import type { CallerBudget } from '../wait-budget';
 import { boundedCall } from './bounded-call';
 import { wakeOrDeadline } from './clock-waits';
 import { boundedTry } from './poll-wait';
 import { QueuePlace } from './queue-place';
+import { queueWait, type WaitOutcome } from './queue-wait';
+
+/** A queue wait's outcome as it comes: the line decides what it means. */
+const AS_IT_COMES: WaitOutcome<LeaseGrant | null> = { ended: (grant) => grant, failed: () => undefined };
 
 /**
- * This process's contenders for each key, for strategies that poll and hand a lock on (`transfer`): the
- * first contender polls the backend while no contender here holds the key; the others wait here, and a
- * release hands the lock to the first of them without its polling, within the strategy's hand-over limits
- * (lock cohorting).
+ * This process's contenders for each key, for strategies that hand a lock on (`transfer`): the first
+ * contender asks the backend while no contender here holds the key (it polls, or waits in the backend's own
+ * queue when the strategy has one); the others wait here, and a release hands the lock to the first of them
+ * without its asking, within the strategy's hand-over limits (lock cohorting).
  */
 export class ProcessLines {
   private readonly lines = new Map<string, HandOverLine>();
@@ -58,22 +62,36 @@ export class ProcessLines {
     const next = line?.successorOf(lease.owner, this.strategy.handOverLimits ?? DEFAULT_HAND_OVER_LIMITS);
     if (!line || !next) return undefined;
     const { ctx, strategy } = this;
-    return boundedCall<LeaseGrant | null, boolean>({
+    // Until the hand-over's answer, whenever it comes, `next` waits for it rather than asking the backend.
+    next.handOverPending = true;
+    let passing: Promise<TransferOutcome> | undefined;
+    const handing = boundedCall<TransferOutcome, boolean>({
       clock: ctx.clock,
       strategy: ctx.name,
       operation: 'release',
       key: lease.key,
       timeoutMs: ctx.operationTimeout,
-      run: () => transfer.call(strategy, lease, next.request),
-      // Handed on after the caller gave up: the lock is the next contender's on the backend, unknown to it.
-      onLateResult: (grant) => void ctx.releaseOrphan(grant, strategy),
+      run: () => (passing = transfer.call(strategy, lease, next.request)),
+      // Handed on after the holder's release gave up: still the next contender's, if it waits; else it goes back.
+      onLateResult: (grant) => {
+        if (grant && grant !== 'released' && !line.lateHandOver(next, grant)) void ctx.releaseOrphan(grant, strategy);
+      },
       then: (grant) => {
         if (!grant) return false;
+        // The strategy let the lock go to its backend instead (a waiter of another process came first).
+        if (grant === 'released') return true;
         // The next contender left meanwhile (timed out, aborted): its lock goes back to the backend.
         if (!line.handedTo(lease.owner, next, grant)) return ctx.releaseOrphan(grant, strategy).then(() => true);
         return true;
       },
     });
+    // After the answer was dealt with above (this reaction runs after boundedCall's own): `next` may ask again.
+    const answered = (): void => {
+      next.handOverPending = false;
+      next.wake();
+    };
+    passing?.then(answered, answered);
+    return handing;
   }
 
   /**
@@ -91,6 +109,8 @@ export class ProcessLines {
         state.wake?.();
       },
       wake: () => state.wake?.(),
+      inBackendQueue: false,
+      handOverPending: false,
     };
     const arm = (woken: () => void): (() => void) => {
       state.wake = woken;
@@ -114,6 +134,12 @@ export class ProcessLines {
           // Behind a contender of this process: told when the lock is handed to us or when it is our turn.
           await wakeOrDeadline(ctx.clock, budget, deadline, arm);
           continue;
+        }
+        if (strategy.acquire) {
+          // The backend's own queue: behind whoever waits there already, also after our process gave the
+          // key back at its hand-over limit.
+          line.takeYield();
+          return await this.waitInBackendQueue(waiter, line, budget, abortedError);
         }
         if (line.takeYield()) {
           // Our process gave the key back at its hand-over limit: others first (see HandOverLine.successorOf).
@@ -143,6 +169,27 @@ export class ProcessLines {
       const leaving = place?.leave();
       if (leaving) await leaving;
     }
+  }
+
+  /**
+   * The first contender of the line waits in the strategy's queue (see `queueWait`): no hand-over reaches it
+   * there (the backend grants it), and its grant makes it the line's holder.
+   */
+  private async waitInBackendQueue(waiter: LineWaiter, line: HandOverLine, budget: CallerBudget, abortedError: () => Error): Promise<LeaseGrant | null> {
+    const { ctx, strategy } = this;
+    waiter.inBackendQueue = true;
+    let grant: LeaseGrant | null;
+    try {
+      grant = await queueWait(ctx, strategy, waiter.request, budget, AS_IT_COMES);
+    } finally {
+      waiter.inBackendQueue = false;
+    }
+    if (budget.callerAborted) {
+      await ctx.releaseOrphan(grant, strategy);
+      throw abortedError();
+    }
+    if (grant) line.takenFromBackend(grant.owner);
+    return grant;
   }
 
   private lineOf(key: string): HandOverLine {

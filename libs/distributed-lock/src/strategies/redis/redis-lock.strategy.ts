@@ -1,19 +1,22 @@
-import type { RedisOptions } from 'ioredis';
 import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
 import type { LeaseGrant, LockRequest, WaitBudget } from '../../locking/lock-lease';
 import { assertDuration, assertKnownKeys, describe } from '../../locking/lock-options';
-import type { LeaseLostListener, LockStrategy, LockStrategyCapabilities } from '../../locking/lock-strategy.interface';
+import { handOverLimits, type HandOverLimits } from '../../locking/hand-over-limits';
+import type { LeaseLostListener, LockStrategy, LockStrategyCapabilities, TransferOutcome } from '../../locking/lock-strategy.interface';
 import { RedisChannelListener } from './redis-channel-listener';
 import { RedisInbox } from './redis-inbox';
-import type { IoRedisClient, RedisLockClient } from './redis-client.type';
+import type { RedisLockClient } from './redis-client.type';
 import { resolveRedisClient } from './redis-connection';
 import { RedisLockKeyNames, type RedisLockKeys } from './redis-keys';
-import { ACQUIRE_SCRIPT, EXTEND_SCRIPT, HELD_SCRIPT, LEAVE_QUEUE_SCRIPT, RELEASE_SCRIPT, type AcquireArgs, type AcquireReply } from './redis-lock.scripts';
+import { ACQUIRE_SCRIPT, EXTEND_SCRIPT, HELD_SCRIPT, LEAVE_QUEUE_SCRIPT, RELEASE_SCRIPT, TRANSFER_SCRIPT, type AcquireArgs, type AcquireReply } from './redis-lock.scripts';
 import { RedisLeaseCheck } from './redis-lease-check';
 import { RedisSentinelWatch, sentinelOptionsOf } from './redis-sentinel-watch';
 import { RedisScript } from './redis-script';
 import { RedisSemaphore } from './redis-semaphore';
-import { ReplicaAck, type RedisReplicaAckOptions } from './redis-replica-ack';
+import { ReplicaAck } from './redis-replica-ack';
+import type { RedisLockStrategyOptions } from './redis-lock-options';
+
+export type { RedisLockStrategyOptions } from './redis-lock-options';
 import { leaseExpiry } from '../../locking/lease-expiry';
 import { budgetAborted } from '../../locking/wait-for-wake';
 import { queueCheck, waitInRedisQueue } from './redis-queue-wait';
@@ -21,66 +24,11 @@ import { closeRedisClient } from './close-redis-client';
 import { strategyName } from '../strategy-name';
 import { redisCallError } from './redis-acl';
 
-/** Options of the single-instance Redis strategy. */
-export interface RedisLockStrategyOptions {
-  /**
-   * Your ioredis `Redis` or `Cluster` (e.g. injected from another module). Never closed by the strategy. A
-   * Sentinel-backed `Redis` must be made with `failoverDetector: true` (refused otherwise): see
-   * docs/strategies/redis.md, "Failover, measured".
-   */
-  readonly client?: IoRedisClient;
-  /**
-   * Or a URL / ioredis options: the strategy creates the client and closes it on shutdown. With Sentinel
-   * options (`sentinels`, `name`) the client also gets `failoverDetector: true`, a 100 ms
-   * `disconnectTimeout`, reconnections at most 500 ms apart and a reconnection on READONLY, unless you set
-   * them: so that no connection stays on a master Sentinel replaced.
-   */
-  readonly connection?: string | RedisOptions;
-  /** Name in messages and events. Default "redis". */
-  readonly name?: string;
-  /** Prefix of every Redis key the strategy writes. Default "dlock:". */
-  readonly namespace?: string;
-  /**
-   * FIFO hand-over (default true): waiters queue in Redis and a release gives the lock straight to the
-   * first live waiter. False: bounded barging, as Go's `sync.Mutex`: waiters queue the same way, but a
-   * writer that finds the lock free may take it while the head of the queue has been head for less than
-   * `bargeWindowMs`; past that window a release hands the lock to the head. An awake process keeps the lock
-   * for a bounded burst instead of waking another process for every section. Readers are served in order.
-   */
-  readonly fair?: boolean;
-  /**
-   * With `fair: false`: the barging window in ms, counted from when the head of the queue became head (or
-   * joined, if later). Within it a free lock goes to whoever asks first; past it, to the head. Default 5.
-   * Refused with `fair: true` (or `fair` unset), where it would mean nothing.
-   */
-  readonly bargeWindowMs?: number;
-  /**
-   * How often a waiter re-checks by itself and refreshes its place in the queue, in ms: the most a lost
-   * notification can cost. A waiter that stops refreshing (its process died) leaves the queue after three
-   * intervals, and a lock handed to a waiter is reserved for it for three intervals until it claims it
-   * (a live waiter claims it at once): a waiter that died in line costs others at most that. Default 500.
-   */
-  readonly recheckInterval?: number;
-  /**
-   * Replica acknowledgement: after every acquisition, hand-over and extension, of a lock and of a permit
-   * (`acquirePermit`) alike, wait until `replicas` replicas of the key's master have the write (`WAIT
-   * replicas timeoutMs`, sent behind the script in the same round trip). A failover to a replica that
-   * acknowledged cannot lose the lock or permit. When too few confirm within `timeoutMs` (default 500 ms),
-   * the acquisition gives the lock or permit back and fails with `LockNotReplicatedError`
-   * (`reason: 'too-few-replicas'`), and an extension fails with it (the watchdog tries again until the
-   * lease ends). A server that refuses `WAIT` (some managed services) fails the first use with
-   * `reason: 'wait-unsupported'`, and every later one to that server at once (a `WAIT` cut off by a dropped
-   * connection fails its call alone). Default: off (replication stays asynchronous).
-   * `WAIT` holds the connection until the replicas answer, so every command the client sends meanwhile waits
-   * too: one replica round trip per write.
-   */
-  readonly replicaAck?: RedisReplicaAckOptions;
-}
 
 /** Redis semaphores always queue, and every grant takes a token from the semaphore's counter. */
 const SEMAPHORES = Object.freeze({ fifo: true, fencing: true });
 
-const OPTION_KEYS = ['client', 'connection', 'name', 'namespace', 'fair', 'bargeWindowMs', 'recheckInterval', 'replicaAck'];
+const OPTION_KEYS = ['client', 'connection', 'name', 'namespace', 'fair', 'bargeWindowMs', 'localHandover', 'recheckInterval', 'replicaAck'];
 
 /** The barging window when `fair: false` and `bargeWindowMs` is not set, in ms. */
 const DEFAULT_BARGE_WINDOW_MS = 5;
@@ -132,7 +80,14 @@ export class RedisLockStrategy implements LockStrategy {
     extend: new RedisScript(EXTEND_SCRIPT),
     leave: new RedisScript(LEAVE_QUEUE_SCRIPT),
     held: new RedisScript(HELD_SCRIPT),
+    transfer: new RedisScript(TRANSFER_SCRIPT),
   };
+  /**
+   * Lock cohorting (`localHandover`, barging mode only): the engine passes a released lock to the next
+   * contender of this instance with `transfer`, within these limits. Absent in fair mode.
+   */
+  readonly handOverLimits?: HandOverLimits;
+  readonly transfer?: (lease: LeaseGrant, next: LockRequest) => Promise<TransferOutcome>;
 
   constructor(options: RedisLockStrategyOptions) {
     const raw: unknown = options;
@@ -157,6 +112,14 @@ export class RedisLockStrategy implements LockStrategy {
       throw new InvalidLockOptionsError('bargeWindowMs', `expected less than recheckInterval (${this.recheckMs} ms), got ${this.bargeMs}; a few ms is the intent.`);
     }
     this.claimMs = this.recheckMs * 3;
+    if (this.fair && options.localHandover !== undefined) {
+      throw new InvalidLockOptionsError('localHandover', 'applies only with fair: false (bounded barging); fair mode serves every waiter in arrival order.');
+    }
+    const limits = this.fair ? undefined : handOverLimits(options.localHandover);
+    if (limits && limits.passes > 0) {
+      this.handOverLimits = limits;
+      this.transfer = (lease, next) => this.passOn(lease, next, limits);
+    }
     this.replicaAck = options.replicaAck === undefined ? undefined : new ReplicaAck(options.replicaAck, this.name);
     const resolved = resolveRedisClient(options.client, options.connection, this.name, 'RedisLockStrategy options');
     this.client = resolved.client;
@@ -254,6 +217,32 @@ export class RedisLockStrategy implements LockStrategy {
   private async releaseOwner(keys: RedisLockKeys, owner: string): Promise<boolean> {
     // Nobody listens on the key's channel (waiters hear on their inboxes): announce nothing there.
     return (await this.scripts.release.run(this.client, keys.keys, [owner, keys.channel, '0', this.bargeMs])) === 1;
+  }
+
+  /**
+   * Passes the writer's lock to `next`, a contender of this instance (see `localHandover`): 'released' when a
+   * waiter of another process has been head of the queue for the window, and the lock went back to Redis.
+   */
+  private async passOn(lease: LeaseGrant, next: LockRequest, limits: HandOverLimits): Promise<TransferOutcome> {
+    const keys = this.keyNames.of(lease.key);
+    const sentAt = Date.now();
+    const args: [string, string, number, number] = [lease.owner, next.owner, next.ttlMs, Math.max(1, limits.windowMs)];
+    try {
+      const reply = this.replicaAck
+        ? await this.replicaAck.confirm(this.client, this.scripts.transfer, keys.keys, args, {
+            key: lease.key,
+            // The successor's acquisition: too few confirmations give it back and fail it.
+            operation: 'acquire',
+            wrote: (passed) => passed[0] === 1,
+            giveBack: () => this.releaseOwner(keys, next.owner),
+          })
+        : await this.scripts.transfer.run(this.client, keys.keys, args);
+      if (reply[0] === 1) return this.grantOf(next, Number(reply[1]), sentAt);
+      if (reply[0] === 0) return null;
+      return (await this.releaseOwner(keys, lease.owner)) ? 'released' : null;
+    } catch (error) {
+      throw this.callError(error, 'release', lease.key);
+    }
   }
 
   /**

@@ -1,4 +1,5 @@
-import { SCRIPT_BASICS, type LeaveReply } from './redis-lock.scripts';
+import type { LeaveReply } from './redis-lock.scripts';
+import { SCRIPT_BASICS } from './redis-script-basics';
 import { lua } from './redis-script';
 
 /** A permit's acquire: owner, ttlMs, permits, weight, waiter, aliveMs, inbox (see PERMIT_ACQUIRE_SCRIPT). */

@@ -13,7 +13,7 @@ import { RedisChannelListener } from './redis-channel-listener';
 import type { IoRedisClient, RedisLockClient } from './redis-client.type';
 import { resolveRedisClient, type OwnedRedisClient } from './redis-connection';
 import { RedisLockKeyNames, type RedisLockKeys } from './redis-keys';
-import { REDLOCK_ACQUIRE_SCRIPT, REDLOCK_EXTEND_SCRIPT, REDLOCK_RELEASE_SCRIPT } from './redis-lock.scripts';
+import { REDLOCK_ACQUIRE_SCRIPT, REDLOCK_EXTEND_SCRIPT, REDLOCK_RELEASE_SCRIPT } from './redlock.scripts';
 import { RedisScript } from './redis-script';
 import { RedlockLocalHandOver } from './redlock-local-hand-over';
 import { handOverLimits, type LocalHandOverOption } from '../../locking/hand-over-limits';
