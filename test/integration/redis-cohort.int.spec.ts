@@ -4,6 +4,7 @@ import { InvalidLockOptionsError, LockManager, LockService, type LockHandle } fr
 import { RedisLockStrategy, type RedisLockStrategyOptions } from '@app/distributed-lock/strategies/redis';
 import { redisLockKeys } from '@app/distributed-lock/strategies/redis/redis-keys';
 import { HeldBackProxy } from '../support/held-back-proxy';
+import { SilentServer } from '../support/silent-server';
 
 // Lock cohorting on Redis (fair: false, `localHandover`): a release passes the lock to the next request of
 // the same strategy instance, and the instances of other processes (other strategy instances here, each with
@@ -154,6 +155,26 @@ describe('Redis lock cohorting (fair: false)', () => {
       expect(await lock.release()).toBe(true);
     } finally {
       await proxy.close();
+    }
+  }, 20_000);
+
+  it('fails every request of the line within one operation timeout when Redis does not answer, not one timeout each in turn', async () => {
+    const silent = new SilentServer();
+    const silentPort = await silent.start();
+    const manager = new LockManager(new RedisLockStrategy({ connection: `redis://127.0.0.1:${silentPort}`, fair: false }), { operationTimeout: 500 });
+    managers.push(manager);
+    const locks = new LockService(manager);
+    try {
+      const started = Date.now();
+      const outcomes = await Promise.all([0, 1, 2, 3].map(() => locks.acquire(`cohort-silent:${run}`, { waitTimeout: 10_000 }).then(() => 'held', (error: unknown) => [(error as Error).name, Date.now() - started] as const)));
+      for (const outcome of outcomes) {
+        expect(outcome[0]).toBe('LockBackendUnavailableError');
+        // One operation timeout, with room for a loaded machine: before, the fourth failed after four.
+        expect(outcome[1]).toBeLessThan(1_500);
+      }
+    } finally {
+      await manager.close();
+      await silent.close();
     }
   }, 20_000);
 

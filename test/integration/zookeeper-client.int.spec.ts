@@ -119,6 +119,56 @@ describe('ZooKeeper client: replies it cannot read whole', () => {
   }, 20_000);
 });
 
+describe('ZooKeeper client: an answer the package does not know', () => {
+  it('fails the call, instead of leaving it unanswered, when a server answers with an error code of a newer ZooKeeper', async () => {
+    // A member that opens sessions and answers every request with SESSIONMOVED (-118), which the package's
+    // table of codes does not have: it throws on it, after taking the call off its queue.
+    const sockets: Socket[] = [];
+    const newer: Server = createServer((socket) => {
+      sockets.push(socket);
+      socket.on('error', () => undefined);
+      let handshaken = false;
+      let pending = Buffer.alloc(0);
+      socket.on('data', (chunk: Buffer) => {
+        pending = Buffer.concat([pending, chunk]);
+        while (pending.length >= 4 && pending.length >= 4 + pending.readInt32BE(0)) {
+          const frame = pending.subarray(4, 4 + pending.readInt32BE(0));
+          pending = pending.subarray(4 + frame.length);
+          if (!handshaken) {
+            handshaken = true;
+            // protocolVersion, timeOut, sessionId, passwd (16 bytes, length first)
+            const answer = Buffer.alloc(4 + 4 + 8 + 4 + 16);
+            answer.writeInt32BE(SESSION_TIMEOUT_MS, 4);
+            answer.writeBigInt64BE(1n, 8);
+            answer.writeInt32BE(16, 16);
+            socket.write(Buffer.concat([lengthOf(answer), answer]));
+            continue;
+          }
+          const xid = frame.readInt32BE(0);
+          if (xid < 0) continue; // a ping or the credentials: nothing to say
+          const reply = Buffer.alloc(4 + 8 + 4);
+          reply.writeInt32BE(xid, 0);
+          reply.writeInt32BE(-118, 12);
+          socket.write(Buffer.concat([lengthOf(reply), reply]));
+        }
+      });
+    });
+    await new Promise<void>((resolve) => newer.listen(0, '127.0.0.1', resolve));
+    try {
+      const client = new ZooKeeperClient(zk, { connect: `127.0.0.1:${(newer.address() as { port: number }).port}`, timeout: SESSION_TIMEOUT_MS });
+      clients.push(client);
+      const connected = once(client, 'connect');
+      client.init();
+      await connected;
+      const failure = await Promise.race([client.exists('/').catch((error: unknown) => error), new Promise((resolve) => setTimeout(() => resolve('unanswered'), 3_000))]);
+      expect(zkErrorCode(failure)).toBe(-4);
+    } finally {
+      sockets.forEach((socket) => socket.destroy());
+      await new Promise((resolve) => newer.close(resolve));
+    }
+  }, 15_000);
+});
+
 describe('ZooKeeper client: close', () => {
   it('lets go of a member that accepted and never answered, and fails what waited with CLOSING', async () => {
     const accepted: Socket[] = [];
@@ -186,4 +236,11 @@ class CuttingProxy {
     for (const socket of this.sockets) socket.destroy();
     await new Promise((resolve) => this.server.close(resolve));
   }
+}
+
+/** A jute frame's length prefix. */
+function lengthOf(payload: Buffer): Buffer {
+  const length = Buffer.alloc(4);
+  length.writeInt32BE(payload.length, 0);
+  return length;
 }

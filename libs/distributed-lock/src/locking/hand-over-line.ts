@@ -6,6 +6,8 @@ export interface LineWaiter {
   readonly request: LockRequest;
   /** The lock was handed to this waiter (its grant). */
   deliver(grant: LeaseGrant): void;
+  /** The backend failed the first of the line (it does not answer): this waiter's wait fails with `error`. */
+  fail(error: unknown): void;
   /** Something changed: the waiter looks again (it may be the one to ask the backend now). */
   wake(): void;
   /** True while it waits in the backend's own queue (`LockStrategy.acquire`): the backend will grant it, not a hand-over. */
@@ -116,6 +118,11 @@ export class HandOverLine {
     if (this.holderOwner !== owner) return;
     this.holderOwner = undefined;
     this.waiters[0]?.wake();
+  }
+
+  /** Every waiter behind `first` fails with `error` (see `LineWaiter.fail`). */
+  failBehind(first: LineWaiter, error: unknown): void {
+    for (const waiter of this.waiters) if (waiter !== first) waiter.fail(error);
   }
 
   join(waiter: LineWaiter): void {

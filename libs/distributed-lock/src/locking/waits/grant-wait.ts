@@ -72,12 +72,12 @@ class GrantWait<R> implements WaitOutcome<R> {
     this.begin();
     const waits = this.until > Date.now();
     const { lines } = deps;
-    const inLine = waits && lines?.active === true && request.mode === 'exclusive' && ops === lines.strategy;
-    this.viaQueue = !inLine && waits && ops.acquire !== undefined;
+    const line = waits && lines?.active === true && request.mode === 'exclusive' && ops === lines.strategy ? lines : undefined;
+    this.viaQueue = !line && waits && ops.acquire !== undefined;
     if (this.viaQueue) return queueWait(ctx, ops, request, budget, this);
     const abortedError = (): Error => this.abortedError();
-    if (inLine) {
-      return (lines as ProcessLines).wait(request, options, budget, this.until, abortedError).then(
+    if (line) {
+      return line.wait(request, options, budget, this.until, abortedError).then(
         (grant) => this.ended(grant),
         (error: unknown) => {
           this.failed();

@@ -1,3 +1,4 @@
+import { LockBackendUnavailableError } from '../../errors/lock-backend-unavailable.error';
 import { DEFAULT_HAND_OVER_LIMITS } from '../hand-over-limits';
 import { HandOverLine, type LineWaiter } from '../hand-over-line';
 import type { EngineContext } from '../engine-context';
@@ -65,13 +66,22 @@ export class ProcessLines {
     // Until the hand-over's answer, whenever it comes, `next` waits for it rather than asking the backend.
     next.handOverPending = true;
     let passing: Promise<TransferOutcome> | undefined;
+    // Bounded here as well as by the holder's release: this bound is what hears of a pass answered late.
     const handing = boundedCall<TransferOutcome, boolean>({
       clock: ctx.clock,
       strategy: ctx.name,
       operation: 'release',
       key: lease.key,
       timeoutMs: ctx.operationTimeout,
-      run: () => (passing = transfer.call(strategy, lease, next.request)),
+      run: () => {
+        // A strategy that throws rather than rejects still ends the pass (and `next` asks again).
+        try {
+          passing = transfer.call(strategy, lease, next.request);
+        } catch (error) {
+          passing = Promise.reject(error);
+        }
+        return passing;
+      },
       // Handed on after the holder's release gave up: still the next contender's, if it waits; else it goes back.
       onLateResult: (grant) => {
         if (grant && grant !== 'released' && !line.lateHandOver(next, grant)) void ctx.releaseOrphan(grant, strategy);
@@ -80,9 +90,10 @@ export class ProcessLines {
         if (!grant) return false;
         // The strategy let the lock go to its backend instead (a waiter of another process came first).
         if (grant === 'released') return true;
+        // The holder's own bound may have ended a moment before this one (see HeldLock): then as a late pass.
+        if (line.handedTo(lease.owner, next, grant) || line.lateHandOver(next, grant)) return true;
         // The next contender left meanwhile (timed out, aborted): its lock goes back to the backend.
-        if (!line.handedTo(lease.owner, next, grant)) return ctx.releaseOrphan(grant, strategy).then(() => true);
-        return true;
+        return ctx.releaseOrphan(grant, strategy).then(() => true);
       },
     });
     // After the answer was dealt with above (this reaction runs after boundedCall's own): `next` may ask again.
@@ -101,11 +112,15 @@ export class ProcessLines {
   async wait(request: LockRequest, options: ResolvedAcquireOptions, budget: CallerBudget, deadline: number, abortedError: () => Error): Promise<LeaseGrant | null> {
     const { ctx, strategy } = this;
     const line = this.lineOf(request.key);
-    const state: { delivered?: LeaseGrant; wake?: () => void; kept: boolean } = { kept: false };
+    const state: { delivered?: LeaseGrant; failure?: unknown; wake?: () => void; kept: boolean } = { kept: false };
     const waiter: LineWaiter = {
       request,
       deliver: (grant) => {
         state.delivered = grant;
+        state.wake?.();
+      },
+      fail: (error) => {
+        state.failure = error;
         state.wake?.();
       },
       wake: () => state.wake?.(),
@@ -127,6 +142,7 @@ export class ProcessLines {
           state.kept = true;
           return state.delivered;
         }
+        if (state.failure !== undefined) throw state.failure;
         const remaining = deadline - Date.now();
         if (remaining <= 0 || ctx.closed) return null;
         if (options.signal?.aborted) throw abortedError();
@@ -181,6 +197,11 @@ export class ProcessLines {
     let grant: LeaseGrant | null;
     try {
       grant = await queueWait(ctx, strategy, waiter.request, budget, AS_IT_COMES);
+    } catch (error) {
+      // A server that does not answer (or is down) fails those behind it too, as their own waits would have
+      // within one operation timeout: each would otherwise wait one more timeout in its turn.
+      if (error instanceof LockBackendUnavailableError) line.failBehind(waiter, error);
+      throw error;
     } finally {
       waiter.inBackendQueue = false;
     }

@@ -46,7 +46,7 @@ export interface WaitBound {
 /**
  * What the strategies that pin a connection per held lock share (`PessimisticLockStrategy`,
  * `AdvisoryLockStrategy`): the connection slots (`maxHeldConnections`), the held locks by owner, each with
- * its lease timer (a lock not extended in time is ended as lost) and its connection watched (a connection
+ * its lease's end on the strategy's clock (a lock not extended in time is ended as lost) and its connection watched (a connection
  * that dies is reported at once, `session-ended`), and the cancels of the waits in progress. Ending a
  * lock (commit, unlock) is the strategy's `end`.
  */
@@ -253,6 +253,8 @@ export class PinnedLocks<H extends PinnedLock> {
         return null;
       }
     }
+    // Ended while the check was on its way (released, lost, closed): nothing to extend.
+    if (this.held.get(lease.owner) !== held) return null;
     const expiresAt = leaseExpiry(sentAt, ttlMs);
     this.armLease(lease.owner, held, expiresAt);
     return { ...lease, expiresAt };
@@ -288,7 +290,6 @@ export class PinnedLocks<H extends PinnedLock> {
     this.slots.giveUpAll();
     await Promise.all([...this.held.keys()].map((owner) => this.finish(owner, 'lost')));
     await Promise.all([...this.ending]);
-    this.clock.stop();
   }
 
   /** The holder's connection died: the lock (and its transaction) went with it. */

@@ -1,4 +1,5 @@
 import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
+import { LockNotReplicatedError } from '../../errors/lock-not-replicated.error';
 import type { LeaseGrant, LockRequest, WaitBudget } from '../../locking/lock-lease';
 import { assertDuration, assertKnownKeys, describe } from '../../locking/lock-options';
 import { handOverLimits, type HandOverLimits } from '../../locking/hand-over-limits';
@@ -15,8 +16,6 @@ import { RedisScript } from './redis-script';
 import { RedisSemaphore } from './redis-semaphore';
 import { ReplicaAck } from './redis-replica-ack';
 import type { RedisLockStrategyOptions } from './redis-lock-options';
-
-export type { RedisLockStrategyOptions } from './redis-lock-options';
 import { leaseExpiry } from '../../locking/lease-expiry';
 import { budgetAborted } from '../../locking/wait-for-wake';
 import { queueCheck, waitInRedisQueue } from './redis-queue-wait';
@@ -24,6 +23,7 @@ import { closeRedisClient } from './close-redis-client';
 import { strategyName } from '../strategy-name';
 import { redisCallError } from './redis-acl';
 
+export type { RedisLockStrategyOptions } from './redis-lock-options';
 
 /** Redis semaphores always queue, and every grant takes a token from the semaphore's counter. */
 const SEMAPHORES = Object.freeze({ fifo: true, fencing: true });
@@ -116,7 +116,8 @@ export class RedisLockStrategy implements LockStrategy {
       throw new InvalidLockOptionsError('localHandover', 'applies only with fair: false (bounded barging); fair mode serves every waiter in arrival order.');
     }
     const limits = this.fair ? undefined : handOverLimits(options.localHandover);
-    if (limits && limits.passes > 0) {
+    // No passes, or a window of 0 ms (every pass would be past it): no line, no passing.
+    if (limits && limits.passes > 0 && limits.windowMs > 0) {
       this.handOverLimits = limits;
       this.transfer = (lease, next) => this.passOn(lease, next, limits);
     }
@@ -240,6 +241,14 @@ export class RedisLockStrategy implements LockStrategy {
       if (reply[0] === 1) return this.grantOf(next, Number(reply[1]), sentAt);
       if (reply[0] === 0) return null;
       return (await this.releaseOwner(keys, lease.owner)) ? 'released' : null;
+    } catch (error) {
+      // Too few replicas confirmed the pass (given back already), or the server refuses WAIT (the script never
+      // ran): the holder's release is still owed, as a plain release (harmless when the lock was passed).
+      if (!(error instanceof LockNotReplicatedError)) throw this.callError(error, 'release', lease.key);
+    }
+    try {
+      await this.releaseOwner(keys, lease.owner);
+      return 'released';
     } catch (error) {
       throw this.callError(error, 'release', lease.key);
     }

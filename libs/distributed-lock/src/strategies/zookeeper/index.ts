@@ -1,3 +1,2 @@
 export { ZooKeeperLockStrategy, type ZooKeeperLockStrategyOptions, type ZooKeeperLeaseGrant } from './zookeeper-lock.strategy';
 export type { ZooKeeperConnectionOptions } from './zookeeper-session';
-export type { ZooKeeperLockClient } from './zookeeper-client.type';

@@ -30,8 +30,10 @@ export const NZK_STATES = Object.freeze({ CONNECTED: 2, CLOSING: -1, CLOSED: -2 
  * The package's connection manager, the fields the adapter reads and the handlers it wraps: the socket of the
  * current attempt, the state, the bound the package gives one server to accept a TCP connection and that
  * bound's timer, the bytes of a reply not read whole yet, and the socket's data and close handlers (bound to
- * each new socket when it is made). The package has no read timeout, keeps a partial reply across sockets,
- * and throws from its data handler on a reply it cannot parse: see `ZooKeeperClient`.
+ * each new socket when it is made), and its `connect` and `findNextServer` (a reconnect, and the next socket it
+ * opens on a later tick). The package has no read timeout, keeps a partial reply across sockets, throws from
+ * its data handler on a reply it cannot parse, and reconnects without looking whether it was closed: see
+ * `ZooKeeperClient`.
  */
 export interface ConnectionInternals {
   readonly socket?: Socket;
@@ -41,6 +43,8 @@ export interface ConnectionInternals {
   pendingBuffer: Buffer | null;
   onSocketData(buffer: Buffer): void;
   onSocketClosed(hadError: boolean): void;
+  connect(): void;
+  findNextServer(use: (server: unknown) => void): void;
   setState(state: number): void;
 }
 

@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events';
 import { performance } from 'node:perf_hooks';
 import type { Socket } from 'node:net';
-import { ZK_ERRORS, type ZooKeeperAclEntry, type ZooKeeperSessionClient, type ZooKeeperStat, type ZooKeeperWatcher } from './zookeeper-client.type';
+import { ZK_ERRORS, zkErrorCode, type ZooKeeperAclEntry, type ZooKeeperSessionClient, type ZooKeeperStat, type ZooKeeperWatcher } from './zookeeper-client.type';
 import { NZK_STATES, type ConnectionInternals, type NzkClient, type NzkException, type NzkModule, type NzkStat, type NzkWatcher } from './node-zookeeper-client.type';
 
 /** What a session is opened with. */
@@ -68,21 +68,37 @@ export class ZooKeeperClient extends EventEmitter implements ZooKeeperSessionCli
     // retries 0: a call that loses its connection fails, and the lock protocol decides what that means.
     this.client = zk.createClient(config.connect, { sessionTimeout: config.timeout, spinDelay: SPIN_DELAY_MS, retries: 0 });
     const internals = this.client.connectionManager;
-    const onData = internals.onSocketData;
-    const onClosed = internals.onSocketClosed;
-    // Bound to each socket as it is made (ConnectionManager.connect): wrapped before the first.
+    const { onSocketData, onSocketClosed, connect, findNextServer } = internals;
+    // eslint-disable-next-line @typescript-eslint/no-this-alias
+    const adapter = this;
+    // Bound to each socket as it is made (ConnectionManager.connect): wrapped before the first. Nothing of
+    // ours runs inside them (our events and watchers are told on a later microtask), so what they throw is
+    // the package's.
     internals.onSocketData = function (this: ConnectionInternals, buffer: Buffer): void {
       try {
-        onData.call(this, buffer);
+        onSocketData.call(this, buffer);
       } catch {
-        // A reply that cannot be parsed: the connection is dropped, and the next server tried.
+        // A reply that cannot be parsed (or an error code the package does not know): the connection is
+        // dropped, and the next server tried. The call it answered was taken off the package's queue
+        // already, and every call sent on the connection would fail with it: they fail now.
         this.pendingBuffer = null;
+        adapter.failWaiting(new Error(`${ZK_ERRORS.CONNECTION_LOSS} CONNECTION_LOSS`));
         this.socket?.destroy();
       }
     };
     internals.onSocketClosed = function (this: ConnectionInternals, hadError: boolean): void {
       this.pendingBuffer = null;
-      onClosed.call(this, hadError);
+      onSocketClosed.call(this, hadError);
+    };
+    // Closed here: no reconnect, also one the package scheduled before (it opens the next socket on a later
+    // tick without looking at its state).
+    internals.connect = function (this: ConnectionInternals): void {
+      if (!adapter.ended) connect.call(this);
+    };
+    internals.findNextServer = function (this: ConnectionInternals, use: (server: unknown) => void): void {
+      findNextServer.call(this, (server: unknown) => {
+        if (!adapter.ended) use(server);
+      });
     };
   }
 
@@ -91,9 +107,11 @@ export class ZooKeeperClient extends EventEmitter implements ZooKeeperSessionCli
   }
 
   init(): void {
-    this.client.on('connected', () => this.emit('connect'));
+    // Told on a microtask, out of the package's socket handlers: a listener that throws does so on its own,
+    // and is never taken for a reply that cannot be parsed.
+    this.client.on('connected', () => queueMicrotask(() => this.emit('connect')));
     this.client.on('disconnected', () => {
-      if (!this.ended) this.emit('connecting');
+      if (!this.ended) queueMicrotask(() => this.emit('connecting'));
     });
     this.client.on('expired', () => this.end('expired'));
     this.client.on('authenticationFailed', () => this.end('expired'));
@@ -127,7 +145,10 @@ export class ZooKeeperClient extends EventEmitter implements ZooKeeperSessionCli
     this.client.addAuthInfo(scheme, Buffer.from(auth));
     this.exists('/').then(
       () => callback(0, ''),
-      (error: Error) => (Number.parseInt(error.message, 10) === ZK_ERRORS.NO_NODE ? callback(0, '') : callback(Number.parseInt(error.message, 10), error.message)),
+      (error: Error) => {
+        const code = zkErrorCode(error) ?? ZK_ERRORS.CONNECTION_LOSS;
+        callback(code === ZK_ERRORS.NO_NODE ? 0 : code, error.message);
+      },
     );
   }
 
@@ -203,7 +224,9 @@ export class ZooKeeperClient extends EventEmitter implements ZooKeeperSessionCli
           if (this.watches.get(key) === made) this.watches.delete(key);
           const callers = [...made.callers];
           made.callers.clear();
-          for (const caller of callers) caller(event.getType());
+          const type = event.getType();
+          // Out of the package's socket handler (see init), each on its own: one that throws stops no other.
+          for (const caller of callers) queueMicrotask(() => caller(type));
         },
       };
       watch = made;
@@ -229,15 +252,21 @@ export class ZooKeeperClient extends EventEmitter implements ZooKeeperSessionCli
     return new Promise<T>((resolve, reject) => {
       if (this.ended) return reject(this.endedError());
       this.waiting.add(reject);
-      send((error, ...result) => {
-        if (!this.waiting.delete(reject)) return; // failed already, when its session ended
-        if (error) return reject(this.errorOf(error));
-        try {
-          resolve(pick(...result));
-        } catch (picked) {
-          reject(picked);
-        }
-      });
+      try {
+        send((error, ...result) => {
+          if (!this.waiting.delete(reject)) return; // failed already (its session ended, or its connection)
+          if (error) return reject(this.errorOf(error));
+          try {
+            resolve(pick(...result));
+          } catch (picked) {
+            reject(picked);
+          }
+        });
+      } catch (refused) {
+        // Refused by the package before it was sent (its own checks of the arguments).
+        this.waiting.delete(reject);
+        reject(refused);
+      }
     });
   }
 
@@ -251,15 +280,19 @@ export class ZooKeeperClient extends EventEmitter implements ZooKeeperSessionCli
     return this.ended === 'expired' ? new Error(`${ZK_ERRORS.SESSION_EXPIRED} SESSION_EXPIRED`) : new Error(`${ZK_ERRORS.CLOSING} zookeeper is closing`);
   }
 
-  /** The session ended: every call still waiting fails, and listeners hear `close` once. */
+  /** The session ended: every call still waiting fails, and listeners hear `close` once (see init). */
   private end(how: 'expired' | 'closed'): void {
     if (this.ended) return;
     this.ended = how;
-    const error = this.endedError();
+    this.failWaiting(this.endedError());
+    queueMicrotask(() => this.emit('close'));
+  }
+
+  /** @internal Fails every call still waiting for its answer with `error`. */
+  failWaiting(error: Error): void {
     const waiting = [...this.waiting];
     this.waiting.clear();
     for (const reject of waiting) reject(error);
-    this.emit('close');
   }
 
   /** Drops a socket that has been silent for too long, so that the package moves on to the next server. */

@@ -159,7 +159,8 @@ export async function waitForDeletion(client: ZooKeeperLockClient, path: string,
   const deleted = new Promise<void>((resolve) => (fired = resolve));
   const watcher = (): void => fired();
   try {
-    // One watch on one node; any event on it (deletion, or a session event) means: look again.
+    // One watch on one node; any event on it (deleted, or its data changed) means: look again. The session's
+    // end wakes the wait through `alsoDone`: no watch fires then.
     await client.w_exists(path, watcher);
   } catch (error) {
     if (zkErrorCode(error) === ZK_ERRORS.NO_NODE) return true;

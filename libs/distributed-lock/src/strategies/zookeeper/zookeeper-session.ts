@@ -66,9 +66,10 @@ const DEFAULT_SESSION_TIMEOUT_MS = 10_000;
  * handle is closed, and the next operation opens a new session (see SessionLiveness).
  *
  * A process frozen past its session (SIGSTOP, a stalled VM) wakes with timers that fire late and a
- * client that has not yet heard of the expiry (its calls then fail as it does). So the session is also checked on the monotonic clock when it is used: `client()` never hands
- * out a session the server may have expired (it is given up, and the caller waits for a new one), and
- * `isAlive()` tells a holder, at its first read after waking, that its session and every lock on it are gone.
+ * client that has not yet heard of the expiry. So the session is also checked on the monotonic clock when
+ * it is used: `client()` never hands out a session the server may have expired (it is given up, and the
+ * caller waits for a new one), and `isAlive()` tells a holder, at its first read after waking, that its
+ * session and every lock on it are gone.
  */
 export class ZooKeeperSession {
   private current: Promise<ZooKeeperSessionClient> | undefined;
@@ -108,8 +109,9 @@ export class ZooKeeperSession {
   }
 
   /**
-   * The connected client as `client()` gives it, or null once the caller gave up (`budget` aborted, or
-   * close() ended the wait): a wait never outlives its caller on a session that is slow to open.
+   * The connected client as `client()` gives it, or null once the caller gave up (`budget` aborted, which
+   * close() of the lock service does too): a wait never outlives its caller on a session that is slow to
+   * open. Rejects as `client()` does (a connect that failed or was abandoned).
    */
   clientWithin(budget: WaitBudget | undefined): Promise<ZooKeeperLockClient | null> {
     const opening = this.client();
