@@ -114,7 +114,9 @@ describe('Redis with TLS and ACL users', () => {
       failure = await locks.acquire(key, { ttl: 5_000 }).catch((e: unknown) => e);
     } else {
       const lock = await locks.acquire(key, { ttl: 5_000 });
-      const waiting = locks.acquire(key, { ttl: 5_000, waitTimeout: 5_000 });
+      // The waiter is another instance (another process, in production): it waits in Redis's queue, where a
+      // release tells it. (A waiter of the holder's own instance is passed the lock with fair: false, unannounced.)
+      const waiting = locksAs(name, `${name}-pw`, fair).acquire(key, { ttl: 5_000, waitTimeout: 5_000 });
       const queue = redisLockKeys(REDIS_TLS.namespace, key).keys[1];
       for (let tries = 0; (await operator.zcard(queue)) < 1; tries += 1) {
         if (tries > 200) throw new Error('the waiter never joined the queue');

@@ -60,8 +60,8 @@ export class PinnedLocks<H extends PinnedLock> {
   private readonly ending = new Set<Promise<boolean>>();
   private readonly sessions: SessionEnder;
   /**
-   * One runtime timer for every deadline of the strategy's locks: each lease's end, each pool wait's and each
-   * server-side wait's bound. Nothing is armed with the runtime per acquisition.
+   * One runtime timer for the deadlines of the strategy's locks: each lease's end and each server-side wait's
+   * bound. (The pool wait's bound has a timer of its own, see `connectInTime`.)
    */
   private readonly clock = new DeadlineClock();
 
@@ -143,7 +143,7 @@ export class PinnedLocks<H extends PinnedLock> {
    */
   connect(runner: QueryRunner, dataSource: LockDataSource, key: string, budget: WaitBudget | undefined, deadline: number): Promise<boolean> {
     const request = { strategy: this.strategy, key, poolSize: this.poolSize, maxHeld: this.slots.max };
-    return connectInTime(runner, dataSource, request, budget, deadline, this.clock, (stop) => {
+    return connectInTime(runner, dataSource, request, budget, deadline, (stop) => {
       this.waitStoppers.add(stop);
       return () => void this.waitStoppers.delete(stop);
     });

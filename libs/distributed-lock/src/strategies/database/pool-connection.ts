@@ -1,6 +1,5 @@
 import type { QueryRunner } from 'typeorm';
 import { LockBackendUnavailableError } from '../../errors/lock-backend-unavailable.error';
-import type { DeadlineClock } from '../../locking/deadline-clock';
 import type { WaitBudget } from '../../locking/lock-lease';
 import { onBudgetAbort } from '../../locking/wait-for-wake';
 import type { LockDataSource } from './database-client.type';
@@ -53,7 +52,6 @@ export function connectInTime(
   request: PoolConnectionRequest,
   budget: WaitBudget | undefined,
   deadline: number,
-  clock: DeadlineClock,
   onStop: (stop: () => void) => () => void,
 ): Promise<boolean> {
   const startedAt = Date.now();
@@ -79,7 +77,7 @@ export function connectInTime(
     const settle = (): boolean => {
       if (settled) return false;
       settled = true;
-      ranOut.cancel();
+      clearTimeout(timer);
       stopWatchingAbort();
       stopWatchingClose();
       // Left before its connection came: that connection, on its way, is ours to give back (clean-up).
@@ -91,16 +89,15 @@ export function connectInTime(
     };
     // The wait ran out before a connection came: the pool's fault only when it is (or was) full. A wait
     // shorter than opening a connection takes ends as the wait it is (a timeout), not as an exhausted pool.
-    // Awaited by the caller: it keeps the process alive (an embedded database has no socket that would).
-    const ranOut = clock.after(
-      Math.max(0, deadline - Date.now()),
-      () => {
-        if (!settle()) return;
-        if (fullAtStart || full()) reject(exhausted());
-        else resolve(false);
-      },
-      true,
-    );
+    // A timer of its own, not a deadline on the strategy's clock: the lock service's own deadline for the
+    // same wait is on another clock, and the pool's verdict must be in before it fires (it asks then why the
+    // wait was held back). On a loaded machine the clock came second (seen in CI: a timeout instead of
+    // "pool exhausted").
+    const timer = setTimeout(() => {
+      if (!settle()) return;
+      if (fullAtStart || full()) reject(exhausted());
+      else resolve(false);
+    }, Math.max(0, deadline - Date.now()));
     const stopWatchingAbort = onBudgetAbort(budget, leave);
     const stopWatchingClose = onStop(leave);
     connecting.then(
