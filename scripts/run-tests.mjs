@@ -4,12 +4,15 @@
 // a `--project` among them, only the projects named run (`npm run test:long` runs the long one, which a
 // plain `npm test` leaves out).
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 /** What `npm test` runs when no project is named: everything but the long runs. */
-const DEFAULT_PROJECTS = ['unit', 'contract', 'secure', 'faults', 'e2e'];
+const DEFAULT_PROJECTS = ['unit', 'contract', 'secure', 'faults', 'soak', 'e2e'];
+
+/** Where the JSON report of the last run is kept (inside node_modules: never committed). */
+const LAST_RUN_DIR = join(import.meta.dirname, '..', 'node_modules', '.cache', 'lock-tests');
 
 const started = Date.now();
 const args = process.argv.slice(2);
@@ -29,6 +32,14 @@ try {
   summary.numFailedTests = 1; // Vitest died before writing results: count it as a failure.
   // Say how, so that a rare death can be told apart from a failure the next time it happens.
   console.error(`\nVitest ended without writing its results: exit status ${vitest.status}, signal ${vitest.signal ?? 'none'}${vitest.error ? `, ${vitest.error.message}` : ''}`);
+}
+// The report of the last run stays, for scripts/test-order/record-durations.mjs and for a look at which
+// files took the time (each file's start and end are in it).
+try {
+  mkdirSync(LAST_RUN_DIR, { recursive: true });
+  copyFileSync(resultFile, join(LAST_RUN_DIR, 'last-run.json'));
+} catch {
+  // No report (Vitest died): nothing to keep.
 }
 rmSync(dir, { recursive: true, force: true });
 

@@ -34,7 +34,7 @@ export function rawRowFloor(): () => Promise<BenchLock> {
         const owner = randomUUID();
         const deadline = Date.now() + waitMs;
         for (;;) {
-          const taken = await rawQuery<ResultSetHeader>(raw, sql.takeOver, [owner, owner, ttlMs, owner, key, owner]);
+          const taken = await rawQuery<ResultSetHeader>(raw, sql.takeOver, [owner, owner, owner, ttlMs, owner, key, owner]);
           if (taken.affectedRows === 1) break;
           try {
             await rawQuery(raw, sql.insert, [key, owner, ttlMs]);

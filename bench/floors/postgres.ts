@@ -37,7 +37,7 @@ export function rawPostgresRowFloor(): () => Promise<BenchLock> {
         const owner = randomUUID();
         const deadline = Date.now() + waitMs;
         for (;;) {
-          const taken = await pool.query(sql.takeOver, [owner, owner, ttlMs, owner, key, owner]);
+          const taken = await pool.query(sql.takeOver, [owner, owner, owner, ttlMs, owner, key, owner]);
           if (taken.rowCount === 1) break;
           // A key that has its row inserts nothing (ON CONFLICT DO NOTHING): no error, which would cost pg's
           // pool the connection.

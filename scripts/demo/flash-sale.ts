@@ -1,4 +1,5 @@
 import type { ShopInstance } from './instances';
+import { preciseNow } from '../../apps/demo-inventory/src/clock/precise-now';
 
 /** What the buyers saw. */
 export interface SaleOutcome {
@@ -56,7 +57,7 @@ export async function runFlashSale(
   const resent408AfterMs: number[] = [];
   const started = performance.now();
   // On the clock the shops stamp `placedAt` with (the machine's, in ms since the epoch, below the millisecond).
-  const startedAtEpoch = performance.timeOrigin + performance.now();
+  const startedAtEpoch = preciseNow();
   const worker = async (): Promise<void> => {
     while (next < options.buyers) {
       const buyer = next;

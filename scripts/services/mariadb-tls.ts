@@ -70,8 +70,8 @@ export const mariadbTlsKind: ServerKind = {
   packageName: 'mariadb-server',
   extraPackages: ['openssl'],
   startTimeoutMs: mariadbKind.startTimeoutMs,
-  prepare(record, members) {
-    mariadbKind.prepare?.(record, members);
+  async prepare(record, members) {
+    await mariadbKind.prepare?.(record, members);
     makeTlsFiles(record.dir);
   },
   ready: (record) => mariadbKind.ready(record),

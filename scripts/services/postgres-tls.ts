@@ -82,8 +82,8 @@ export const postgresTlsKind: ServerKind = {
   startTimeoutMs: postgresKind.startTimeoutMs,
   stopSignal: postgresKind.stopSignal,
   runAs: postgresRunAs,
-  prepare(record, members) {
-    postgresKind.prepare?.(record, members);
+  async prepare(record, members) {
+    await postgresKind.prepare?.(record, members);
     writeFileSync(join(record.dir, 'data', 'pg_hba.conf'), PG_HBA);
     const tls = makeTlsFiles(record.dir);
     // PostgreSQL refuses a key that others may read, or that belongs to another user than itself or root.

@@ -1,5 +1,5 @@
-import { spawnSync } from 'node:child_process';
 import { probe, waitUntil } from './probes';
+import { runCommand } from './run-command';
 import type { ServerRecord } from './service-state';
 
 /** One node as `CLUSTER NODES` describes it. */
@@ -79,11 +79,9 @@ async function acknowledgedByReplicas(port: number, replicas: number): Promise<b
  */
 export async function formRedisCluster(members: readonly ServerRecord[], replicasPerMaster: number, timeoutMs = 30_000): Promise<void> {
   const ports = members.map((member) => member.ports[0]);
-  const created = spawnSync('redis-cli', ['--cluster', 'create', ...ports.map((port) => `127.0.0.1:${port}`), '--cluster-replicas', String(replicasPerMaster), '--cluster-yes'], {
-    encoding: 'utf8',
-    timeout: timeoutMs,
-  });
-  if (created.status !== 0) throw new Error(`redis-cli --cluster create failed (exit ${created.status ?? created.signal}): ${created.stdout.slice(-1_000)}${created.stderr}`);
+  // Not spawnSync: the other servers starting beside it are probed meanwhile (see runCommand).
+  const created = await runCommand('redis-cli', ['--cluster', 'create', ...ports.map((port) => `127.0.0.1:${port}`), '--cluster-replicas', String(replicasPerMaster), '--cluster-yes'], { timeoutMs });
+  if (created.status !== 0) throw new Error(`redis-cli --cluster create failed (exit ${created.status ?? 'none: ended by a signal or its timeout'}): ${created.stdout.slice(-1_000)}${created.stderr}${created.error?.message ?? ''}`);
   const masters = ports.length / (replicasPerMaster + 1);
   await waitUntil(
     `the Redis Cluster on ${ports.join(', ')} to report cluster_state:ok`,

@@ -3,6 +3,7 @@ import { chownSync, copyFileSync, existsSync, mkdirSync, readdirSync, writeFileS
 import { userInfo } from 'node:os';
 import { join } from 'node:path';
 import { httpRequest, probe } from './probes';
+import { runCommand, type CommandResult } from './run-command';
 import type { ServerRecord } from './service-state';
 
 /** How to prepare, start and probe one kind of server. Facts from shared/docs/services.md. */
@@ -12,11 +13,11 @@ export interface ServerKind {
   /** Other Debian packages its set-up runs (e.g. openssl for certificates). */
   readonly extraPackages?: readonly string[];
   /** Creates the instance directory's files (config, data dir); runs once per fresh instance. */
-  prepare?(record: ServerRecord, members: readonly ServerRecord[]): void;
+  prepare?(record: ServerRecord, members: readonly ServerRecord[]): void | Promise<void>;
   /** True once the server really serves requests. */
   ready(record: ServerRecord): Promise<boolean>;
   /** Runs once after the first start (users, databases). */
-  initialise?(record: ServerRecord): void;
+  initialise?(record: ServerRecord): void | Promise<void>;
   /** Which member leads (ZooKeeper, etcd). */
   isLeader?(record: ServerRecord): Promise<boolean>;
   /** Member start timeout in ms. */
@@ -140,9 +141,9 @@ export function mariadbArgs(port: number, dir: string): string[] {
 export const mariadbKind: ServerKind = {
   packageName: 'mariadb-server',
   startTimeoutMs: 30_000,
-  prepare(record) {
+  async prepare(record) {
     if (existsSync(join(record.dir, 'data', 'mysql'))) return;
-    const result = spawnSync(
+    const result = await runCommand(
       'mariadb-install-db',
       [
         '--no-defaults',
@@ -153,7 +154,6 @@ export const mariadbKind: ServerKind = {
         '--skip-name-resolve',
         '--innodb-log-file-size=8M',
       ],
-      { encoding: 'utf8' },
     );
     if (result.status !== 0) throw new Error(`mariadb-install-db failed: ${result.stderr}`);
   },
@@ -162,15 +162,15 @@ export const mariadbKind: ServerKind = {
     const greeting = await probe(record.ports[0], undefined, 1_000, /MariaDB|mysql/i);
     return greeting !== null && /MariaDB|mysql/i.test(greeting);
   },
-  initialise(record) {
+  async initialise(record) {
     const sql = `ALTER USER 'root'@'localhost' IDENTIFIED BY '${MARIADB_PASSWORD}';
       ALTER USER 'root'@'127.0.0.1' IDENTIFIED BY '${MARIADB_PASSWORD}';
       CREATE DATABASE IF NOT EXISTS ${MARIADB_DATABASE};`;
     const socket = join(record.dir, 'mysqld.sock');
-    let result = spawnSync('mariadb', ['--no-defaults', `--socket=${socket}`, '-uroot', '-e', sql], { encoding: 'utf8' });
+    let result = await runCommand('mariadb', ['--no-defaults', `--socket=${socket}`, '-uroot', '-e', sql]);
     if (result.status !== 0) {
       // A restarted instance already has the password.
-      result = spawnSync('mariadb', ['--no-defaults', `--socket=${socket}`, '-uroot', `-p${MARIADB_PASSWORD}`, '-e', `CREATE DATABASE IF NOT EXISTS ${MARIADB_DATABASE};`], { encoding: 'utf8' });
+      result = await runCommand('mariadb', ['--no-defaults', `--socket=${socket}`, '-uroot', `-p${MARIADB_PASSWORD}`, '-e', `CREATE DATABASE IF NOT EXISTS ${MARIADB_DATABASE};`]);
     }
     if (result.status !== 0) throw new Error(`MariaDB set-up failed: ${result.stderr}`);
   },
@@ -356,16 +356,16 @@ export const postgresKind: ServerKind = {
   // for every client (a connection pool) to leave first.
   stopSignal: 'SIGINT',
   runAs: postgresRunAs,
-  prepare(record) {
+  async prepare(record) {
     const data = join(record.dir, 'data');
     const runAs = postgresRunAs();
     if (runAs) chownSync(record.dir, runAs.uid, runAs.gid);
     if (existsSync(join(data, 'PG_VERSION'))) return;
-    const result = spawnSync(
-      postgresBinary('initdb'),
-      ['-D', data, '-A', 'trust', '-U', POSTGRES_USER, '-E', 'UTF8', '--locale=C', '--no-sync'],
-      { encoding: 'utf8', cwd: record.dir, timeout: 60_000, ...runAs },
-    );
+    const result = await runCommand(postgresBinary('initdb'), ['-D', data, '-A', 'trust', '-U', POSTGRES_USER, '-E', 'UTF8', '--locale=C', '--no-sync'], {
+      cwd: record.dir,
+      timeoutMs: 60_000,
+      ...runAs,
+    });
     if (result.status !== 0) throw new Error(`initdb failed: ${result.stderr || result.error?.message}`);
   },
   async ready(record) {
@@ -374,13 +374,13 @@ export const postgresKind: ServerKind = {
     const answer = await probe(record.ports[0], postgresStartupMessage(POSTGRES_USER, 'postgres'), 1_000, /^(R\0\0\0\x08\0\0\0\0|E)/);
     return answer?.startsWith('R\0\0\0\x08\0\0\0\0') ?? false;
   },
-  initialise(record) {
-    const psql = (sql: string): ReturnType<typeof spawnSync> =>
-      spawnSync(postgresBinary('psql'), ['-X', '-q', '-t', '-A', '-h', '127.0.0.1', '-p', String(record.ports[0]), '-U', POSTGRES_USER, '-d', 'postgres', '-c', sql], { encoding: 'utf8', timeout: 30_000 });
-    const exists = psql(`SELECT 1 FROM pg_database WHERE datname = '${POSTGRES_DATABASE}'`);
+  async initialise(record) {
+    const psql = (sql: string): Promise<CommandResult> =>
+      runCommand(postgresBinary('psql'), ['-X', '-q', '-t', '-A', '-h', '127.0.0.1', '-p', String(record.ports[0]), '-U', POSTGRES_USER, '-d', 'postgres', '-c', sql], { timeoutMs: 30_000 });
+    const exists = await psql(`SELECT 1 FROM pg_database WHERE datname = '${POSTGRES_DATABASE}'`);
     if (exists.status !== 0) throw new Error(`PostgreSQL set-up failed: ${String(exists.stderr)}`);
     if (String(exists.stdout).trim() === '1') return;
-    const created = psql(`CREATE DATABASE ${POSTGRES_DATABASE}`);
+    const created = await psql(`CREATE DATABASE ${POSTGRES_DATABASE}`);
     if (created.status !== 0) throw new Error(`PostgreSQL set-up failed: ${String(created.stderr)}`);
   },
 };

@@ -450,10 +450,10 @@ export async function startTopology(name: TopologyName): Promise<RunningTopology
     });
   }
   try {
-    for (const record of records) kindOf(name, record.name).prepare?.(record, records);
+    for (const record of records) await kindOf(name, record.name).prepare?.(record, records);
     for (const record of records) launch(record);
     await Promise.all(records.map((record) => waitServing(kindOf(name, record.name), record)));
-    for (const record of records) kindOf(name, record.name).initialise?.(record);
+    for (const record of records) await kindOf(name, record.name).initialise?.(record);
     await plan.form?.(records);
   } catch (error) {
     await stopTopology(name);

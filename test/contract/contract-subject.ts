@@ -27,6 +27,27 @@ export interface ContractSubject {
    * that came first is served before a later one of another instance, however often the later one tries.
    */
   readonly queuesWaiters?: boolean;
+  /** The strategy answers `LockService.query` (`inspect`); the others must refuse it with a typed error. */
+  readonly answersQuery?: boolean;
+  /**
+   * The backend keeps no grant time or lease end that `query` could read (memcached: an item's expiry cannot
+   * be read back): `grantedAt` and `expiresAt` must then be null, never a guess. Default: it keeps both.
+   */
+  readonly queryWithoutTimes?: boolean;
+  /**
+   * The backend keeps a lease end but no grant time that `query` could read (Redlock: its plain masters store
+   * the acquisition alone): `grantedAt` must then be null, `expiresAt` is checked as for the others.
+   */
+  readonly queryWithoutGrantTime?: boolean;
+  /**
+   * The backend keeps no queue of waiters (memcached: contenders poll): `pending` must then be null while
+   * another instance waits, never a guessed line.
+   */
+  readonly queryWithoutQueue?: boolean;
+  /** It lists the keys under a prefix (`LockService.queryPrefix`, `strategy.listKeys`); the others must refuse it with a typed error. */
+  readonly answersPrefixQuery?: boolean;
+  /** Its semaphores answer `LockService.queryPermits` (`semaphore.inspect`); the others must refuse it with a typed error. */
+  readonly answersPermitQuery?: boolean;
   /** A server set-up the global setup does not start (ensembles, clusters): started for this suite only. */
   readonly topology?: TopologyName;
   /**

@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { workerArgs } from '../support/worker-bundles';
 
 /** What one cross-process session of a subject saw. */
 export interface CrossProcessOutcome {
@@ -91,12 +92,12 @@ async function startTicksOnceReady(dir: string, processes: number, results: Read
 }
 
 /**
- * Runs one worker script (TypeScript, through tsx) in a process of its own and resolves the JSON of its
+ * Runs one worker script (TypeScript: its bundle, see worker-bundles.ts) in a process of its own and resolves the JSON of its
  * last line of output; rejects when it fails, prints no result, or overruns `timeoutMs` (it is killed).
  */
 export function runWorkerProcess<T>(worker: string, args: string[], timeoutMs: number): Promise<T> {
   return new Promise((resolvePromise, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', worker, ...args], { cwd: ROOT, env: process.env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [...workerArgs(worker), ...args], { cwd: ROOT, env: process.env, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     let err = '';
     child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import {
   DistributedLockError,
   InvalidLockKeyError,
@@ -135,6 +136,19 @@ export function describePromisesContract(subject: ContractSubject): void {
         expect((outcome.error as Error).message).toMatch(/release|removed|session|lost/);
         // The section ran to its end: what it returned is on the error, for a caller whose writes were fenced.
         expect((outcome.error as LockLostError).sectionResult).toEqual({ value: 'done' });
+      });
+
+      it('withLock rejects with LockLostError, the section\'s own failure as its cause, when a failing section\'s key was removed and only the release found out', async () => {
+        const k = key();
+        const outcome = await settle(
+          locks.withLock(k, async () => {
+            await subject.removeBehindBack(strategy, k);
+            throw new Error('the write failed');
+          }),
+        );
+        expect(outcome.error).toBeInstanceOf(LockLostError);
+        expect(((outcome.error as LockLostError).cause as Error)?.message).toBe('the write failed');
+        expect((outcome.error as LockLostError).sectionResult).toBeUndefined();
       });
 
       it('a second holder gets in after the removal, and the first section still learns it was not alone', async () => {
@@ -300,16 +314,39 @@ export function describePromisesContract(subject: ContractSubject): void {
         await after.release();
       }, 20_000);
 
+      it('ends a wait that was behind another of its instance at its own waitTimeout, not a whole one after its turn came', async () => {
+        const k = key();
+        const holder = await locks.acquire(k);
+        const started = Date.now();
+        // The first asks the backend (in its queue, where it keeps one); the second waits behind it in the
+        // instance, and its turn comes when the first gives up at 600 ms.
+        const [first, second] = await Promise.all([settle(contender.acquire(k, { waitTimeout: 600 })), settle(contender.acquire(k, { waitTimeout: 700 }))]);
+        expect(first.error).toBeInstanceOf(DistributedLockError);
+        expect(second.error).toBeInstanceOf(DistributedLockError);
+        // The bound is the wait plus what a timer may be late on a loaded machine; the turn's 600 ms are not
+        // given again (it ended near 1300 ms when they were).
+        expect(Date.now() - started).toBeLessThan(700 + 400);
+        await holder.release();
+      }, 20_000);
+
       it('ends 100 waits with a 300 ms waitTimeout near 300 ms, however busy the backend is with them, and leaves no one in line', async () => {
         const k = key();
         const holder = await locks.acquire(k);
+        // How long this process's loop stood still meanwhile: no deadline can fire while it does.
+        const stood = monitorEventLoopDelay({ resolution: 10 });
+        stood.enable();
         const ends = await Promise.all(
           Array.from({ length: 100 }, () => settle(contender.acquire(k, { waitTimeout: 300 }))),
         );
+        stood.disable();
         for (const end of ends) expect(end.error).toBeInstanceOf(DistributedLockError);
         // The bound is the wait plus what a timer may be late on a loaded 2-core machine, not the
-        // backend's time to let 100 contenders in and out of its queue.
-        expect(Math.max(...ends.map((end) => end.ms))).toBeLessThan(300 + 700);
+        // backend's time to let 100 contenders in and out of its queue. The loop's longest stand-still is
+        // the client's work for 100 acquisitions at once under the whole suite's load (measured up to
+        // 350 ms for etcd and 156 ms for ZooKeeper with 3 CPU hogs, and more in a full run): a cost the
+        // benchmarks measure (issue 39), not a late deadline, so it is not charged to this bound.
+        const maxEnd = Math.max(...ends.map((end) => end.ms));
+        expect(maxEnd - stood.max / 1e6).toBeLessThan(300 + 700);
         await holder.release();
         const next = await locks.acquire(k, { waitTimeout: 5_000 });
         await next.release();

@@ -685,7 +685,8 @@ describe('fixed: fencing tokens on SQLite repeated within a millisecond', () => 
       await Promise.all([first?.release(), second?.release()]);
       expect({ round, above: (second?.fencingToken ?? 0) > (first?.fencingToken ?? 0) }).toEqual({ round, above: true });
     }
-  });
+    // 500 rounds take about 1.1 s alone; the default 5 s ran out once under a full run's load.
+  }, 30_000);
 });
 
 // Found by the property above on "pessimistic (MariaDB)". An aborted wait can go on on the server after the

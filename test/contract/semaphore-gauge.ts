@@ -1,4 +1,4 @@
-import { closeSync, mkdtempSync, openSync, readdirSync, rmSync, unlinkSync } from 'node:fs';
+import { closeSync, existsSync, mkdtempSync, openSync, readdirSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runWorkerProcess } from './cross-process';
@@ -17,6 +17,10 @@ export interface GaugeOutcome {
  * A gauge of holders shared by every process of the machine: one file per place in a directory. A holder
  * takes the first free place with an exclusive create (atomic across processes); finding none free means
  * more than `permits` holders at once. `enter` resolves a function that frees the place.
+ *
+ * `untilFull` keeps a holder inside until the gauge has once seen every place taken (by a deadline for the run): how many
+ * holders overlap must not depend on how fast the machine runs, or a loaded machine whose grants come
+ * slower than the sections end would show a semaphore that works as one that lets only one in.
  */
 export class SlotGauge {
   constructor(
@@ -35,6 +39,7 @@ export class SlotGauge {
         continue;
       }
       const inside = readdirSync(this.dir).filter((name) => name.startsWith('slot-')).length;
+      if (inside === this.permits) writeFileSync(join(this.dir, 'full'), '');
       return {
         violation: false,
         inside,
@@ -45,6 +50,11 @@ export class SlotGauge {
       };
     }
     return { violation: true, inside: this.permits + 1, leave: () => undefined };
+  }
+
+  /** Resolves once every place has been taken at the same time, or at `until` (a semaphore that lets fewer in). */
+  async untilFull(until: number): Promise<void> {
+    while (!existsSync(join(this.dir, 'full')) && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 2));
   }
 }
 

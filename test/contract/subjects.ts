@@ -163,6 +163,9 @@ function clientOf(server: InMemoryLockStrategy): LockStrategy {
 export const subjects: readonly ContractSubject[] = [
   {
     name: 'memory',
+    answersQuery: true,
+    answersPrefixQuery: true,
+    answersPermitQuery: true,
     pushesRemoval: true,
     capabilities: new InMemoryLockStrategy().capabilities,
     // Each client closes only itself: closing one instance must not close "the server" for the others.
@@ -172,6 +175,9 @@ export const subjects: readonly ContractSubject[] = [
   },
   {
     name: 'redis (fair)',
+    answersQuery: true,
+    answersPrefixQuery: true,
+    answersPermitQuery: true,
     capabilities: { fencing: true, fifo: true, sharedLocks: true, crossProcess: true, semaphores: { fifo: true, fencing: true } },
     create: async () => new RedisLockStrategy({ connection: requiredEnv('LOCK_TEST_REDIS_URL') }),
     removeBehindBack: (_strategy, key) => deleteRedisLock([requiredEnv('LOCK_TEST_REDIS_URL')], key),
@@ -179,6 +185,9 @@ export const subjects: readonly ContractSubject[] = [
   },
   {
     name: 'redis (barging)',
+    answersQuery: true,
+    answersPrefixQuery: true,
+    answersPermitQuery: true,
     capabilities: { fencing: true, fifo: false, sharedLocks: true, crossProcess: true, semaphores: { fifo: true, fencing: true } },
     create: async () => new RedisLockStrategy({ connection: requiredEnv('LOCK_TEST_REDIS_URL'), fair: false, name: 'redis-barging' }),
     removeBehindBack: (_strategy, key) => deleteRedisLock([requiredEnv('LOCK_TEST_REDIS_URL')], key),
@@ -186,6 +195,8 @@ export const subjects: readonly ContractSubject[] = [
   },
   {
     name: 'redis (Cluster, 3 masters)',
+    answersQuery: true,
+    answersPermitQuery: true,
     capabilities: { fencing: true, fifo: true, sharedLocks: true, crossProcess: true, semaphores: { fifo: true, fencing: true } },
     topology: 'redis-cluster',
     create: async () => clusterStrategy(requiredEnv('LOCK_TEST_REDIS_CLUSTER'), { name: 'redis-cluster' }),
@@ -194,6 +205,8 @@ export const subjects: readonly ContractSubject[] = [
   },
   {
     name: 'redlock (5 masters)',
+    answersQuery: true,
+    queryWithoutGrantTime: true,
     capabilities: { fencing: false, fifo: false, sharedLocks: false, crossProcess: true },
     create: async () => new RedlockStrategy({ connections: redisUrls() }),
     removeBehindBack: (_strategy, key) => deleteRedisLock(redisUrls(), key, 'dlock:redlock:'),
@@ -201,6 +214,9 @@ export const subjects: readonly ContractSubject[] = [
   {
     name: 'row (MariaDB)',
     queuesWaiters: true,
+    answersQuery: true,
+    answersPrefixQuery: true,
+    answersPermitQuery: true,
     capabilities: { fencing: true, fifo: false, sharedLocks: false, crossProcess: true, semaphores: { fifo: false, fencing: true } },
     create: async () => new RowLockStrategy({ connection: mysqlOptions() }),
     removeBehindBack: async (_strategy, key) => {
@@ -213,6 +229,9 @@ export const subjects: readonly ContractSubject[] = [
   {
     name: 'row (SQLite)',
     queuesWaiters: true,
+    answersQuery: true,
+    answersPrefixQuery: true,
+    answersPermitQuery: true,
     capabilities: { fencing: true, fifo: false, sharedLocks: false, crossProcess: true, semaphores: { fifo: false, fencing: true } },
     create: async () => new RowLockStrategy({ connection: sqliteOptions(), name: 'database-sqlite' }),
     removeBehindBack: async (_strategy, key) => {
@@ -225,6 +244,9 @@ export const subjects: readonly ContractSubject[] = [
   {
     name: 'row (PostgreSQL)',
     queuesWaiters: true,
+    answersQuery: true,
+    answersPrefixQuery: true,
+    answersPermitQuery: true,
     capabilities: { fencing: true, fifo: false, sharedLocks: false, crossProcess: true, semaphores: { fifo: false, fencing: true } },
     create: async () => new RowLockStrategy({ connection: postgresOptions(), name: 'database-postgres' }),
     removeBehindBack: async (_strategy, key) => {
@@ -265,6 +287,10 @@ export const subjects: readonly ContractSubject[] = [
   {
     name: 'etcd (single node)',
     pushesRemoval: true,
+    answersQuery: true,
+    answersPrefixQuery: true,
+    answersPermitQuery: true,
+    queryWithoutTimes: true,
     capabilities: { fencing: true, fifo: true, sharedLocks: true, crossProcess: true, semaphores: { fifo: true, fencing: true } },
     create: async () => new EtcdLockStrategy({ connection: { hosts: requiredEnv('LOCK_TEST_ETCD').split(',') } }),
     removeBehindBack: (_strategy, key) => deleteEtcdPrefix(requiredEnv('LOCK_TEST_ETCD'), `dlock/${encodeURIComponent(key)}/`),
@@ -273,6 +299,10 @@ export const subjects: readonly ContractSubject[] = [
   {
     name: 'etcd (3-node cluster)',
     pushesRemoval: true,
+    answersQuery: true,
+    answersPrefixQuery: true,
+    answersPermitQuery: true,
+    queryWithoutTimes: true,
     capabilities: { fencing: true, fifo: true, sharedLocks: true, crossProcess: true, semaphores: { fifo: true, fencing: true } },
     topology: 'etcd3',
     create: async () => new EtcdLockStrategy({ connection: { hosts: requiredEnv('LOCK_TEST_ETCD_CLUSTER').split(',') }, name: 'etcd-cluster' }),
@@ -282,6 +312,10 @@ export const subjects: readonly ContractSubject[] = [
   {
     name: 'zookeeper (standalone)',
     pushesRemoval: true,
+    answersQuery: true,
+    answersPrefixQuery: true,
+    answersPermitQuery: true,
+    queryWithoutTimes: true,
     capabilities: { fencing: true, fifo: true, sharedLocks: true, crossProcess: true, semaphores: { fifo: true, fencing: true } },
     create: async () => new ZooKeeperLockStrategy({ connect: requiredEnv('LOCK_TEST_ZOOKEEPER'), sessionTimeout: 4_000 }),
     removeBehindBack: (_strategy, key) => deleteZooKeeperChildren(requiredEnv('LOCK_TEST_ZOOKEEPER'), zkLockPath('/dlock', key)),
@@ -290,13 +324,17 @@ export const subjects: readonly ContractSubject[] = [
   {
     name: 'zookeeper (3-node ensemble)',
     pushesRemoval: true,
+    answersQuery: true,
+    answersPrefixQuery: true,
+    answersPermitQuery: true,
+    queryWithoutTimes: true,
     capabilities: { fencing: true, fifo: true, sharedLocks: true, crossProcess: true, semaphores: { fifo: true, fencing: true } },
     topology: 'zookeeper3',
     create: async () => new ZooKeeperLockStrategy({ connect: requiredEnv('LOCK_TEST_ZOOKEEPER_ENSEMBLE'), sessionTimeout: 4_000, name: 'zookeeper-ensemble' }),
     removeBehindBack: (_strategy, key) => deleteZooKeeperChildren(requiredEnv('LOCK_TEST_ZOOKEEPER_ENSEMBLE'), zkLockPath('/dlock', key)),
     removePermitsBehindBack: (key) => deleteZooKeeperChildren(requiredEnv('LOCK_TEST_ZOOKEEPER_ENSEMBLE'), zkSemaphorePath('/dlock', key)),
   },
-  memcachedSubject(),
+  { ...memcachedSubject(), answersQuery: true, queryWithoutTimes: true, queryWithoutQueue: true },
 ];
 
 /**
@@ -308,6 +346,9 @@ export const fastPathsOffSubjects: readonly ContractSubject[] = [
   {
     name: 'row (MariaDB, fastPaths: false)',
     queuesWaiters: true,
+    answersQuery: true,
+    answersPrefixQuery: true,
+    answersPermitQuery: true,
     capabilities: { fencing: true, fifo: false, sharedLocks: false, crossProcess: true, semaphores: { fifo: false, fencing: true } },
     create: async () => new RowLockStrategy({ connection: mysqlOptions(), name: 'database-public-api', fastPaths: false }),
     removeBehindBack: async (_strategy, key) => {

@@ -56,6 +56,37 @@ describe('shop HTTP API', () => {
     expect(await call('GET', '/reports/e2e-1')).toMatchObject({ status: 200, body: { sku: 'e2e-1', stock: 0, orders: 1 } });
   });
 
+  it("serves the lock board and the library's operator endpoints it reads, through the app's global ValidationPipe", async () => {
+    const page = await fetch(`http://127.0.0.1:${shop.port}/board`);
+    expect(page.status).toBe(200);
+    expect(page.headers.get('content-type')).toContain('text/html');
+    expect(await page.text()).toContain('/ops/locks');
+    const keys = await fetch(`http://127.0.0.1:${shop.port}/board/keys`);
+    expect(await keys.json()).toEqual(
+      expect.arrayContaining([
+        { label: 'stock of e2e-1', key: 'inventory:stock:e2e-1', strategy: 'inventory', kind: 'lock' },
+        { label: 'payment calls', key: PAYMENT_KEY, strategy: 'payments', kind: 'semaphore' },
+        { label: 'stock report job', key: 'reports:stock-report', strategy: 'inventory', kind: 'lock' },
+      ]),
+    );
+    expect(await call('GET', '/ops/locks?key=inventory:stock:e2e-1&key=reports:stock-report&strategy=inventory')).toEqual({
+      status: 200,
+      body: {
+        strategy: 'inventory',
+        locks: [
+          { key: 'inventory:stock:e2e-1', held: [], pending: [] },
+          { key: 'reports:stock-report', held: [], pending: [] },
+        ],
+      },
+    });
+    expect(await call('GET', `/ops/locks/permits?key=${PAYMENT_KEY}&strategy=payments`)).toEqual({
+      status: 200,
+      body: { strategy: 'payments', semaphores: [{ key: PAYMENT_KEY, permits: null, inUse: 0, held: [], pending: null }] },
+    });
+    expect((await call('GET', '/ops/locks?strategy=inventory')).status).toBe(400);
+    expect((await call('POST', '/ops/locks/break', { key: 'inventory:stock:e2e-1', reason: 'no' })).status).toBe(404);
+  });
+
   it('serves the lock metrics in Prometheus text format on GET /metrics', async () => {
     const response = await fetch(`http://127.0.0.1:${shop.port}/metrics`);
     expect(response.status).toBe(200);

@@ -6,6 +6,7 @@ import { redisLockKeys, redisSemaphoreKeys } from '@app/distributed-lock/strateg
 import { Redis } from 'ioredis';
 import { subjectNamed } from '../contract/subjects';
 import { HeldBackProxy } from '../support/held-back-proxy';
+import { workerArgs } from '../support/worker-bundles';
 
 const ROOT = resolve(__dirname, '..', '..');
 const WORKER = join(ROOT, 'test', 'support', 'late-hand-over.worker.ts');
@@ -48,7 +49,7 @@ describe('A fair Redis waiter frozen past its hand-over, told of it only after i
         kind === 'permit' ? locks.acquirePermit(key, { permits: 1, ttl: 10_000, autoExtend: true, waitTimeout }) : locks.acquire(key, { ttl: 10_000, autoExtend: true, waitTimeout });
       const queued = async (): Promise<boolean> => (await admin.zcard(queueKey(key))) === 1;
       const first = await take(1_000);
-      const child = spawn(process.execPath, ['--import', 'tsx', WORKER, kind, key, '2000', String(port)], { cwd: ROOT, env: process.env, stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = spawn(process.execPath, [...workerArgs(WORKER), kind, key, '2000', String(port)], { cwd: ROOT, env: process.env, stdio: ['ignore', 'pipe', 'pipe'] });
       const lines: string[] = [];
       let stderr = '';
       child.stdout.on('data', (chunk: Buffer) => lines.push(...chunk.toString().split('\n').filter(Boolean)));

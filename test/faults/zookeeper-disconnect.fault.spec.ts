@@ -51,7 +51,7 @@ async function startServer(): Promise<string> {
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
   const record: ServerRecord = { name: SERVER, topology: SERVER, command: 'java', args: zookeeperArgs(dir), cwd: dir, logFile: join(dir, 'server.log'), ports: [port], dir, pid: 0 };
-  zookeeperKind.prepare?.(record, [record]);
+  await zookeeperKind.prepare?.(record, [record]);
   launch(record);
   await waitUntil(`${SERVER} (log: ${record.logFile})`, () => zookeeperKind.ready(record), zookeeperKind.startTimeoutMs);
   return `127.0.0.1:${port}`;

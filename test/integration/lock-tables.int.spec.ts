@@ -135,6 +135,76 @@ describe.each([
     expect((await row(key)).owner).toBe('');
   });
 
+  it('does not hand the row to the contender whose own try is on its way: it is held once, and its release frees it', async () => {
+    // Found by the contract's storm of short waits (1 run in 3 to 20): a contender outside the line (a
+    // tryAcquire) took the row while the first of the line was asking for it, and its release handed the row
+    // to that contender, whose try then re-entered its own row. Two holds of one owner, one given back: the
+    // row stayed taken after its release, for its whole lease. Here each step is held until the one before it
+    // is done: the first of the line's try waits before it reaches the database.
+    // A long barging window: the tryAcquire may take the free row ahead of the waiter's place in the queue.
+    const strategy = new RowLockStrategy({ dataSource, table: 'handover_leases', bargeWindowMs: 60_000 });
+    const manager = new LockManager(strategy);
+    managers.push(manager);
+    const locks = new LockService(manager);
+    const elsewhere = instance();
+    const key = `handover-asking:${run}`;
+    let askingOwner = '';
+    let trapNextTry: ((owner: string) => Promise<void>) | undefined;
+    let tryGoesOn = (): void => undefined;
+    let passedOn = (): void => undefined;
+    const passed = new Promise<void>((resolve) => (passedOn = resolve));
+    const tryAcquire = strategy.tryAcquire.bind(strategy);
+    strategy.tryAcquire = async (request) => {
+      const trap = trapNextTry;
+      trapNextTry = undefined;
+      if (trap) await trap(request.owner);
+      return tryAcquire(request);
+    };
+    // The second hold of the waiter (before the fix) went back in the background; held here until the
+    // holder has passed the row on, so that the pass finds both holds whatever the pool's order.
+    const release = strategy.release.bind(strategy);
+    strategy.release = async (lease) => {
+      if (lease.owner === askingOwner) await Promise.race([passed, new Promise((resolve) => setTimeout(resolve, 2_000))]);
+      return release(lease);
+    };
+    const transfer = strategy.transfer.bind(strategy);
+    strategy.transfer = async (lease, next) => {
+      try {
+        return await transfer(lease, next);
+      } finally {
+        if (lease.owner === askingOwner) passedOn();
+      }
+    };
+
+    const first = await elsewhere.acquire(key);
+    const asking = locks.acquire(key, { waitTimeout: 5_000 });
+    const behind = locks.acquire(key, { waitTimeout: 5_000 });
+    // Awaited at the end; a failure before that leaves it to the close, which ends it.
+    behind.catch(() => undefined);
+    // The first of the line polls the held row; its next try is held here, before the database.
+    const held = new Promise<void>((resolve) => (tryGoesOn = resolve));
+    askingOwner = await new Promise<string>((resolve) => {
+      trapNextTry = (owner) => {
+        resolve(owner);
+        return held;
+      };
+    });
+    expect(await first.release()).toBe(true);
+    // Taken outside the line (no wait), released while that try is still out.
+    const barging = await locks.tryAcquire(key);
+    expect(barging).not.toBeNull();
+    expect(await barging?.release()).toBe(true);
+    tryGoesOn();
+
+    const got = await asking;
+    expect(got.owner).toBe(askingOwner);
+    expect(await got.release()).toBe(true);
+    const next = await behind;
+    expect((await row(key)).owner).toBe(next.owner);
+    expect(await next.release()).toBe(true);
+    expect((await row(key)).owner).toBe('');
+  });
+
   it('gives the row back after its pass limit, so that another instance gets its turn', async () => {
     const hot = instance({ passes: 2, windowMs: 60_000 });
     const other = instance();

@@ -109,7 +109,7 @@ describe.each(SERVERS)('the end of a section whose lock is a transaction, on $na
       const strategy = create();
       // Both connections an acquisition uses open beforehand: the lease counts from the grant, the watchdog
       // from the acquisition's end, and a pessimistic lock's fencing token drawn on a connection the pool
-      // must first open (100 ms on a loaded machine) would eat the 100 ms this test leaves between them.
+      // must first open would eat into the time this test leaves between them.
       await strategy.warmUp();
       const locks = service(strategy);
       const sku = `savepoint-${run}-${randomUUID().slice(0, 8)}`;
@@ -118,15 +118,17 @@ describe.each(SERVERS)('the end of a section whose lock is a transaction, on $na
           `section-savepoint:${sku}`,
           async (lock) => {
             const manager = lockTransaction(lock);
-            // The watchdog extends every 200 ms (a third of the lease): during the sleep, before the failure.
+            // The watchdog extends every 500 ms (a third of the lease): during the sleep, before the failure.
+            // Its check, queued behind the statement, runs once the statement failed, 500 ms before the
+            // lease's end (a lease of 600 ms and a sleep of 0.5 s left 100 ms, which a full run once missed).
             await manager
-              .transaction((inner) => inner.query("DO $$ BEGIN PERFORM pg_sleep(0.5); RAISE EXCEPTION 'refused by the test'; END $$"))
+              .transaction((inner) => inner.query("DO $$ BEGIN PERFORM pg_sleep(1.0); RAISE EXCEPTION 'refused by the test'; END $$"))
               .catch(() => undefined);
             expect(lock.isHeld).toBe(true);
             await manager.getRepository(Stock).insert({ sku, quantity: 1 });
             return 'done';
           },
-          { ttl: 600, autoExtend: true },
+          { ttl: 1_500, autoExtend: true },
         )
         .catch((error: unknown) => error);
       expect(outcome).toBe('done');

@@ -5,6 +5,7 @@ import { Redis } from 'ioredis';
 import { InvalidLockOptionsError, LockManager, LockService, type LockHandle } from '@app/distributed-lock';
 import { RedisLockStrategy } from '@app/distributed-lock/strategies/redis';
 import { redisLockKeys } from '@app/distributed-lock/strategies/redis/redis-keys';
+import { workerArgs } from '../support/worker-bundles';
 
 // Adversarial review of bounded barging (fair: false): each test attacks one promise through the public API,
 // against the real Redis, with separate strategy instances (and processes) as separate applications. A long
@@ -26,7 +27,7 @@ interface HammerStats {
 }
 
 function spawnWorker(args: string[], env: NodeJS.ProcessEnv = {}): { child: ChildProcess; lines: string[]; exited: Promise<string> } {
-  const child = spawn(process.execPath, ['--import', 'tsx', WORKER, ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [...workerArgs(WORKER), ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   const lines: string[] = [];
   child.stdout?.on('data', (chunk: Buffer) => lines.push(...chunk.toString().split('\n').filter(Boolean)));
   child.stderr?.on('data', (chunk: Buffer) => lines.push(`stderr: ${chunk.toString()}`));
@@ -239,10 +240,11 @@ describe('Redis bounded barging, adversarial', () => {
   }, 20_000);
 
   // Promise 5 (fair and barging instances on one key) and promise 3: a FAIR waiter that is head inside a
-  // barging window is woken by a barging release ("w"), but finds the lock barged; a fair waiter has no
-  // after-wake re-check, and a second barging release in the window does not wake it again ("#woke"), so
-  // the lock sits free with a live waiter until the fair waiter's own re-check.
-  it('mixed modes: a fair head woken and barged waits with the lock free at most one recheckInterval', async () => {
+  // barging window. It was woken by a barging release ("w") and found the lock barged; a fair waiter has no
+  // after-wake re-check, and a second barging release in the window did not wake it again ("#woke"), so the
+  // lock sat free with a live waiter until the fair waiter's own re-check (the mixed hammer above failed so
+  // about 1 run in 10: every waiter stalled one re-check). A barging release now hands a fair head the lock.
+  it('mixed modes: a barging release hands the lock to a fair head, never leaves it free for one barged in its window', async () => {
     const key = `barge-attack:${run}:fair-head-barged`;
     const keys = redisLockKeys('dlock:', key).keys;
     const [holderSvc, firstSvc, bargerSvc] = [service({ bargeWindowMs: 2_000 }), service({ bargeWindowMs: 2_000 }), service({ bargeWindowMs: 2_000 })];
@@ -257,19 +259,23 @@ describe('Redis bounded barging, adversarial', () => {
       // The barging head takes the lock (woken in its window): the fair waiter is head from now on.
       const firstLock = await first;
       fair.child.kill('SIGSTOP');
-      await firstLock.release(); // within the fair head's window: lock left free, the fair head woken
+      // Within the fair head's window. It was left free, the fair head woken, and the barger took it; the
+      // lock is now handed to the fair head, and the barger finds it taken.
+      await firstLock.release();
       const barged = await bargerSvc.tryAcquire(key);
-      expect(barged).not.toBeNull();
-      fair.child.kill('SIGCONT'); // its wake's check finds the lock barged
+      fair.child.kill('SIGCONT');
       await sleep(100);
       const freedAt = Date.now();
-      await barged?.release(); // still in the window, head already woken: left free, nobody told
+      // Was: still in the window, head already woken: left free, nobody told.
+      await barged?.release();
       await sleep(200);
       const freeAfter200 = (await admin.hget(keys[0], 'o')) === null;
       await waitForLine(fair.lines, /^held/, 6_000);
       const waited = Date.now() - freedAt;
       console.log(`fair head, barged: lock free ${freeAfter200 ? 'yes' : 'no'} 200 ms after the release; the fair head got it ${waited} ms after`);
-      expect(waited).toBeLessThan(3_000 + 1_000);
+      expect(freeAfter200).toBe(false);
+      // Handed over, not found by its re-check (3 s).
+      expect(waited).toBeLessThan(2_000);
     } finally {
       fair.child.kill('SIGKILL');
       await fair.exited;

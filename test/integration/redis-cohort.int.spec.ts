@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
-import { InvalidLockOptionsError, LockManager, LockService, type LockHandle } from '@app/distributed-lock';
+import { InvalidLockOptionsError, LockLostError, LockManager, LockService, type LockHandle } from '@app/distributed-lock';
 import { RedisLockStrategy, type RedisLockStrategyOptions } from '@app/distributed-lock/strategies/redis';
 import { redisLockKeys } from '@app/distributed-lock/strategies/redis/redis-keys';
 import { HeldBackProxy } from '../support/held-back-proxy';
@@ -71,6 +71,83 @@ describe('Redis lock cohorting (fair: false)', () => {
     expect(pttl).toBeGreaterThan(1_000);
     expect(pttl).toBeLessThanOrEqual(1_500);
     await lock.release();
+  });
+
+  // A passed lock is a grant like any other: fenced, leased, and reported lost when Redis says so.
+  it('reports a passed lock deleted behind its successor: its section rejects, and the next holder gets a higher token', async () => {
+    const locks = instance();
+    const elsewhere = instance();
+    const key = `cohort-deleted:${run}`;
+    const holder = await locks.acquire(key);
+    let successorToken: number | undefined;
+    let theirs: LockHandle | undefined;
+    const section = locks
+      .withLock(
+        key,
+        async (lock) => {
+          successorToken = lock.fencingToken;
+          await admin.del(redisLockKeys('dlock:', key).keys[0]);
+          theirs = await elsewhere.acquire(key, { waitTimeout: 2_000 });
+          return 'done';
+        },
+        { waitTimeout: 5_000 },
+      )
+      .catch((error: unknown) => error);
+    await sleep(50);
+    await holder.release();
+    const error = await section;
+    expect(error).toBeInstanceOf(LockLostError);
+    expect((error as LockLostError).reason).toBe('not-held-at-release');
+    expect((error as LockLostError).sectionResult).toEqual({ value: 'done' });
+    expect(successorToken).toBeGreaterThan(holder.fencingToken as number);
+    expect(theirs?.fencingToken).toBeGreaterThan(successorToken as number);
+    // The successor's release did not free the other instance's lock.
+    expect(theirs?.isHeld).toBe(true);
+    expect(await admin.hget(redisLockKeys('dlock:', key).keys[0], 'o')).toBe(theirs?.owner);
+    expect(await theirs?.release()).toBe(true);
+  });
+
+  it('reports a passed lock whose lease ran out unextended as expired, and lets another instance in', async () => {
+    const locks = instance();
+    const elsewhere = instance();
+    const key = `cohort-expired:${run}`;
+    const holder = await locks.acquire(key);
+    const next = locks.acquire(key, { waitTimeout: 5_000, ttl: 400 });
+    await sleep(50);
+    await holder.release();
+    const successor = await next;
+    const reason = await new Promise<unknown>((resolve) => {
+      if (successor.signal.aborted) resolve(successor.signal.reason);
+      successor.signal.addEventListener('abort', () => resolve(successor.signal.reason));
+    });
+    expect(reason).toBeInstanceOf(LockLostError);
+    expect((reason as LockLostError).reason).toBe('expired');
+    const theirs = await elsewhere.acquire(key, { waitTimeout: 2_000 });
+    expect(theirs.fencingToken).toBeGreaterThan(successor.fencingToken as number);
+    expect(await successor.release()).toBe(false);
+    expect(await theirs.release()).toBe(true);
+  });
+
+  it('does not pass a lock the holder no longer has: the waiter of its instance waits for the one who took it', async () => {
+    const locks = instance();
+    const elsewhere = instance();
+    const key = `cohort-not-ours:${run}`;
+    const holder = await locks.acquire(key);
+    const next = locks.acquire(key, { waitTimeout: 5_000 });
+    let nextGranted = false;
+    void next.then(() => (nextGranted = true), () => undefined);
+    await sleep(50);
+    // Deleted behind the holder, and taken at once by another instance.
+    await admin.del(redisLockKeys('dlock:', key).keys[0]);
+    const theirs = await elsewhere.acquire(key, { waitTimeout: 2_000 });
+    expect(await holder.release()).toBe(false);
+    await sleep(200);
+    expect(nextGranted).toBe(false);
+    expect(await admin.hget(redisLockKeys('dlock:', key).keys[0], 'o')).toBe(theirs.owner);
+    await theirs.release();
+    const lock = await next;
+    expect(lock.fencingToken).toBeGreaterThan(theirs.fencingToken as number);
+    expect(await lock.release()).toBe(true);
   });
 
   it('lets a waiter of another instance in once it has been head of the queue for the window, however many wait here', async () => {

@@ -5,6 +5,16 @@ import { RedlockStrategy } from '@app/distributed-lock/strategies/redis';
 const run = randomUUID().slice(0, 8);
 const urls = (): string[] => (process.env.LOCK_TEST_REDIS_URLS as string).split(',');
 
+/** How many wait in `key`'s line, once someone does (bounded: 0 after 5 s). */
+async function pendingOnceQueued(locks: LockService, key: string): Promise<number | undefined> {
+  const until = Date.now() + 5_000;
+  for (;;) {
+    const pending = (await locks.query(key)).pending;
+    if ((pending?.length ?? 0) > 0 || Date.now() > until) return pending?.length;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
 /**
  * The first master stores its key as a hash (it keeps the line), the others as a string. Two instances
  * that list the same three masters in another order (a config change rolled out one instance at a time)
@@ -39,6 +49,26 @@ describe('Redlock: instances that list the masters in different orders', () => {
       expect((waited as Error).name).toBe(LockAcquireTimeoutError.name);
     } finally {
       await holder.release();
+    }
+  }, 20_000);
+
+  it('query from an instance whose first master is another: the holder, and no line it cannot see (pending null)', async () => {
+    const key = `order-query:${run}`;
+    const holderSide = instance(urls());
+    const waiterSide = instance(urls());
+    const reversed = instance([...urls()].reverse());
+    const holder = await holderSide.acquire(key, { ttl: 5_000 });
+    const waiting = waiterSide.acquire(key, { ttl: 5_000, waitTimeout: 5_000 });
+    try {
+      // In line once its first round was refused: a fixed 100 ms was not always enough on a loaded machine.
+      expect(await pendingOnceQueued(holderSide, key)).toBe(1);
+      const seen = await reversed.query(key);
+      expect(seen.held.map((held) => held.owner.id)).toEqual([holder.owner]);
+      // Its first master keeps no line for this key (the holder's instance keeps it elsewhere): not "nobody waits".
+      expect(seen.pending).toBeNull();
+    } finally {
+      await holder.release();
+      await (await waiting).release();
     }
   }, 20_000);
 });

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { InvalidLockOptionsError, LockAcquireTimeoutError, LockLostError, LockManager, LockService, type LockHandle } from '@app/distributed-lock';
+import { InvalidLockOptionsError, LockAcquireTimeoutError, LockBackendUnavailableError, LockLostError, LockManager, LockService, type LockHandle } from '@app/distributed-lock';
 import { RedlockStrategy } from '@app/distributed-lock/strategies/redis';
 import { redisLockKeys } from '@app/distributed-lock/strategies/redis/redis-keys';
 import { Redis } from 'ioredis';
@@ -7,6 +7,7 @@ import { LockPermissionDeniedError } from '@app/distributed-lock';
 import { redisAclRules } from '@app/distributed-lock/strategies/redis/redis-acl';
 import { startPrivateRedis, type PrivateRedis } from '../support/private-redis';
 import { runCrossProcessSession } from '../contract/cross-process';
+import { LatencyProxy } from '../support/latency-proxy';
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 const run = randomUUID().slice(0, 8);
@@ -32,6 +33,11 @@ describe('Redlock: local hand-over', () => {
   const storedIds = (key: string): Promise<Array<string | null>> =>
     Promise.all(masters.map((master, i) => (i === 0 ? master.hget(redisLockKeys(NAMESPACE, key).keys[0], 'o') : master.get(redisLockKeys(NAMESPACE, key).keys[0]))));
 
+  /** The grant comes with a majority's answers: waits (at most 2 s) for the last masters' votes to land too. */
+  const everyMasterSet = async (key: string): Promise<void> => {
+    for (let waited = 0; (await storedIds(key)).includes(null) && waited < 2_000; waited += 10) await sleep(10);
+  };
+
   beforeAll(() => {
     masters = urls().map((url) => new Redis(url));
   });
@@ -52,12 +58,23 @@ describe('Redlock: local hand-over', () => {
       idsWhileFirst = await storedIds(key);
     }
     expect(new Set(idsWhileFirst).size).toBe(1);
+    expect(idsWhileFirst[0]?.startsWith(`${first.owner}/`)).toBe(true); // the holder's acquisition id
+    // A release on the masters announces itself on the key's channel; a hand-over does not.
+    const listener = new Redis(urls()[1]);
+    const announced: string[] = [];
+    listener.on('message', (_channel: string, message: string) => announced.push(message));
+    await listener.subscribe(redisLockKeys(NAMESPACE, key).channel);
     const second = locks.acquire(key, { waitTimeout: 5_000 });
     await sleep(50);
     await first.release();
     const secondLock = await second;
     expect(secondLock.isHeld).toBe(true);
-    expect(await storedIds(key)).toEqual(idsWhileFirst); // same acquisition on the masters: handed over here
+    // Handed over here: the round that confirmed the lock renamed it to the successor's acquisition on every master.
+    const idsWhileSecond = await storedIds(key);
+    expect(new Set(idsWhileSecond).size).toBe(1);
+    expect(idsWhileSecond[0]?.startsWith(`${secondLock.owner}/`)).toBe(true);
+    expect(announced).toEqual([]);
+    listener.disconnect();
     await secondLock.release();
     expect(await storedIds(key)).toEqual(masters.map(() => null)); // nobody waits: released on the masters
   });
@@ -195,7 +212,7 @@ describe('Redlock: local hand-over', () => {
       .withLock(key, async () => {
         // The grant comes with a majority's answers: wait for the last masters' votes to land, or one of them
         // could be set again after the deletion below (the holder would then still have a majority).
-        for (let waited = 0; (await storedIds(key)).includes(null) && waited < 2_000; waited += 10) await sleep(10);
+        await everyMasterSet(key);
         // Deleted on 3 of 5 masters (a restart that lost them, an operator): another process takes those 3.
         await Promise.all(masters.slice(0, 3).map((master) => master.del(redisLockKeys(NAMESPACE, key).keys[0])));
         second = await other.acquire(key, { waitTimeout: 5_000 });
@@ -233,6 +250,100 @@ describe('Redlock: local hand-over', () => {
     await remote.release();
     await local;
     expect(overlap).toBe(false);
+  });
+
+  describe('a release while masters are down or slow', () => {
+    const holderBehindProxies = async (): Promise<{ proxies: LatencyProxy[]; locks: LockService }> => {
+      // Each master behind a proxy of this test, to take two of them down and slow a third down after the grant.
+      const proxies = urls().map((url) => new LatencyProxy({ host: new URL(url).hostname, port: Number(new URL(url).port) }, 0));
+      const ports = await Promise.all(proxies.map((proxy) => proxy.start()));
+      return { proxies, locks: serviceOf({ connections: ports.map((port) => `redis://127.0.0.1:${port}`), nodeTimeout: 100, localHandover: { passes: 16, windowMs: 10_000 } }) };
+    };
+
+    it('waits past the node timeout for the slow master: the lock was held, and is handed on (the fresh-clone CI\'s LOCK_LOST)', async () => {
+      const { proxies, locks } = await holderBehindProxies();
+      try {
+        const key = `handover-slow:${run}`;
+        const holder = await locks.acquire(key);
+        await everyMasterSet(key);
+        const waiter = locks.acquire(key, { waitTimeout: 5_000 });
+        await sleep(20);
+        await Promise.all([proxies[3].close(), proxies[4].close()]);
+        proxies[2].oneWayDelayMs = 80; // 160 ms round trips, past the 100 ms node timeout
+        await sleep(50);
+        // Before: the round counted the slow master out, did not confirm, and the release said lost.
+        expect(await holder.release()).toBe(true);
+        const next = await waiter;
+        expect(next.isHeld).toBe(true);
+        await next.release();
+      } finally {
+        await Promise.all(proxies.map((proxy) => proxy.close().catch(() => undefined)));
+      }
+    }, 20_000);
+
+    it('does not wait for a silent minority once a majority said yes: a release and a hand-over end before the 1 s wait', async () => {
+      const { proxies, locks } = await holderBehindProxies();
+      try {
+        const key = `release-minority-silent:${run}`;
+        const holder = await locks.acquire(key);
+        await everyMasterSet(key);
+        const waiter = locks.acquire(key, { waitTimeout: 5_000 });
+        await sleep(20);
+        proxies[4].oneWayDelayMs = 2_000; // one master hung for the holder: no answer for 4 s
+        await sleep(20);
+        const started = Date.now();
+        expect(await holder.release()).toBe(true); // a hand-over to the waiter: four masters confirm it
+        const next = await waiter;
+        expect(await next.release()).toBe(true); // a plain release: four masters say yes
+        expect(Date.now() - started).toBeLessThan(1_000);
+      } finally {
+        await Promise.all(proxies.map((proxy) => proxy.close().catch(() => undefined)));
+      }
+    }, 20_000);
+
+    it('says it cannot tell, rather than held or lost, when the third master is silent past the wait', async () => {
+      const { proxies, locks } = await holderBehindProxies();
+      try {
+        const key = `release-unknown:${run}`;
+        const holder = await locks.acquire(key);
+        await everyMasterSet(key);
+        await Promise.all([proxies[3].close(), proxies[4].close()]);
+        proxies[2].oneWayDelayMs = 1_000; // no answer within the release's 1 s wait
+        await sleep(50);
+        await expect(holder.release()).rejects.toBeInstanceOf(LockBackendUnavailableError);
+      } finally {
+        await Promise.all(proxies.map((proxy) => proxy.close().catch(() => undefined)));
+      }
+    }, 20_000);
+
+    it('reports the lock lost when a majority says it was not the holder\'s, however many are slow: another client holds it', async () => {
+      // The adversary's case: the holder's keys gone on M0..M2 (restarted empty), another client takes those
+      // three, and M1, M2 are slow for the old holder. Counting a silent master as "held" called it held.
+      const { proxies, locks } = await holderBehindProxies();
+      const other = serviceOf();
+      try {
+        for (const withSuccessor of [true, false]) {
+          const key = `release-lost-slow:${run}:${withSuccessor}`;
+          const holder = await locks.acquire(key, { ttl: 10_000 });
+          await everyMasterSet(key);
+          await Promise.all([0, 1, 2].map((i) => masters[i].del(redisLockKeys(NAMESPACE, key).keys[0])));
+          const taken = await other.tryAcquire(key, { ttl: 10_000 });
+          expect(taken).not.toBeNull();
+          const waiter = withSuccessor ? locks.acquire(key, { waitTimeout: 1_500, ttl: 10_000 }).catch((error: unknown) => error) : undefined;
+          await sleep(50);
+          proxies[1].oneWayDelayMs = 80;
+          proxies[2].oneWayDelayMs = 80;
+          await sleep(20);
+          expect(await holder.release()).toBe(false);
+          proxies[1].oneWayDelayMs = 0;
+          proxies[2].oneWayDelayMs = 0;
+          expect(await waiter).toSatisfy((outcome: unknown) => withSuccessor ? outcome instanceof LockAcquireTimeoutError : outcome === undefined);
+          await taken?.release();
+        }
+      } finally {
+        await Promise.all(proxies.map((proxy) => proxy.close().catch(() => undefined)));
+      }
+    }, 30_000);
   });
 
   it('validates its options', () => {

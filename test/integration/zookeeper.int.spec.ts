@@ -451,3 +451,51 @@ describe('ZooKeeper strategy: a permit whose node is deleted behind its holder',
     }
   });
 });
+
+/**
+ * `breakLock` tells the holder "broken" however far its watch on its node has got: not set yet (a lock
+ * that was free is watched after 50 ms), set by the hold, or set by the wait that preceded the grant.
+ */
+describe('ZooKeeper strategy: a broken holder is told why', () => {
+  const managers: LockManager[] = [];
+  const service = (): LockService => {
+    const manager = new LockManager(new ZooKeeperLockStrategy({ connect: process.env.LOCK_TEST_ZOOKEEPER as string, basePath: BASE, sessionTimeout: 4_000 }));
+    managers.push(manager);
+    return new LockService(manager);
+  };
+  const lostReason = (signal: AbortSignal): Promise<unknown> =>
+    new Promise((resolve) => signal.addEventListener('abort', () => resolve((signal.reason as { reason?: unknown }).reason), { once: true }));
+
+  afterAll(async () => {
+    await Promise.all(managers.map((manager) => manager.close()));
+  });
+
+  it.each([
+    ['right after the grant, before its watch is set', 0],
+    ['once its watch is set', 200],
+  ])('of a lock that was free, broken %s', async (_when, afterMs) => {
+    const [holderSide, operator] = [service(), service()];
+    const key = `broken-free:${run}:${afterMs}`;
+    // The operator's session made first, so that its break can come within the holder's first 50 ms.
+    expect((await operator.query(key)).held).toEqual([]);
+    const lock = await holderSide.acquire(key, { ttl: 10_000 });
+    const told = lostReason(lock.signal);
+    await new Promise((resolve) => setTimeout(resolve, afterMs));
+    expect((await operator.breakLock(key, { reason: 'test' })).map((held) => held.owner.id)).toEqual([lock.owner]);
+    expect(await told).toBe('broken');
+    expect((await operator.query(key)).held).toEqual([]);
+  });
+
+  it('of a lock granted after a wait (the wait\'s watch on its node)', async () => {
+    const [first, second, operator] = [service(), service(), service()];
+    const key = `broken-waited:${run}`;
+    const holder = await first.acquire(key, { ttl: 10_000 });
+    const waiting = second.acquire(key, { ttl: 10_000, waitTimeout: 10_000 });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    await holder.release();
+    const lock = await waiting;
+    const told = lostReason(lock.signal);
+    expect((await operator.breakLock(key, { reason: 'test' })).map((held) => held.owner.id)).toEqual([lock.owner]);
+    expect(await told).toBe('broken');
+  });
+});

@@ -1,6 +1,9 @@
 import type { TestProject } from 'vitest/node';
+import { buildWorkerBundles, removeWorkerBundles } from './worker-bundles';
 import { ensureDebianPackages, killAllNow, packagesFor, SHARED_TOPOLOGIES, startTopology, stopAll, topologiesGivenByEnvironment, type TopologyName } from '../../scripts/services';
 
+/** This run's bundles of the worker processes (see worker-bundles.ts). */
+let bundles: string | undefined;
 
 /**
  * Vitest global setup: installs missing server packages (apt, as root), starts throwaway servers on
@@ -10,7 +13,9 @@ import { ensureDebianPackages, killAllNow, packagesFor, SHARED_TOPOLOGIES, start
  */
 export async function setup(project: TestProject): Promise<void> {
   const projects = project.vitest.config.project ?? [];
-  if (process.env.LOCK_TEST_SERVICES === 'none' || (projects.length > 0 && projects.every((name) => name === 'unit'))) return;
+  if (projects.length > 0 && projects.every((name) => name === 'unit')) return;
+  bundles = await buildWorkerBundles(project.vitest.config.watch);
+  if (process.env.LOCK_TEST_SERVICES === 'none') return;
   // Interrupted runs must not leave servers behind: kill synchronously, since exit handlers cannot await.
   // Servers the user brought up (their variables are set) outlive the run: the teardown keeps them.
   const keep = topologiesGivenByEnvironment();
@@ -35,6 +40,7 @@ export async function setup(project: TestProject): Promise<void> {
  * unit-only run), so that it never stops servers another run is using.
  */
 export async function teardown(): Promise<void> {
+  removeWorkerBundles(bundles);
   const keepList = process.env.LOCK_TEST_KEEP_TOPOLOGIES;
   if (keepList === undefined) return;
   await stopAll(keepList.split(',').filter(Boolean) as TopologyName[]);

@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join, resolve } from 'node:path';
+import { workerArgs } from './worker-bundles';
 
 const ROOT = resolve(__dirname, '..', '..');
 
@@ -32,7 +33,7 @@ export interface WaitingHolderProcess {
  * waits in line, the shape of an application instance that dies (SIGKILL) while queued.
  */
 export function spawnHolder(subject: string, key: string, ttlMs: number, env: NodeJS.ProcessEnv = {}): WaitingHolderProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(__dirname, 'holder.worker.ts'), subject, key, String(ttlMs)], {
+  const child = spawn(process.execPath, [...workerArgs(join(__dirname, 'holder.worker.ts')), subject, key, String(ttlMs)], {
     cwd: ROOT,
     env: { ...process.env, ...env },
     stdio: ['pipe', 'pipe', 'pipe'],
@@ -51,8 +52,8 @@ export function spawnHolder(subject: string, key: string, ttlMs: number, env: No
  */
 export function startHolder(subject: string, key: string, ttlMs: number, options: { env?: NodeJS.ProcessEnv; fencedResource?: string; historyFile?: string } = {}): Promise<HolderProcess> {
   return new Promise((resolvePromise, reject) => {
-    const args = [join(__dirname, 'holder.worker.ts'), subject, key, String(ttlMs), ...(options.fencedResource ? [options.fencedResource] : [])];
-    const child = spawn(process.execPath, ['--import', 'tsx', ...args], {
+    const args = [...workerArgs(join(__dirname, 'holder.worker.ts')), subject, key, String(ttlMs), ...(options.fencedResource ? [options.fencedResource] : [])];
+    const child = spawn(process.execPath, args, {
       cwd: ROOT,
       env: { ...process.env, ...options.env, ...(options.historyFile ? { LOCK_HISTORY_FILE: options.historyFile } : {}) },
       stdio: ['pipe', 'pipe', 'pipe'],

@@ -17,15 +17,18 @@ class DelayLine {
 
   constructor(
     private readonly to: Socket,
-    private readonly delayMs: number,
+    private readonly delayMs: () => number,
   ) {}
 
   push(chunk: Buffer | null): void {
-    if (this.delayMs <= 0 && this.queue.length === 0) {
+    const delayMs = this.delayMs();
+    if (delayMs <= 0 && this.queue.length === 0) {
       this.send(chunk);
       return;
     }
-    this.queue.push({ due: now() + this.delayMs, chunk });
+    // A delay lowered meanwhile never sends a chunk before one that came earlier.
+    const due = Math.max(now() + delayMs, this.queue.at(-1)?.due ?? 0);
+    this.queue.push({ due, chunk });
     if (this.queue.length === 1) this.schedule();
   }
 
@@ -70,8 +73,8 @@ export class LatencyProxy {
 
   constructor(
     readonly target: { readonly host: string; readonly port: number },
-    /** Delay added to each direction, in ms (fractions allowed). */
-    readonly oneWayDelayMs: number,
+    /** Delay added to each direction, in ms (fractions allowed); a change applies to what comes through next. */
+    public oneWayDelayMs: number,
   ) {
     this.server = createServer((client) => this.pipe(client));
   }
@@ -111,8 +114,9 @@ export class LatencyProxy {
       this.sockets.add(socket);
       socket.on('close', () => this.sockets.delete(socket));
     }
-    const toServer = new DelayLine(upstream, this.oneWayDelayMs);
-    const toClient = new DelayLine(client, this.oneWayDelayMs);
+    const delay = (): number => this.oneWayDelayMs;
+    const toServer = new DelayLine(upstream, delay);
+    const toClient = new DelayLine(client, delay);
     client.on('data', (chunk: Buffer) => toServer.push(chunk));
     upstream.on('data', (chunk: Buffer) => toClient.push(chunk));
     // A side that hangs up is passed on after what it sent (a reply, then the close, each delayed); a

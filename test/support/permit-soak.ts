@@ -5,6 +5,7 @@ import { checkPermits, type PermitCheckResult } from './history/check-permits';
 import type { HistoryLog } from './history/history-log';
 import { monotonicNow, type HoldRecord } from './history/hold-history';
 import { stopProcess } from './stop-process';
+import { workerArgs } from './worker-bundles';
 
 const ROOT = resolve(__dirname, '..', '..');
 const WORKER = join(__dirname, 'permit-soak.worker.ts');
@@ -73,7 +74,7 @@ function startProcess(name: string, options: PermitSoakOptions, until: number, s
     SOAK_SUBJECT: options.subject ?? 'redis (fair)',
     LOCK_HISTORY_FILE: options.history.file,
   };
-  const child = spawn(process.execPath, ['--import', 'tsx', WORKER], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, workerArgs(WORKER), { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   const started: SoakProcess = { name, child, lines: [], exited: new Promise((done) => child.on('exit', (code, signal) => done(String(signal ?? code)))), stderr: '', killed: false };
   let partial = '';
   child.stdout?.on('data', (chunk: Buffer) => {

@@ -4,6 +4,7 @@ import { APP_FILTER } from '@nestjs/core';
 import { getDataSourceToken, TypeOrmModule } from '@nestjs/typeorm';
 import { DistributedLockModule, type DistributedLockModuleOptions } from '@app/distributed-lock';
 import type { DataSource, DataSourceOptions } from 'typeorm';
+import { BoardModule } from './board/board.module';
 import { CheckoutModule } from './checkout/checkout.module';
 import { demoConfig, SERVER_DATABASES, type DemoConfig } from './config/demo-config';
 import { HealthModule } from './health/health.module';
@@ -45,10 +46,16 @@ export class AppModule {
           useFactory: (c: DemoConfig, dataSource: DataSource, metrics: LockMetrics): DistributedLockModuleOptions => ({
             strategies: buildLockStrategies(c, dataSource),
             defaultStrategy: 'inventory',
+            // Each shop's name (shop-1, …) in its owner ids: the lock board and `query` show who holds what by it.
+            instanceName: c.instance,
             // The locks' wait and hold histograms, served on GET /metrics; no tracer is registered, so spans go nowhere.
             telemetry: { meterProvider: metrics.meterProvider, key: 'omit' },
           }),
         }),
+        // The operator's endpoints that the lock board reads. Unguarded here: the demo listens on 127.0.0.1
+        // only. An application mounts them behind its own guard (docs/operations.md).
+        DistributedLockModule.operations({ path: 'ops/locks', keys: 'plain' }),
+        BoardModule,
         MetricsModule,
         InventoryModule,
         PaymentsModule,

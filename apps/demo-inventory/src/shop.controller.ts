@@ -2,7 +2,8 @@ import { BadRequestException, Body, Controller, Get, HttpCode, Optional, Param, 
 import { PessimisticCheckoutService } from './checkout/pessimistic-checkout.service';
 import { BuyDto, CreateProductDto } from './inventory/buy.dto';
 import { fencedOrderOf } from './inventory/fenced-order';
-import { HoldLog, preciseNow, type Hold } from './inventory/hold-log';
+import { HoldLog, type Hold } from './inventory/hold-log';
+import { preciseNow } from './clock/precise-now';
 import { InventoryService } from './inventory/inventory.service';
 import type { Order } from './inventory/order.entity';
 import type { Product } from './inventory/product.entity';

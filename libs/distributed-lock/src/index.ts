@@ -16,6 +16,8 @@ export type {
 } from './nest/distributed-lock-options.interface';
 export type { DistributedLockModuleExtras } from './nest/distributed-lock.module-definition';
 export type { LogKeys } from './nest/log-keys';
+export type { LockOperationsOptions } from './nest/operations/lock-operations-options';
+export type { LockQueryAnswer, LockBreakAnswer, LockInfoAnswer, LockPageAnswer, PermitsQueryAnswer, PermitsInfoAnswer } from './nest/operations/lock-operations-answers';
 export { getLockServiceToken, getLeaderElectionToken } from './nest/distributed-lock.tokens';
 export { Locked, type LockedOptions } from './nest/decorators/locked.decorator';
 export type { LockKeySource } from './locking/key-template';
@@ -30,6 +32,8 @@ export { LockManager, type LockManagerOptions } from './locking/lock-manager';
 export type { LockStrategy } from './locking/lock-strategy.interface';
 export { LockHandle, MultiLockHandle, type Lock } from './locking/lock-handle';
 export type { LockMode } from './locking/lock-lease';
+export type { LockInfo, LockHolderInfo, LockWaiterInfo, LockOwnerInfo, LockPage, PermitsInfo, PermitHolderInfo, PermitWaiterInfo } from './locking/lock-query';
+export type { PrefixQueryOptions } from './locking/prefix-query-options';
 export { LOCK_DEFAULTS, type AcquireOptions, type LockDefaults, type RetryOptions } from './locking/lock-options';
 export { currentLock } from './locking/lock-context';
 export { assertLocked } from './locking/assert-locked';
@@ -45,6 +49,7 @@ export { ScheduledLockEvents, type ScheduledLockEventMap, type ScheduledRunEvent
 
 // Leader election
 export { LeaderElection } from './election/leader-election';
+export type { LeadershipInfo } from './election/leadership-info';
 export { LEADER_ELECTION_DEFAULTS, type LeaderElectionOptions } from './election/leader-election-options';
 export {
   LeaderElectionEvents,

@@ -37,16 +37,16 @@ const MAIN = [
     'InMemoryLockStrategyOptions', 'InjectLeaderElection', 'InjectLockService', 'InvalidLockKeyError',
     'InvalidLockOptionsError', 'LEADER_ELECTION_DEFAULTS', 'LOCK_DEFAULTS', 'LOCK_DURATION_BUCKETS',
     'LOCK_TELEMETRY', 'LeaderElection', 'LeaderElectionEventMap', 'LeaderElectionEvents', 'LeaderElectionOptions',
-    'LeaderElections', 'LeadershipGainedEvent', 'LeadershipLostError', 'LeadershipLostEvent', 'LeadershipLostReason',
+    'LeaderElections', 'LeadershipGainedEvent', 'LeadershipInfo', 'LeadershipLostError', 'LeadershipLostEvent', 'LeadershipLostReason',
     'Limited', 'LimitedOptions', 'Lock', 'LockAcquireAbortedError', 'LockAcquireTimeoutError', 'LockAssertionError',
     'LockBackendUnavailableError', 'LockCommitFailedError', 'LockDefaults', 'LockEventBase', 'LockEventMap',
-    'LockEvents', 'LockHandle', 'LockKeyAttribute', 'LockKeySource', 'LockLostError', 'LockLostReason',
+    'LockBreakAnswer', 'LockEvents', 'LockHandle', 'LockHolderInfo', 'LockInfo', 'LockInfoAnswer', 'LockKeyAttribute', 'LockKeySource', 'LockLostError', 'LockLostReason',
     'LockManager', 'LockManagerOptions', 'LockMode', 'LockNotHeldError', 'LockNotReplicatedError',
-    'LockNotReplicatedReason', 'LockPermissionDeniedError', 'LockTableMissingError', 'LockRegistry', 'LockService', 'LockServiceOptions',
-    'LockStrategy', 'Locked', 'LockedOptions', 'LogKeys', 'MissingPeerDependencyError', 'MultiLockHandle',
+    'LockNotReplicatedReason', 'LockOperationsOptions', 'LockOwnerInfo', 'LockPage', 'LockPageAnswer', 'LockPermissionDeniedError', 'LockQueryAnswer', 'LockTableMissingError', 'LockRegistry', 'LockService', 'LockServiceOptions',
+    'LockStrategy', 'LockWaiterInfo', 'Locked', 'LockedOptions', 'LogKeys', 'MissingPeerDependencyError', 'MultiLockHandle',
     'OPTIMISTIC_RETRY_DEFAULTS', 'OnLeadershipGained', 'OnLeadershipLost', 'OpenTelemetryLockObserver',
     'OpenTelemetryLockObserverOptions', 'OptimisticRetryOptions', 'OptimisticVersion', 'PermitHandle',
-    'PermitOptions', 'PermitsMismatchError', 'RetryOptions', 'SCHEDULED_LOCK_DEFAULTS', 'ScheduledLock',
+    'PermitHolderInfo', 'PermitOptions', 'PermitWaiterInfo', 'PermitsInfo', 'PrefixQueryOptions', 'PermitsInfoAnswer', 'PermitsMismatchError', 'PermitsQueryAnswer', 'RetryOptions', 'SCHEDULED_LOCK_DEFAULTS', 'ScheduledLock',
     'ScheduledLockDecoratorOptions', 'ScheduledLockEventMap', 'ScheduledLockEvents', 'ScheduledLockOptions',
     'ScheduledRunEventBase', 'StrategyNotRegisteredError', 'TelemetryMeterProvider', 'TelemetryTracerProvider',
     'VersionConflictError', 'assertLocked', 'currentLock', 'currentPermit', 'getLeaderElectionToken',
@@ -55,9 +55,9 @@ const MAIN = [
 
 const STRATEGY_KIT = [
     'AcquisitionObservation', 'AcquisitionOutcome', 'HandOverLimits', 'HoldObservation', 'KeyResolver', 'LeaseGrant',
-    'LeaseLostListener', 'LocalHandOverOption', 'LockKeySource', 'LockObserver', 'LockObservers', 'LockRequest',
+    'KeyListing', 'LeaseLostListener', 'LocalHandOverOption', 'LockInspection', 'LockKeySource', 'LockObserver', 'LockObservers', 'LockRequest',
     'LockStrategy', 'LockStrategyCapabilities', 'ObservedAcquisition', 'ObservedLockManager', 'PermitGrant',
-    'PermitRequest', 'ReleaseOutcome', 'ResolvedAcquireOptions', 'SemaphoreCapabilities', 'SemaphoreStrategy', 'TransferOutcome',
+    'PermitRequest', 'ReleaseOutcome', 'ResolvedAcquireOptions', 'SemaphoreCapabilities', 'SemaphoreInspection', 'SemaphoreStrategy', 'TransferOutcome',
     'WaitBudget', 'budgetAborted', 'compileKeyTemplate', 'onBudgetAbort', 'toKeyResolver', 'validateLockKey',
 ];
 

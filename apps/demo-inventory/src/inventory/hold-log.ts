@@ -1,11 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
+import { preciseNow } from '../clock/precise-now';
 import { demoConfig, type DemoConfig } from '../config/demo-config';
-
-/**
- * Now, in ms since the epoch with sub-millisecond precision, on a clock all processes of the machine share:
- * at whole milliseconds, a section and the next holder's would seem to overlap within one tick.
- */
-export const preciseNow = (): number => performance.timeOrigin + performance.now();
 
 /**
  * One critical section of this shop instance: a hold of a stock lock, or, where no lock is taken, the

@@ -5,7 +5,8 @@ import { currentLock, Locked, LockService, OptimisticVersion } from '@app/distri
 import { fencedUpdate, optimisticUpdate } from '@app/distributed-lock/strategies/database';
 import type { DataSource, EntityManager } from 'typeorm';
 import { demoConfig, type DemoConfig } from '../config/demo-config';
-import { HoldLog, preciseNow } from './hold-log';
+import { HoldLog } from './hold-log';
+import { preciseNow } from '../clock/precise-now';
 import { SoldOutError, UnknownProductError } from './inventory.errors';
 import { Order } from './order.entity';
 import { Product } from './product.entity';

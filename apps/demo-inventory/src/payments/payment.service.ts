@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { currentPermit, Limited } from '@app/distributed-lock';
-import { HoldLog, preciseNow } from '../inventory/hold-log';
+import { HoldLog } from '../inventory/hold-log';
+import { preciseNow } from '../clock/precise-now';
 
 /** How many payment calls may run at once across every shop instance: the provider's limit. */
 export const PAYMENT_PERMITS = 4;

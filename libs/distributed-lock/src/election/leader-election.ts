@@ -11,6 +11,7 @@ import { retryDelay } from '../locking/retry-policy';
 import { LOCK_TELEMETRY } from '../telemetry/lock-telemetry-names';
 import type { RootSpans } from '../telemetry/root-spans';
 import { LeaderElectionEvents } from './leader-election-events';
+import { leadershipOf, type LeadershipInfo } from './leadership-info';
 import { LEADER_ELECTION_DEFAULTS, validateLeaderElectionOptions, type LeaderElectionOptions, type ResolvedLeaderElectionOptions } from './leader-election-options';
 
 const { attributes } = LOCK_TELEMETRY;
@@ -105,6 +106,20 @@ export class LeaderElection {
   get signal(): AbortSignal {
     const term = this.checkLease();
     return term ? term.controller.signal : AbortSignal.abort(this.lastLoss);
+  }
+
+  /**
+   * Who leads this election and who stands next, as the backend says now, from any process (campaigning or
+   * not): the leader's owner (host, pid, `instanceName`), term, since when and until when, and the candidates
+   * in the order the backend will choose them. It reads the election's lock (`LockService.query`), so it
+   * answers on the strategies `query` does, and throws as it does.
+   *
+   * @example
+   * const { leader, candidates } = await election.query();
+   * console.log(leader ? `led by ${leader.owner.instance ?? leader.owner.host}, term ${leader.term}` : 'nobody leads', candidates);
+   */
+  async query(): Promise<LeadershipInfo> {
+    return leadershipOf(this.name, await this.service.query(this.key));
   }
 
   /** True between `start()` and `resign()` / `close()`. */

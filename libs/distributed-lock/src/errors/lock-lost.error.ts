@@ -15,7 +15,9 @@ export type LockLostReason =
   /** The release found the lock no longer held: deleted, expired or taken over while the section ran. */
   | 'not-held-at-release'
   /** The lock service was closed (application shutdown) while the lock was held: it was given back. */
-  | 'closed';
+  | 'closed'
+  /** An operator broke the lock (`LockService.breakLock`), and the backend told the holder so. */
+  | 'broken';
 
 const HOW_FOUND: Record<LockLostReason, string> = {
   expired: 'its lease ran out before it was extended',
@@ -25,6 +27,7 @@ const HOW_FOUND: Record<LockLostReason, string> = {
   removed: 'the backend reported its key removed',
   'not-held-at-release': 'the release found it no longer held (deleted, expired or taken over while the section ran)',
   closed: 'the lock service was closed (application shutdown) while it was held, and gave it back',
+  broken: 'an operator broke it (LockService.breakLock)',
 };
 
 /**
@@ -60,5 +63,10 @@ export class LockLostError extends DistributedLockError {
   /** This loss, as the end of a section that completed with `value` (a new error: the handle's own stays as it was). */
   withSectionResult(value: unknown): LockLostError {
     return new LockLostError(this.key, this.strategy, this.reason, { ...(this.cause === undefined ? {} : { cause: this.cause }), sectionResult: { value } });
+  }
+
+  /** @internal This loss, as the end of a section that threw `error` (its cause: the section most likely failed of the loss). */
+  withSectionFailure(error: unknown): LockLostError {
+    return new LockLostError(this.key, this.strategy, this.reason, { cause: error });
   }
 }

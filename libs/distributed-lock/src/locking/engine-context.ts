@@ -2,6 +2,7 @@ import type { DeadlineClock } from './deadline-clock';
 import type { LockEvents } from './lock-events';
 import type { LeaseGrant } from './lock-lease';
 import type { LockStrategy } from './lock-strategy.interface';
+import type { OwnerIds } from './owner-id';
 import type { ServerAnswers } from './server-answers';
 
 /**
@@ -20,6 +21,8 @@ export interface EngineContext {
   readonly background: BackgroundWork;
   /** When the server last answered any wait: evidence that it is up for a wait still without its own answer. */
   readonly answers: ServerAnswers;
+  /** Makes the owner id of each acquisition. */
+  readonly owners: OwnerIds;
   /** Gives back a grant nobody will use (it came after its caller gave up), in the background. */
   releaseOrphan(grant: LeaseGrant | null, ops: LockStrategy): Promise<void>;
 }

@@ -17,6 +17,12 @@ export interface LineWaiter {
    * hand-over names (a hand-over that ends after its caller gave up is still delivered to it, see `lateHandOver`).
    */
   handOverPending: boolean;
+  /**
+   * True while its own try of the backend is on its way: it must not be handed the lock meanwhile. Both would
+   * grant it under one owner id, and a backend that re-enters its owner's hold (the lock table) would count
+   * two holds, of which the waiter gives one back: the other kept the key taken after its release.
+   */
+  askingBackend: boolean;
 }
 
 /**
@@ -72,7 +78,9 @@ export class HandOverLine {
     if (this.holderOwner !== owner) return undefined;
     const next = this.waiters[0];
     // One already in the backend's queue is served there (the holder here got the lock some other way).
-    if (!next || next.inBackendQueue || next.handOverPending) return undefined;
+    // Or one asking the backend itself right now (see `LineWaiter.askingBackend`): the lock goes back to the
+    // backend, where that try may take it.
+    if (!next || next.inBackendQueue || next.handOverPending || next.askingBackend) return undefined;
     if (this.passes >= limits.passes || Date.now() - this.takenAt >= limits.windowMs) {
       this.yielding = true;
       return undefined;

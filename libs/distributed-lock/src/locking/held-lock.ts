@@ -20,6 +20,8 @@ export interface HeldLockDeps {
   readonly events: LockEvents;
   /** Called once when the lock is released or lost, so the manager forgets it. */
   readonly onFinished: (lock: HeldLock) => void;
+  /** A release failed with `error`: the manager may try it again in the background (see ReleaseRetries). */
+  readonly releaseFailed?: (ops: LockStrategy, lease: LeaseGrant, outcome: ReleaseOutcome, error: unknown, untilMs: number) => void;
   /**
    * Releases by handing the lock to the next contender of the process instead, when the manager has one
    * (see `LockStrategy.transfer`); undefined to release on the backend. Resolves whether it was still held.
@@ -45,6 +47,12 @@ export class HeldLock {
   private releasing: Promise<unknown> | undefined;
   /** The timer of a `releaseAfter` delay, and what it runs (so that close() can run it at once). */
   private linger: { timer: Deadline; release: () => Promise<boolean> } | undefined;
+  /**
+   * When the last renewal was sent, and the ttl it asked for: the backend may have applied it even where its
+   * answer never came (cut at the lease's end, or still on its way), so its lease may end as late as that.
+   */
+  private renewalSentAt = 0;
+  private renewalTtlMs = 0;
   readonly acquiredAt = Date.now();
 
   constructor(
@@ -248,8 +256,11 @@ export class HeldLock {
         this.deps.onFinished(this);
         // Where the release is the COMMIT of the section's writes, a failure the strategy could not
         // qualify (a timeout, a dropped connection) leaves their fate unknown, and the caller must hear so.
-        if (strategy.capabilities.transactional && outcome === 'completed' && !(error instanceof LockCommitFailedError)) {
-          throw new LockCommitFailedError(this.lease.key, this.deps.name, 'unknown', { cause: error });
+        if (strategy.capabilities.transactional) {
+          // A lock that is a transaction ends with its connection: there is nothing to release again.
+          if (outcome === 'completed' && !(error instanceof LockCommitFailedError)) throw new LockCommitFailedError(this.lease.key, this.deps.name, 'unknown', { cause: error });
+        } else {
+          this.deps.releaseFailed?.(strategy, this.lease, outcome, error, Math.max(this.lease.expiresAt, this.renewalSentAt + this.renewalTtlMs));
         }
         throw error;
       },
@@ -304,6 +315,8 @@ export class HeldLock {
     const timeoutMs = Math.max(1, Math.min(operationTimeout, this.lease.expiresAt - Date.now()));
     const { clock, name } = this.deps;
     const lease = this.lease;
+    this.renewalSentAt = Date.now();
+    this.renewalTtlMs = ttlMs;
     const renewed = await boundedCall<LeaseGrant | null>({ clock, strategy: name, operation: 'extend', key: lease.key, timeoutMs, wallTime: true, run: () => strategy.extend(lease, ttlMs) });
     if (this.state !== 'held') return true;
     if (!renewed) return false;

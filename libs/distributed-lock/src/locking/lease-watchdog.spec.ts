@@ -158,4 +158,49 @@ describe('LeaseWatchdog', () => {
     expect(renewals).toBe(1);
     expect(gone).toEqual(['expired']);
   });
+
+  it('without auto-extension, reports a lease that ran out while its top-up was unanswered as expired, not the backend unreachable', async () => {
+    // An explicit 300 ms lease granted late (260 ms left): one top-up is due. The server answers it after the
+    // lease's end, when the lock service's bound on a renewal (the lease's end) has cut it off already.
+    const expiresAt = Date.now() + 260;
+    const gone: string[] = [];
+    const failures: unknown[] = [];
+    const dog = new LeaseWatchdog(
+      {
+        expiresAt: () => expiresAt,
+        renew: () => new Promise<boolean>((_resolve, reject) => setTimeout(() => reject(new Error('no answer before the lease ended')), expiresAt - Date.now())),
+        onGone: (reason) => gone.push(reason),
+        // Nothing the caller asked for failed: no renewal failure (a backgroundError 'extend') either.
+        onRenewFailed: (error) => failures.push(error),
+      },
+      undefined,
+      300, new DeadlineClock(),
+    );
+    dog.start();
+    await advance(259);
+    expect(gone).toEqual([]);
+    await advance(50);
+    expect(gone).toEqual(['expired']);
+    expect(failures).toEqual([]);
+  });
+
+  it('without auto-extension, reports the backend unreachable when the top-up failed before the lease ran out', async () => {
+    const expiresAt = Date.now() + 100;
+    const gone: string[] = [];
+    const dog = new LeaseWatchdog(
+      {
+        expiresAt: () => expiresAt,
+        renew: async () => {
+          throw new Error('connection refused');
+        },
+        onGone: (reason) => gone.push(reason),
+        onRenewFailed: () => undefined,
+      },
+      undefined,
+      300, new DeadlineClock(),
+    );
+    dog.start();
+    await advance(400);
+    expect(gone).toEqual(['backend-unreachable']);
+  });
 });

@@ -34,6 +34,8 @@ export class LeaseWatchdog {
   private topUpDue = false;
   /** A renewal was attempted. */
   private tried = false;
+  /** A renewal failed while the lease still had time left: the backend, not the lease's end, failed it. */
+  private failedInTime = false;
 
   constructor(
     private readonly target: WatchdogTarget,
@@ -107,12 +109,21 @@ export class LeaseWatchdog {
       renewed = await this.target.renew();
     } catch (error) {
       if (this.stopped) return;
-      this.target.onRenewFailed(error);
       const stillLeft = this.untilExpiry();
+      // A lock that does not auto-extend was only being topped up: a top-up still unanswered when the lease
+      // ended (the lock service bounds a renewal by it) leaves the lease the caller set to run out. Nothing
+      // failed that the caller asked for: no renewal failure is reported either.
+      if (stillLeft <= 0 && this.intervalMs === undefined && !this.failedInTime) {
+        this.stop();
+        this.target.onGone('expired');
+        return;
+      }
+      this.target.onRenewFailed(error);
       if (stillLeft <= 0) {
         this.stop();
         this.target.onGone('backend-unreachable');
       } else {
+        this.failedInTime = true;
         // Retry well before the end so that one slow answer does not cost the lease.
         this.schedule(Math.min(this.intervalMs ?? stillLeft, Math.max(10, stillLeft / 3)));
       }

@@ -28,6 +28,11 @@ export interface LockEventMap {
   extended: [LockEventBase & { readonly expiresAt: number }];
   lost: [LockEventBase & { readonly reason: LockLostReason; readonly heldMs: number }];
   timeout: [{ readonly strategy: string; readonly key: string; readonly waitedMs: number }];
+  /**
+   * An operator broke a lock (`LockService.breakLock`): why, and the owner ids of the holds it ended. `owners`
+   * is null, and `error` set, when the break failed on its way: some holds may have ended (see `query`).
+   */
+  broken: [{ readonly strategy: string; readonly key: string; readonly reason: string; readonly owners: readonly string[] | null; readonly error?: unknown }];
   /** A failure in background work (watchdog, clean-up of a late grant) that no caller is awaiting. */
   backgroundError: [{ readonly strategy: string; readonly key: string; readonly operation: string; readonly error: unknown }];
 }

@@ -7,6 +7,8 @@ import type { LeaseGrant } from './lock-lease';
 import type { HoldObservation, LockObserver, ObservedLockManager } from './lock-observer';
 import type { ResolvedAcquireOptions } from './lock-options';
 import type { LockStrategy } from './lock-strategy.interface';
+import type { OwnerIds } from './owner-id';
+import { ReleaseRetries } from './release-retries';
 import { ServerAnswers } from './server-answers';
 import type { CallerBudget } from './wait-budget';
 import { simpleBoundedCall } from './waits/bounded-call';
@@ -28,6 +30,8 @@ export class LockLedger implements EngineContext {
   /** The observer's view of each held lock, when there is an observer. */
   readonly observedHolds = new Map<HeldLock, HoldObservation>();
   readonly lines: ProcessLines | undefined;
+  /** Releases that could not reach the backend, tried again until the lease would end first. */
+  private readonly releaseRetries = new ReleaseRetries(this);
   private isClosed = false;
   private closing: Promise<void> = Promise.resolve();
 
@@ -36,6 +40,7 @@ export class LockLedger implements EngineContext {
     readonly name: string,
     readonly operationTimeout: number,
     readonly events: LockEvents,
+    readonly owners: OwnerIds,
     private readonly observer: LockObserver | undefined,
     private readonly observed: ObservedLockManager,
   ) {
@@ -58,6 +63,7 @@ export class LockLedger implements EngineContext {
         operationTimeout: this.operationTimeout,
         events: this.events,
         onFinished: (lock) => this.finished(lock),
+        releaseFailed: this.releaseRetries.afterFailure,
         handOver: lines ? (lease, outcome) => lines.handOver(lease, outcome) : undefined,
       },
       grant,
@@ -106,6 +112,7 @@ export class LockLedger implements EngineContext {
   }
 
   private async shutDown(): Promise<void> {
+    this.releaseRetries.stop();
     const waiting = [...this.waiting];
     for (const budget of waiting) budget.giveUp();
     // Waiters leave the backend's queue before the strategy closes its connections, so that nobody is

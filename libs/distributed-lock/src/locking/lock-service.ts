@@ -1,16 +1,18 @@
 import { InvalidLockOptionsError } from '../errors/invalid-lock-options.error';
 import { LockCommitFailedError } from '../errors/lock-commit-failed.error';
-import { LockLostError } from '../errors/lock-lost.error';
 import { currentLock, runWithHeldLocks } from './lock-context';
 import type { LockEvents } from './lock-events';
 import { LockHandle, MultiLockHandle, type Lock } from './lock-handle';
 import { validateLockKey } from './lock-key';
 import type { LockManager } from './lock-manager';
-import { LOCK_DEFAULTS, resolveAcquireOptions, validateAcquireOptions, type AcquireOptions, type LockDefaults } from './lock-options';
+import { lockInfoOf, permitsInfoOf, type LockHolderInfo, type LockInfo, type LockPage, type PermitsInfo } from './lock-query';
+import { validatePrefixQuery, type PrefixQueryOptions } from './prefix-query-options';
+import { assertKnownKeys, LOCK_DEFAULTS, resolveAcquireOptions, validateAcquireOptions, type AcquireOptions, type LockDefaults } from './lock-options';
 import type { LockStrategyCapabilities, ReleaseOutcome } from './lock-strategy.interface';
 import { runWithPermit } from './permit-context';
 import type { PermitHandle } from './permit-handle';
 import { validatePermitOptions, type PermitOptions } from './permit-options';
+import { completedSection, failedSection, lossOf } from './section-end';
 
 /** How a lock service names its keys and which defaults it applies. */
 export interface LockServiceOptions {
@@ -113,7 +115,8 @@ export class LockService {
    * the same key inside `fn` re-enter. If the lock was lost while `fn` ran (noticed during the section, or
    * only by the release, which found it no longer held), the `LockLostError` is thrown instead of `fn`'s
    * result, since its work may have overlapped with another holder; the result is on the error's
-   * `sectionResult`, for sections whose writes were fenced. Where the release
+   * `sectionResult`, for sections whose writes were fenced. A section that threw after (or while) losing its
+   * lock rejects with the `LockLostError`, its own error as the `cause`. Where the release
    * commits the section's writes (`PessimisticLockStrategy`), a failed commit throws `LockCommitFailedError`.
    */
   withLock<T>(key: string | readonly string[], fn: (lock: Lock) => T | Promise<T>, options?: AcquireOptions): Promise<T> {
@@ -159,25 +162,15 @@ export class LockService {
     );
   }
 
-  /** The section returned: release, and the result, unless the lock was lost meanwhile. */
+  /** The section returned: release, and the result, unless the lock was lost (see section-end.ts). */
   private sectionDone<T>(lock: LockHandle | MultiLockHandle, result: T): Promise<T> {
-    const lostDuring = lossOf(lock);
-    return this.releaseQuietly(lock, lostDuring === undefined ? 'completed' : 'lost', () => {
-      const lost = lostDuring ?? lossOf(lock);
-      if (lost !== undefined) throw lost instanceof LockLostError ? lost.withSectionResult(result) : lost;
-      return result;
-    });
+    return this.releaseQuietly(lock, lossOf(lock) === undefined ? 'completed' : 'lost', () => completedSection(lossOf(lock), result));
   }
 
-  /**
-   * The section threw. A section that failed after its lock was lost most likely failed because of it (its
-   * transaction rolled back, its connection gone): the caller hears of the loss, with the failure as cause.
-   */
+  /** The section threw: release, and its failure, or the loss with the failure as cause (see section-end.ts). */
   private sectionFailed(lock: LockHandle | MultiLockHandle, error: unknown): Promise<never> {
-    const lostBefore = lossOf(lock);
     return this.releaseQuietly(lock, 'failed', () => {
-      if (lostBefore instanceof LockLostError) throw new LockLostError(lostBefore.key, lostBefore.strategy, lostBefore.reason, { cause: error });
-      throw error;
+      throw failedSection(lossOf(lock), error);
     });
   }
 
@@ -221,15 +214,11 @@ export class LockService {
       // Under the observer's view of the hold, as a lock's section is.
       result = await this.manager.runObserved(permit, () => runWithPermit(permit, key, () => fn(permit)));
     } catch (error) {
-      const lostBefore = permit.signal.aborted ? lossOfPermit(permit) : undefined;
-      await this.releaseQuietly(new MultiLockHandle([permit]), 'failed');
-      if (lostBefore instanceof LockLostError) throw new LockLostError(lostBefore.key, lostBefore.strategy, lostBefore.reason, { cause: error });
-      throw error;
+      await this.releaseQuietly(permit, 'failed');
+      throw failedSection(lossOf(permit), error);
     }
-    await this.releaseQuietly(new MultiLockHandle([permit]), permit.signal.aborted ? 'lost' : 'completed');
-    const lost = lossOfPermit(permit);
-    if (lost !== undefined) throw lost.withSectionResult(result);
-    return result;
+    await this.releaseQuietly(permit, lossOf(permit) === undefined ? 'completed' : 'lost');
+    return completedSection(lossOf(permit), result);
   }
 
   private async takePermit(key: string, options: PermitOptions, nullOnTimeout: boolean): Promise<PermitHandle | null> {
@@ -248,6 +237,84 @@ export class LockService {
     // Under the observer's view of the hold (its span), as a section of `withLock` is: a scheduled job's work
     // nests under its lock's span.
     return this.manager.runObserved(lock, () => runWithHeldLocks([{ managerId: this.manager.id, handle: lock, unprefixedKey: lock.key.slice(this.keyPrefix.length) }], fn));
+  }
+
+  /**
+   * Who holds `key` and who waits for it, as the backend says now: each holder's owner (its host and
+   * process), mode, fencing token, grant time and lease end, and the backend's queue in the order it
+   * serves it (`null` where the backend keeps none). For an operator's look at a stuck key; it reads only,
+   * and takes nothing. A field the backend cannot tell is `null`. Throws `InvalidLockOptionsError` for a bad
+   * key or a strategy that cannot answer (docs/operations.md lists them), and `LockBackendUnavailableError`
+   * when the server does not answer within the operation timeout.
+   *
+   * @example
+   * const { held, pending } = await locks.query('stock-report');
+   * if (held[0]) console.log(`held by ${held[0].owner.host} (pid ${held[0].owner.pid}) until ${new Date(held[0].expiresAt ?? 0).toISOString()}`);
+   */
+  async query(key: string): Promise<LockInfo> {
+    const fullKey = this.fullKey(key);
+    return lockInfoOf(key, await this.manager.inspect(fullKey));
+  }
+
+  /**
+   * Every key beginning with `prefix` that someone holds or waits for now, with its holders and waiters as
+   * `query` gives them, a page at a time: at most `limit` keys (default 100), and `next`, the cursor of the
+   * following page (null on the last). Bounded work on the server per page; the backend's order. For an
+   * operator's look at a family of keys (`'stock:'`, a job's `perRun` locks). Throws `InvalidLockOptionsError`
+   * for bad options or a strategy that cannot list keys (docs/operations.md lists them), before touching it.
+   *
+   * @example
+   * for (let cursor: string | null = null; ; ) {
+   *   const page = await locks.queryPrefix('stock:', { cursor });
+   *   for (const lock of page.locks) console.log(lock.key, lock.held.map((holder) => holder.owner.instance));
+   *   if (!(cursor = page.next)) break;
+   * }
+   */
+  async queryPrefix(prefix: string, options?: PrefixQueryOptions): Promise<LockPage> {
+    const query = validatePrefixQuery(prefix, options);
+    const listing = await this.manager.listKeys(this.keyPrefix + query.prefix, { cursor: query.cursor, limit: query.limit });
+    const inspections = await Promise.all(listing.keys.map((key) => this.manager.inspect(key)));
+    // A key released between the listing and its read is no longer held or waited for: not listed.
+    const locks = listing.keys
+      .map((key, i) => lockInfoOf(key.slice(this.keyPrefix.length), inspections[i]))
+      .filter((lock) => lock.held.length > 0 || (lock.pending?.length ?? 0) > 0);
+    return { locks, next: listing.next ?? null };
+  }
+
+  /**
+   * Who holds places of semaphore `key` and who waits for them, as the backend says now: its size, the
+   * places in use, each holder's owner, weight, fencing token, grant time and lease end, and the backend's
+   * queue in the order it serves it (`null` where waiters poll). Reads only. Throws as `query` does.
+   *
+   * @example
+   * const { permits, inUse, held } = await locks.queryPermits('payments');
+   * console.log(`${inUse} of ${permits} places taken by`, held.map((holder) => holder.owner.host));
+   */
+  async queryPermits(key: string): Promise<PermitsInfo> {
+    const fullKey = validateLockKey(this.keyPrefix + validateLockKey(key, 'Semaphore key'), 'Semaphore key');
+    return permitsInfoOf(key, await this.manager.inspectPermits(fullKey));
+  }
+
+  /**
+   * Break-glass release, for an operator, not for the app's normal path: ends every hold of `key` whoever
+   * holds it, and lets the next waiter in. `reason` (required: who breaks it, and why) is recorded with the
+   * holders broken in the lock service's `broken` event. Resolves the holds it ended. Where the backend can
+   * tell the holder at once, its signal aborts with `LockLostError` (`reason: 'broken'`); elsewhere the holder
+   * finds out at its next extension or release (`extension-refused`, `not-held-at-release`). Either way its
+   * section ends in `LockLostError`, and the next grant's fencing token is higher than the broken one's, so
+   * the broken holder's fenced writes are refused. docs/operations.md lists the strategies that can.
+   *
+   * @example
+   * await locks.breakLock('stock-report', { reason: 'ops: job stuck on host-3 since 02:00 (ticket 4711)' });
+   */
+  async breakLock(key: string, options: { readonly reason: string }): Promise<readonly LockHolderInfo[]> {
+    const fullKey = this.fullKey(key);
+    assertKnownKeys(options, ['reason'], 'breakLock options');
+    const { reason } = options;
+    if (typeof reason !== 'string' || reason.trim().length === 0 || reason.length > 500) {
+      throw new InvalidLockOptionsError('reason', 'breakLock needs a reason: who breaks the lock, and why (a non-empty string of at most 500 characters).');
+    }
+    return lockInfoOf(key, { holders: await this.manager.breakLock(fullKey, reason) }).held;
   }
 
   /** The lock on `key` (or the innermost one) held by the running call chain through this strategy. */
@@ -314,26 +381,6 @@ export class LockService {
 
 function isThenable<T>(value: T | Promise<T>): value is Promise<T> {
   return typeof (value as { then?: unknown } | null)?.then === 'function';
-}
-
-/** The loss of any of the lock's keys, once known (during the section or at its release). */
-function lossOf(lock: Pick<Lock, 'throwIfLost'>): unknown {
-  try {
-    lock.throwIfLost();
-    return undefined;
-  } catch (error) {
-    return error;
-  }
-}
-
-/** The permit's loss, once known. */
-function lossOfPermit(permit: PermitHandle): LockLostError | undefined {
-  try {
-    permit.throwIfLost();
-    return undefined;
-  } catch (error) {
-    return error as LockLostError;
-  }
 }
 
 /** Only a null-on-timeout acquisition (tryAcquire) resolves without a lock; any other has already thrown. */

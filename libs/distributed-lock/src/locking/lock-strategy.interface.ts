@@ -1,5 +1,6 @@
 import type { HandOverLimits } from './hand-over-limits';
 import type { LeaseGrant, LockRequest, PermitGrant, PermitRequest, WaitBudget } from './lock-lease';
+import type { KeyListing, LockInspection, SemaphoreInspection } from './lock-query';
 
 /** What a strategy can guarantee; the lock service and the contract tests read these. */
 export interface LockStrategyCapabilities {
@@ -40,7 +41,7 @@ export type ReleaseOutcome = 'completed' | 'failed' | 'lost';
 export type TransferOutcome = LeaseGrant | null | 'released';
 
 /** Called by a strategy when it learns that a granted lease is gone (session expired, key removed). */
-export type LeaseLostListener = (reason: 'session-ended' | 'removed' | 'expired') => void;
+export type LeaseLostListener = (reason: 'session-ended' | 'removed' | 'expired' | 'broken') => void;
 
 /**
  * The primitives a backend implements. The lock service adds everything else: validation, waiting with
@@ -119,6 +120,28 @@ export interface LockStrategy {
   release(lease: LeaseGrant, outcome?: ReleaseOutcome): Promise<boolean>;
 
   /**
+   * Optional: what the backend says of `key` right now, for `LockService.query`: its holders and, where the
+   * backend keeps one, its queue of waiters in the order it serves them. Reads only; never waits for a lock.
+   */
+  inspect?(key: string): Promise<LockInspection>;
+
+  /**
+   * Optional, with `inspect`: the keys beginning with `prefix` that someone holds or waits for now, a page at
+   * a time (`LockService.queryPrefix`): at most about `limit` of them, from the opaque `cursor` the previous
+   * page gave (none: the first page). Bounded work on the server per page, never a scan of everything at once
+   * (no Redis `KEYS`); a key may appear on two pages when the backend's order moves under the listing.
+   */
+  listKeys?(prefix: string, page: { readonly cursor?: string; readonly limit: number }): Promise<KeyListing>;
+
+  /**
+   * Optional, with `inspect`: end every hold of `key` as an operator would (`LockService.breakLock`), and let
+   * the backend's next waiter in as a release does. Holders the strategy can tell at once are told through
+   * `onLeaseLost` with "broken"; the others find out at their next extension or release. Resolves the holds
+   * it ended. The next grant's fencing token must be higher than theirs.
+   */
+  breakLock?(key: string): Promise<LockInspection['holders']>;
+
+  /**
    * Optional: reject a key this backend cannot store (too long for a column, characters a path cannot
    * hold) with `InvalidLockKeyError`, before any server is touched.
    */
@@ -184,6 +207,13 @@ export interface SemaphoreStrategy {
 
   /** Give the permit back if this owner still holds it. Resolves `false` when it was not held (expired, removed). */
   release(lease: PermitGrant): Promise<boolean>;
+
+  /**
+   * Optional: what the backend says of semaphore `key` right now, for `LockService.queryPermits`: its size,
+   * its holders and, where the backend keeps one, its queue of waiters in the order it serves them. Reads
+   * only; never waits.
+   */
+  inspect?(key: string): Promise<SemaphoreInspection>;
 
   /** Optional: report a loss the backend pushes (session expiry, removal). Returns an unsubscribe function. */
   onLeaseLost?(lease: PermitGrant, listener: LeaseLostListener): () => void;

@@ -16,13 +16,26 @@ export class CallerBudget implements WaitBudget {
   private whenFinished: Promise<void> | undefined;
   private done: (() => void) | undefined;
 
+  /** When the wait ends (`Date.now()` ms). */
+  private readonly until: number;
+
   constructor(
-    readonly timeoutMs: number,
+    timeoutMs: number,
     private readonly callerSignal: AbortSignal | undefined,
     /** The manager's record of answers to any of its waits, told of each answer to this one. */
     private readonly answers?: ServerAnswers,
   ) {
+    this.until = Date.now() + timeoutMs;
     this.givenUp = callerSignal?.aborted ?? false;
+  }
+
+  /**
+   * The time left (ms, at least 1), read when a strategy or the queue wait starts waiting: a contender that
+   * waited behind another of its instance before its turn came has only what is left of its wait (it was
+   * given its whole `waitTimeout` again, and ended up to twice as late).
+   */
+  get timeoutMs(): number {
+    return Math.max(1, this.until - Date.now());
   }
 
   /**

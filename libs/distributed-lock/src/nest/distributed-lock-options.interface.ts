@@ -25,6 +25,12 @@ export interface DistributedLockModuleOptions {
   /** Bound of one server call, in ms. Default 5 000. */
   readonly operationTimeout?: number;
   /**
+   * Names this instance of the app (the pod name, say: `process.env.HOSTNAME` on Kubernetes) in the owner id
+   * of every acquisition, after the host and pid, so that `LockService.query` and the lock board show it.
+   * 1 to 64 letters, digits, dots, dashes or underscores. Default none.
+   */
+  readonly instanceName?: string;
+  /**
    * Log lost locks (warn), background failures (error) and skipped `@ScheduledLock` runs (debug, once per
    * job a minute at most: every skip is still a `skipped` event of `ScheduledLockEvents`) through Nest's
    * Logger. Default true.

@@ -268,6 +268,22 @@ describe('DistributedLockModule', () => {
       boot([DistributedLockModule.forRoot({ strategies: { default: new InMemoryLockStrategy() }, colour: 'blue' } as never)]),
     ).rejects.toThrow(/colour/);
     expect(() => DistributedLockModule.forFeature({ strategy: 'has space' })).toThrow(InvalidLockOptionsError);
+    for (const instanceName of ['', 'pod:1', 'x'.repeat(65), 'pod name', 42]) {
+      await expect(boot([DistributedLockModule.forRoot({ strategies: { default: new InMemoryLockStrategy() }, instanceName } as never)])).rejects.toThrow(/instanceName/);
+    }
+  });
+
+  it('names the instance (instanceName) in the owner id of every lock, which query() reads back', async () => {
+    const app = await boot([DistributedLockModule.forRoot({ strategies: { default: new InMemoryLockStrategy() }, instanceName: 'shop-7d9f4-x2k' })]);
+    try {
+      const locks = app.get(LockService);
+      const lock = await locks.acquire('k');
+      expect(lock.owner).toMatch(/:shop-7d9f4-x2k:[0-9a-f-]{36}$/);
+      expect((await locks.query('k')).held[0].owner.instance).toBe('shop-7d9f4-x2k');
+      await lock.release();
+    } finally {
+      await app.close();
+    }
   });
 
   it('forRoot() and forRootAsync() with no argument throw InvalidLockOptionsError naming what to pass', () => {

@@ -22,6 +22,9 @@ import { DefaultLockServiceCheck } from './explorer/default-lock-service.check';
 import { LockRegistry } from './lock-registry';
 import { lockServiceWithoutDefault } from './lock-service-without-default';
 import { ObserveTelemetryBinder } from './telemetry/observe-telemetry.binder';
+import { lockOperationsController } from './operations/lock-operations.controller';
+import { DistributedLockOperationsModule, LOCK_OPERATIONS_ROUTE } from './operations/lock-operations.module';
+import { validateLockOperationsOptions, type LockOperationsOptions } from './operations/lock-operations-options';
 import { assertAsyncOptionsGiven, assertOptionsGiven, validateDistributedLockOptions, validateFeatureOptions } from './validate-distributed-lock-options';
 
 /**
@@ -115,5 +118,21 @@ export class DistributedLockModule extends ConfigurableDistributedLockModule {
       exported.push(token);
     }
     return { module: DistributedLockFeatureModule, providers, exports: exported };
+  }
+
+  /**
+   * The operator's endpoints, opt-in: `GET <path>?key=…` answers who holds each key and who waits (as
+   * `LockService.query`), and with `allowBreak`, `POST <path>/break` ends a stuck lock (`breakLock`). Import
+   * it where the application mounts its admin routes, behind your own `guards`; it is never mounted by
+   * default. Keys are shown in the answers as the telemetry shows them (`keys`).
+   */
+  static operations(options?: LockOperationsOptions): DynamicModule {
+    const resolved = validateLockOperationsOptions(options);
+    return {
+      module: DistributedLockOperationsModule,
+      controllers: [lockOperationsController(resolved)],
+      // Tells one registration from another (one per route) where Nest tells dynamic modules apart by their metadata.
+      providers: [{ provide: LOCK_OPERATIONS_ROUTE, useValue: resolved.path }],
+    };
   }
 }

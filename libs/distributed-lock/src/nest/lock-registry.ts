@@ -48,7 +48,7 @@ export class LockRegistry implements OnApplicationShutdown {
     }
     for (const [name, strategy] of Object.entries(options.strategies)) {
       // Errors and events name the strategy as the application registered it ("orders"), not by its kind ("database").
-      const manager = new LockManager(strategy, { operationTimeout: options.operationTimeout, name, observer: this.observers });
+      const manager = new LockManager(strategy, { operationTimeout: options.operationTimeout, instanceName: options.instanceName, name, observer: this.observers });
       if (options.logEvents ?? true) this.logEvents(name, manager);
       this.managers.set(name, manager);
       this.root.set(name, new LockService(manager, { keyPrefix: options.keyPrefix, defaults: options.defaults }));
@@ -132,6 +132,14 @@ export class LockRegistry implements OnApplicationShutdown {
   private logEvents(name: string, manager: LockManager): void {
     manager.events.on('lost', (event) =>
       this.logger.warn(this.logLine(`Lock "${event.key}" (strategy "${name}") lost after ${event.heldMs} ms: ${event.reason}`, event.key)),
+    );
+    manager.events.on('broken', (event) =>
+      this.logger.warn(
+        this.logLine(
+          `Lock "${event.key}" (strategy "${name}") broken by an operator (${event.reason}): ${event.owners ? `${event.owners.length} hold(s) ended, ${event.owners.join(', ')}` : `the break failed on its way, ${String(event.error)}`}`,
+          event.key,
+        ),
+      ),
     );
     manager.events.on('backgroundError', (event) =>
       this.logger.error(this.logLine(`Background ${event.operation} of "${event.key}" (strategy "${name}") failed: ${String(event.error)}`, event.key)),

@@ -3,12 +3,13 @@ import { validateLeaderElectionOptions } from '../election/leader-election-optio
 import { validateLockKey } from '../locking/lock-key';
 import { assertDuration, assertKnownKeys, describe, validateAcquireOptions } from '../locking/lock-options';
 import type { LockStrategy } from '../locking/lock-strategy.interface';
+import { assertInstanceName } from '../locking/owner-id';
 import { DEFAULT_STRATEGY_NAME } from './distributed-lock.constants';
 import { LOG_KEYS, type LogKeys } from './log-keys';
 import { OPEN_TELEMETRY_OPTION_KEYS, validateOpenTelemetryOptions } from '../telemetry/lock-telemetry-options';
 import type { DistributedLockFeatureOptions, DistributedLockModuleOptions, DistributedLockTelemetryOptions } from './distributed-lock-options.interface';
 
-const MODULE_KEYS = ['strategies', 'defaultStrategy', 'keyPrefix', 'defaults', 'operationTimeout', 'logEvents', 'logKeys', 'telemetry'];
+const MODULE_KEYS = ['strategies', 'defaultStrategy', 'keyPrefix', 'defaults', 'operationTimeout', 'instanceName', 'logEvents', 'logKeys', 'telemetry'];
 const TELEMETRY_KEYS = [...OPEN_TELEMETRY_OPTION_KEYS, 'openTelemetry', 'observe'];
 const FEATURE_KEYS = ['strategy', 'keyPrefix', 'defaults', 'elections'];
 const STRATEGY_NAME = /^[A-Za-z][\w.-]{0,63}$/;
@@ -79,6 +80,7 @@ export function validateDistributedLockOptions(options: unknown): DistributedLoc
   const defaultStrategy = given ?? (names.includes(DEFAULT_STRATEGY_NAME) ? DEFAULT_STRATEGY_NAME : names.length === 1 ? names[0] : undefined);
   if (options.keyPrefix !== undefined) validateLockKey(options.keyPrefix, 'keyPrefix', true);
   if (options.operationTimeout !== undefined) assertDuration(options.operationTimeout, 'operationTimeout', 1);
+  assertInstanceName(options.instanceName);
   if (options.logEvents !== undefined && typeof options.logEvents !== 'boolean') {
     throw new InvalidLockOptionsError('logEvents', `expected true or false, got ${describe(options.logEvents)}.`);
   }

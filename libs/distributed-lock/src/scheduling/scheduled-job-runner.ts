@@ -1,8 +1,7 @@
 import { LockCommitFailedError } from '../errors/lock-commit-failed.error';
 import { InvalidLockOptionsError } from '../errors/invalid-lock-options.error';
-import { LockLostError } from '../errors/lock-lost.error';
-import type { LockHandle } from '../locking/lock-handle';
 import type { LockService } from '../locking/lock-service';
+import { failedSection, lossOf } from '../locking/section-end';
 import { LOCK_TELEMETRY } from '../telemetry/lock-telemetry-names';
 import type { RootSpans } from '../telemetry/root-spans';
 import type { FireSchedule } from './fire-time';
@@ -87,7 +86,7 @@ export class ScheduledJobRunner {
       failure = { error };
     }
     const durationMs = Math.round(performance.now() - takenAt);
-    const keptForMs = lostOf(lock) ? 0 : this.keptFor(takenAt, fireTime);
+    const keptForMs = lossOf(lock) ? 0 : this.keptFor(takenAt, fireTime);
     try {
       await lock.releaseAfterWith(keptForMs, failure ? 'failed' : 'completed');
     } catch (error) {
@@ -96,8 +95,8 @@ export class ScheduledJobRunner {
       if (error instanceof LockCommitFailedError) failure ??= { error };
       else service.events.emit('backgroundError', { strategy: service.strategyName, key: service.prefix + key, operation: 'release', error });
     }
-    const lost = lostOf(lock);
-    const error = lost ? (failure ? new LockLostError(lost.key, lost.strategy, lost.reason, { cause: failure.error }) : lost.withSectionResult(value)) : failure?.error;
+    const lost = lossOf(lock);
+    const error = failure ? failedSection(lost, failure.error) : lost?.withSectionResult(value);
     const failed = lost !== undefined || failure !== undefined;
     events.emit('finished', { ...base, durationMs, keptForMs: lost ? 0 : keptForMs, ...(failed ? { error } : {}) });
     if (failed) throw error;
@@ -115,14 +114,5 @@ export class ScheduledJobRunner {
     const slotEnd = fireTime === undefined ? undefined : this.config.schedule?.slotEndOf?.(fireTime);
     const afterSlot = slotEnd === undefined ? 0 : slotEnd + lockAtLeastFor - Date.now();
     return Math.max(0, Math.ceil(Math.max(afterTaking, afterSlot)));
-  }
-}
-
-function lostOf(lock: LockHandle): LockLostError | undefined {
-  try {
-    lock.throwIfLost();
-    return undefined;
-  } catch (error) {
-    return error as LockLostError;
   }
 }

@@ -28,6 +28,7 @@ export type {
   SemaphoreCapabilities,
 } from '../locking/lock-strategy.interface';
 export type { LockRequest, LeaseGrant, PermitRequest, PermitGrant, WaitBudget } from '../locking/lock-lease';
+export type { KeyListing, LockInspection, SemaphoreInspection } from '../locking/lock-query';
 export type { ResolvedAcquireOptions } from '../locking/lock-options';
 
 // Waiting

@@ -34,17 +34,27 @@ export function keyAttribute(mode: LockKeyAttribute): (key: string) => readonly 
 }
 
 /**
- * Writes `key` inside a text (an error message a span's status quotes) as `mode` writes it on spans: as it
- * is for `'plain'`, `key#` and its hash for `'hashed'` (as `lock.key.hash`), the function's value, or
- * `(key omitted)`. No text on a span carries a key the attributes would not show.
+ * A key as text, as `mode` shows it on spans: as it is for `'plain'`, `key#` and its hash for `'hashed'`
+ * (the `lock.key.hash` value), the function's value; null when it is left out.
+ */
+export function keyAsText(mode: LockKeyAttribute): (key: string) => string | null {
+  const attribute = keyAttribute(mode);
+  return (key) => {
+    const shown = attribute(key);
+    if (!shown) return null;
+    return shown[0] === LOCK_TELEMETRY.attributes.keyHash ? `key#${shown[1]}` : shown[1];
+  };
+}
+
+/**
+ * Writes `key` inside a text (an error message a span's status quotes) as `mode` writes it on spans (see
+ * `keyAsText`), or `(key omitted)`. No text on a span carries a key the attributes would not show.
  */
 export function keyInText(mode: LockKeyAttribute): (text: string, key: string) => string {
   if (mode === 'plain') return (text) => text;
-  const attribute = keyAttribute(mode);
+  const asText = keyAsText(mode);
   return (text, key) => {
     if (!key || !text.includes(key)) return text;
-    const shown = attribute(key);
-    const replacement = !shown ? '(key omitted)' : shown[0] === LOCK_TELEMETRY.attributes.keyHash ? `key#${shown[1]}` : shown[1];
-    return text.split(key).join(replacement);
+    return text.split(key).join(asText(key) ?? '(key omitted)');
   };
 }

@@ -3,7 +3,6 @@ import type { EngineContext } from '../engine-context';
 import type { LeaseGrant, LockRequest } from '../lock-lease';
 import type { ResolvedAcquireOptions } from '../lock-options';
 import type { LockStrategy } from '../lock-strategy.interface';
-import { createOwnerId } from '../owner-id';
 import { retryDelay } from '../retry-policy';
 import { CallerBudget } from '../wait-budget';
 import { pause } from './clock-waits';
@@ -127,7 +126,7 @@ class GrantWait<R> implements WaitOutcome<R> {
       }
       this.budget = this.newBudget();
       this.retrying = true;
-      grant = (await this.once({ ...this.request, owner: createOwnerId() })) as unknown as LeaseGrant | null;
+      grant = (await this.once({ ...this.request, owner: ctx.owners.next() })) as unknown as LeaseGrant | null;
       if (grant && grant.expiresAt > Date.now()) return this.deliver(grant);
     }
   }

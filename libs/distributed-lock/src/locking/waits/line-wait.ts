@@ -112,7 +112,8 @@ export class ProcessLines {
   async wait(request: LockRequest, options: ResolvedAcquireOptions, budget: CallerBudget, deadline: number, abortedError: () => Error): Promise<LeaseGrant | null> {
     const { ctx, strategy } = this;
     const line = this.lineOf(request.key);
-    const state: { delivered?: LeaseGrant; failure?: unknown; wake?: () => void; kept: boolean } = { kept: false };
+    // `wokenMeanwhile`: a wake that came while nothing listened (the waiter's own try was out, see below).
+    const state: { delivered?: LeaseGrant; failure?: unknown; wake?: () => void; wokenMeanwhile: boolean; kept: boolean } = { wokenMeanwhile: false, kept: false };
     const waiter: LineWaiter = {
       request,
       deliver: (grant) => {
@@ -123,9 +124,13 @@ export class ProcessLines {
         state.failure = error;
         state.wake?.();
       },
-      wake: () => state.wake?.(),
+      wake: () => {
+        if (state.wake) state.wake();
+        else state.wokenMeanwhile = true;
+      },
       inBackendQueue: false,
       handOverPending: false,
+      askingBackend: false,
     };
     const arm = (woken: () => void): (() => void) => {
       state.wake = woken;
@@ -162,7 +167,17 @@ export class ProcessLines {
           await wakeOrDeadline(ctx.clock, budget, Date.now() + Math.min(remaining, retryDelay(0, options.retry)), arm);
           continue;
         }
-        const grant = await boundedTry(ctx, strategy, request);
+        // Not handed the lock while this try is out (see LineWaiter.askingBackend). A try that outlives its
+        // bound rejects here, and the waiter leaves the line: no hand-over finds it after that either.
+        waiter.askingBackend = true;
+        // The try sees the backend as it is now: an earlier wake is answered by it.
+        state.wokenMeanwhile = false;
+        let grant: LeaseGrant | null;
+        try {
+          grant = await boundedTry(ctx, strategy, request);
+        } finally {
+          waiter.askingBackend = false;
+        }
         if (grant) {
           if (options.signal?.aborted) {
             await ctx.releaseOrphan(grant, strategy);
@@ -174,8 +189,12 @@ export class ProcessLines {
         if (state.delivered) continue;
         place ??= new QueuePlace(ctx, strategy, request, options);
         const pause = await place.refused(attempt);
-        await wakeOrDeadline(ctx.clock, budget, Date.now() + Math.min(deadline - Date.now(), pause), arm);
         attempt += 1;
+        // Released here while the try was out: the lock went back to the backend (not handed to us, see
+        // LineWaiter.askingBackend), maybe after the backend refused the try. It is asked again now, not
+        // after a pause next to a free key.
+        if (state.wokenMeanwhile) continue;
+        await wakeOrDeadline(ctx.clock, budget, Date.now() + Math.min(deadline - Date.now(), pause), arm);
       }
     } finally {
       line.leave(waiter);

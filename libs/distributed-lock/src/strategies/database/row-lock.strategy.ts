@@ -6,6 +6,8 @@ import { assertDuration, assertKnownKeys, describe } from '../../locking/lock-op
 import { assertFastPaths } from '../fast-paths-option';
 import { handOverLimits, type HandOverLimits, type LocalHandOverOption } from '../../locking/hand-over-limits';
 import type { LockStrategy, LockStrategyCapabilities } from '../../locking/lock-strategy.interface';
+import type { KeyListing, LockInspection } from '../../locking/lock-query';
+import { lockTableInspection } from './lock-table-inspection';
 import { leaseExpiry } from '../../locking/lease-expiry';
 import type { LockDataSource } from './database-client.type';
 import { ensureInitialized, resolveDataSource } from './database-connection';
@@ -16,7 +18,7 @@ import { leaseClockDdl, leaseTableDdl, LOCK_TABLES, MAX_SQL_KEY_LENGTH, SQL_IDEN
 import { LockQueue } from './lock-queue';
 import { LOCK_QUEUE_TABLE, lockQueueDdl, lockQueueStatements, NO_PLACE, type LockQueueStatements } from './lock-queue.sql';
 import { queryOnDataSource, type DirectResult } from './mysql-direct';
-import { rowLockStatements, type RowLockStatements } from './row-lock.sql';
+import { listKeysQuery, rowLockStatements, type RowLockStatements } from './row-lock.sql';
 import { dialectOf, withServerFeatures, type SqlDialect } from './sql-dialect';
 import { strategyName } from '../strategy-name';
 import { RowSemaphore } from './row-semaphore';
@@ -208,8 +210,8 @@ export class RowLockStrategy implements LockStrategy {
     try {
       taken =
         ticket === undefined && this.bargeWindowMs > 0
-          ? await this.run(sql.takeOverBarging, [request.owner, request.owner, request.ttlMs, request.owner, request.key, request.owner, request.key, this.bargeWindowMs])
-          : await this.run(sql.takeOverInTurn, [request.owner, request.owner, request.ttlMs, request.owner, request.key, request.owner, request.key, ticket ?? NO_PLACE]);
+          ? await this.run(sql.takeOverBarging, [request.owner, request.owner, request.owner, request.ttlMs, request.owner, request.key, request.owner, request.key, this.bargeWindowMs])
+          : await this.run(sql.takeOverInTurn, [request.owner, request.owner, request.owner, request.ttlMs, request.owner, request.key, request.owner, request.key, ticket ?? NO_PLACE]);
     } catch (error) {
       // On InnoDB the take-over share-locks the queue rows it reads, and may be the one a deadlock rolls back:
       // it took nothing, as a refusal; the wait tries again.
@@ -271,6 +273,59 @@ export class RowLockStrategy implements LockStrategy {
     } catch (error) {
       throw this.callError(error, 'release', lease.key);
     }
+  }
+
+  /**
+   * The key's live holder and the first live places of its queue (INSPECT_WAITERS_LIMIT), read in one
+   * statement, so both come from one snapshot. Times come from the server's clock, moved onto this
+   * process's by the middle of the round trip: off by half of it at most.
+   */
+  async inspect(key: string): Promise<LockInspection> {
+    try {
+      const { sql } = await this.prepare();
+      const sentAt = Date.now();
+      const result = await this.run(sql.inspect, [key, key]);
+      return lockTableInspection(result.records, Math.round((sentAt + Date.now()) / 2));
+    } catch (error) {
+      throw this.callError(error, 'query', key);
+    }
+  }
+
+  /**
+   * The keys under `prefix` with a live holder, in the table's order, a page at a time: the cursor is the
+   * last key of the previous page. One indexed range read of at most `limit` + 1 rows per page.
+   */
+  async listKeys(prefix: string, page: { readonly cursor?: string; readonly limit: number }): Promise<KeyListing> {
+    try {
+      const { dialect } = await this.prepare();
+      const { sql, parameters } = listKeysQuery(dialect, this.table, prefix, page.cursor, page.limit);
+      const result = await this.run(sql, parameters);
+      const found = (result.records as Array<{ lock_key: string }>).map((row) => row.lock_key);
+      const listed = found.slice(0, page.limit);
+      const keys = listed.filter((key) => key.startsWith(prefix));
+      return found.length > page.limit ? { keys, next: listed[listed.length - 1] } : { keys };
+    } catch (error) {
+      throw this.callError(error, 'queryPrefix', prefix);
+    }
+  }
+
+  /**
+   * Frees the row of the holder the inspection found, as its last release would, only while that holder
+   * and its token are still the row's: a holder that came after the inspection is not broken. The next
+   * grant takes the row over with a higher token; the broken holder learns at its next extension or release.
+   */
+  async breakLock(key: string): Promise<LockInspection['holders']> {
+    const { holders } = await this.inspect(key);
+    const broken: Array<LockInspection['holders'][number]> = [];
+    try {
+      const { sql } = await this.prepare();
+      for (const holder of holders) {
+        if ((await this.run(sql.breakHold, [key, holder.owner, holder.fencingToken])).affected === 1) broken.push(holder);
+      }
+    } catch (error) {
+      throw this.callError(error, 'breakLock', key);
+    }
+    return broken;
   }
 
   /** A refused grant becomes `LockPermissionDeniedError` naming the GRANT to run. */

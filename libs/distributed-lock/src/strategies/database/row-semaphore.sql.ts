@@ -66,6 +66,11 @@ export interface RowSemaphoreStatements {
   readonly releaseLive: string;
   /** Deletes a permit whatever its state (after `releaseLive` found none live). Parameters: key, owner. */
   readonly forget: string;
+  /**
+   * The live permits of a semaphore (the first 1,000 by token), each row with the semaphore's recorded size
+   * and the server's clock (now_ms); no row when none is live. Parameters: key.
+   */
+  readonly inspect: string;
 }
 
 /** The statements for dialect `d` over the two semaphore tables (unquoted names), bound for its driver. */
@@ -86,6 +91,9 @@ export function rowSemaphoreStatements(d: SqlDialect, semaphores: string, permit
     extend: `UPDATE ${p} SET expires_at = ${d.nowMs} + ? WHERE semaphore_key = ? AND owner = ? AND ${live}`,
     releaseLive: `DELETE FROM ${p} WHERE semaphore_key = ? AND owner = ? AND ${live}`,
     forget: `DELETE FROM ${p} WHERE semaphore_key = ? AND owner = ?`,
+    inspect: `SELECT s.permits, h.owner, h.weight, h.fencing_token, h.expires_at, ${d.nowMs} AS now_ms
+      FROM ${p} h JOIN ${s} s ON s.semaphore_key = h.semaphore_key
+      WHERE h.semaphore_key = ? AND h.${live} ORDER BY h.fencing_token LIMIT 1000`,
   };
   return Object.fromEntries(Object.entries(statements).map(([name, sql]) => [name, d.bind(sql)])) as Record<keyof RowSemaphoreStatements, string>;
 }

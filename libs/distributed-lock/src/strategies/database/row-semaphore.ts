@@ -4,6 +4,7 @@ import { leaseExpiry } from '../../locking/lease-expiry';
 import type { PermitGrant, PermitRequest } from '../../locking/lock-lease';
 import { permitGrantOf } from '../../locking/permit-grant';
 import type { SemaphoreStrategy } from '../../locking/lock-strategy.interface';
+import type { SemaphoreInspection } from '../../locking/lock-query';
 import type { LockDataSource } from './database-client.type';
 import { queryOnDataSource, queryOnRunner, type DirectResult } from './mysql-direct';
 import type { RowSemaphoreStatements } from './row-semaphore.sql';
@@ -32,6 +33,16 @@ export interface RowSemaphoreDeps {
  */
 function beginGrant(dialect: SqlDialect): string {
   return dialect.name === 'postgres' ? 'START TRANSACTION ISOLATION LEVEL READ COMMITTED' : 'START TRANSACTION';
+}
+
+/** One row of the `inspect` statement; drivers give numbers as numbers or strings. */
+interface LivePermitRow {
+  readonly permits: number | string;
+  readonly owner: string;
+  readonly weight: number | string;
+  readonly fencing_token: number | string;
+  readonly expires_at: number | string;
+  readonly now_ms: number | string;
 }
 
 /** What a semaphore's row and its permits' usage say about a request. */
@@ -93,6 +104,31 @@ export class RowSemaphore implements SemaphoreStrategy {
       return false;
     } catch (error) {
       throw this.deps.callError(error, 'release', lease.key);
+    }
+  }
+
+  /**
+   * The semaphore's live permits, read in one statement (one snapshot), with its size while any is live.
+   * Times come from the server's clock, moved onto this process's by the middle of the round trip. Waiters
+   * poll, so there is no queue to list.
+   */
+  async inspect(key: string): Promise<SemaphoreInspection> {
+    try {
+      const { sql } = await this.deps.prepare();
+      const sentAt = Date.now();
+      const rows = (await queryOnDataSource(this.deps.dataSource, sql.inspect, [key], this.deps.fastPaths)).records as LivePermitRow[];
+      const localNow = Math.round((sentAt + Date.now()) / 2);
+      return {
+        ...(rows.length > 0 ? { permits: Number(rows[0].permits) } : {}),
+        holders: rows.map((row) => ({
+          owner: row.owner,
+          weight: Number(row.weight),
+          fencingToken: Number(row.fencing_token),
+          expiresAt: localNow + (Number(row.expires_at) - Number(row.now_ms)),
+        })),
+      };
+    } catch (error) {
+      throw this.deps.callError(error, 'queryPermits', key);
     }
   }
 

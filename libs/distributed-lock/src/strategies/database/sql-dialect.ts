@@ -8,6 +8,10 @@ export interface SqlDialect {
   readonly nowMs: string;
   /** The server's clock in microseconds: the first fencing token of a new key. */
   readonly nowUs: string;
+  /** The server's clock as a value for a timestamp column (the lease table's `acquired_at`). */
+  readonly nowTimestamp: string;
+  /** A timestamp column read as ms since the epoch, whatever the session's time zone. */
+  epochMs(column: string): string;
   /** `INSERT … RETURNING` is available (MariaDB 10.5+, SQLite 3.35+; not MySQL 8). */
   readonly returning: boolean;
   /** The server is MariaDB (its row-lock wait is set per statement with `WAIT n`; MySQL 8 uses a SET_VAR hint). */
@@ -61,6 +65,9 @@ const MYSQL: SqlDialect = {
   // back, which is ambiguous for the hour a daylight-saving change repeats (leases would move by an hour).
   nowMs: "TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) DIV 1000",
   nowUs: MYSQL_NOW_US,
+  nowTimestamp: 'CURRENT_TIMESTAMP(3)',
+  // UNIX_TIMESTAMP of a TIMESTAMP column reads the stored UTC instant, with no time zone conversion.
+  epochMs: (column) => `ROUND(UNIX_TIMESTAMP(${column}) * 1000)`,
   returning: false,
   mariadb: false,
   tokenExpression: (expression) => `LAST_INSERT_ID(${expression})`,
@@ -83,6 +90,8 @@ const SQLITE: SqlDialect = {
   name: 'sqlite',
   nowMs: "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)",
   nowUs: SQLITE_NOW_US,
+  nowTimestamp: "strftime('%Y-%m-%d %H:%M:%f', 'now')",
+  epochMs: (column) => `CAST(ROUND((julianday(${column}) - 2440587.5) * 86400000) AS INTEGER)`,
   returning: true,
   mariadb: false,
   tokenExpression: (expression) => expression,
@@ -108,6 +117,8 @@ const POSTGRES: SqlDialect = {
   name: 'postgres',
   nowMs: 'floor(extract(epoch from clock_timestamp()) * 1000)::bigint',
   nowUs: POSTGRES_NOW_US,
+  nowTimestamp: 'clock_timestamp()',
+  epochMs: (column) => `round(extract(epoch from ${column}) * 1000)::bigint`,
   returning: true,
   mariadb: false,
   tokenExpression: (expression) => expression,

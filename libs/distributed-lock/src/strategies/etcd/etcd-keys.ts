@@ -2,10 +2,18 @@
  * The prefix under which the contenders of one lock create their keys. The lock name is URI-encoded, so
  * it holds no "/", and the prefix ends with "/": no lock's prefix can be a prefix of another's ("a/" is
  * not a prefix of "a%2Fb/"), so lock "a" never sees the contenders of lock "a/b".
+ *
+ * The one name that would be the semaphores' folder, "sem", is written "%73em" ("s" escaped, which
+ * encodeURIComponent never does, so no other name gives it): as "sem/" its contenders would see every
+ * semaphore's permits as keys ahead of them.
  */
 export function etcdLockPrefix(namespace: string, key: string): string {
-  return `${namespace}${encodeURIComponent(key)}/`;
+  const name = encodeURIComponent(key);
+  return `${namespace}${name === SEMAPHORES_FOLDER ? '%73em' : name}/`;
 }
+
+/** The folder of the semaphores under the namespace (see etcdSemaphorePrefix). */
+const SEMAPHORES_FOLDER = 'sem';
 
 /** A contender's own key: its mode (readers and writers of a read-write lock) and its lease, which is unique. */
 export function etcdContenderKey(prefix: string, mode: 'exclusive' | 'shared', leaseId: string): string {
@@ -28,8 +36,9 @@ export function isLeaseGoneError(error: unknown): boolean {
 
 /**
  * The prefix under which the permits of one semaphore are keys. Apart from every lock's prefix: a lock's
- * name is URI-encoded (it holds no "/"), so no lock's prefix starts with "sem/".
+ * name is URI-encoded (it holds no "/"), and the lock named "sem" has a prefix of its own (see
+ * etcdLockPrefix), so no lock's prefix starts with "sem/".
  */
 export function etcdSemaphorePrefix(namespace: string, key: string): string {
-  return `${namespace}sem/${encodeURIComponent(key)}/`;
+  return `${namespace}${SEMAPHORES_FOLDER}/${encodeURIComponent(key)}/`;
 }

@@ -3,6 +3,7 @@ import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error
 import { LockBackendUnavailableError } from '../../errors/lock-backend-unavailable.error';
 import { leaseExpiry } from '../../locking/lease-expiry';
 import type { LeaseGrant, LockRequest, WaitBudget } from '../../locking/lock-lease';
+import type { KeyListing, LockInspection } from '../../locking/lock-query';
 import { assertKnownKeys } from '../../locking/lock-options';
 import { OneAtATime } from '../../locking/one-at-a-time';
 import { budgetAborted } from '../../locking/wait-for-wake';
@@ -13,6 +14,9 @@ import type { EtcdLockClient } from './etcd-client.type';
 import { resolveEtcdClient } from './etcd-connection';
 import { etcdContenderKey, etcdLockPrefix, isLeaseGoneError } from './etcd-keys';
 import { etcdPermissionDenied } from './etcd-refusal';
+import { breakEtcdHolds } from './etcd-lock-break';
+import { inspectEtcdLock } from './etcd-lock-inspection';
+import { listEtcdLockKeys } from './etcd-key-listing';
 import { keepAliveWhileWaiting } from './etcd-lease-keepalive';
 import { extendEtcdLease, type EtcdHeldLeases } from './etcd-lease-extension';
 import { EtcdLeasePool, type PooledLease } from './etcd-lease-pool';
@@ -127,7 +131,7 @@ export class EtcdLockStrategy implements LockStrategy {
     this.ownsClient = resolved.owned;
     this.user = options.connection?.auth?.username;
     this.pool = new EtcdLeasePool(this.client);
-    this.ownKeys = new EtcdOwnKeyWatches(this.client);
+    this.ownKeys = new EtcdOwnKeyWatches(this.client, true);
     this.held = { client: this.client, pool: this.pool, strays: this.strays, leases: this.leases, forget: (grant) => this.forget(grant) };
     this.semaphore = new EtcdSemaphore(this.client, this.namespace, this.name, (operation, pending, key) => this.refusalsTyped(operation, pending, key));
   }
@@ -147,6 +151,23 @@ export class EtcdLockStrategy implements LockStrategy {
 
   release(lease: LeaseGrant): Promise<boolean> {
     return this.refusalsTyped('release', this.releaseLease(lease), lease.key);
+  }
+
+  /** The holders and waiters of `key`, from etcd's own state in one read (see inspectEtcdLock). */
+  inspect(key: string): Promise<LockInspection> {
+    const seeing = inspectEtcdLock(this.client, etcdLockPrefix(this.namespace, key));
+    return this.refusalsTyped('query', seeing.then(({ holds, waiters }) => ({ holders: holds.map((hold) => hold.holder), waiters })), key);
+  }
+
+  /** The keys under `prefix` with contenders (held or waited for), a page at a time (see listEtcdLockKeys). */
+  listKeys(prefix: string, page: { readonly cursor?: string; readonly limit: number }): Promise<KeyListing> {
+    return this.refusalsTyped('queryPrefix', listEtcdLockKeys(this.client, this.namespace, prefix, page), prefix);
+  }
+
+  /** Ends every hold of `key` that a fresh inspection sees, each only while still the same (see breakEtcdHolds). */
+  breakLock(key: string): Promise<LockInspection['holders']> {
+    const breaking = inspectEtcdLock(this.client, etcdLockPrefix(this.namespace, key)).then(({ holds }) => breakEtcdHolds(this.client, holds));
+    return this.refusalsTyped('breakLock', breaking, key);
   }
 
   ping(): Promise<void> {
@@ -234,10 +255,10 @@ export class EtcdLockStrategy implements LockStrategy {
       this.lostListeners.set(lease.owner, listeners);
       const grant = lease as EtcdLeaseGrant;
       if (this.leases.has(grant.owner)) {
-        this.ownKeys.watch(grant.owner, grant.etcdKey, grant.createRevision, () => {
+        this.ownKeys.watch(grant.owner, grant.etcdKey, grant.createRevision, (end) => {
           const told = [...(this.lostListeners.get(grant.owner) ?? [])];
           this.forget(grant);
-          for (const heard of told) heard('removed');
+          for (const heard of told) heard(end);
         });
       }
     }

@@ -6,6 +6,9 @@ import { permitGrantOf } from '../../locking/permit-grant';
 import { budgetAborted, waitForWake } from '../../locking/wait-for-wake';
 import type { EtcdLockClient } from './etcd-client.type';
 import { etcdSemaphorePrefix } from './etcd-keys';
+import { QUERY_CONTENDERS_LIMIT } from './etcd-lock-inspection';
+import type { SemaphoreInspection } from '../../locking/lock-query';
+import { permitLineInspection } from '../permit-line';
 import { OneAtATime } from '../../locking/one-at-a-time';
 import { extensionOvertaken, isStillOursOnLease, renewLease } from './etcd-lock.recipe';
 import { EtcdOwnKeyWatches } from './etcd-own-key-watch';
@@ -23,7 +26,7 @@ interface PermitKey {
   ttlSeconds: number;
 }
 
-/** A contender key as read from etcd: its value is "<permits>/<weight>". */
+/** A contender key as read from etcd: its value is "<permits>/<weight>/<owner id>" ("<permits>/<weight>" from earlier versions). */
 interface Contender {
   readonly key: Buffer;
   readonly value: Buffer;
@@ -33,11 +36,13 @@ interface Contender {
 /** Where a request stands in its semaphore's queue. */
 type Standing = { readonly kind: 'holds' } | { readonly kind: 'waits' } | { readonly kind: 'mismatch'; readonly actual: number } | { readonly kind: 'gone' };
 
-const valueOf = (request: PermitRequest): string => `${request.permits}/${request.weight}`;
+// The owner id comes last, for `queryPermits`: versions that read only the size and weight split off the
+// first two fields and ignore it.
+const valueOf = (request: PermitRequest): string => `${request.permits}/${request.weight}/${request.owner}`;
 
-function parseValue(value: Buffer): { permits: number; weight: number } {
-  const [permits, weight] = value.toString().split('/').map(Number);
-  return { permits, weight };
+function parseValue(value: Buffer): { permits: number; weight: number; owner: string } {
+  const [permits, weight, ...owner] = value.toString().split('/');
+  return { permits: Number(permits), weight: Number(weight), owner: owner.join('/') };
 }
 
 /**
@@ -104,6 +109,27 @@ export class EtcdSemaphore implements SemaphoreStrategy {
 
   release(lease: PermitGrant): Promise<boolean> {
     return this.refusalsTyped('release', this.releaseLease(lease), lease.key);
+  }
+
+  /**
+   * The semaphore's size, holders and waiters, from etcd's own state in one read: its keys in create-revision
+   * order (at most QUERY_CONTENDERS_LIMIT), the holders the head whose weights fit. The owner is in the key's
+   * value, the fencing token is its create revision. No times, as for the lock (see inspectEtcdLock).
+   */
+  inspect(key: string): Promise<SemaphoreInspection> {
+    const reading = this.client
+      .getAll()
+      .prefix(etcdSemaphorePrefix(this.namespace, key))
+      .sort('Create', 'Ascend')
+      .limit(QUERY_CONTENDERS_LIMIT)
+      .exec()
+      .then((range) => {
+        const line = range.kvs.map((kv) => ({ ...parseValue(kv.value), fencingToken: Number(kv.create_revision) }));
+        // A key of another size is a caller being refused, on its way out: the size is the head's.
+        const permits = line[0]?.permits;
+        return permitLineInspection(permits, line.filter((contender) => contender.permits === permits));
+      });
+    return this.refusalsTyped('queryPermits', reading, key);
   }
 
   /** Told when the permit's key is deleted (or replaced) behind its holder, while it holds it. */

@@ -1,4 +1,6 @@
 import type { LeaseGrant, LockMode, LockRequest, WaitBudget } from '../../locking/lock-lease';
+import type { KeyListing, LockInspection } from '../../locking/lock-query';
+import { pageOfSortedKeys } from '../key-pages';
 import type { LeaseLostListener, LockStrategy, LockStrategyCapabilities } from '../../locking/lock-strategy.interface';
 import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
 import { waitInMemoryQueue, type MemoryWaiter } from './memory-queue';
@@ -80,6 +82,38 @@ export class InMemoryLockStrategy implements LockStrategy {
 
   onLeaseLost(lease: LeaseGrant, listener: LeaseLostListener): () => void {
     return this.holders.onLeaseLost(lease, listener);
+  }
+
+  /** The key's live holders and its queue, as they are now (`LockService.query`). */
+  async inspect(key: string): Promise<LockInspection> {
+    this.assertOpen();
+    const state = this.keys.get(key);
+    if (!state) return { holders: [], waiters: [] };
+    const now = Date.now();
+    const holders = [...state.holders.values()].filter((holder) => holder.expiresAt > now);
+    return {
+      holders: holders.map(({ owner, mode, fencingToken, grantedAt, expiresAt }) => ({ owner, mode, fencingToken, grantedAt, expiresAt })),
+      waiters: state.queue.map(({ request }) => ({ owner: request.owner, mode: request.mode })),
+    };
+  }
+
+  /** The keys under `prefix` held (on a live lease) or waited for now, in order, a page at a time. */
+  async listKeys(prefix: string, page: { readonly cursor?: string; readonly limit: number }): Promise<KeyListing> {
+    this.assertOpen();
+    const now = Date.now();
+    const busy = [...this.keys].filter(([key, state]) => key.startsWith(prefix) && (state.queue.length > 0 || [...state.holders.values()].some((holder) => holder.expiresAt > now)));
+    return pageOfSortedKeys(
+      busy.map(([key]) => key),
+      page,
+    );
+  }
+
+  /** Ends every hold of the key, tells each holder at once ("broken"), and serves the queue (`LockService.breakLock`). */
+  async breakLock(key: string): Promise<LockInspection['holders']> {
+    this.assertOpen();
+    return this.holders
+      .forceRelease(key, 'broken')
+      .map(({ owner, mode, fencingToken, grantedAt, expiresAt }) => ({ owner, mode, fencingToken, grantedAt, expiresAt }));
   }
 
   async ping(): Promise<void> {

@@ -2,6 +2,7 @@ import { PermitsMismatchError } from '../../errors/permits-mismatch.error';
 import type { PermitGrant, PermitRequest, WaitBudget } from '../../locking/lock-lease';
 import { permitGrantOf } from '../../locking/permit-grant';
 import type { LeaseLostListener, SemaphoreStrategy } from '../../locking/lock-strategy.interface';
+import type { SemaphoreInspection } from '../../locking/lock-query';
 import { waitInMemoryQueue, type MemoryWaiter } from './memory-queue';
 import { MemoryHolders, type MemoryHolder } from './memory-holders';
 
@@ -72,6 +73,21 @@ export class InMemorySemaphore implements SemaphoreStrategy {
 
   onLeaseLost(lease: PermitGrant, listener: LeaseLostListener): () => void {
     return this.holders.onLeaseLost(lease, listener);
+  }
+
+  /** The semaphore's size, its live holders and its queue, as they are now (`LockService.queryPermits`). */
+  async inspect(key: string): Promise<SemaphoreInspection> {
+    this.assertOpen();
+    const state = this.semaphores.get(key);
+    if (!state) return { holders: [], waiters: [] };
+    const now = Date.now();
+    return {
+      permits: state.permits,
+      holders: [...state.holders.values()]
+        .filter((holder) => holder.expiresAt > now)
+        .map(({ owner, weight, fencingToken, grantedAt, expiresAt }) => ({ owner, weight, fencingToken, grantedAt, expiresAt })),
+      waiters: state.queue.map(({ request }) => ({ owner: request.owner, weight: request.weight })),
+    };
   }
 
   /** Takes every permit of `key` from its holders (who are told), as an operator deleting the semaphore would. */

@@ -5,6 +5,8 @@ import { armMemoryLease, type MemoryLease, type MemoryWaiter } from './memory-qu
 export interface MemoryHolder extends MemoryLease {
   readonly owner: string;
   readonly fencingToken: number;
+  /** When it was granted (ms since the epoch). */
+  readonly grantedAt: number;
   readonly lostListeners: Set<LeaseLostListener>;
 }
 
@@ -22,6 +24,12 @@ export interface MemoryHoldersHooks<H extends MemoryHolder, S extends MemoryKeyS
   readonly onRemoved?: (state: S, holder: H) => void;
 }
 
+/** Why a holder lost its lease, as `onLeaseLost` listeners hear it. */
+type LostReason = Parameters<LeaseLostListener>[0];
+
+/** How many holders ended unheard are remembered: far more than grants can be on their way at once. */
+const ENDED_UNHEARD_KEPT = 1_000;
+
 /**
  * The leases held on in-process keys, shared by the in-memory lock and semaphore: granting with a fencing
  * token, expiry, extension, release and loss are the same whatever a holder holds (a mode, a weight). Who
@@ -31,6 +39,8 @@ export interface MemoryHoldersHooks<H extends MemoryHolder, S extends MemoryKeyS
 export class MemoryHolders<E extends object, S extends MemoryKeyState<MemoryHolder & E>> {
   /** The keys someone holds or waits for; each strategy creates and forgets its entries. */
   readonly keys = new Map<string, S>();
+  /** Owners ended behind their backs before they listened, and why (see `tell`). */
+  private readonly endedUnheard = new Map<string, LostReason>();
   // One counter for all keys: strictly increasing per key, and nothing to keep once a key is idle.
   private lastFencingToken = 0;
 
@@ -39,11 +49,13 @@ export class MemoryHolders<E extends object, S extends MemoryKeyState<MemoryHold
   /** Makes `request.owner` a holder of `state` with the next fencing token, its lease armed to expire. */
   hold(request: { readonly key: string; readonly owner: string; readonly ttlMs: number }, state: S, details: E): MemoryHolder & E {
     this.lastFencingToken += 1;
+    const now = Date.now();
     const holder: MemoryHolder & E = {
       ...details,
       owner: request.owner,
       fencingToken: this.lastFencingToken,
-      expiresAt: Date.now() + request.ttlMs,
+      grantedAt: now,
+      expiresAt: now + request.ttlMs,
       timer: undefined,
       lostListeners: new Set<LeaseLostListener>(),
     };
@@ -76,19 +88,48 @@ export class MemoryHolders<E extends object, S extends MemoryKeyState<MemoryHold
   /** Registers `listener` for the holder's loss; a lease no longer held never calls it. Returns the unsubscribe. */
   onLeaseLost(lease: { readonly key: string; readonly owner: string }, listener: LeaseLostListener): () => void {
     const holder = this.keys.get(lease.key)?.holders.get(lease.owner);
-    holder?.lostListeners.add(listener);
-    return () => holder?.lostListeners.delete(listener);
+    if (!holder) {
+      // Ended while its grant was on its way to it (a break or an expiry between the grant and this call):
+      // told now, as it would have been had it listened.
+      const reason = this.endedUnheard.get(lease.owner);
+      if (reason) {
+        this.endedUnheard.delete(lease.owner);
+        queueMicrotask(() => listener(reason));
+      }
+      return () => undefined;
+    }
+    holder.lostListeners.add(listener);
+    return () => holder.lostListeners.delete(listener);
   }
 
-  /** Takes the key from every holder behind their backs (they are told "removed"), then serves the queue. */
-  forceRelease(key: string): void {
+  /**
+   * Takes the key from every holder behind their backs (they are told `reason`: "removed" by default), then
+   * serves the queue. Resolves the holders taken; one whose lease had already passed is told "expired" instead.
+   */
+  forceRelease(key: string, reason: 'removed' | 'broken' = 'removed'): Array<MemoryHolder & E> {
     const state = this.keys.get(key);
-    if (!state) return;
-    for (const holder of [...state.holders.values()]) {
+    if (!state) return [];
+    this.dropExpired(state);
+    const removed = [...state.holders.values()];
+    for (const holder of removed) {
       this.remove(state, holder);
-      for (const listener of holder.lostListeners) listener('removed');
+      this.tell(holder, reason);
     }
     this.hooks.drain(key, state);
+    return removed;
+  }
+
+  /**
+   * Tells a holder taken out behind its back why. One nobody listens to yet (its grant still on its way)
+   * is remembered, for `onLeaseLost` to tell when it subscribes; the oldest are forgotten past a bound.
+   */
+  private tell(holder: MemoryHolder, reason: LostReason): void {
+    if (holder.lostListeners.size === 0) {
+      if (this.endedUnheard.size >= ENDED_UNHEARD_KEPT) this.endedUnheard.delete(this.endedUnheard.keys().next().value as string);
+      this.endedUnheard.set(holder.owner, reason);
+      return;
+    }
+    for (const listener of holder.lostListeners) listener(reason);
   }
 
   /** Stops every expiry timer and ends every wait (the strategy closes). */
@@ -105,7 +146,7 @@ export class MemoryHolders<E extends object, S extends MemoryKeyState<MemoryHold
     for (const holder of [...state.holders.values()]) {
       if (holder.expiresAt > now) continue;
       this.remove(state, holder);
-      for (const listener of holder.lostListeners) listener('expired');
+      this.tell(holder, 'expired');
     }
   }
 
@@ -115,7 +156,7 @@ export class MemoryHolders<E extends object, S extends MemoryKeyState<MemoryHold
       () => state.holders.get(holder.owner) === holder,
       () => {
         this.remove(state, holder);
-        for (const listener of holder.lostListeners) listener('expired');
+        this.tell(holder, 'expired');
         this.hooks.drain(key, state);
       },
     );

@@ -78,3 +78,25 @@ export async function replaceIfOwner(client: MemcachedLockClient, key: string, o
 export function deleteIfOwner(client: MemcachedLockClient, key: string, owner: string): Promise<boolean> {
   return replaceIfOwner(client, key, owner, owner, EXPIRED_AT_ONCE);
 }
+
+/**
+ * Break-glass delete (`LockService.breakLock`): reads the holder with its CAS value and deletes the item
+ * under that value, so that a holder that took the lock after the read is never the one deleted. An item
+ * that changed in between is deleted only if the same owner still holds it (its extension came in between).
+ * Resolves the owner id whose hold it ended; undefined when nobody held the key, or when the hold ended on
+ * its own meanwhile.
+ */
+export async function deleteHolder(client: MemcachedLockClient, key: string): Promise<string | undefined> {
+  const item = await readOwner(client, key);
+  if (item === undefined) return undefined;
+  const owner = ownerIdOf(item.owner);
+  const outcome = await compareAndSet(client, key, owner, EXPIRED_AT_ONCE, item.cas);
+  if (outcome === 'gone') return undefined;
+  if (outcome === 'changed' && !(await deleteIfOwner(client, key, owner))) return undefined;
+  return owner;
+}
+
+/** The owner id an item holds, as text (the strategy stores strings; anything else another program wrote). */
+export function ownerIdOf(value: unknown): string {
+  return typeof value === 'string' ? value : String(value);
+}

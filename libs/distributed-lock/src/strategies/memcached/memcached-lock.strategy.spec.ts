@@ -126,6 +126,34 @@ describe('MemcachedLockStrategy (fake server)', () => {
     expect(await strategy.release(next as NonNullable<typeof next>)).toBe(true);
   });
 
+  it('names the holder on query, owner and mode only, with no queue; nobody on a free key', async () => {
+    expect(await strategy.inspect('stock:1')).toEqual({ holders: [] });
+    await strategy.tryAcquire(request('a'));
+    const inspection = await strategy.inspect('stock:1');
+    expect(inspection).toEqual({ holders: [{ owner: 'a', mode: 'exclusive' }] });
+    expect(inspection.waiters).toBeUndefined();
+    expect(server.log.filter((line) => !line.startsWith('add') && !line.startsWith('gets'))).toEqual([]);
+  });
+
+  it('breaks the lock by a compare-and-set under the CAS value read with its holder, never a newer holder', async () => {
+    expect(await strategy.breakLock('stock:1')).toEqual([]);
+    await strategy.tryAcquire(request('a'));
+    // The holder's extension slips in: the same owner still holds it, so it is read again and broken.
+    server.beforeNextCas = () => server.store('dlock:stock:1', 'a', 6);
+    expect(await strategy.breakLock('stock:1')).toEqual([{ owner: 'a', mode: 'exclusive' }]);
+    expect(server.items.has('dlock:stock:1')).toBe(false);
+    for (const line of server.log.filter((entry) => entry.startsWith('cas'))) expect(line).toMatch(/^cas dlock:stock:1 a -1 \d+$/);
+
+    await strategy.tryAcquire(request('b'));
+    // The lease ran out and someone else took the key between the read and the write: left alone.
+    server.beforeNextCas = () => server.store('dlock:stock:1', 'c', 6);
+    expect(await strategy.breakLock('stock:1')).toEqual([]);
+    expect(server.items.get('dlock:stock:1')?.value).toBe('c');
+    // Gone between the read and the write: nothing ended by the break.
+    server.beforeNextCas = () => server.items.delete('dlock:stock:1');
+    expect(await strategy.breakLock('stock:1')).toEqual([]);
+  });
+
   it('encodes keys for the text protocol and refuses, before any command, a key too long once encoded', async () => {
     await strategy.tryAcquire(request('a', 1_000, 'a b%'));
     expect(server.log).toEqual(['add dlock:a%20b%25 a 2']);

@@ -1,5 +1,6 @@
 import type { MemcacheClient, MemcacheClientOptions } from 'memcache-client';
 import type { LeaseGrant, LockRequest } from '../../locking/lock-lease';
+import type { LockInspection } from '../../locking/lock-query';
 import { assertKnownKeys } from '../../locking/lock-options';
 import { handOverLimits, type HandOverLimits, type LocalHandOverOption } from '../../locking/hand-over-limits';
 import type { LockStrategy, LockStrategyCapabilities } from '../../locking/lock-strategy.interface';
@@ -9,7 +10,7 @@ import type { MemcachedLockClient } from './memcached-client.type';
 import { resolveMemcachedClient } from './memcached-connection';
 import { memcachedExpiry } from './memcached-expiry';
 import { assertMemcachedKeyFits, assertNamespace, memcachedLockKey } from './memcached-keys';
-import { addOwner, deleteIfOwner, replaceIfOwner } from './memcached-lock.commands';
+import { addOwner, deleteHolder, deleteIfOwner, ownerIdOf, readOwner, replaceIfOwner } from './memcached-lock.commands';
 
 /** Options of the memcached strategy. */
 export interface MemcachedLockStrategyOptions {
@@ -53,6 +54,9 @@ const OPTION_KEYS = ['client', 'connection', 'name', 'namespace', 'localHandover
  * eviction under memory pressure can drop a held lock: its holder learns at its next extension (the
  * watchdog's compare-and-set finds the item gone), so keep the lock's items in a server (or a slab) with
  * room to spare. Use the Redis, database, ZooKeeper or etcd strategy where correctness depends on the lock.
+ *
+ * `LockService.query` names the holder (owner id and mode only: no grant time, lease end or queue to read);
+ * `breakLock` deletes its item under the CAS value read with it.
  */
 export class MemcachedLockStrategy implements LockStrategy {
   readonly name: string;
@@ -100,6 +104,25 @@ export class MemcachedLockStrategy implements LockStrategy {
 
   release(lease: LeaseGrant): Promise<boolean> {
     return deleteIfOwner(this.client, this.keyOf(lease.key), lease.owner);
+  }
+
+  /**
+   * The key's holder as its item names it (`LockService.query`): its owner id, nothing more. The item
+   * stores no grant time, memcached shows no item's expiry to a read, and there are no fencing tokens.
+   * `waiters` is undefined: memcached keeps no queue (contenders poll, each process's own line in that process).
+   */
+  async inspect(key: string): Promise<LockInspection> {
+    const item = await readOwner(this.client, this.keyOf(key));
+    return { holders: item ? [{ owner: ownerIdOf(item.owner), mode: 'exclusive' }] : [] };
+  }
+
+  /**
+   * Deletes the holder's item by a compare-and-set under the CAS value read with it, so that a newer holder
+   * is never broken (see `deleteHolder`). The holder learns at its next extension or release.
+   */
+  async breakLock(key: string): Promise<LockInspection['holders']> {
+    const owner = await deleteHolder(this.client, this.keyOf(key));
+    return owner === undefined ? [] : [{ owner, mode: 'exclusive' }];
   }
 
   async ping(): Promise<void> {

@@ -1,13 +1,18 @@
 import { LockPermissionDeniedError } from '../../errors/lock-permission-denied.error';
 import { REDIS_SCRIPT_COMMANDS, REDLOCK_EXTRA_SCRIPT_COMMANDS, redisAclRules, redisCallError } from './redis-acl';
-import { ACQUIRE_SCRIPT, EXTEND_SCRIPT, HELD_SCRIPT, LEAVE_QUEUE_SCRIPT, RELEASE_SCRIPT } from './redis-lock.scripts';
-import { REDLOCK_ACQUIRE_SCRIPT, REDLOCK_EXTEND_SCRIPT, REDLOCK_RELEASE_SCRIPT } from './redlock.scripts';
-import { PERMIT_ACQUIRE_SCRIPT, PERMIT_EXTEND_SCRIPT, PERMIT_HELD_SCRIPT, PERMIT_LEAVE_SCRIPT, PERMIT_RELEASE_SCRIPT } from './redis-semaphore.scripts';
+import * as lockScripts from './redis-lock.scripts';
+import * as redlockScripts from './redlock.scripts';
+import * as semaphoreScripts from './redis-semaphore.scripts';
+
+/** Every Lua script a module exports (each export with a source): a script added later is checked too. */
+function scriptsOf(module: Record<string, unknown>): Array<{ source: string }> {
+  return Object.values(module).filter((value): value is { source: string } => typeof (value as { source?: unknown } | null)?.source === 'string');
+}
 
 describe('Redis ACL rules', () => {
   it('name every command the single-instance scripts call, the semaphore\'s included, and no other', () => {
     const called = new Set<string>();
-    for (const script of [ACQUIRE_SCRIPT, RELEASE_SCRIPT, EXTEND_SCRIPT, LEAVE_QUEUE_SCRIPT, HELD_SCRIPT, PERMIT_ACQUIRE_SCRIPT, PERMIT_RELEASE_SCRIPT, PERMIT_EXTEND_SCRIPT, PERMIT_LEAVE_SCRIPT, PERMIT_HELD_SCRIPT]) {
+    for (const script of [...scriptsOf(lockScripts), ...scriptsOf(semaphoreScripts)]) {
       for (const match of script.source.matchAll(/redis\.(?:p?call)\('([A-Za-z]+)'/g)) called.add(match[1].toLowerCase());
     }
     expect([...REDIS_SCRIPT_COMMANDS].sort()).toEqual([...called].sort());
@@ -15,7 +20,7 @@ describe('Redis ACL rules', () => {
 
   it("with redlock, add every command Redlock's own scripts call", () => {
     const called = new Set<string>(REDIS_SCRIPT_COMMANDS);
-    for (const script of [REDLOCK_ACQUIRE_SCRIPT, REDLOCK_RELEASE_SCRIPT, REDLOCK_EXTEND_SCRIPT]) {
+    for (const script of scriptsOf(redlockScripts)) {
       for (const match of script.source.matchAll(/redis\.(?:p?call)\('([A-Za-z]+)'/g)) called.add(match[1].toLowerCase());
     }
     expect([...REDIS_SCRIPT_COMMANDS, ...REDLOCK_EXTRA_SCRIPT_COMMANDS].sort()).toEqual([...called].sort());

@@ -64,6 +64,11 @@ export function keyServerOf(client: RedisLockClient, key: string): string {
   return cluster ? (cluster.slots[redisKeySlot(key)]?.[0] ?? 'cluster') : connectedServer(client);
 }
 
+/** True for an ioredis `Cluster`. */
+export function isRedisCluster(client: RedisLockClient): boolean {
+  return clusterOf(client) !== undefined;
+}
+
 function clusterOf(client: RedisLockClient): ClusterView | undefined {
   const candidate = client as unknown as Partial<ClusterView> & { isCluster?: boolean };
   return candidate.isCluster === true && typeof candidate.refreshSlotsCache === 'function' && typeof candidate.nodes === 'function' ? (candidate as ClusterView) : undefined;

@@ -31,8 +31,12 @@ export interface RedisSemaphoreKeys {
 
 /** The namespace and the key in a hash tag, braces and "%" percent-encoded so the tag cannot be cut short. */
 function taggedBase(namespace: string, key: string): string {
-  const tag = key.replace(/[%{}]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
-  return `${namespace}{${tag}}`;
+  return `${namespace}{${encodedTag(key)}}`;
+}
+
+/** A key as it stands in its hash tag: braces and "%" percent-encoded ("%25", "%7B", "%7D"), each character alone. */
+export function encodedTag(key: string): string {
+  return key.replace(/[%{}]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
 }
 
 /**

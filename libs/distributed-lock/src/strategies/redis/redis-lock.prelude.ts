@@ -21,7 +21,7 @@ local function grant(owner, ttl, mode)
     keep_for(KEYS[5], ttl)
     keep_for(KEYS[1], ttl)
   else
-    redis.call('HSET', KEYS[1], 'o', owner, 'c', 1, 't', token)
+    redis.call('HSET', KEYS[1], 'o', owner, 'c', 1, 't', token, 'g', token .. ':' .. now_ms())
     redis.call('PEXPIRE', KEYS[1], ttl)
   end
   return token
@@ -61,6 +61,23 @@ local function parse_waiter(meta, channel)
     end
   end
   return w
+end
+
+-- The first \`limit\` waiters of the queue that still refresh their place, in order, as {owner, mode, ...}
+-- pairs flattened (what a query lists: a hand-over would skip the others).
+local function live_waiters(limit, now)
+  local waiters = {}
+  local queue = redis.call('ZRANGE', KEYS[2], 0, limit - 1)
+  if #queue == 0 then return waiters end
+  local metas = redis.call('HMGET', KEYS[3], unpack(queue))
+  for i, owner in ipairs(queue) do
+    local w = parse_waiter(metas[i], '')
+    if w and w.alive >= now then
+      waiters[#waiters + 1] = owner
+      waiters[#waiters + 1] = w.mode
+    end
+  end
+  return waiters
 end
 
 -- Barging mode: the head of the queue changed (handed the lock, left, dropped dead, took the lock), so the

@@ -2,7 +2,8 @@
 // never SETNX followed by EXPIRE, never GET followed by DEL. Every key a script touches is passed in
 // KEYS (one hash slot thanks to the hash tag); every value in ARGV.
 //
-// Keys of one lock:  KEYS[1] lock    HASH  o = writer, c = its hold count, t = its fencing token;
+// Keys of one lock:  KEYS[1] lock    HASH  o = writer, c = its hold count (1; more only from versions that re-entered on the server), t = its fencing token, g = "<t>:<ms>",
+//                                           the server time it was granted, with the token of that grant;
 //                                           r:<owner> = a reader's fencing token
 //                    KEYS[2] queue   ZSET  waiting owners, scored by arrival number (FIFO)
 //                    KEYS[3] waiters HASH  owner -> "<ttlMs>:<aliveUntilMs>:<x|s>:<claimMs>:<inbox>" (fair) or
@@ -27,7 +28,7 @@ export type AcquireArgs = [owner: string, channel: string, ttlMs: number, bargeM
  * nobody listens; absent or "1": announce a lock left free there, for Redlock's lines), bargeMs (0 or absent:
  * strict hand-over).
  */
-export type ReleaseArgs = [owner: string, channel: string, announce?: '0' | '1', bargeMs?: number];
+export type ReleaseArgs = [owner: string, channel: string, announce?: '0' | '1', bargeMs?: number, whole?: '0' | '1'];
 
 /**
  * Acquire's reply: held (1) with the token; or not (0), with a waiter's view of the newest token issued and
@@ -62,8 +63,9 @@ local barging = barge > 0
 if redis.call('EXISTS', KEYS[1], KEYS[2], KEYS[5]) == 0 then return {1, grant(owner, ttl, mode)} end
 local writer = redis.call('HGET', KEYS[1], 'o')
 if mode == 'x' and writer == owner then
-  -- A waiter checking on a hand-over it may have missed does not add a hold; a same-owner request re-enters.
-  if not waiter then redis.call('HINCRBY', KEYS[1], 'c', 1) end
+  -- Already ours: a waiter checking on a hand-over it may have missed, or the same request sent again (a
+  -- client resends a call whose reply a cut connection lost). Owner ids are one per acquisition, and
+  -- re-entry is the caller's (in its process), so it adds no hold: one release still frees it.
   redis.call('PEXPIRE', KEYS[1], ttl)
   return {1, redis.call('HGET', KEYS[1], 't')}
 end
@@ -129,7 +131,8 @@ return {0, 0}
 `);
 
 /**
- * Release. ARGV: see ReleaseArgs. A writer drops one hold (the last frees the lock); a reader leaves. A freed
+ * Release. ARGV: see ReleaseArgs. A writer drops one hold (the last frees the lock; with whole = "1", all of
+ * them at once: a lock broken by an operator); a reader leaves. A freed
  * lock goes to the first live waiters (or, with announce, is announced free on the lock's channel when nobody
  * waits). Barging mode (bargeMs > 0), the head a writer within its window (see live_head): the lock is left
  * free, for whoever comes first, and the head is woken on its inbox ("w <owner>") so that it tries at once.
@@ -142,11 +145,11 @@ export const RELEASE_SCRIPT = lua<ReleaseArgs, 0 | 1>(`${LOCK_PRELUDE}
 local owner, channel, announce, barge = ARGV[1], ARGV[2], ARGV[3] ~= '0', tonumber(ARGV[4] or '0') or 0
 local holder = redis.call('HMGET', KEYS[1], 'o', 'c')
 if holder[1] == owner then
-  if (tonumber(holder[2]) or 1) > 1 then
+  if (tonumber(holder[2]) or 1) > 1 and ARGV[5] ~= '1' then
     redis.call('HINCRBY', KEYS[1], 'c', -1)
     return 1
   end
-  redis.call('HDEL', KEYS[1], 'o', 'c', 't')
+  redis.call('HDEL', KEYS[1], 'o', 'c', 't', 'g')
 elseif redis.call('ZREM', KEYS[5], owner) == 1 then
   redis.call('HDEL', KEYS[1], 'r:' .. owner)
 else
@@ -155,7 +158,10 @@ end
 if barge > 0 then
   local head, w, since, woke = live_head()
   if not head then return 1 end
-  if w.mode == 'x' and w.inbox ~= '' and now_ms() - since < barge then
+  -- Only a barging head (its entry has a join time) is woken to try: a fair one (an instance with fair mode
+  -- on the same key, or of an earlier version) re-checks only at its recheckInterval after a wake that
+  -- found the lock barged, so it is handed the lock, as fair mode promises.
+  if w.mode == 'x' and w.inbox ~= '' and w.joined > 0 and now_ms() - since < barge then
     -- Readers still holding: nobody can take it yet; the last of them wakes the head.
     if not grantable('x', false) then return 1 end
     if woke ~= head then
@@ -196,6 +202,39 @@ if redis.call('HGET', KEYS[1], 'o') == ARGV[1] then return 1 end
 local ends = redis.call('ZSCORE', KEYS[5], ARGV[1])
 if ends and tonumber(ends) > now_ms() then return 1 end
 return 0
+`);
+
+/**
+ * Inspect's reply: the server's time (ms); the writer, its token and grant time ('' when none), its lease
+ * left (PTTL); the live readers as [owner, lease end (server ms), token] triples, flattened; the live waiters
+ * in queue order as [owner, mode] pairs, flattened.
+ */
+export type InspectReply = [now: number, writer: string, token: string, grantedAt: string, pttl: number, readers: string[], waiters: string[]];
+
+/**
+ * Inspect (LockService.query): who holds the lock and who waits, read only. ARGV: the most waiters to list.
+ * Waiters whose liveness has lapsed (they stopped renewing their place: dead) are left out, as a hand-over
+ * skips them.
+ */
+export const INSPECT_SCRIPT = lua<[limit: number], InspectReply>(`${LOCK_PRELUDE}
+local now = now_ms()
+local writer = redis.call('HMGET', KEYS[1], 'o', 't', 'g')
+local readers = {}
+local live = redis.call('ZRANGEBYSCORE', KEYS[5], '(' .. now, '+inf', 'WITHSCORES')
+for i = 1, #live, 2 do
+  readers[#readers + 1] = live[i]
+  readers[#readers + 1] = live[i + 1]
+  readers[#readers + 1] = redis.call('HGET', KEYS[1], 'r:' .. live[i]) or ''
+end
+-- The grant time only if it is this writer's: a writer granted by an older version of these scripts (a
+-- rolling upgrade) stores none, and must not be given the time a previous writer left behind.
+local granted = ''
+if writer[1] and writer[3] then
+  local sep = string.find(writer[3], ':', 1, true)
+  if sep and string.sub(writer[3], 1, sep - 1) == writer[2] then granted = string.sub(writer[3], sep + 1) end
+end
+local waiters = live_waiters(tonumber(ARGV[1]), now)
+return {now, writer[1] or '', writer[2] or '', granted, writer[1] and redis.call('PTTL', KEYS[1]) or -2, readers, waiters}
 `);
 
 /** Transfer's arguments: owner (the holder), successor (another contender of its process), ttlMs, boundMs. */

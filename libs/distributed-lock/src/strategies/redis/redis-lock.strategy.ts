@@ -1,6 +1,11 @@
 import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
 import { LockNotReplicatedError } from '../../errors/lock-not-replicated.error';
 import type { LeaseGrant, LockRequest, WaitBudget } from '../../locking/lock-lease';
+import type { KeyListing, LockInspection } from '../../locking/lock-query';
+import { LockPermissionDeniedError } from '../../errors/lock-permission-denied.error';
+import type { Redis } from 'ioredis';
+import { isRedisCluster } from './redis-key-pipeline';
+import { listRedisLockKeys } from './redis-key-listing';
 import { assertDuration, assertKnownKeys, describe } from '../../locking/lock-options';
 import { handOverLimits, type HandOverLimits } from '../../locking/hand-over-limits';
 import type { LeaseLostListener, LockStrategy, LockStrategyCapabilities, TransferOutcome } from '../../locking/lock-strategy.interface';
@@ -9,7 +14,9 @@ import { RedisInbox } from './redis-inbox';
 import type { RedisLockClient } from './redis-client.type';
 import { resolveRedisClient } from './redis-connection';
 import { RedisLockKeyNames, type RedisLockKeys } from './redis-keys';
-import { ACQUIRE_SCRIPT, EXTEND_SCRIPT, HELD_SCRIPT, LEAVE_QUEUE_SCRIPT, RELEASE_SCRIPT, TRANSFER_SCRIPT, type AcquireArgs, type AcquireReply } from './redis-lock.scripts';
+import { ACQUIRE_SCRIPT, EXTEND_SCRIPT, HELD_SCRIPT, INSPECT_SCRIPT, LEAVE_QUEUE_SCRIPT, RELEASE_SCRIPT, TRANSFER_SCRIPT, type AcquireArgs, type AcquireReply, type InspectReply } from './redis-lock.scripts';
+import { inspectionOf, QUERY_WAITERS_LIMIT } from './redis-lock-inspection';
+import { RedisGiveBacks } from './redis-give-back';
 import { RedisLeaseCheck } from './redis-lease-check';
 import { RedisSentinelWatch, sentinelOptionsOf } from './redis-sentinel-watch';
 import { RedisScript } from './redis-script';
@@ -21,7 +28,7 @@ import { budgetAborted } from '../../locking/wait-for-wake';
 import { queueCheck, waitInRedisQueue } from './redis-queue-wait';
 import { closeRedisClient } from './close-redis-client';
 import { strategyName } from '../strategy-name';
-import { redisCallError } from './redis-acl';
+import { isPermissionReply, redisCallError } from './redis-acl';
 
 export type { RedisLockStrategyOptions } from './redis-lock-options';
 
@@ -72,6 +79,8 @@ export class RedisLockStrategy implements LockStrategy {
   private readonly replicaAck: ReplicaAck | undefined;
   /** Checks every lease held (locks and permits) again when the client reconnects, maybe to another server. */
   private readonly leaseCheck: RedisLeaseCheck;
+  /** Acquisitions whose reply a cut connection lost: what they may have taken is given back. */
+  private readonly giveBacks = new RedisGiveBacks();
   /** With a Sentinel-backed client: moves the connection to the promoted replica as soon as Sentinel names it. */
   private readonly sentinelWatch: RedisSentinelWatch | undefined;
   private readonly scripts = {
@@ -80,6 +89,7 @@ export class RedisLockStrategy implements LockStrategy {
     extend: new RedisScript(EXTEND_SCRIPT),
     leave: new RedisScript(LEAVE_QUEUE_SCRIPT),
     held: new RedisScript(HELD_SCRIPT),
+    inspect: new RedisScript(INSPECT_SCRIPT),
     transfer: new RedisScript(TRANSFER_SCRIPT),
   };
   /**
@@ -151,6 +161,7 @@ export class RedisLockStrategy implements LockStrategy {
       const [held, token] = await this.runAcquire(keys, request, false);
       return held ? this.grantOf(request, token, sentAt) : null;
     } catch (error) {
+      this.giveBacks.afterFailure(error, () => this.giveBack(request.key, request.owner, false), request.ttlMs);
       throw this.callError(error, 'acquire', request.key);
     }
   }
@@ -160,6 +171,7 @@ export class RedisLockStrategy implements LockStrategy {
     try {
       return await this.waitInLine(keys, request, budget);
     } catch (error) {
+      this.giveBacks.afterFailure(error, () => this.giveBack(request.key, request.owner, true), request.ttlMs);
       throw this.callError(error, 'acquire', request.key);
     }
   }
@@ -215,6 +227,13 @@ export class RedisLockStrategy implements LockStrategy {
     }
   }
 
+  /** Ends whatever `owner` may hold of `key` (all of it), after leaving its line if it `waited` (see RedisGiveBacks). */
+  private async giveBack(key: string, owner: string, waited: boolean): Promise<void> {
+    const keys = this.keyNames.of(key);
+    if (waited) await this.scripts.leave.run(this.client, keys.keys, [owner, keys.channel, '0', this.bargeMs]);
+    await this.scripts.release.run(this.client, keys.keys, [owner, keys.channel, '0', this.bargeMs, '1']);
+  }
+
   private async releaseOwner(keys: RedisLockKeys, owner: string): Promise<boolean> {
     // Nobody listens on the key's channel (waiters hear on their inboxes): announce nothing there.
     return (await this.scripts.release.run(this.client, keys.keys, [owner, keys.channel, '0', this.bargeMs])) === 1;
@@ -264,6 +283,61 @@ export class RedisLockStrategy implements LockStrategy {
     return this.leaseCheck.watch(`lock:${lease.owner}:${lease.key}`, held, listener);
   }
 
+  /**
+   * The writer or the live readers, and the live waiters of Redis's queue in its order (the first
+   * QUERY_WAITERS_LIMIT), in one read-only script. Times come from the server's clock, moved onto this
+   * process's by the server's "now" in the same reply, taken as the middle of the round trip: off by half
+   * of it at most, however long the reply waited to be read.
+   */
+  async inspect(key: string): Promise<LockInspection> {
+    let reply: InspectReply;
+    const sentAt = Date.now();
+    try {
+      reply = await this.scripts.inspect.run(this.client, this.keyNames.of(key).keys, [QUERY_WAITERS_LIMIT]);
+    } catch (error) {
+      throw this.callError(error, 'query', key);
+    }
+    return inspectionOf(reply, Math.round((sentAt + Date.now()) / 2));
+  }
+
+  /**
+   * The keys under `prefix` that are held now, a page at a time (see listRedisLockKeys): SCAN, never KEYS.
+   * A single Redis or Sentinel; a Cluster's keys are on many nodes, which one SCAN does not cover.
+   */
+  async listKeys(prefix: string, page: { readonly cursor?: string; readonly limit: number }): Promise<KeyListing> {
+    if (isRedisCluster(this.client)) {
+      throw new InvalidLockOptionsError('strategy', `strategy "${this.name}" runs on a Redis Cluster, whose keys no one SCAN lists: queryPrefix answers on a single Redis or Sentinel (query one key at a time here).`);
+    }
+    if (page.cursor !== undefined && !/^\d{1,20}$/.test(page.cursor)) throw new InvalidLockOptionsError('cursor', 'expected the `next` string of the previous page of this strategy.');
+    try {
+      return await listRedisLockKeys(this.client as unknown as Pick<Redis, 'scan'>, this.keyNames.namespace, prefix, page);
+    } catch (error) {
+      // SCAN is not in the ACL recipe for locking: a user allowed only that is told what queryPrefix also needs.
+      if (isPermissionReply(error)) throw new LockPermissionDeniedError(this.name, 'queryPrefix', 'the +scan command (queryPrefix lists the lock keys with SCAN)', { key: prefix, cause: error });
+      throw this.callError(error, 'queryPrefix', prefix);
+    }
+  }
+
+  /**
+   * Ends the writer's hold (all of its re-entries) or each live reader's, as their releases would: the lock
+   * goes to the queue's head. Owner by owner, each release only ends the hold it names: a holder that came
+   * after the inspection is not broken. The holders learn at their next extension or release.
+   */
+  async breakLock(key: string): Promise<LockInspection['holders']> {
+    const { holders } = await this.inspect(key);
+    const keys = this.keyNames.of(key);
+    const broken: Array<LockInspection['holders'][number]> = [];
+    try {
+      for (const holder of holders) {
+        const ended = await this.scripts.release.run(this.client, keys.keys, [holder.owner, keys.channel, '0', this.bargeMs, '1']);
+        if (ended === 1) broken.push(holder);
+      }
+    } catch (error) {
+      throw this.callError(error, 'breakLock', key);
+    }
+    return broken;
+  }
+
   async ping(): Promise<void> {
     try {
       await this.client.ping();
@@ -287,6 +361,8 @@ export class RedisLockStrategy implements LockStrategy {
   }
 
   async close(): Promise<void> {
+    this.giveBacks.close();
+    this.semaphore.close();
     this.sentinelWatch?.close();
     this.leaseCheck.close();
     await this.listener.close();

@@ -92,9 +92,8 @@ local function grant(s, owner, ttl, weight)
 end
 
 -- A waiter's place: its lease, until when it is alive, its weight, its claim and its inbox (the rest of
--- the string: a channel name holds colons). Nil when it has none.
-local function waiter_meta(owner)
-  local meta = redis.call('HGET', KEYS[3], owner)
+-- the string: a channel name holds colons), from its entry in KEYS[3]. Nil when it has none.
+local function parse_meta(meta)
   if not meta then return nil end
   local a = string.find(meta, ':', 1, true)
   local b = string.find(meta, ':', a + 1, true)
@@ -102,6 +101,10 @@ local function waiter_meta(owner)
   local d = string.find(meta, ':', c + 1, true)
   return tonumber(string.sub(meta, 1, a - 1)), tonumber(string.sub(meta, a + 1, b - 1)), tonumber(string.sub(meta, b + 1, c - 1)),
     tonumber(string.sub(meta, c + 1, d - 1)), string.sub(meta, d + 1)
+end
+
+local function waiter_meta(owner)
+  return parse_meta(redis.call('HGET', KEYS[3], owner))
 end
 
 -- Grant the waiters at the head of the queue while their weight fits: the first that does not fit stops
@@ -171,10 +174,11 @@ local owner, ttl, permits, weight = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]
 local waiter, alive, inbox = ARGV[5] == '1', tonumber(ARGV[6]), ARGV[7] or ''
 if not whole_ms(ttl) or not whole_ms(alive) then return redis.error_reply('ERR ttl and alive must be whole milliseconds') end
 if not count(permits) or not count(weight) or weight > permits then return redis.error_reply('ERR permits and weight must be whole numbers, weight <= permits') end
-local s = load(waiter and ('t:' .. owner) or nil)
--- A waiter checking on a hand-over it may have missed (its token is there only while it holds): the
--- place reserved for its claim gets its whole lease.
-if waiter and s.extra then
+local s = load('t:' .. owner)
+-- Already a holder (its token is there only while it holds): a waiter checking on a hand-over it may have
+-- missed, whose place reserved for its claim gets its whole lease; or the same request sent again (a client
+-- resends a call whose reply a cut connection lost), which must not count its weight twice.
+if s.extra then
   local ends = tonumber(redis.call('ZSCORE', KEYS[1], owner))
   if ends and ends > s.now then
     redis.call('ZADD', KEYS[1], 'XX', s.now + ttl, owner)
@@ -299,4 +303,39 @@ end
 hand_over(s, nil, nil)
 save(s)
 return {0}
+`);
+
+/**
+ * A semaphore's state for `LockService.queryPermits`, read only. ARGV: the most holders and waiters to list.
+ * Reply: the server's clock (ms), the size ('' when unknown), the live holders as owner, lease end (ms),
+ * weight, token, and the live waiters in queue order as owner, weight.
+ */
+export type PermitInspectReply = [nowMs: number, permits: string, holders: string[], waiters: string[]];
+
+export const PERMIT_INSPECT_SCRIPT = lua<[limit: number], PermitInspectReply>(`${SEMAPHORE_PRELUDE}
+local now = now_ms()
+local limit = tonumber(ARGV[1])
+local live = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. now, '+inf', 'WITHSCORES', 'LIMIT', 0, limit)
+local holders = {}
+for i = 1, #live, 2 do
+  local held = redis.call('HMGET', KEYS[4], 'w:' .. live[i], 't:' .. live[i])
+  holders[#holders + 1] = live[i]
+  holders[#holders + 1] = live[i + 1]
+  -- A holder whose weight the info lost was never counted in it (see prune): 0, not a guess.
+  holders[#holders + 1] = held[1] or '0'
+  holders[#holders + 1] = held[2] or ''
+end
+local waiters = {}
+local queue = redis.call('ZRANGE', KEYS[2], 0, limit - 1)
+if #queue > 0 then
+  local metas = redis.call('HMGET', KEYS[3], unpack(queue))
+  for i, owner in ipairs(queue) do
+    local ttl, alive_until, weight = parse_meta(metas[i])
+    if ttl ~= nil and alive_until >= now then
+      waiters[#waiters + 1] = owner
+      waiters[#waiters + 1] = weight
+    end
+  end
+end
+return {now, (#live > 0 or #waiters > 0) and (redis.call('HGET', KEYS[4], 'n') or '') or '', holders, waiters}
 `);

@@ -6,12 +6,14 @@ import type { LeaseLostListener, SemaphoreStrategy } from '../../locking/lock-st
 import { budgetAborted } from '../../locking/wait-for-wake';
 import type { RedisLockClient } from './redis-client.type';
 import type { RedisInbox } from './redis-inbox';
+import { RedisGiveBacks } from './redis-give-back';
 import { RedisLockKeyNames, redisSemaphoreKeys, type RedisSemaphoreKeys } from './redis-keys';
 import { queueCheck, waitInRedisQueue, type RedisQueueCheck } from './redis-queue-wait';
 import type { RedisLeaseCheck } from './redis-lease-check';
 import type { ReplicaAck } from './redis-replica-ack';
 import { RedisScript } from './redis-script';
-import { PERMIT_ACQUIRE_SCRIPT, PERMIT_EXTEND_SCRIPT, PERMIT_HELD_SCRIPT, PERMIT_LEAVE_SCRIPT, PERMIT_RELEASE_SCRIPT, type PermitAcquireArgs } from './redis-semaphore.scripts';
+import { PERMIT_ACQUIRE_SCRIPT, PERMIT_EXTEND_SCRIPT, PERMIT_HELD_SCRIPT, PERMIT_INSPECT_SCRIPT, PERMIT_LEAVE_SCRIPT, PERMIT_RELEASE_SCRIPT, type PermitAcquireArgs } from './redis-semaphore.scripts';
+import type { SemaphoreInspection } from '../../locking/lock-query';
 
 /** What the Redis semaphore shares with its strategy: the client, the inbox, the timing of the queue. */
 export interface RedisSemaphoreDeps {
@@ -49,17 +51,31 @@ export class RedisSemaphore implements SemaphoreStrategy {
     extend: new RedisScript(PERMIT_EXTEND_SCRIPT),
     leave: new RedisScript(PERMIT_LEAVE_SCRIPT),
     held: new RedisScript(PERMIT_HELD_SCRIPT),
+    inspect: new RedisScript(PERMIT_INSPECT_SCRIPT),
   };
+
+  /** Acquisitions whose reply a cut connection lost: what they may have taken is given back. */
+  private readonly giveBacks = new RedisGiveBacks();
 
   constructor(private readonly deps: RedisSemaphoreDeps) {
     this.keyNames = new RedisLockKeyNames(deps.namespace, 1_000, redisSemaphoreKeys);
   }
 
+  /** Drops the give-backs still to come (see RedisGiveBacks). */
+  close(): void {
+    this.giveBacks.close();
+  }
+
   tryAcquire(request: PermitRequest): Promise<PermitGrant | null> {
     return this.typed('acquire', request.key, async () => {
       const sentAt = Date.now();
-      const check = await this.attempt(this.keyNames.of(request.key), request, false);
-      return check.held ? this.grantOf(request, check.token, sentAt, request.ttlMs) : null;
+      try {
+        const check = await this.attempt(this.keyNames.of(request.key), request, false);
+        return check.held ? this.grantOf(request, check.token, sentAt, request.ttlMs) : null;
+      } catch (error) {
+        this.giveBacks.afterFailure(error, () => this.giveBack(request, false), request.ttlMs);
+        throw error;
+      }
     });
   }
 
@@ -82,6 +98,27 @@ export class RedisSemaphore implements SemaphoreStrategy {
     return this.deps.leaseCheck.watch(`permit:${lease.owner}:${lease.key}`, held, listener);
   }
 
+  /**
+   * The semaphore's size, live holders and live waiters in queue order (the first 1,000 of each), in one
+   * read-only script. Times come from the server's clock, moved onto this process's by the middle of the
+   * round trip. The semaphore keeps no grant time.
+   */
+  inspect(key: string): Promise<SemaphoreInspection> {
+    return this.typed('queryPermits', key, async () => {
+      const sentAt = Date.now();
+      const [now, permits, holders, waiters] = await this.scripts.inspect.run(this.deps.client, this.keyNames.of(key).keys, [1_000]);
+      const localNow = Math.round((sentAt + Date.now()) / 2);
+      const held: Array<SemaphoreInspection['holders'][number]> = [];
+      for (let i = 0; i + 3 < holders.length; i += 4) {
+        const token = holders[i + 3];
+        held.push({ owner: holders[i], expiresAt: localNow + (Number(holders[i + 1]) - Number(now)), weight: Number(holders[i + 2]), ...(token !== '' ? { fencingToken: Number(token) } : {}) });
+      }
+      const queued: Array<{ owner: string; weight: number }> = [];
+      for (let i = 0; i + 1 < waiters.length; i += 2) queued.push({ owner: waiters[i], weight: Number(waiters[i + 1]) });
+      return { ...(permits !== '' ? { permits: Number(permits) } : {}), holders: held, waiters: queued };
+    });
+  }
+
   /** Runs one step; its failure goes out as the strategy types it (see `RedisSemaphoreDeps.callError`). */
   private async typed<T>(operation: string, key: string, step: () => Promise<T>): Promise<T> {
     try {
@@ -94,18 +131,24 @@ export class RedisSemaphore implements SemaphoreStrategy {
   /** Joins the semaphore's queue and waits until a release hands a place over (see `waitInRedisQueue`). */
   private async acquireWaiting(request: PermitRequest, budget: WaitBudget): Promise<PermitGrant | null> {
     const keys = this.keyNames.of(request.key);
-    const waited = await waitInRedisQueue(this.deps.inbox, request.owner, this.deps.recheckMs, budget, {
-      attempt: (waiter) => this.attempt(keys, request, waiter),
-      leave: async () => {
-        const reply = await this.scripts.leave.run(this.deps.client, keys.keys, [request.owner]);
-        return reply[0] === 1 ? Number(reply[1]) : undefined;
-      },
-    });
-    if (!waited) return null;
-    const grant = waited.handedOver ? await this.takeHandOver(keys, request, waited.token, waited.since) : this.grantOf(request, waited.token, waited.since, request.ttlMs);
-    if (!grant || !budgetAborted(budget)) return grant;
-    await this.release(grant);
-    return null;
+    try {
+      const waited = await waitInRedisQueue(this.deps.inbox, request.owner, this.deps.recheckMs, budget, {
+        attempt: (waiter) => this.attempt(keys, request, waiter),
+        leave: async () => {
+          const reply = await this.scripts.leave.run(this.deps.client, keys.keys, [request.owner]);
+          return reply[0] === 1 ? Number(reply[1]) : undefined;
+        },
+      });
+      if (!waited) return null;
+      const grant = waited.handedOver ? await this.takeHandOver(keys, request, waited.token, waited.since) : this.grantOf(request, waited.token, waited.since, request.ttlMs);
+      if (!grant || !budgetAborted(budget)) return grant;
+      await this.release(grant);
+      return null;
+    } catch (error) {
+      // A call whose reply a cut connection lost may have granted a place, or queued us (see RedisGiveBacks).
+      this.giveBacks.afterFailure(error, () => this.giveBack(request, true), request.ttlMs);
+      throw error;
+    }
   }
 
   private async extendLease(lease: PermitGrant, ttlMs: number): Promise<PermitGrant | null> {
@@ -118,6 +161,13 @@ export class RedisSemaphore implements SemaphoreStrategy {
       ? await replicaAck.confirm(client, this.scripts.extend, keys, args, { key: lease.key, operation: 'extend', wrote: (reply) => reply === 1 })
       : await this.scripts.extend.run(client, keys, args);
     return extended === 1 ? { ...lease, expiresAt: leaseExpiry(sentAt, ttlMs) } : null;
+  }
+
+  /** Ends whatever `request` may hold, after leaving its line if it `waited` (see RedisGiveBacks). */
+  private async giveBack(request: PermitRequest, waited: boolean): Promise<void> {
+    const keys = this.keyNames.of(request.key);
+    if (waited) await this.scripts.leave.run(this.deps.client, keys.keys, [request.owner]);
+    await this.releaseOwner(keys, request.owner);
   }
 
   private async releaseOwner(keys: RedisSemaphoreKeys, owner: string): Promise<boolean> {

@@ -1,14 +1,14 @@
-import { randomUUID } from 'node:crypto';
 import type { HandOverLimits } from '../../locking/hand-over-limits';
 import type { LeaseGrant, LockRequest } from '../../locking/lock-lease';
+import { newAcquisitionId } from './redlock-acquisition-id';
 
 /**
  * One Redlock acquisition on the masters, held in turn by this process's contenders for its key. The
- * masters store `redisOwner`, a random id of the acquisition (never a caller's owner id: a caller that
- * released and asks again must not find "its own" key still set while someone else holds it here).
+ * masters store `redisOwner`, the acquisition id of its current holder (see redlock-acquisition-id.ts); a
+ * hand-over renames it to the successor's in the round that confirms the lock.
  */
 interface Cohort {
-  readonly redisOwner: string;
+  redisOwner: string;
   /** When the masters granted it: hand-overs stop after `windowMs`, so other processes get their turn. */
   readonly since: number;
   /** The caller's owner id of the current holder. */
@@ -28,8 +28,10 @@ export interface Successor {
 
 /**
  * Lock cohorting (Dice, Marathe and Shavit, 2012) for Redlock: a holder that releases while another
- * contender of this process waits for the same key hands the lock straight to it, without a round trip
- * to the masters; the masters' keys stay set under the acquisition's random id. Mutual exclusion
+ * contender of this process waits for the same key hands the lock straight to it, without giving it back
+ * to the masters and taking it again; the masters' keys stay set, renamed to the successor's acquisition
+ * id in the one round that confirms the lock (so that `LockService.query` names the holder of now, not the
+ * first of the run). Mutual exclusion
  * between processes is the masters' as before; within the process, one holder at a time is kept here.
  * Bounded so that other processes are not starved: after `passes` hand-overs, or `windowMs` after the
  * masters granted it, the lock goes back to the masters. A hand-over also needs the remaining validity
@@ -42,9 +44,9 @@ export class RedlockLocalHandOver {
 
   constructor(private readonly limits: HandOverLimits) {}
 
-  /** A fresh id to store on the masters for one acquisition. */
-  newRedisOwner(): string {
-    return randomUUID();
+  /** A fresh id to store on the masters for one acquisition by `owner` (see redlock-acquisition-id.ts). */
+  newRedisOwner(owner: string): string {
+    return newAcquisitionId(owner);
   }
 
   /** The masters granted `request` under `redisOwner`: it is the key's holder here. */
@@ -79,7 +81,8 @@ export class RedlockLocalHandOver {
   /**
    * `lease` releases: the waiting local successor it may hand the lock to, or undefined, in which case
    * the key is forgotten here (the caller releases on the masters). The masters must confirm the lock
-   * (an extension for the successor's lease, see `handOver`) before it is handed on.
+   * (one round that extends it for the successor's lease under the successor's id, see `handOver`) before
+   * it is handed on.
    */
   successorOf(lease: LeaseGrant): Successor | undefined {
     const cohort = this.cohorts.get(lease.key);
@@ -99,11 +102,15 @@ export class RedlockLocalHandOver {
     return next;
   }
 
-  /** The masters confirmed the lock until `validUntil`: `lease`'s holder hands it to `next`. False if either left meanwhile. */
-  handOver(lease: LeaseGrant, next: Successor, validUntil: number): boolean {
+  /**
+   * The masters confirmed the lock until `validUntil`, under `redisOwner` (the successor's acquisition id):
+   * `lease`'s holder hands it to `next`. False if either left meanwhile.
+   */
+  handOver(lease: LeaseGrant, next: Successor, validUntil: number, redisOwner: string): boolean {
     const cohort = this.cohorts.get(lease.key);
     if (cohort?.holder !== lease.owner || this.successors.get(lease.key)?.[0] !== next) return false;
     this.unlist(lease.key, next);
+    cohort.redisOwner = redisOwner;
     cohort.holder = next.request.owner;
     cohort.passes += 1;
     cohort.validUntil = validUntil;

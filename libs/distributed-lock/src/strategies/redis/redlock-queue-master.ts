@@ -4,6 +4,7 @@ import { RedisInbox } from './redis-inbox';
 import type { RedisLockKeys } from './redis-keys';
 import { ACQUIRE_SCRIPT, EXTEND_SCRIPT, LEAVE_QUEUE_SCRIPT, RELEASE_SCRIPT } from './redis-lock.scripts';
 import { RedisScript } from './redis-script';
+import { REDLOCK_LINE_HAND_OVER_SCRIPT } from './redlock.scripts';
 
 /**
  * The first master of a Redlock keeps the line. Its vote is taken with the fair single-Redis scripts: a
@@ -29,6 +30,7 @@ export class RedlockQueueMaster {
     extend: new RedisScript(EXTEND_SCRIPT),
     release: new RedisScript(RELEASE_SCRIPT),
     leave: new RedisScript(LEAVE_QUEUE_SCRIPT),
+    handOver: new RedisScript(REDLOCK_LINE_HAND_OVER_SCRIPT),
   };
 
   constructor(
@@ -56,6 +58,24 @@ export class RedlockQueueMaster {
   /** Releases `owner`'s vote, handing it to the head of the queue. True when it was `owner`'s. */
   async release(client: RedisLockClient, keys: RedisLockKeys, owner: string): Promise<boolean> {
     return (await this.scripts.release.run(client, this.keysOf(keys), [owner, keys.channel])) === 1;
+  }
+
+  /**
+   * Ends `owner`'s vote whatever its hold count, as an operator breaking the lock would, handing it to the
+   * head of the queue as a release does. True when it was `owner`'s.
+   */
+  async breakHold(client: RedisLockClient, keys: RedisLockKeys, owner: string): Promise<boolean> {
+    return (await this.scripts.release.run(client, this.keysOf(keys), [owner, keys.channel, '1', 0, '1'])) === 1;
+  }
+
+  /** A local hand-over: `owner`'s vote becomes `successor`'s for `ttlMs`, the line left as it is. True when it was `owner`'s. */
+  async handOver(client: RedisLockClient, keys: RedisLockKeys, owner: string, successor: string, ttlMs: number): Promise<boolean> {
+    return (await this.scripts.handOver.run(client, [keys.keys[0]], [owner, successor, ttlMs])) === 1;
+  }
+
+  /** Leaves only `owner`'s place in the line, if it has one; a vote it holds here stays (see LEAVE_QUEUE_SCRIPT). */
+  async leavePlace(client: RedisLockClient, keys: RedisLockKeys, owner: string): Promise<void> {
+    await this.scripts.leave.run(client, this.keysOf(keys), [owner, keys.channel]);
   }
 
   /** Leaves the queue; a vote handed over meanwhile goes on to the next in line. */

@@ -30,6 +30,11 @@ export function runOnMasters(
   evenIfDown = false,
   /** A master whose outcome must be in before `enough` ends the round early (the first master keeps the line). */
   awaited?: number,
+  /**
+   * Told of a master's call that failed, also after the round ended (a give-back to send again), from the
+   * round's own reaction to the call: no promise more per master.
+   */
+  failed?: (index: number, error: unknown) => void,
 ): Promise<NodeOutcome[]> {
   return new Promise((resolve) => {
     const outcomes = new Array<NodeOutcome | undefined>(nodes.length);
@@ -62,14 +67,17 @@ export function runOnMasters(
       // timeout. A first connection still being made ("wait", "connecting") may answer in time.
       if (DOWN_STATUSES.has(client.status)) {
         settle(index, { held: false, answered: false, error: new Error(`connection ${client.status}`) });
-        if (evenIfDown && client.status !== 'end') operation(client, index).catch(() => undefined);
+        if (evenIfDown && client.status !== 'end') operation(client, index).catch((error: unknown) => failed?.(index, error));
         return;
       }
       operation(client, index).then(
         (held) => settle(index, { held, answered: true }),
         // WRONGTYPE: the key holds the other kind of value, another owner's vote (an instance that lists the
         // masters in another order, whose first master keeps a hash): a no, not a master that did not answer.
-        (error: unknown) => settle(index, isWrongType(error) ? { held: false, answered: true } : { held: false, answered: false, error }),
+        (error: unknown) => {
+          failed?.(index, error);
+          settle(index, isWrongType(error) ? { held: false, answered: true } : { held: false, answered: false, error });
+        },
       );
     });
   });

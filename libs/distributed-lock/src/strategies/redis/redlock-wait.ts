@@ -31,7 +31,7 @@ export interface RedlockWaitDeps {
   /** One round on every master under `redisOwner`, as a contender in the first master's line. */
   attempt(request: LockRequest, redisOwner: string, firstMasterFirst: boolean): Promise<RedlockAttempt>;
   /** Leaves the first master's line under `redisOwner` and drops its votes on the others. */
-  leaveLine(key: string, redisOwner: string): Promise<void>;
+  leaveLine(key: string, redisOwner: string, ttlMs: number): Promise<void>;
   release(lease: LeaseGrant): Promise<boolean>;
 }
 
@@ -101,7 +101,7 @@ export class RedlockWait {
       return this.keepLateHandover();
     }
     // Our place in the first master's line, for the whole wait (a new id per round would lose it).
-    const redisOwner = deps.localHandOver.newRedisOwner();
+    const redisOwner = deps.localHandOver.newRedisOwner(request.owner);
     // The masters' release notifications reach the head of the local line through the line's subscription
     // (see RedlockProcessLine.listenForReleases); a holder of this process that gives the key back to the
     // masters may tell us directly, sparing us the wait for the notification.
@@ -139,7 +139,7 @@ export class RedlockWait {
       stopWatchingReleases();
       // Not granted by our own rounds: give up our place in the first master's line (a vote it handed us
       // meanwhile goes on to the next) and whatever votes we kept while next in line.
-      if (this.inLine) await deps.leaveLine(request.key, redisOwner);
+      if (this.inLine) await deps.leaveLine(request.key, redisOwner, request.ttlMs);
       turn();
     }
   }

@@ -1,23 +1,25 @@
 import type { RedisOptions } from 'ioredis';
 import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
 import { LockBackendUnavailableError } from '../../errors/lock-backend-unavailable.error';
-import { LockPermissionDeniedError } from '../../errors/lock-permission-denied.error';
 import { abortableDelay } from '../../locking/abortable-delay';
 import type { LeaseGrant, LockRequest, WaitBudget } from '../../locking/lock-lease';
+import type { LockInspection } from '../../locking/lock-query';
 import { assertDuration, assertKnownKeys, describe } from '../../locking/lock-options';
 import type { LockStrategy, LockStrategyCapabilities } from '../../locking/lock-strategy.interface';
 import { CLOCK_DRIFT_FACTOR } from '../../locking/lease-expiry';
 import { closeRedisClient } from './close-redis-client';
-import { redisCallError } from './redis-acl';
 import { RedisChannelListener } from './redis-channel-listener';
 import type { IoRedisClient, RedisLockClient } from './redis-client.type';
 import { resolveRedisClient, type OwnedRedisClient } from './redis-connection';
 import { RedisLockKeyNames, type RedisLockKeys } from './redis-keys';
-import { REDLOCK_ACQUIRE_SCRIPT, REDLOCK_EXTEND_SCRIPT, REDLOCK_RELEASE_SCRIPT } from './redlock.scripts';
+import { REDLOCK_ACQUIRE_SCRIPT, REDLOCK_EXTEND_SCRIPT, REDLOCK_HAND_OVER_SCRIPT, REDLOCK_RELEASE_SCRIPT } from './redlock.scripts';
 import { RedisScript } from './redis-script';
+import { RedisGiveBacks } from './redis-give-back';
 import { RedlockLocalHandOver } from './redlock-local-hand-over';
 import { handOverLimits, type LocalHandOverOption } from '../../locking/hand-over-limits';
 import { RedlockProcessLine } from './redlock-process-line';
+import { majorityError } from './redlock-majority-error';
+import { RedlockQuery } from './redlock-query';
 import { RedlockQueueMaster } from './redlock-queue-master';
 import { runOnMasters, type NodeOutcome } from './redlock-round';
 import { RedlockWait, type RedlockAttempt, type RedlockWaitDeps } from './redlock-wait';
@@ -58,6 +60,10 @@ const OPTION_KEYS = ['clients', 'connections', 'name', 'namespace', 'nodeTimeout
  * only the first one asks the masters (no split votes between our own callers), and waiters are woken by
  * the release notification of any master. No fencing tokens: Redlock cannot produce a counter that all
  * masters agree on. Where correctness depends on the lock, use ZooKeeper or etcd and their tokens.
+ *
+ * `LockService.query` names the holder a majority of the masters names, with the end of its lease by the
+ * masters' clocks (no grant time: the plain masters store none), and the waiters of the first master's line
+ * (unknown while that master does not answer); `breakLock` deletes the holder's keys, owner-checked.
  */
 export class RedlockStrategy implements LockStrategy {
   readonly name: string;
@@ -68,6 +74,8 @@ export class RedlockStrategy implements LockStrategy {
   private readonly keyNames: RedisLockKeyNames;
   private readonly quorum: number;
   private readonly nodeTimeoutMs: number;
+  /** How long a release waits for the masters' answers before it says whether the lock was held (see `verdict`). */
+  private readonly verdictTimeoutMs: number;
   private readonly recheckMs: number;
   /** This process's contenders per key, in arrival order: only the head asks the masters. */
   private readonly processLine: RedlockProcessLine;
@@ -77,10 +85,15 @@ export class RedlockStrategy implements LockStrategy {
   private readonly queueMaster: RedlockQueueMaster;
   /** What a waiting contender uses of this strategy (see RedlockWait). */
   private readonly waitDeps: RedlockWaitDeps;
+  /** `inspect` and `breakLock` (see RedlockQuery). */
+  private readonly query: RedlockQuery;
+  /** Releases and departures a master did not answer, sent again until it does (see RedisGiveBacks). */
+  private readonly giveBacks = new RedisGiveBacks();
   private readonly scripts = {
     acquire: new RedisScript(REDLOCK_ACQUIRE_SCRIPT),
     release: new RedisScript(REDLOCK_RELEASE_SCRIPT),
     extend: new RedisScript(REDLOCK_EXTEND_SCRIPT),
+    handOver: new RedisScript(REDLOCK_HAND_OVER_SCRIPT),
   };
 
   constructor(options: RedlockStrategyOptions) {
@@ -103,6 +116,7 @@ export class RedlockStrategy implements LockStrategy {
     this.keyNames = new RedisLockKeyNames(options.namespace ?? 'dlock:redlock:');
     this.quorum = Math.floor(this.nodes.length / 2) + 1;
     this.nodeTimeoutMs = assertDuration(options.nodeTimeout ?? 100, 'nodeTimeout', 1);
+    this.verdictTimeoutMs = Math.max(this.nodeTimeoutMs, VERDICT_TIMEOUT_MS);
     this.recheckMs = assertDuration(options.recheckInterval ?? 500, 'recheckInterval', 10);
     this.localHandOver = new RedlockLocalHandOver(handOverLimits(options.localHandover));
     this.queueMaster = new RedlockQueueMaster(this.listeners[0], this.keyNames.namespace, this.recheckMs * 3);
@@ -115,9 +129,18 @@ export class RedlockStrategy implements LockStrategy {
       firstMasterReady: () => this.nodes[FIRST].client.status === 'ready',
       atMostNodeTimeout: (work) => this.atMostNodeTimeout(work),
       attempt: (request, redisOwner, firstMasterFirst) => this.attempt(request, redisOwner, true, firstMasterFirst),
-      leaveLine: (key, redisOwner) => this.leaveLine(key, redisOwner),
+      leaveLine: (key, redisOwner, ttlMs) => this.leaveLine(key, redisOwner, ttlMs),
       release: (lease) => this.release(lease),
     };
+    this.query = new RedlockQuery({
+      name: this.name,
+      nodes: this.nodes,
+      nodeTimeoutMs: this.nodeTimeoutMs,
+      quorum: this.quorum,
+      keyNames: this.keyNames,
+      queueMaster: this.queueMaster,
+      releasePlain: (client, keys, owner) => this.scripts.release.run(client, [keys.keys[0]], [owner, keys.channel]).then((reply) => reply >= 1),
+    });
   }
 
   /**
@@ -127,11 +150,10 @@ export class RedlockStrategy implements LockStrategy {
    * with the first master silent, each retries after a short random pause. Only then is the key "held".
    */
   async tryAcquire(request: LockRequest): Promise<LeaseGrant | null> {
-    const redisOwner = this.localHandOver.newRedisOwner();
+    const redisOwner = this.localHandOver.newRedisOwner(request.owner);
     let round = await this.attempt(request, redisOwner, false, false, true);
     if (round.outcome !== 'first' && round.outcome !== 'split') return round.grant;
-    // Asked again as a waiter: the first master then keeps our vote as it is (a plain request by the same
-    // owner would count a re-entry that one release does not undo).
+    // Asked again as a waiter: the first master keeps our vote as it is, and puts us in its line if it refuses.
     let grant: LeaseGrant | null = null;
     try {
       for (let again = 1; again <= TIE_ROUNDS && (round.outcome === 'first' || round.outcome === 'split'); again += 1) {
@@ -142,7 +164,7 @@ export class RedlockStrategy implements LockStrategy {
       return grant;
     } finally {
       // Gives back the votes kept, and leaves the first master's line in case a round was refused there.
-      if (!grant) await this.leaveLine(request.key, redisOwner);
+      if (!grant) await this.leaveLine(request.key, redisOwner, request.ttlMs);
     }
   }
 
@@ -153,7 +175,7 @@ export class RedlockStrategy implements LockStrategy {
    * holder's keys are on their way out), `split` (the first master did not answer, and other contenders
    * split the votes) or `refused`.
    */
-  private async attempt(request: LockRequest, redisOwner = this.localHandOver.newRedisOwner(), inLine = false, firstMasterFirst = false, keepFirstVote = inLine): Promise<RedlockAttempt> {
+  private async attempt(request: LockRequest, redisOwner = this.localHandOver.newRedisOwner(request.owner), inLine = false, firstMasterFirst = false, keepFirstVote = inLine): Promise<RedlockAttempt> {
     this.assertNodeTimeoutFits(request.ttlMs);
     const keys = this.keyNames.of(request.key);
     if (firstMasterFirst) {
@@ -179,6 +201,11 @@ export class RedlockStrategy implements LockStrategy {
     const validUntil = started + request.ttlMs - (Date.now() - started) - Math.ceil(request.ttlMs * CLOCK_DRIFT_FACTOR) - 2;
     // A majority, and not against the first master's line: a contender it refused waits for its turn.
     if (held >= this.quorum && (first.held || !first.answered) && validUntil > Date.now()) {
+      // The first master's answer is late: it may yet put us in its line (the lock there another's). That
+      // place would stay until it lapses, after our release too: its head would be handed the first
+      // master's vote for nobody, and a query would list a holder as waiting. Left now, behind the
+      // acquire on the same connection (a vote we got there stays ours).
+      if (!first.answered && inLine) this.queueMaster.leavePlace(this.nodes[FIRST].client, keys, redisOwner).catch(() => undefined);
       this.localHandOver.begin(request, redisOwner, started, validUntil);
       return { grant: { key: request.key, owner: request.owner, mode: request.mode, expiresAt: validUntil }, outcome: 'granted' };
     }
@@ -191,17 +218,9 @@ export class RedlockStrategy implements LockStrategy {
     // process's event loop stalled past the node timeout), and a late yes sets the key for a whole lease.
     // Each connection runs commands in order, so the release lands after the acquire it follows.
     const maybeSet = outcomes.map((o) => o.held || !o.answered);
-    if (maybeSet.some(Boolean)) await this.releaseEverywhere(keys, redisOwner, undefined, maybeSet, true);
+    if (maybeSet.some(Boolean)) await this.releaseEverywhere(keys, redisOwner, { only: maybeSet, giveBackMs: request.ttlMs });
     if (answered < this.quorum) {
-      // Refused by the ACL (or a wrong password) rather than down: no wait fixes that, say what to grant.
-      for (const { error } of outcomes) {
-        const denied = error === undefined ? undefined : redisCallError(error, { strategy: this.name, namespace: this.keyNames.namespace, operation: 'acquire', key: request.key, redlock: true });
-        if (denied instanceof LockPermissionDeniedError) throw denied;
-      }
-      throw new LockBackendUnavailableError(this.name, `acquire on a majority (${answered} of ${this.nodes.length} masters answered, ${this.quorum} needed)`, Date.now() - started, {
-        key: request.key,
-        cause: outcomes.find((o) => o.error !== undefined)?.error,
-      });
+      throw majorityError({ strategy: this.name, namespace: this.keyNames.namespace, operation: 'acquire', key: request.key }, outcomes, this.quorum, Date.now() - started);
     }
     if (first.answered && !first.held) return { grant: null, outcome: inLine ? 'queued' : 'refused' };
     return { grant: null, outcome: held > 0 ? 'split' : 'refused' };
@@ -253,31 +272,63 @@ export class RedlockStrategy implements LockStrategy {
     const next = this.localHandOver.successorOf(lease);
     if (next) {
       // A local hand-over saves a release and an acquisition on the masters, but the lock may have gone
-      // behind our back (deleted, a master restarted empty): one extension round for the successor's lease
-      // confirms it on a majority first, else nothing is handed on and the release reports the loss.
+      // behind our back (deleted, a master restarted empty): one round, which extends it for the successor's
+      // lease under the successor's acquisition id, confirms it on a majority first, else nothing is handed
+      // on and the release reports the loss.
+      const successorId = this.localHandOver.newRedisOwner(next.request.owner);
       const started = Date.now();
-      const outcomes = await this.onEveryNode((client, i) => this.extendOn(client, i, keys, redisOwner, next.request.ttlMs));
+      // Ends at a majority's yes: a master that is slow or gone costs nothing then (its part still runs).
+      const outcomes = await runOnMasters(this.nodes, this.verdictTimeoutMs, (client, i) => this.handOverOn(client, i, keys, redisOwner, successorId, next.request.ttlMs), this.quorum);
       const validUntil = started + next.request.ttlMs - (Date.now() - started) - Math.ceil(next.request.ttlMs * CLOCK_DRIFT_FACTOR) - 2;
-      if (outcomes.filter((o) => o.held).length >= this.quorum && validUntil > Date.now() && this.localHandOver.handOver(lease, next, validUntil)) return true;
-      this.localHandOver.forget(lease);
       const confirmed = outcomes.filter((o) => o.held).length >= this.quorum;
-      await this.releaseEverywhere(keys, redisOwner, undefined, undefined, true);
-      // Not confirmed: the lock was no longer ours on a majority (or could not be checked in time).
-      return confirmed;
+      if (confirmed && validUntil > Date.now() && this.localHandOver.handOver(lease, next, validUntil, successorId)) return true;
+      this.localHandOver.forget(lease);
+      // Either id may be on a master now: the successor's where the round renamed it (or may have: no answer in time).
+      const renamed = outcomes.map((o) => o.held || !o.answered);
+      await Promise.all([
+        this.releaseEverywhere(keys, redisOwner, { giveBackMs: lease.expiresAt - Date.now() }),
+        this.releaseEverywhere(keys, successorId, { only: renamed, giveBackMs: next.request.ttlMs }),
+      ]);
+      // Not handed on (the masters did not confirm it, or the successor left): held or lost, as they said.
+      return confirmed || this.verdict(outcomes, 'release', lease.key, started);
     }
     // Our own subscriber is counted only where the server confirmed it; one still being made may or may
     // not be among those who heard, so it counts as someone else (the cautious side: no early start).
     const subscribedHere = this.listeners.map((listener) => listener.isConfirmed(keys.channel));
     const heard: number[] = [];
-    const outcomes = await this.releaseEverywhere(keys, redisOwner, heard, undefined, true);
+    const started = Date.now();
+    const outcomes = await this.releaseEverywhere(keys, redisOwner, { heard, giveBackMs: lease.expiresAt - started, waitMs: this.verdictTimeoutMs, enough: this.quorum });
     // A contender of this process asking the masters next may start at once, unless other processes
     // listen for this key too: then it waits for the masters' notification like them, so that a process
     // whose hand-over limit ran out does not win the key straight back.
     const othersWaiting = heard.some((count, i) => count > (subscribedHere[i] ? 1 : 0));
     if (!othersWaiting) this.processLine.tellRelease(lease.key);
-    // Held until now only if a majority still had it: the masters that deleted our key, and those whose
-    // answer did not come in time (which cannot be counted against us), reach the quorum.
-    return outcomes.filter((o) => o.held || !o.answered).length >= this.quorum;
+    return this.verdict(outcomes, 'release', lease.key, started);
+  }
+
+  /**
+   * Whether a release's round says the lock was held until then: yes when a majority of the masters still
+   * had it; no when so many said they had not that no majority can have (another holder may have one);
+   * otherwise it cannot tell (masters down or silent past `verdictTimeoutMs`), which throws
+   * `LockBackendUnavailableError` rather than guess either way.
+   */
+  private verdict(outcomes: readonly NodeOutcome[], operation: string, key: string, started: number): boolean {
+    const held = outcomes.filter((o) => o.held).length;
+    const silent = outcomes.filter((o) => !o.answered).length;
+    if (held >= this.quorum) return true;
+    if (held + silent < this.quorum) return false;
+    const site = { strategy: this.name, namespace: this.keyNames.namespace, operation: `${operation} (${held} still had the lock, ${silent} did not answer: whether it was held to the end is unknown)`, key };
+    throw majorityError(site, outcomes, this.quorum, Date.now() - started);
+  }
+
+  /** Who holds `key` by a majority of the masters, and the first master's line (see RedlockQuery). */
+  inspect(key: string): Promise<LockInspection> {
+    return this.query.inspect(key);
+  }
+
+  /** Ends the hold a majority of the masters names, owner-checked on each (see RedlockQuery). */
+  breakLock(key: string): Promise<LockInspection['holders']> {
+    return this.query.breakLock(key);
   }
 
   async ping(): Promise<void> {
@@ -287,6 +338,7 @@ export class RedlockStrategy implements LockStrategy {
   }
 
   async close(): Promise<void> {
+    this.giveBacks.close();
     await Promise.all(this.listeners.map((listener) => listener.close()));
     await Promise.all(this.nodes.filter((node) => node.owned).map((node) => closeRedisClient(node.client)));
   }
@@ -298,10 +350,10 @@ export class RedlockStrategy implements LockStrategy {
     clearTimeout(timer);
   }
 
-  /** Leaves the first master's line under `redisOwner` and drops its votes on the others. */
-  private async leaveLine(key: string, redisOwner: string): Promise<void> {
+  /** Leaves the first master's line under `redisOwner` and drops its votes on the others, again where a master did not answer. */
+  private async leaveLine(key: string, redisOwner: string, ttlMs: number): Promise<void> {
     const keys = this.keyNames.of(key);
-    await this.onEveryNodeAt(true, (client, i) =>
+    await this.giveBackOn({ ttlMs, waitMs: this.nodeTimeoutMs }, (client, i) =>
       i === FIRST
         ? this.queueMaster.leave(client, keys, redisOwner).then(() => true)
         : this.scripts.release.run(client, [keys.keys[0]], [redisOwner, keys.channel]).then((reply) => reply >= 1),
@@ -309,12 +361,18 @@ export class RedlockStrategy implements LockStrategy {
   }
 
   /**
-   * Deletes the key where it is `owner`'s (on the masters `only` marks, by default all); `heard`, if given,
-   * gets per master how many subscribers heard the release.
+   * Deletes the key where it is `owner`'s (on the masters `only` marks, by default all), as a give-back (see
+   * `giveBackOn`: again where a master's call failed, for up to `giveBackMs`, the key's lease), waiting
+   * `waitMs` (default the node timeout) for the answers, or until `enough` masters said yes. `heard`, if
+   * given, gets per master how many subscribers heard the release.
    */
-  private releaseEverywhere(keys: RedisLockKeys, owner: string, heard?: number[], only?: readonly boolean[], evenIfDown = false): Promise<NodeOutcome[]> {
-    return this.onEveryNodeAt(evenIfDown, (client, i) => {
-      if (only && !only[i]) return Promise.resolve(false);
+  private releaseEverywhere(
+    keys: RedisLockKeys,
+    owner: string,
+    options: { readonly heard?: number[]; readonly only?: readonly boolean[]; readonly giveBackMs: number; readonly waitMs?: number; readonly enough?: number },
+  ): Promise<NodeOutcome[]> {
+    const { heard, only, giveBackMs, waitMs = this.nodeTimeoutMs, enough } = options;
+    return this.giveBackOn({ only, ttlMs: giveBackMs, waitMs, enough }, (client, i) => {
       // The first master hands the vote to the head of its line (and tells it) instead of announcing it.
       if (i === FIRST) return this.queueMaster.release(client, keys, owner);
       return this.scripts.release.run(client, [keys.keys[0]], [owner, keys.channel]).then((reply) => {
@@ -322,6 +380,32 @@ export class RedlockStrategy implements LockStrategy {
         return Number(reply) >= 1;
       });
     });
+  }
+
+  /**
+   * Runs a give-back (`operation`: a release, leaving the line) on the masters `only` marks (by default all),
+   * waiting `waitMs` for their answers (or until `enough` said yes), sent also where the connection is down
+   * (ioredis queues it until it reconnects, after any acquire it sends again). Where a master's call fails
+   * without an answer (the client failed it after its reconnections failed, or its connection closed under
+   * it), it is sent to that master again in the background until it gets one, or `ttlMs` passes (the key
+   * ends by then): otherwise the key would stay on that master for the whole lease (see RedisGiveBacks).
+   * A call still on its way when the round ends is left to finish: only its failure sends it again.
+   */
+  private giveBackOn(
+    where: { readonly only?: readonly boolean[]; readonly ttlMs: number; readonly waitMs: number; readonly enough?: number },
+    operation: (client: RedisLockClient, index: number) => Promise<boolean>,
+  ): Promise<NodeOutcome[]> {
+    const { only, ttlMs, waitMs, enough = Infinity } = where;
+    const run = (client: RedisLockClient, i: number): Promise<boolean> => (only && !only[i] ? Promise.resolve(false) : operation(client, i));
+    // Sent again by the give-backs themselves (which try again while it fails), not through this round.
+    const failed = (i: number, error: unknown): void => this.giveBacks.afterFailure(error, () => operation(this.nodes[i].client, i), ttlMs);
+    return runOnMasters(this.nodes, waitMs, run, enough, true, undefined, failed);
+  }
+
+  /** Renames `owner`'s key on master `index` to `successor`'s, for `ttlMs` (a local hand-over). */
+  private handOverOn(client: RedisLockClient, index: number, keys: RedisLockKeys, owner: string, successor: string, ttlMs: number): Promise<boolean> {
+    if (index === FIRST) return this.queueMaster.handOver(client, keys, owner, successor, ttlMs);
+    return this.scripts.handOver.run(client, [keys.keys[0]], [owner, successor, ttlMs]).then((reply) => reply === 1);
   }
 
   /** Extends `owner`'s key on master `index`. */
@@ -335,14 +419,6 @@ export class RedlockStrategy implements LockStrategy {
     return runOnMasters(this.nodes, this.nodeTimeoutMs, operation, enough);
   }
 
-  /**
-   * The same for a release: `evenIfDown` sends it also where the connection is down, for its client to
-   * send once reconnected, after any acquire it re-sends (a reset connection's acquire may still land).
-   */
-  private onEveryNodeAt(evenIfDown: boolean, operation: (client: RedisLockClient, index: number) => Promise<boolean>): Promise<NodeOutcome[]> {
-    return runOnMasters(this.nodes, this.nodeTimeoutMs, operation, Infinity, evenIfDown);
-  }
-
   private assertNodeTimeoutFits(ttlMs: number): void {
     if (this.nodeTimeoutMs * 2 >= ttlMs) {
       throw new InvalidLockOptionsError('ttl', `Redlock needs a lease far above the node timeout (${this.nodeTimeoutMs} ms); use a ttl of at least ${this.nodeTimeoutMs * 2 + 1} ms.`);
@@ -352,6 +428,13 @@ export class RedlockStrategy implements LockStrategy {
 
 /** The master that keeps the line of contenders (see RedlockQueueMaster). */
 const FIRST = 0;
+
+/**
+ * How long a release waits for the masters' answers before it tells whether the lock was held (at least the
+ * node timeout): a master slow past the node timeout (a loaded machine, a master far away) still counts,
+ * rather than turning a held lock into an unknown one.
+ */
+const VERDICT_TIMEOUT_MS = 1_000;
 
 /**
  * Further rounds a single try makes after a tie, before it reports the key held. The pauses between them

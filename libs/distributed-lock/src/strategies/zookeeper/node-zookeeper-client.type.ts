@@ -56,11 +56,19 @@ export interface NzkClient {
   on(event: 'connected' | 'disconnected' | 'expired' | 'authenticationFailed', listener: () => void): unknown;
   create(path: string, data: Buffer, acls: readonly unknown[], mode: number, callback: Callback<[string]>): void;
   remove(path: string, version: number, callback: Callback<[]>): void;
+  setData(path: string, data: Buffer, version: number, callback: Callback<[NzkStat]>): void;
   exists(path: string, watcher: NzkWatcher | undefined, callback: Callback<[NzkStat | null]>): void;
   getData(path: string, watcher: NzkWatcher | undefined, callback: Callback<[Buffer | null, NzkStat]>): void;
   getChildren(path: string, watcher: NzkWatcher | undefined, callback: Callback<[string[], NzkStat]>): void;
   setACL(path: string, acls: readonly unknown[], version: number, callback: Callback<[NzkStat]>): void;
+  transaction(): NzkTransaction;
   readonly connectionManager: ConnectionInternals;
+}
+
+/** A multi-operation: the strategy only sends a version check (see `ZooKeeperClient.sync`). */
+export interface NzkTransaction {
+  check(path: string, version: number): NzkTransaction;
+  commit(callback: Callback<[unknown]>): void;
 }
 
 export interface NzkModule {

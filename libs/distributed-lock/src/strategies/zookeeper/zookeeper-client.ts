@@ -201,8 +201,27 @@ export class ZooKeeperClient extends EventEmitter implements ZooKeeperSessionCli
     return this.call<[Buffer | null, NzkStat], [ZooKeeperStat, Buffer]>((cb) => this.client.getData(path, undefined, cb), (data, stat) => [statOf(stat), data ?? Buffer.alloc(0)]);
   }
 
+  set(path: string, data: string, version: number): Promise<ZooKeeperStat> {
+    return this.call<[NzkStat], ZooKeeperStat>((cb) => this.client.setData(path, Buffer.from(data), version, cb), (stat) => statOf(stat));
+  }
+
   delete_(path: string, version: number): Promise<void> {
     return this.call<[], void>((cb) => this.client.remove(path, version, cb), () => undefined);
+  }
+
+  /**
+   * The package has no `sync`: a multi that checks `path`'s version (any version) stands in for it. It is a
+   * write to ZooKeeper, ordered through the leader, so its server answers only once it has applied every
+   * write committed before it; yet it changes nothing and needs only the READ permission. A missing node
+   * fails the check, which is ordered all the same.
+   */
+  sync(path: string): Promise<void> {
+    return this.call<[unknown], void>(
+      (cb) => this.client.transaction().check(path, -1).commit(cb),
+      () => undefined,
+    ).catch((error: unknown) => {
+      if (zkErrorCode(error) !== ZK_ERRORS.NO_NODE) throw error;
+    });
   }
 
   set_acl(path: string, version: number, acl: readonly ZooKeeperAclEntry[]): Promise<void> {

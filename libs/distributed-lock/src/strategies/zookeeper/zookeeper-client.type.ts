@@ -42,9 +42,17 @@ export interface ZooKeeperLockClient {
   get_children2(path: string, watch: false): Promise<[string[], ZooKeeperStat]>;
   /** The node's stat and data. */
   get(path: string, watch: false): Promise<[ZooKeeperStat, Buffer]>;
+  /** Replaces the node's data if its version matches (-1: any); resolves its new stat. Rejects NO_NODE when there is none. */
+  set(path: string, data: string, version: number): Promise<ZooKeeperStat>;
   /** Deletes the node if its version matches (-1: any). */
   delete_(path: string, version: number): Promise<void>;
   set_acl(path: string, version: number, acl: readonly ZooKeeperAclEntry[]): Promise<void>;
+  /**
+   * Resolves once the server this session reads from has applied every write the ensemble committed before
+   * the call, so that reads after it see them (ZooKeeper's `sync`). A read is served by the server a
+   * session is connected to, which may lag the leader: a query of what another process just did needs this.
+   */
+  sync(path: string): Promise<void>;
 }
 
 /**
@@ -80,6 +88,9 @@ export const ZK_ERRORS = Object.freeze({
 
 /** Watch event type of a deleted node (ZOO_DELETED_EVENT). */
 export const ZK_DELETED_EVENT = 2;
+
+/** Watch event type of a node whose data changed (ZOO_CHANGED_EVENT). */
+export const ZK_DATA_CHANGED_EVENT = 3;
 
 /** The ZooKeeper error code of a client rejection, if it is one. */
 export function zkErrorCode(error: unknown): number | undefined {

@@ -2,7 +2,8 @@ import { leaseExpiry } from '../../locking/lease-expiry';
 import type { LockRequest } from '../../locking/lock-lease';
 import type { LeaseLostListener } from '../../locking/lock-strategy.interface';
 import type { SameProcessLine } from '../same-process-line';
-import { ZK_DELETED_EVENT, ZK_ERRORS, zkErrorCode, type ZooKeeperLockClient } from './zookeeper-client.type';
+import { wasBroken } from './zookeeper-break-record';
+import { ZK_DATA_CHANGED_EVENT, ZK_DELETED_EVENT, ZK_ERRORS, zkErrorCode, type ZooKeeperLockClient } from './zookeeper-client.type';
 import type { ZooKeeperSession } from './zookeeper-session';
 
 /** A lock this process holds: its node, the session it lives on, its lease, who hears of its loss. */
@@ -26,6 +27,9 @@ export interface HeldNode {
  * which finds nothing to delete.
  */
 const OWN_WATCH_DELAY_MS = 50;
+
+/** How long a holder whose node was found gone waits to read its lock node's break record before it is told "removed". */
+const BREAK_RECORD_READ_MS = 1_000;
 
 /** Between tries to set that watch when the connection dropped (the pace of the delete retries). */
 const OWN_WATCH_RETRY_MS = 250;
@@ -110,26 +114,75 @@ export class ZooKeeperHeldNodes {
     node.stopWatchingSession();
   }
 
-  /** Our node vanished while we held it (not by our own release, which forgets the node first). */
-  nodeDeleted(owner: string, path: string): void {
+  /**
+   * An event of the watch on our node, while we hold it (our own release forgets the node first): deleted
+   * behind our back ("removed"), or its data changed, which only `breakLock`'s mark does ("broken": a holder
+   * never writes its node's data, and a break marks it before deleting it). Told at once, with no call.
+   */
+  ownNodeEvent(owner: string, path: string, type: number): void {
+    if (this.endedWithSession(owner)) return;
+    if (type === ZK_DELETED_EVENT) this.nodeEnded(owner, path, 'removed');
+    else if (type === ZK_DATA_CHANGED_EVENT) this.nodeEnded(owner, path, 'broken');
+  }
+
+  private nodeEnded(owner: string, path: string, end: 'broken' | 'removed'): void {
+    const listeners = this.end(owner, path);
+    for (const listener of listeners ?? []) listener(end);
+  }
+
+  /**
+   * Our node was found gone when its watch was set (a lock that was free is watched late): a break that
+   * came in between wrote the node's name into its lock node's record first, so that record tells (one read,
+   * bounded by BREAK_RECORD_READ_MS; "removed" when it cannot be read in time).
+   */
+  private nodeFoundGone(owner: string, path: string): void {
+    if (this.endedWithSession(owner)) return;
     const node = this.nodes.get(owner);
-    if (node?.path !== path) return;
+    const listeners = this.end(owner, path);
+    if (!node || !listeners) return;
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<boolean>((resolve) => {
+      timer = setTimeout(() => resolve(false), BREAK_RECORD_READ_MS);
+      timer.unref?.();
+    });
+    void Promise.race([wasBroken(node.client, path), late]).then((broken) => {
+      clearTimeout(timer);
+      for (const listener of listeners) listener(broken ? 'broken' : 'removed');
+    });
+  }
+
+  /**
+   * Whether `owner`'s node went with its session: a process that wakes from a stall past its session can
+   * read the server's deletion of its node (sent before the server closed the connection) before any timer
+   * of the session runs. The session's end is the news then: checking it tells the holder "session-ended".
+   */
+  private endedWithSession(owner: string): boolean {
+    const node = this.nodes.get(owner);
+    return node !== undefined && !this.session.isAlive(node.client);
+  }
+
+  /** Forgets our hold of `path`, if it is still `owner`'s: resolves who must hear of its end. */
+  private end(owner: string, path: string): LeaseLostListener[] | undefined {
+    const node = this.nodes.get(owner);
+    if (node?.path !== path) return undefined;
     const listeners = [...node.listeners];
     this.forget(owner);
     this.line.leave(path);
-    for (const listener of listeners) listener('removed');
+    return listeners;
   }
 
   /** The watch on our node of a lock that was free, set late (see OWN_WATCH_DELAY_MS) unless released by then. */
   private watchOwnNode(client: ZooKeeperLockClient, owner: string, path: string): void {
     if (this.nodes.get(owner)?.path !== path) return;
     client
-      .w_exists(path, (type: number) => {
-        if (type === ZK_DELETED_EVENT) this.nodeDeleted(owner, path);
+      .w_exists(path, (type: number) => this.ownNodeEvent(owner, path, type))
+      .then((stat) => {
+        // Marked by a break before the watch was set (its delete is on its way).
+        if (stat.version > 0) this.nodeEnded(owner, path, 'broken');
       })
       .catch((error: unknown) => {
         // Gone already: deleted behind our back.
-        if (zkErrorCode(error) === ZK_ERRORS.NO_NODE) return this.nodeDeleted(owner, path);
+        if (zkErrorCode(error) === ZK_ERRORS.NO_NODE) return this.nodeFoundGone(owner, path);
         // Otherwise the connection dropped: the session, and our node, may well live on (an expiry is
         // reported by the session). The watch is tried again for as long as we hold the lock.
         const node = this.nodes.get(owner);

@@ -24,7 +24,7 @@ describe('ZooKeeper recipe over a listing already made', () => {
   });
 
   it('rejects with LockBackendUnavailableError when a fresh listing no longer has our node (its session expired)', async () => {
-    const client = { get_children: async () => [writer('a', 3)] } as unknown as ZooKeeperLockClient;
+    const client = { sync: async () => undefined, get_children: async () => [writer('a', 3)] } as unknown as ZooKeeperLockClient;
     const error = await blockerOf(client, LOCK, writer('z', 9), 'exclusive', 'orders-zk').catch((e: unknown) => e);
     expect(error).toBeInstanceOf(LockBackendUnavailableError);
     expect(error).toMatchObject({ strategy: 'orders-zk', message: expect.stringContaining('is gone') });

@@ -12,6 +12,8 @@ import type { ZooKeeperOrphans } from './zookeeper-orphans';
 import { zkSemaphorePath, zkSequence } from './zookeeper-paths';
 import { clearForResize, permitNodeSize, permitNodeWeight, readSemaphoreRecord, semaphoreSize } from './zookeeper-semaphore-size';
 import type { ZooKeeperSession } from './zookeeper-session';
+import { inspectZooKeeperSemaphore } from './zookeeper-semaphore-inspection';
+import type { SemaphoreInspection } from '../../locking/lock-query';
 
 /**
  * What the semaphore shares with its strategy: the session (its client, its end), the orphan sweeper, the
@@ -98,6 +100,23 @@ export class ZooKeeperSemaphore implements SemaphoreStrategy {
 
   tryAcquire(request: PermitRequest): Promise<PermitGrant | null> {
     return this.take(request, undefined);
+  }
+
+  /** The semaphore's size, holders and waiters: its node's children, in order, with their data (see inspectZooKeeperSemaphore). */
+  async inspect(key: string): Promise<SemaphoreInspection> {
+    const path = zkSemaphorePath(this.deps.basePath, key);
+    try {
+      const client = await this.deps.session.client();
+      try {
+        return await inspectZooKeeperSemaphore(client, path);
+      } catch (error) {
+        // Its session ended as it was asked (a process that woke from a freeze): asked again on a new one.
+        if (!this.deps.session.endedBy(client, error)) throw error;
+        return await inspectZooKeeperSemaphore(await this.deps.session.client(), path);
+      }
+    } catch (error) {
+      throw this.deps.permissionDenied(error, 'queryPermits', key) ?? error;
+    }
   }
 
   acquire(request: PermitRequest, budget: WaitBudget): Promise<PermitGrant | null> {
@@ -242,7 +261,9 @@ export class ZooKeeperSemaphore implements SemaphoreStrategy {
           // Our node is watched from here on (its stat is the token): the holder is told at once when an
           // operator or a bug deletes it and the next waiter is let in, not at the next extension.
           const stat = await client.w_exists(path, (type: number) => {
-            if (type === ZK_DELETED_EVENT) this.lost(request.owner, node, 'removed');
+            // Deleted with its session (read on waking from a stall, before the session's own end):
+            // checking the session tells the holder that instead.
+            if (type === ZK_DELETED_EVENT && this.deps.session.isAlive(client)) this.lost(request.owner, node, 'removed');
           });
           if (!stat) throw new Error(`our node ${path} is gone (session expired?)`);
           // Given back meanwhile (close()): nothing to arm, nothing held.
