@@ -8,14 +8,13 @@ import { LockHandle } from './lock-handle';
 import type { LeaseGrant, LockRequest, PermitRequest } from './lock-lease';
 import { LockLedger } from './lock-ledger';
 import type { LockObserver } from './lock-observer';
-import type { KeyListing, LockInspection, SemaphoreInspection } from './lock-query';
 import { assertDuration, LOCK_DEFAULTS, type ResolvedAcquireOptions } from './lock-options';
 import type { LockStrategy } from './lock-strategy.interface';
 import { observeAcquisition } from './observe-acquisition';
+import { OperatorCalls } from './operator-calls';
 import { assertInstanceName, OwnerIds } from './owner-id';
 import { PermitHandle } from './permit-handle';
 import { permitStrategyView } from './permit-strategy-view';
-import { simpleBoundedCall } from './waits/bounded-call';
 import { waitForGrant, type GrantWaitDeps } from './waits/grant-wait';
 
 /** Options of a lock manager (one per strategy). */
@@ -51,6 +50,8 @@ export class LockManager {
   /** The strategy's name in errors and events (see `LockManagerOptions.name`). */
   readonly name: string;
   private readonly ledger: LockLedger;
+  /** @internal The operator's calls behind `LockService.query`, `queryPrefix`, `queryPermits` and `breakLock`. */
+  readonly operator: OperatorCalls;
   private readonly observer: LockObserver | undefined;
   private readonly waits: GrantWaitDeps;
   /** The strategy's semaphore seen as a lock strategy, once a permit was asked for. */
@@ -66,6 +67,7 @@ export class LockManager {
     const owners = new OwnerIds(assertInstanceName(options.instanceName));
     this.ledger = new LockLedger(strategy, this.name, operationTimeout, this.events, owners, this.observer, this);
     this.waits = { ctx: this.ledger, lines: this.ledger.lines, waiting: this.ledger.waiting };
+    this.operator = new OperatorCalls(strategy, this.name, this.ledger, this.events);
     this.observer?.attach(this);
   }
 
@@ -219,68 +221,6 @@ export class LockManager {
       fencingToken: grant.fencingToken,
       reentered: false,
     });
-  }
-
-  /**
-   * What the backend says of `key` (full key) now: its holders and waiters (see `LockService.query`).
-   * Throws `InvalidLockOptionsError` for a strategy that cannot tell.
-   */
-  async inspect(key: string): Promise<LockInspection> {
-    return this.operatorCall(key, 'query', this.strategy.inspect)();
-  }
-
-  /**
-   * The keys under `prefix` (full) held or waited for now, one page (see `LockService.queryPrefix`). Throws
-   * `InvalidLockOptionsError` for a strategy that cannot list them.
-   */
-  async listKeys(prefix: string, page: { readonly cursor?: string; readonly limit: number }): Promise<KeyListing> {
-    const list = this.strategy.listKeys;
-    if (!list) {
-      throw new InvalidLockOptionsError('strategy', `strategy "${this.name}" cannot answer queryPrefix(): the strategies that can are listed in docs/operations.md.`);
-    }
-    if (this.ledger.closed) throw new LockBackendUnavailableError(this.name, 'queryPrefix (the lock service is closed)', 0, { key: prefix });
-    return simpleBoundedCall(this.ledger.clock, this.name, 'queryPrefix', prefix, this.ledger.operationTimeout, () => list.call(this.strategy, prefix, page));
-  }
-
-  /**
-   * What the backend says of semaphore `key` (full key) now: its size, holders and waiters (see
-   * `LockService.queryPermits`). Throws `InvalidLockOptionsError` for a strategy whose semaphores cannot tell.
-   */
-  async inspectPermits(key: string): Promise<SemaphoreInspection> {
-    const semaphore = this.strategy.semaphore;
-    return this.operatorCall(key, 'queryPermits', semaphore?.inspect?.bind(semaphore))();
-  }
-
-  /**
-   * Ends every hold of `key` (full key) as an operator would, and records who broke what in the `broken`
-   * event, also when the break failed on its way (see `LockService.breakLock`).
-   */
-  async breakLock(key: string, reason: string): Promise<LockInspection['holders']> {
-    const run = this.operatorCall(key, 'breakLock', this.strategy.breakLock);
-    let broken: LockInspection['holders'];
-    try {
-      broken = await run();
-    } catch (error) {
-      // It may have ended some holds before it failed or ran out of time: the record says it was tried.
-      this.events.emit('broken', { strategy: this.name, key, reason, owners: null, error });
-      throw error;
-    }
-    this.events.emit('broken', { strategy: this.name, key, reason, owners: broken.map((holder) => holder.owner) });
-    return broken;
-  }
-
-  /**
-   * An operator's call on `key` (`query`, `breakLock`), once allowed: refused here when the strategy has no
-   * `method`, the key is one it cannot store, or the service is closed; then bounded by the operation
-   * timeout, as every server call is.
-   */
-  private operatorCall<T>(key: string, operation: string, method: ((key: string) => Promise<T>) | undefined): () => Promise<T> {
-    if (!method) {
-      throw new InvalidLockOptionsError('strategy', `strategy "${this.name}" cannot answer ${operation}(): the strategies that can are listed in docs/operations.md.`);
-    }
-    this.strategy.validateKey?.(key);
-    if (this.ledger.closed) throw new LockBackendUnavailableError(this.name, `${operation} (the lock service is closed)`, 0, { key });
-    return () => simpleBoundedCall(this.ledger.clock, this.name, operation, key, this.ledger.operationTimeout, () => method.call(this.strategy, key));
   }
 
   /**

@@ -253,7 +253,7 @@ export class LockService {
    */
   async query(key: string): Promise<LockInfo> {
     const fullKey = this.fullKey(key);
-    return lockInfoOf(key, await this.manager.inspect(fullKey));
+    return lockInfoOf(key, await this.manager.operator.inspect(fullKey));
   }
 
   /**
@@ -272,8 +272,8 @@ export class LockService {
    */
   async queryPrefix(prefix: string, options?: PrefixQueryOptions): Promise<LockPage> {
     const query = validatePrefixQuery(prefix, options);
-    const listing = await this.manager.listKeys(this.keyPrefix + query.prefix, { cursor: query.cursor, limit: query.limit });
-    const inspections = await Promise.all(listing.keys.map((key) => this.manager.inspect(key)));
+    const listing = await this.manager.operator.listKeys(this.keyPrefix + query.prefix, { cursor: query.cursor, limit: query.limit });
+    const inspections = await Promise.all(listing.keys.map((key) => this.manager.operator.inspect(key)));
     // A key released between the listing and its read is no longer held or waited for: not listed.
     const locks = listing.keys
       .map((key, i) => lockInfoOf(key.slice(this.keyPrefix.length), inspections[i]))
@@ -292,7 +292,7 @@ export class LockService {
    */
   async queryPermits(key: string): Promise<PermitsInfo> {
     const fullKey = validateLockKey(this.keyPrefix + validateLockKey(key, 'Semaphore key'), 'Semaphore key');
-    return permitsInfoOf(key, await this.manager.inspectPermits(fullKey));
+    return permitsInfoOf(key, await this.manager.operator.inspectPermits(fullKey));
   }
 
   /**
@@ -314,7 +314,7 @@ export class LockService {
     if (typeof reason !== 'string' || reason.trim().length === 0 || reason.length > 500) {
       throw new InvalidLockOptionsError('reason', 'breakLock needs a reason: who breaks the lock, and why (a non-empty string of at most 500 characters).');
     }
-    return lockInfoOf(key, { holders: await this.manager.breakLock(fullKey, reason) }).held;
+    return lockInfoOf(key, { holders: await this.manager.operator.breakLock(fullKey, reason) }).held;
   }
 
   /** The lock on `key` (or the innermost one) held by the running call chain through this strategy. */

@@ -2,10 +2,6 @@ import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error
 import { LockNotReplicatedError } from '../../errors/lock-not-replicated.error';
 import type { LeaseGrant, LockRequest, WaitBudget } from '../../locking/lock-lease';
 import type { KeyListing, LockInspection } from '../../locking/lock-query';
-import { LockPermissionDeniedError } from '../../errors/lock-permission-denied.error';
-import type { Redis } from 'ioredis';
-import { isRedisCluster } from './redis-key-pipeline';
-import { listRedisLockKeys } from './redis-key-listing';
 import { assertDuration, assertKnownKeys, describe } from '../../locking/lock-options';
 import { handOverLimits, type HandOverLimits } from '../../locking/hand-over-limits';
 import type { LeaseLostListener, LockStrategy, LockStrategyCapabilities, TransferOutcome } from '../../locking/lock-strategy.interface';
@@ -14,8 +10,8 @@ import { RedisInbox } from './redis-inbox';
 import type { RedisLockClient } from './redis-client.type';
 import { resolveRedisClient } from './redis-connection';
 import { RedisLockKeyNames, type RedisLockKeys } from './redis-keys';
-import { ACQUIRE_SCRIPT, EXTEND_SCRIPT, HELD_SCRIPT, INSPECT_SCRIPT, LEAVE_QUEUE_SCRIPT, RELEASE_SCRIPT, TRANSFER_SCRIPT, type AcquireArgs, type AcquireReply, type InspectReply } from './redis-lock.scripts';
-import { inspectionOf, QUERY_WAITERS_LIMIT } from './redis-lock-inspection';
+import { ACQUIRE_SCRIPT, EXTEND_SCRIPT, HELD_SCRIPT, LEAVE_QUEUE_SCRIPT, RELEASE_SCRIPT, TRANSFER_SCRIPT, type AcquireArgs, type AcquireReply } from './redis-lock.scripts';
+import { RedisLockOperator } from './redis-lock-operator';
 import { RedisGiveBacks } from './redis-give-back';
 import { RedisLeaseCheck } from './redis-lease-check';
 import { RedisSentinelWatch, sentinelOptionsOf } from './redis-sentinel-watch';
@@ -28,7 +24,7 @@ import { budgetAborted } from '../../locking/wait-for-wake';
 import { queueCheck, waitInRedisQueue } from './redis-queue-wait';
 import { closeRedisClient } from './close-redis-client';
 import { strategyName } from '../strategy-name';
-import { isPermissionReply, redisCallError } from './redis-acl';
+import { redisCallError } from './redis-acl';
 
 export type { RedisLockStrategyOptions } from './redis-lock-options';
 
@@ -89,7 +85,6 @@ export class RedisLockStrategy implements LockStrategy {
     extend: new RedisScript(EXTEND_SCRIPT),
     leave: new RedisScript(LEAVE_QUEUE_SCRIPT),
     held: new RedisScript(HELD_SCRIPT),
-    inspect: new RedisScript(INSPECT_SCRIPT),
     transfer: new RedisScript(TRANSFER_SCRIPT),
   };
   /**
@@ -98,6 +93,10 @@ export class RedisLockStrategy implements LockStrategy {
    */
   readonly handOverLimits?: HandOverLimits;
   readonly transfer?: (lease: LeaseGrant, next: LockRequest) => Promise<TransferOutcome>;
+  /** The operator's calls (`query`, `queryPrefix`, `breakLock`): see RedisLockOperator. */
+  readonly inspect: (key: string) => Promise<LockInspection>;
+  readonly listKeys: (prefix: string, page: { readonly cursor?: string; readonly limit: number }) => Promise<KeyListing>;
+  readonly breakLock: (key: string) => Promise<LockInspection['holders']>;
 
   constructor(options: RedisLockStrategyOptions) {
     const raw: unknown = options;
@@ -152,6 +151,10 @@ export class RedisLockStrategy implements LockStrategy {
       leaseCheck: this.leaseCheck,
       callError: (error, operation, key) => this.callError(error, operation, key),
     });
+    const operator = new RedisLockOperator({ name: this.name, client: this.client, keyNames: this.keyNames, release: this.scripts.release, bargeMs: this.bargeMs, callError: (error, operation, key) => this.callError(error, operation, key) });
+    this.inspect = (key) => operator.inspect(key);
+    this.listKeys = (prefix, page) => operator.listKeys(prefix, page);
+    this.breakLock = (key) => operator.breakLock(key);
   }
 
   async tryAcquire(request: LockRequest): Promise<LeaseGrant | null> {
@@ -281,61 +284,6 @@ export class RedisLockStrategy implements LockStrategy {
     const keys = this.keyNames.of(lease.key);
     const held = async (): Promise<boolean> => (await this.scripts.held.run(this.client, keys.keys, [lease.owner])) === 1;
     return this.leaseCheck.watch(`lock:${lease.owner}:${lease.key}`, held, listener);
-  }
-
-  /**
-   * The writer or the live readers, and the live waiters of Redis's queue in its order (the first
-   * QUERY_WAITERS_LIMIT), in one read-only script. Times come from the server's clock, moved onto this
-   * process's by the server's "now" in the same reply, taken as the middle of the round trip: off by half
-   * of it at most, however long the reply waited to be read.
-   */
-  async inspect(key: string): Promise<LockInspection> {
-    let reply: InspectReply;
-    const sentAt = Date.now();
-    try {
-      reply = await this.scripts.inspect.run(this.client, this.keyNames.of(key).keys, [QUERY_WAITERS_LIMIT]);
-    } catch (error) {
-      throw this.callError(error, 'query', key);
-    }
-    return inspectionOf(reply, Math.round((sentAt + Date.now()) / 2));
-  }
-
-  /**
-   * The keys under `prefix` that are held now, a page at a time (see listRedisLockKeys): SCAN, never KEYS.
-   * A single Redis or Sentinel; a Cluster's keys are on many nodes, which one SCAN does not cover.
-   */
-  async listKeys(prefix: string, page: { readonly cursor?: string; readonly limit: number }): Promise<KeyListing> {
-    if (isRedisCluster(this.client)) {
-      throw new InvalidLockOptionsError('strategy', `strategy "${this.name}" runs on a Redis Cluster, whose keys no one SCAN lists: queryPrefix answers on a single Redis or Sentinel (query one key at a time here).`);
-    }
-    if (page.cursor !== undefined && !/^\d{1,20}$/.test(page.cursor)) throw new InvalidLockOptionsError('cursor', 'expected the `next` string of the previous page of this strategy.');
-    try {
-      return await listRedisLockKeys(this.client as unknown as Pick<Redis, 'scan'>, this.keyNames.namespace, prefix, page);
-    } catch (error) {
-      // SCAN is not in the ACL recipe for locking: a user allowed only that is told what queryPrefix also needs.
-      if (isPermissionReply(error)) throw new LockPermissionDeniedError(this.name, 'queryPrefix', 'the +scan command (queryPrefix lists the lock keys with SCAN)', { key: prefix, cause: error });
-      throw this.callError(error, 'queryPrefix', prefix);
-    }
-  }
-
-  /**
-   * Ends the writer's hold (all of its re-entries) or each live reader's, as their releases would: the lock
-   * goes to the queue's head. Owner by owner, each release only ends the hold it names: a holder that came
-   * after the inspection is not broken. The holders learn at their next extension or release.
-   */
-  async breakLock(key: string): Promise<LockInspection['holders']> {
-    const { holders } = await this.inspect(key);
-    const keys = this.keyNames.of(key);
-    const broken: Array<LockInspection['holders'][number]> = [];
-    try {
-      for (const holder of holders) {
-        const ended = await this.scripts.release.run(this.client, keys.keys, [holder.owner, keys.channel, '0', this.bargeMs, '1']);
-        if (ended === 1) broken.push(holder);
-      }
-    } catch (error) {
-      throw this.callError(error, 'breakLock', key);
-    }
-    return broken;
   }
 
   async ping(): Promise<void> {

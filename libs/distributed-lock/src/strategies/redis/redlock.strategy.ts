@@ -1,55 +1,25 @@
-import type { RedisOptions } from 'ioredis';
-import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
 import { LockBackendUnavailableError } from '../../errors/lock-backend-unavailable.error';
 import { abortableDelay } from '../../locking/abortable-delay';
 import type { LeaseGrant, LockRequest, WaitBudget } from '../../locking/lock-lease';
 import type { LockInspection } from '../../locking/lock-query';
-import { assertDuration, assertKnownKeys, describe } from '../../locking/lock-options';
 import type { LockStrategy, LockStrategyCapabilities } from '../../locking/lock-strategy.interface';
 import { CLOCK_DRIFT_FACTOR } from '../../locking/lease-expiry';
 import { closeRedisClient } from './close-redis-client';
 import { RedisChannelListener } from './redis-channel-listener';
-import type { IoRedisClient, RedisLockClient } from './redis-client.type';
+import type { RedisLockClient } from './redis-client.type';
 import { resolveRedisClient, type OwnedRedisClient } from './redis-connection';
 import { RedisLockKeyNames, type RedisLockKeys } from './redis-keys';
 import { REDLOCK_ACQUIRE_SCRIPT, REDLOCK_EXTEND_SCRIPT, REDLOCK_HAND_OVER_SCRIPT, REDLOCK_RELEASE_SCRIPT } from './redlock.scripts';
 import { RedisScript } from './redis-script';
 import { RedisGiveBacks } from './redis-give-back';
 import { RedlockLocalHandOver } from './redlock-local-hand-over';
-import { handOverLimits, type LocalHandOverOption } from '../../locking/hand-over-limits';
 import { RedlockProcessLine } from './redlock-process-line';
 import { majorityError } from './redlock-majority-error';
 import { RedlockQuery } from './redlock-query';
 import { RedlockQueueMaster } from './redlock-queue-master';
 import { runOnMasters, type NodeOutcome } from './redlock-round';
 import { RedlockWait, type RedlockAttempt, type RedlockWaitDeps } from './redlock-wait';
-import { strategyName } from '../strategy-name';
-
-/** Options of the Redlock strategy. */
-export interface RedlockStrategyOptions {
-  /** Independent masters (not replicas of each other, not one Cluster): at least 3, an odd number is best. */
-  readonly clients?: readonly IoRedisClient[];
-  /** Or their URLs / options: the strategy creates and closes the clients. */
-  readonly connections?: ReadonlyArray<string | RedisOptions>;
-  /** Name in messages and events. Default "redlock". */
-  readonly name?: string;
-  /** Prefix of every Redis key. Default "dlock:redlock:". */
-  readonly namespace?: string;
-  /** How long one node may take to answer, in ms; far below the lease. Default 100. */
-  readonly nodeTimeout?: number;
-  /** Bound of a wait for a release notification before trying again, in ms. Default 500. */
-  readonly recheckInterval?: number;
-  /**
-   * Local hand-over: a release hands the lock straight to the next contender of this process for the
-   * same key (no round trip to the masters), at most `passes` times and within `windowMs` of the
-   * masters' grant, so other processes still get their turn. `false` turns it off. Default
-   * `{ passes: 64, windowMs: 50 }`: fewer passes share the key more evenly between processes, at the
-   * cost of a round trip to every master each time the lock goes back.
-   */
-  readonly localHandover?: LocalHandOverOption;
-}
-
-const OPTION_KEYS = ['clients', 'connections', 'name', 'namespace', 'nodeTimeout', 'recheckInterval', 'localHandover'];
+import { assertNodeTimeoutFits, validRedlockOptions, type RedlockStrategyOptions } from './redlock-options';
 
 /**
  * Redlock (Redis' algorithm for N independent masters): the lock is held when a majority (⌊N/2⌋+1) of
@@ -97,28 +67,18 @@ export class RedlockStrategy implements LockStrategy {
   };
 
   constructor(options: RedlockStrategyOptions) {
-    const raw: unknown = options;
-    assertKnownKeys(raw, OPTION_KEYS, 'RedlockStrategy options');
-    this.name = strategyName(options.name, 'redlock');
-    if (options.clients !== undefined && options.connections !== undefined) {
-      throw new InvalidLockOptionsError('RedlockStrategy options', 'give either `clients` or `connections`, not both.');
-    }
-    const list: readonly unknown[] = options.clients ?? options.connections ?? [];
-    if (!Array.isArray(list) || list.length < 3) {
-      throw new InvalidLockOptionsError(options.clients ? 'clients' : 'connections', `Redlock needs at least 3 independent masters, got ${Array.isArray(list) ? list.length : describe(list)}.`);
-    }
-    this.nodes = list.map((entry, i) =>
-      options.clients
-        ? resolveRedisClient(entry as IoRedisClient, undefined, this.name, `clients[${i}]`)
-        : resolveRedisClient(undefined, entry as string | RedisOptions, this.name, `connections[${i}]`),
+    const valid = validRedlockOptions(options);
+    this.name = valid.name;
+    this.nodes = valid.masters.map((master, i) =>
+      master.client ? resolveRedisClient(master.client, undefined, this.name, `clients[${i}]`) : resolveRedisClient(undefined, master.connection, this.name, `connections[${i}]`),
     );
     this.listeners = this.nodes.map((node) => new RedisChannelListener(this.name, () => node.client.duplicate()));
-    this.keyNames = new RedisLockKeyNames(options.namespace ?? 'dlock:redlock:');
+    this.keyNames = new RedisLockKeyNames(valid.namespace);
     this.quorum = Math.floor(this.nodes.length / 2) + 1;
-    this.nodeTimeoutMs = assertDuration(options.nodeTimeout ?? 100, 'nodeTimeout', 1);
+    this.nodeTimeoutMs = valid.nodeTimeoutMs;
     this.verdictTimeoutMs = Math.max(this.nodeTimeoutMs, VERDICT_TIMEOUT_MS);
-    this.recheckMs = assertDuration(options.recheckInterval ?? 500, 'recheckInterval', 10);
-    this.localHandOver = new RedlockLocalHandOver(handOverLimits(options.localHandover));
+    this.recheckMs = valid.recheckMs;
+    this.localHandOver = new RedlockLocalHandOver(valid.handOver);
     this.queueMaster = new RedlockQueueMaster(this.listeners[0], this.keyNames.namespace, this.recheckMs * 3);
     this.processLine = new RedlockProcessLine(this.listeners, this.keyNames);
     this.waitDeps = {
@@ -176,7 +136,7 @@ export class RedlockStrategy implements LockStrategy {
    * split the votes) or `refused`.
    */
   private async attempt(request: LockRequest, redisOwner = this.localHandOver.newRedisOwner(request.owner), inLine = false, firstMasterFirst = false, keepFirstVote = inLine): Promise<RedlockAttempt> {
-    this.assertNodeTimeoutFits(request.ttlMs);
+    assertNodeTimeoutFits(this.nodeTimeoutMs, request.ttlMs);
     const keys = this.keyNames.of(request.key);
     if (firstMasterFirst) {
       // Not next in line yet: ask the first master alone, so that a contender it puts in line takes no
@@ -417,12 +377,6 @@ export class RedlockStrategy implements LockStrategy {
   /** Runs `operation` on every master in parallel (see `runOnMasters`). */
   private onEveryNode(operation: (client: RedisLockClient, index: number) => Promise<boolean>, enough = Infinity): Promise<NodeOutcome[]> {
     return runOnMasters(this.nodes, this.nodeTimeoutMs, operation, enough);
-  }
-
-  private assertNodeTimeoutFits(ttlMs: number): void {
-    if (this.nodeTimeoutMs * 2 >= ttlMs) {
-      throw new InvalidLockOptionsError('ttl', `Redlock needs a lease far above the node timeout (${this.nodeTimeoutMs} ms); use a ttl of at least ${this.nodeTimeoutMs * 2 + 1} ms.`);
-    }
   }
 }
 
