@@ -40,6 +40,8 @@ export const PG_ADVISORY_SQL_FLOOR = 'floor:postgres advisory strategy SQL (lock
 export const MYSQL_ADVISORY_SQL_FLOOR = 'floor:mysql advisory strategy SQL (GET_LOCK + token upsert in one INSERT, RELEASE_LOCK)';
 
 const FLOOR_TOKENS = { sequence: 'bench_floor_advisory_tokens', fences: 'bench_floor_advisory_fences' };
+/** The owner id the MySQL floor writes with each grant: the form and length of a lock manager's ("host:pid:uuid"). */
+const FLOOR_OWNER = `bench-host:12345:${'0'.repeat(8)}-0000-4000-8000-${'0'.repeat(12)}`;
 
 /**
  * The advisory strategy's own statements on PostgreSQL, sent raw on a pooled pg connection as named
@@ -86,7 +88,7 @@ export function rawPgAdvisorySqlFloor(): () => Promise<BenchLock> {
  * The advisory strategy's own statements on MySQL/MariaDB, sent raw on a pooled mysql2 connection: the
  * `INSERT … SELECT … WHERE GET_LOCK(…)` that takes the lock and writes its fencing token in one statement,
  * waiting what is left of the wait (fractional seconds, as the strategy sends it; the strategy tries with 0
- * first), and `RELEASE_LOCK`. Its counterpart without the token is the GET_LOCK peer.
+ * first; its owner id is a fixed one, of the length of a real owner id), and `RELEASE_LOCK`. Its counterpart without the token is the GET_LOCK peer.
  */
 export function rawMysqlAdvisorySqlFloor(): () => Promise<BenchLock> {
   return async () => {
@@ -102,7 +104,7 @@ export function rawMysqlAdvisorySqlFloor(): () => Promise<BenchLock> {
         const deadline = Date.now() + waitMs;
         const connection = await pool.getConnection();
         try {
-          const [result] = await connection.query<ResultSetHeader>(sql.lock, [key, name, Math.max(1, Math.ceil(deadline - Date.now())) / 1000]);
+          const [result] = await connection.query<ResultSetHeader>(sql.lock, [key, FLOOR_OWNER, name, Math.max(1, Math.ceil(deadline - Date.now())) / 1000]);
           if (result.affectedRows === 0) throw new Error(`GET_LOCK(${key}) timed out`);
         } catch (error) {
           // The lock may have been granted as the statement failed: the connection is not reused.

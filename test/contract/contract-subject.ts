@@ -40,6 +40,16 @@ export interface ContractSubject {
    */
   readonly queryWithoutGrantTime?: boolean;
   /**
+   * The backend keeps a grant time but no lease end (a database lock held by a connection lives as long as
+   * it): `expiresAt` must then be null, `grantedAt` is checked as for the others.
+   */
+  readonly queryWithoutLeaseEnd?: boolean;
+  /**
+   * `breakLock` ends the holder's session on the server (a database's connection): the holder, told at once,
+   * hears `session-ended`, the one thing its connection's end can say, instead of `broken`.
+   */
+  readonly breakEndsSession?: boolean;
+  /**
    * The backend keeps no queue of waiters (memcached: contenders poll): `pending` must then be null while
    * another instance waits, never a guessed line.
    */

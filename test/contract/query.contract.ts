@@ -88,8 +88,12 @@ export function describeQueryContract(subject: ContractSubject): void {
         expect(held.grantedAt).toBeGreaterThanOrEqual(before - slack);
         expect(held.grantedAt).toBeLessThanOrEqual(after + slack);
       }
-      expect(held.expiresAt).toBeGreaterThanOrEqual(before + ttl - slack);
-      expect(held.expiresAt).toBeLessThanOrEqual(after + ttl + slack);
+      if (subject.queryWithoutLeaseEnd) {
+        expect(held.expiresAt).toBeNull();
+      } else {
+        expect(held.expiresAt).toBeGreaterThanOrEqual(before + ttl - slack);
+        expect(held.expiresAt).toBeLessThanOrEqual(after + ttl + slack);
+      }
       await lock.release();
     };
 
@@ -185,8 +189,9 @@ export function describeQueryContract(subject: ContractSubject): void {
       expect(ended.map((held) => held.owner.id)).toEqual([holder.owner]);
       const error = await section;
       expect(error).toBeInstanceOf(LockLostError);
-      expect(['broken', 'extension-refused', 'not-held-at-release']).toContain((error as LockLostError).reason);
-      if (subject.pushesRemoval) expect((error as LockLostError).reason).toBe('broken');
+      const told = subject.breakEndsSession ? 'session-ended' : 'broken';
+      expect([told, 'extension-refused', 'not-held-at-release']).toContain((error as LockLostError).reason);
+      if (subject.pushesRemoval) expect((error as LockLostError).reason).toBe(told);
       const successor = await next;
       if (subject.capabilities.fencing) expect(successor.fencingToken).toBeGreaterThan(holder.fencingToken as number);
       expect(events).toEqual([{ strategy: expect.any(String), key: expect.stringContaining(k), reason: 'ops: stuck since 02:00', owners: [holder.owner] }]);
@@ -240,7 +245,8 @@ export function describeQueryContract(subject: ContractSubject): void {
             const successor = await next;
             // Told at once where the backend pushes the loss, else at its next extension (every ttl/3).
             const lost = await holder.waitForLine(/^lost /, 5_000);
-            expect(subject.pushesRemoval ? ['lost broken'] : ['lost broken', 'lost extension-refused']).toContain(lost);
+            const told = `lost ${subject.breakEndsSession ? 'session-ended' : 'broken'}`;
+            expect(subject.pushesRemoval ? [told] : [told, 'lost extension-refused']).toContain(lost);
             if (fenced) {
               expect(successor.fencingToken).toBeGreaterThan(holder.fencingToken as number);
               expect(await resource.write(k, successor.fencingToken as number, 'successor')).toBe(true);

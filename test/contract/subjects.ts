@@ -160,6 +160,13 @@ function clientOf(server: InMemoryLockStrategy): LockStrategy {
   });
 }
 
+/**
+ * A database lock held by a connection pinned for it (`query` names its holder from the fence row and the
+ * server's own record of the connection that holds it): the server keeps no lease end and no queue it could
+ * name waiters from, and a break ends the holder's session.
+ */
+const answersFromItsConnection = { answersQuery: true, queryWithoutLeaseEnd: true, queryWithoutQueue: true, breakEndsSession: true } as const;
+
 export const subjects: readonly ContractSubject[] = [
   {
     name: 'memory',
@@ -259,6 +266,7 @@ export const subjects: readonly ContractSubject[] = [
   {
     name: 'pessimistic (PostgreSQL)',
     pushesRemoval: true,
+    ...answersFromItsConnection,
     capabilities: { fencing: true, fifo: false, sharedLocks: false, crossProcess: true },
     create: async () => new PessimisticLockStrategy({ connection: postgresOptions(), name: 'pessimistic-postgres' }),
     removeBehindBack: (_strategy, key) => terminatePessimisticHolder(key),
@@ -273,6 +281,7 @@ export const subjects: readonly ContractSubject[] = [
   {
     name: 'advisory GET_LOCK (MariaDB)',
     pushesRemoval: true,
+    ...answersFromItsConnection,
     capabilities: { fencing: true, fifo: true, sharedLocks: false, crossProcess: true },
     create: async () => new AdvisoryLockStrategy({ connection: mysqlOptions(), name: 'advisory-mysql' }),
     removeBehindBack: (_strategy, key) => killGetLockHolder(key),

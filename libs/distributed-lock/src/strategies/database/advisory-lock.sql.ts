@@ -19,8 +19,8 @@ export interface AdvisoryStatements {
   /**
    * Wait for the lock on the server (bounded there by the wait: `lock_timeout` on PostgreSQL, GET_LOCK's
    * timeout on MySQL), then draw the token. PostgreSQL parameters: advisory key, wait as `'<n>ms'`; its
-   * result's row carries `fencing_token`. MySQL parameters: key, name, wait in seconds; the token is the
-   * OK packet's insertId, and no row changed means the wait ran out.
+   * result's row carries `fencing_token`. MySQL parameters: key, owner, name, wait in seconds; the token is
+   * the OK packet's insertId, and no row changed means the wait ran out.
    */
   readonly lock: string;
   /** The same without waiting (PostgreSQL: `pg_try_…`, whose token is null when refused; MySQL: a 0 s wait). */
@@ -59,9 +59,13 @@ export function advisoryStatements(d: SqlDialect, scope: 'session' | 'transactio
     };
   }
   const fences = d.quote(objects.fences);
-  // GET_LOCK in the WHERE clause: the token row is written only once the lock is ours, in the same statement.
-  const lock = `INSERT INTO ${fences} (lock_key, fencing_token) SELECT ?, ${d.tokenExpression(d.firstToken(objects.fences))} FROM DUAL WHERE GET_LOCK(?, ?) = 1
-    ON DUPLICATE KEY UPDATE fencing_token = ${d.tokenExpression(d.nextToken('fencing_token', objects.fences))}`;
+  // GET_LOCK in the WHERE clause: the token row is written only once the lock is ours, in the same statement,
+  // with the holder's owner id, connection and grant time (what `query` reads: see getLockHolderStatements).
+  // SYSDATE, not NOW: the time the row is written, after the wait, not the statement's start.
+  const lock = `INSERT INTO ${fences} (lock_key, fencing_token, locked_by, locked_by_connection, locked_at)
+    SELECT ?, ${d.tokenExpression(d.firstToken(objects.fences))}, ?, CONNECTION_ID(), SYSDATE(3) FROM DUAL WHERE GET_LOCK(?, ?) = 1
+    ON DUPLICATE KEY UPDATE fencing_token = ${d.tokenExpression(d.nextToken('fencing_token', objects.fences))}, locked_by = VALUES(locked_by),
+      locked_by_connection = VALUES(locked_by_connection), locked_at = VALUES(locked_at)`;
   return { lock, tryLock: lock, unlock: 'SELECT RELEASE_LOCK(?) AS released', unlockAll: 'SELECT RELEASE_ALL_LOCKS()' };
 }
 

@@ -3,6 +3,7 @@ import { InvalidLockKeyError } from '../../errors/invalid-lock-key.error';
 import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
 import { LockCommitFailedError } from '../../errors/lock-commit-failed.error';
 import type { LeaseGrant, LockRequest, WaitBudget } from '../../locking/lock-lease';
+import type { LockInspection } from '../../locking/lock-query';
 import { assertKnownKeys, describe } from '../../locking/lock-options';
 import type { LeaseLostListener, LockStrategy, LockStrategyCapabilities, ReleaseOutcome } from '../../locking/lock-strategy.interface';
 import { budgetAborted } from '../../locking/wait-for-wake';
@@ -11,6 +12,7 @@ import { strategyName } from '../strategy-name';
 import { getLockName, postgresAdvisoryKey } from './advisory-key';
 import { ADVISORY_OBJECTS, advisoryDdl, advisoryStatements, type AdvisoryStatements } from './advisory-lock.sql';
 import { maxHeldConnectionsFor } from './connection-slots';
+import { getLockHolderStatements, pinnedOperatorCalls } from './pinned-lock-inspection';
 import { PinnedLocks, pinnedLock, type PinnedLock } from './pinned-locks';
 import { poolSizeOf } from './pool-size';
 import type { LockDataSource } from './database-client.type';
@@ -114,6 +116,12 @@ export class AdvisoryLockStrategy implements LockStrategy {
   /** The held locks, their connections, leases and slots (`maxHeldConnections`), and the waits in progress. */
   private readonly locks: PinnedLocks<AdvisoryLock>;
   private ready: Promise<Prepared> | undefined;
+  /**
+   * MySQL/MariaDB only (see `getLockHolderStatements`): PostgreSQL keeps no owner of an advisory lock that
+   * a query could read without a write per grant, so there `query` and `breakLock` are refused.
+   */
+  readonly inspect?: (key: string) => Promise<LockInspection>;
+  readonly breakLock?: (key: string) => Promise<LockInspection['holders']>;
 
   constructor(options: AdvisoryLockStrategyOptions) {
     const raw: unknown = options;
@@ -135,6 +143,12 @@ export class AdvisoryLockStrategy implements LockStrategy {
       throw new InvalidLockOptionsError('dataSource', 'the advisory strategy needs PostgreSQL (advisory locks) or MySQL/MariaDB (GET_LOCK); use RowLockStrategy on SQLite.');
     }
     this.capabilities = Object.freeze({ fencing: true, fifo: true, sharedLocks: false, crossProcess: true, transactional: scope === 'transaction' });
+    if (dialectOf(this.dataSource, this.name).name === 'mysql') {
+      const fences = this.tokens ?? ADVISORY_OBJECTS.fences;
+      ({ inspect: this.inspect, breakLock: this.breakLock } = pinnedOperatorCalls(this.dataSource, this.fastPaths, 'MySQL', async () => getLockHolderStatements((await this.prepare()).dialect, fences, getLockName), (error, operation, key) =>
+        sqlCallError(error, { strategy: this.name, operation, key, tables: [{ table: fences, privileges: 'SELECT' }] }),
+      ));
+    }
   }
 
   validateKey(key: string): void {
@@ -231,10 +245,10 @@ export class AdvisoryLockStrategy implements LockStrategy {
       // Tried first: a free lock is taken by the plain try (one short statement, prepared once per
       // connection on PostgreSQL), and only a refused one waits. A refused try leaves nothing on the
       // server, and cannot overtake a waiter: the server hands a released lock to its first waiter itself.
-      let result = await queryOnRunner(runner, sql.tryLock, this.lockParameters(dialect, request.key, lockName, undefined), this.fastPaths);
+      let result = await queryOnRunner(runner, sql.tryLock, this.lockParameters(dialect, request, lockName, undefined), this.fastPaths);
       if (budget && tokenOf(dialect, result) === undefined) {
         if (stopped()) return await giveUp(await disarm());
-        result = await queryOnRunner(runner, sql.lock, this.lockParameters(dialect, request.key, lockName, deadline - Date.now()), this.fastPaths);
+        result = await queryOnRunner(runner, sql.lock, this.lockParameters(dialect, request, lockName, deadline - Date.now()), this.fastPaths);
       }
       const lockedAt = Date.now();
       const killed = await disarm();
@@ -302,11 +316,11 @@ export class AdvisoryLockStrategy implements LockStrategy {
    * `lockName`: the server's name for the lock (see `lockOnConnection`). `waitMs`: what is left of the
    * caller's wait when the statement goes (undefined: the try, no wait).
    */
-  private lockParameters(dialect: SqlDialect, key: string, lockName: string, waitMs: number | undefined): unknown[] {
+  private lockParameters(dialect: SqlDialect, request: LockRequest, lockName: string, waitMs: number | undefined): unknown[] {
     const wait = waitMs === undefined ? undefined : Math.max(1, Math.ceil(waitMs));
     if (dialect.name === 'postgres') return wait === undefined ? [lockName] : [lockName, `${wait}ms`];
     // GET_LOCK takes fractional seconds on MariaDB; the session's end at the deadline bounds it on MySQL 8.
-    return [key, lockName, wait === undefined ? 0 : wait / 1000];
+    return [request.key, request.owner, lockName, wait === undefined ? 0 : wait / 1000];
   }
 
   /**

@@ -3,11 +3,13 @@ import { InvalidLockKeyError } from '../../errors/invalid-lock-key.error';
 import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
 import { LockCommitFailedError } from '../../errors/lock-commit-failed.error';
 import type { LeaseGrant, LockRequest, WaitBudget } from '../../locking/lock-lease';
+import type { LockInspection } from '../../locking/lock-query';
 import { assertKnownKeys, describe } from '../../locking/lock-options';
 import { assertFastPaths } from '../fast-paths-option';
 import type { LeaseLostListener, LockStrategy, LockStrategyCapabilities, ReleaseOutcome } from '../../locking/lock-strategy.interface';
 import type { LockDataSource } from './database-client.type';
 import { maxHeldConnectionsFor } from './connection-slots';
+import { pinnedOperatorCalls, rowLockHolderStatements } from './pinned-lock-inspection';
 import { PinnedLocks, pinnedLock, type PinnedLock } from './pinned-locks';
 import { poolWaitDeadline } from './pool-connection';
 import { poolSizeOf } from './pool-size';
@@ -98,6 +100,15 @@ export class PessimisticLockStrategy implements LockStrategy {
   /** Keys whose lock row we have seen: their acquisitions skip the existence check. */
   private readonly knownRows = new Set<string>();
 
+  /**
+   * PostgreSQL only (see `rowLockHolderStatements`): InnoDB tells which transaction locks a row only through
+   * `information_schema` tables that need the PROCESS privilege and date a transaction to the second, too
+   * coarse to tell a holder from the next transaction of its connection. There `query` and `breakLock` are
+   * refused.
+   */
+  readonly inspect?: (key: string) => Promise<LockInspection>;
+  readonly breakLock?: (key: string) => Promise<LockInspection['holders']>;
+
   constructor(options: PessimisticLockStrategyOptions) {
     const raw: unknown = options;
     assertKnownKeys(raw, OPTION_KEYS, 'PessimisticLockStrategy options');
@@ -114,6 +125,11 @@ export class PessimisticLockStrategy implements LockStrategy {
     this.locks = new PinnedLocks(this.name, 'pessimistic', maxHeldConnectionsFor(options.maxHeldConnections, poolSize), (row, outcome) => this.endTransaction(row, outcome), poolSize, this.dataSource);
     if (dialectOf(this.dataSource, this.name).name === 'sqlite') {
       throw new InvalidLockOptionsError('dataSource', 'the pessimistic strategy needs MySQL, MariaDB or PostgreSQL (row locks held by a transaction); use RowLockStrategy on SQLite.');
+    }
+    if (dialectOf(this.dataSource, this.name).name === 'postgres') {
+      ({ inspect: this.inspect, breakLock: this.breakLock } = pinnedOperatorCalls(this.dataSource, this.fastPaths, 'PostgreSQL', async () => rowLockHolderStatements((await this.prepare()).dialect, this.table, this.fenceTable), (error, operation, key) =>
+        sqlCallError(error, { strategy: this.name, operation, key, tables: [{ table: this.table, privileges: 'SELECT' }, { table: this.fenceTable, privileges: 'SELECT' }] }),
+      ));
     }
   }
 

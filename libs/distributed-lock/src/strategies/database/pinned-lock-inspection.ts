@@ -1,0 +1,151 @@
+import type { LockInspection } from '../../locking/lock-query';
+import type { LockDataSource } from './database-client.type';
+import { queryOnDataSource } from './mysql-direct';
+import type { SqlDialect } from './sql-dialect';
+
+// `query` and `breakLock` for a lock held on a pinned connection: the fence row of the key names the last
+// grant (owner, token, connection, time, all written in the grant's own statement or right after it), and
+// the server says whether that connection still holds the lock. Only that pairing names a holder: a fence
+// row alone may be a holder long gone, a held lock alone has no owner id. The server keeps no lease end
+// (the lock lives as long as the holder's connection) and, on these two, no queue that names its waiters.
+
+/** The statements that read a key's holder and end its session, for one strategy on one dialect. */
+export interface PinnedHolderStatements {
+  /** The key's holder, if any, as one row (see `HolderRow`). Its parameters: `holderParameters`. */
+  readonly holder: string;
+  holderParameters(key: string): unknown[];
+  /**
+   * Ends the session of the holder the inspection named, with its lock: the statement and its parameters.
+   * PostgreSQL ends it only while that owner, with that token, still holds it, in one statement.
+   */
+  endSession(key: string, holder: { readonly connection: number; readonly owner: string; readonly token: number | undefined }): { sql: string; parameters: unknown[] };
+  /** Whether `endSession` ended the holder's session, by its answer. */
+  ended(records: readonly unknown[]): boolean;
+  /** Whether `endSession` failed only because the session had already ended (then nothing was ended, and nothing failed). */
+  alreadyGone(error: unknown): boolean;
+}
+
+/** One row of `PinnedHolderStatements.holder`: drivers give numbers as numbers or strings. */
+interface HolderRow {
+  readonly connection: number | string;
+  /** Null where the holder's connection has no fence row of ours (a holder of another program, or of a version that wrote none). */
+  readonly owner: string | null;
+  readonly token: number | string | null;
+  readonly granted_at: number | string | null;
+  readonly now_ms: number | string;
+}
+
+/** MariaDB's and MySQL's error number for a KILL of a connection that is not there. */
+const ER_NO_SUCH_THREAD = 1094;
+
+/** A holder the inspection found, with the connection whose session holds it. */
+export type PinnedHolder = LockInspection['holders'][number] & { readonly connection: number };
+
+/**
+ * Reads the key's holder in one statement, its grant time moved from the server's clock onto this
+ * process's by the middle of the round trip (off by half of it at most).
+ */
+export async function pinnedHolders(dataSource: LockDataSource, sql: PinnedHolderStatements, key: string, fastPaths: boolean, serverName: string): Promise<PinnedHolder[]> {
+  const sentAt = Date.now();
+  const { records } = await queryOnDataSource(dataSource, sql.holder, sql.holderParameters(key), fastPaths);
+  const localNow = Math.round((sentAt + Date.now()) / 2);
+  return (records as readonly HolderRow[]).map((row) => ({
+    connection: Number(row.connection),
+    // Still a holder, though not one of ours: named by what the server knows of it.
+    owner: row.owner ?? `${serverName} connection ${Number(row.connection)}`,
+    mode: 'exclusive',
+    ...(row.token !== null ? { fencingToken: Number(row.token) } : {}),
+    ...(row.granted_at !== null ? { grantedAt: localNow + (Number(row.granted_at) - Number(row.now_ms)) } : {}),
+  }));
+}
+
+/**
+ * Ends the session of each holder the inspection found: the server frees the lock with it, and the holder,
+ * whose connection is watched, is told at once that its session ended. Resolves the holders ended.
+ */
+export async function endHolderSessions(dataSource: LockDataSource, sql: PinnedHolderStatements, key: string, fastPaths: boolean, serverName: string): Promise<LockInspection['holders']> {
+  const ended: Array<LockInspection['holders'][number]> = [];
+  for (const { connection, ...holder } of await pinnedHolders(dataSource, sql, key, fastPaths, serverName)) {
+    const end = sql.endSession(key, { connection, owner: holder.owner, token: holder.fencingToken });
+    let records: readonly unknown[];
+    try {
+      records = (await queryOnDataSource(dataSource, end.sql, end.parameters, fastPaths)).records;
+    } catch (error) {
+      if (sql.alreadyGone(error)) continue;
+      throw error;
+    }
+    if (sql.ended(records)) ended.push(holder);
+  }
+  return ended;
+}
+
+/**
+ * A strategy's `inspect` and `breakLock` over the statements `statements` resolves (once the strategy is
+ * ready), each failure passed through `callError` (a refused grant names the GRANT to run).
+ */
+export function pinnedOperatorCalls(
+  dataSource: LockDataSource,
+  fastPaths: boolean,
+  serverName: string,
+  statements: () => Promise<PinnedHolderStatements>,
+  callError: (error: unknown, operation: string, key: string) => unknown,
+): { inspect: (key: string) => Promise<LockInspection>; breakLock: (key: string) => Promise<LockInspection['holders']> } {
+  const run = async <T>(key: string, operation: string, call: (sql: PinnedHolderStatements) => Promise<T>): Promise<T> => {
+    try {
+      return await call(await statements());
+    } catch (error) {
+      throw callError(error, operation, key);
+    }
+  };
+  return {
+    inspect: async (key) => ({ holders: (await run(key, 'query', (sql) => pinnedHolders(dataSource, sql, key, fastPaths, serverName))).map(({ connection: _, ...holder }) => holder) }),
+    breakLock: (key) => run(key, 'breakLock', (sql) => endHolderSessions(dataSource, sql, key, fastPaths, serverName)),
+  };
+}
+
+/**
+ * MySQL/MariaDB's `GET_LOCK` (the advisory strategy): `IS_USED_LOCK` names the holding connection, and the
+ * fence row written in the grant's statement names its owner while it names that connection.
+ */
+export function getLockHolderStatements(d: SqlDialect, fences: string, lockNameOf: (key: string) => string): PinnedHolderStatements {
+  return {
+    holder: `SELECT h.connection, f.locked_by AS owner, f.fencing_token AS token, ${d.epochMs('f.locked_at')} AS granted_at, ${d.nowMs} AS now_ms
+      FROM (SELECT IS_USED_LOCK(?) AS connection) AS h
+      LEFT JOIN ${d.quote(fences)} AS f ON f.lock_key = ? AND f.locked_by_connection = h.connection
+      WHERE h.connection IS NOT NULL`,
+    holderParameters: (key) => [lockNameOf(key), key],
+    // KILL takes no condition: between the read and the KILL the holder may have released, and its
+    // connection gone back to its pool (a window of one round trip, on an operator's call).
+    endSession: (_key, holder) => ({ sql: `KILL CONNECTION ${Math.trunc(holder.connection)}`, parameters: [] }),
+    // KILL answers nothing, or fails; a connection that ended meanwhile is an unknown thread.
+    ended: () => true,
+    alreadyGone: (error) => {
+      const e = error as { errno?: unknown; driverError?: { errno?: unknown } } | null;
+      return (e?.driverError?.errno ?? e?.errno) === ER_NO_SUCH_THREAD;
+    },
+  };
+}
+
+/**
+ * PostgreSQL's row lock (the pessimistic strategy): the locked row's `xmax` is the transaction that locked
+ * it, and the fence row names the connection (backend pid) and owner of the last grant. That connection's
+ * current transaction is the row's locker exactly while it holds the lock: a later transaction of the same
+ * connection has another id. Reads `pg_stat_activity`, whose transaction ids a role sees for its own sessions.
+ */
+export function rowLockHolderStatements(d: SqlDialect, rows: string, fences: string): PinnedHolderStatements {
+  const holderOf = `FROM ${d.quote(rows)} AS r JOIN ${d.quote(fences)} AS f ON f.lock_key = r.lock_key
+      JOIN pg_stat_activity AS a ON a.pid = f.locked_by_connection AND a.backend_xid = r.xmax
+      WHERE r.lock_key = $1`;
+  return {
+    holder: `SELECT a.pid AS connection, f.locked_by AS owner, f.fencing_token AS token, ${d.epochMs('f.locked_at')} AS granted_at, ${d.nowMs} AS now_ms ${holderOf}`,
+    holderParameters: (key) => [key],
+    // Ends it only while it is still the holder the inspection found, checked in the same statement.
+    endSession: (key, holder) => ({
+      sql: `SELECT pg_terminate_backend(a.pid) AS ended ${holderOf} AND f.locked_by = $2 AND f.fencing_token = $3`,
+      parameters: [key, holder.owner, holder.token ?? null],
+    }),
+    // A row per session signalled; none once that holder had let go.
+    ended: (records) => (records as ReadonlyArray<{ ended: unknown }>).some((row) => row.ended === true),
+    alreadyGone: () => false,
+  };
+}
