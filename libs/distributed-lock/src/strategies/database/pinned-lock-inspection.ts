@@ -9,11 +9,13 @@ import type { SqlDialect } from './sql-dialect';
 // row alone may be a holder long gone, a held lock alone has no owner id. The server keeps no lease end
 // (the lock lives as long as the holder's connection) and, on these two, no queue that names its waiters.
 
+/** Runs one statement of an inspection and resolves its rows. */
+type RunStatement = (sql: string, parameters: unknown[]) => Promise<readonly unknown[]>;
+
 /** The statements that read a key's holder and end its session, for one strategy on one dialect. */
 export interface PinnedHolderStatements {
-  /** The key's holder, if any, as one row (see `HolderRow`). Its parameters: `holderParameters`. */
-  readonly holder: string;
-  holderParameters(key: string): unknown[];
+  /** Reads the key's holder, if any, as rows of `HolderRow` (at most one), with `run`. */
+  readHolder(run: RunStatement, key: string): Promise<readonly unknown[]>;
   /**
    * Ends the session of the holder the inspection named, with its lock: the statement and its parameters.
    * PostgreSQL ends it only while that owner, with that token, still holds it, in one statement.
@@ -47,7 +49,7 @@ export type PinnedHolder = LockInspection['holders'][number] & { readonly connec
  */
 export async function pinnedHolders(dataSource: LockDataSource, sql: PinnedHolderStatements, key: string, fastPaths: boolean, serverName: string): Promise<PinnedHolder[]> {
   const sentAt = Date.now();
-  const { records } = await queryOnDataSource(dataSource, sql.holder, sql.holderParameters(key), fastPaths);
+  const records = await sql.readHolder(async (statement, parameters) => (await queryOnDataSource(dataSource, statement, parameters, fastPaths)).records, key);
   const localNow = Math.round((sentAt + Date.now()) / 2);
   return (records as readonly HolderRow[]).map((row) => ({
     connection: Number(row.connection),
@@ -105,17 +107,33 @@ export function pinnedOperatorCalls(
 
 /**
  * MySQL/MariaDB's `GET_LOCK` (the advisory strategy): `IS_USED_LOCK` names the holding connection, and the
- * fence row written in the grant's statement names its owner while it names that connection.
+ * fence row, written by the grant's own statement, names its owner. That statement takes the lock before it
+ * writes the row, so for a moment a connection that holds the lock anew still has its previous grant's row.
+ * Hence two reads: first the holder's connection; then, in one statement, whether that connection is running
+ * a grant (`information_schema.PROCESSLIST`, filled before the row is read; a user sees its own connections)
+ * and the row. A connection seen holding, and then not in a grant, has every grant since the first read
+ * written: the row names a hold that was there during the query. Otherwise the holder is named by its
+ * connection alone.
  */
 export function getLockHolderStatements(d: SqlDialect, fences: string, lockNameOf: (key: string) => string): PinnedHolderStatements {
+  const holderRow = `SELECT p.ID AS connection, IS_USED_LOCK(?) AS still, CASE WHEN p.INFO LIKE '%GET\\_LOCK(%' THEN NULL ELSE f.locked_by END AS owner,
+      CASE WHEN p.INFO LIKE '%GET\\_LOCK(%' THEN NULL ELSE f.fencing_token END AS token,
+      CASE WHEN p.INFO LIKE '%GET\\_LOCK(%' THEN NULL ELSE ${d.epochMs('f.locked_at')} END AS granted_at, ${d.nowMs} AS now_ms
+    FROM information_schema.PROCESSLIST AS p
+    LEFT JOIN ${d.quote(fences)} AS f ON f.lock_key = ? AND f.locked_by_connection = p.ID
+    WHERE p.ID = ?`;
   return {
-    holder: `SELECT h.connection, f.locked_by AS owner, f.fencing_token AS token, ${d.epochMs('f.locked_at')} AS granted_at, ${d.nowMs} AS now_ms
-      FROM (SELECT IS_USED_LOCK(?) AS connection) AS h
-      LEFT JOIN ${d.quote(fences)} AS f ON f.lock_key = ? AND f.locked_by_connection = h.connection
-      WHERE h.connection IS NOT NULL`,
-    holderParameters: (key) => [lockNameOf(key), key],
-    // KILL takes no condition: between the read and the KILL the holder may have released, and its
-    // connection gone back to its pool (a window of one round trip, on an operator's call).
+    async readHolder(run, key) {
+      const [first] = (await run('SELECT IS_USED_LOCK(?) AS connection', [lockNameOf(key)])) as ReadonlyArray<{ connection: number | string | null }>;
+      if (first?.connection === null || first?.connection === undefined) return [];
+      const rows = (await run(holderRow, [lockNameOf(key), key, Number(first.connection)])) as ReadonlyArray<{ still: number | string | null }>;
+      // Let go meanwhile (a break must not end what that connection does next): nobody held it throughout.
+      if (rows.length > 0 && Number(rows[0].still) !== Number(first.connection)) return [];
+      // Not our user's connection (PROCESSLIST shows only those): named by its connection alone.
+      return rows.length > 0 ? rows : [{ connection: first.connection, owner: null, token: null, granted_at: null, now_ms: 0 }];
+    },
+    // KILL takes no condition: if the holder let go in the round trip between the read and the KILL, what
+    // its connection does next is ended instead (docs/operations.md says so).
     endSession: (_key, holder) => ({ sql: `KILL CONNECTION ${Math.trunc(holder.connection)}`, parameters: [] }),
     // KILL answers nothing, or fails; a connection that ended meanwhile is an unknown thread.
     ended: () => true,
@@ -129,16 +147,20 @@ export function getLockHolderStatements(d: SqlDialect, fences: string, lockNameO
 /**
  * PostgreSQL's row lock (the pessimistic strategy): the locked row's `xmax` is the transaction that locked
  * it, and the fence row names the connection (backend pid) and owner of the last grant. That connection's
- * current transaction is the row's locker exactly while it holds the lock: a later transaction of the same
- * connection has another id. Reads `pg_stat_activity`, whose transaction ids a role sees for its own sessions.
+ * current transaction must be the row's locker (a later transaction of the same connection has another id),
+ * and the fence row must have been written after that transaction took its id (the row's `xmin` is younger
+ * than the locker's): the grant writes the row after it holds, in autocommit on another connection, so
+ * until then the row is its connection's previous grant's. Reads `pg_stat_activity`, whose transaction ids
+ * a role sees for its own sessions.
  */
 export function rowLockHolderStatements(d: SqlDialect, rows: string, fences: string): PinnedHolderStatements {
+  // age(): how many transaction ids ago; the smaller, the later it was assigned (wrap-around safe).
   const holderOf = `FROM ${d.quote(rows)} AS r JOIN ${d.quote(fences)} AS f ON f.lock_key = r.lock_key
       JOIN pg_stat_activity AS a ON a.pid = f.locked_by_connection AND a.backend_xid = r.xmax
-      WHERE r.lock_key = $1`;
+      WHERE r.lock_key = $1 AND age(f.xmin) < age(r.xmax)`;
+  const holder = `SELECT a.pid AS connection, f.locked_by AS owner, f.fencing_token AS token, ${d.epochMs('f.locked_at')} AS granted_at, ${d.nowMs} AS now_ms ${holderOf}`;
   return {
-    holder: `SELECT a.pid AS connection, f.locked_by AS owner, f.fencing_token AS token, ${d.epochMs('f.locked_at')} AS granted_at, ${d.nowMs} AS now_ms ${holderOf}`,
-    holderParameters: (key) => [key],
+    readHolder: (run, key) => run(holder, [key]),
     // Ends it only while it is still the holder the inspection found, checked in the same statement.
     endSession: (key, holder) => ({
       sql: `SELECT pg_terminate_backend(a.pid) AS ended ${holderOf} AND f.locked_by = $2 AND f.fencing_token = $3`,

@@ -1,0 +1,80 @@
+// query and breakLock on the database strategies: bad input is refused with a typed error before any server
+// is touched (the strategies point at a port where nothing listens: touching it would fail with a connection
+// error, not a typed one); the two combinations without query refuse; exact answers for transaction scope,
+// fastPaths: false and re-entrant holds.
+import 'reflect-metadata';
+import { randomUUID } from 'node:crypto';
+import { InvalidLockKeyError, InvalidLockOptionsError, LockManager, LockService } from '@app/distributed-lock';
+import { AdvisoryLockStrategy, PessimisticLockStrategy } from '@app/distributed-lock/strategies/database';
+
+const run = randomUUID().slice(0, 8);
+const deadPg = { type: 'postgres' as const, url: 'postgres://postgres@127.0.0.1:1/locktest', poolSize: 2, connectTimeoutMS: 500 };
+const deadMy = { type: 'mysql' as const, url: 'mysql://root:x@127.0.0.1:1/locktest', poolSize: 2, connectTimeout: 500 };
+
+describe('query and breakLock on the database strategies: input, refusals, settings', () => {
+  const services = [
+    ['pessimistic PG', () => new PessimisticLockStrategy({ connection: deadPg, name: 'a-pp' })],
+    ['advisory MariaDB', () => new AdvisoryLockStrategy({ connection: deadMy, name: 'a-am' })],
+  ] as const;
+  it.each(services)('%s: bad key / no reason refused typed, before the server', async (_n, make) => {
+    const manager = new LockManager(make());
+    const s = new LockService(manager);
+    try {
+      for (const bad of ['', 'x'.repeat(256)]) {
+        await expect(s.query(bad)).rejects.toBeInstanceOf(InvalidLockKeyError);
+        await expect(s.breakLock(bad, { reason: 'r' })).rejects.toBeInstanceOf(InvalidLockKeyError);
+      }
+      await expect(s.breakLock('k', { reason: '' })).rejects.toBeInstanceOf(InvalidLockOptionsError);
+      await expect(s.breakLock('k', {} as { reason: string })).rejects.toBeInstanceOf(InvalidLockOptionsError);
+      await expect(s.breakLock('k', undefined as unknown as { reason: string })).rejects.toBeInstanceOf(InvalidLockOptionsError);
+      await expect(s.breakLock('k', { reason: 42 as unknown as string })).rejects.toBeInstanceOf(InvalidLockOptionsError);
+    } finally {
+      await manager.close();
+    }
+  }, 20_000);
+
+  it.each([
+    ['advisory PG', () => new AdvisoryLockStrategy({ connection: deadPg, name: 'a-ap' })],
+    ['pessimistic MariaDB', () => new PessimisticLockStrategy({ connection: deadMy, name: 'a-pm' })],
+  ] as const)('%s refuses query and breakLock with InvalidLockOptionsError', async (_n, make) => {
+    const manager = new LockManager(make());
+    const s = new LockService(manager);
+    try {
+      await expect(s.query('k')).rejects.toBeInstanceOf(InvalidLockOptionsError);
+      await expect(s.breakLock('k', { reason: 'r' })).rejects.toBeInstanceOf(InvalidLockOptionsError);
+    } finally {
+      await manager.close();
+    }
+  }, 20_000);
+
+  it.each([
+    ['advisory MariaDB transaction scope', () => new AdvisoryLockStrategy({ connection: { type: 'mysql', url: process.env.LOCK_TEST_MYSQL_URL, poolSize: 3 }, scope: 'transaction', name: 'a-tx' })],
+    ['advisory MariaDB fastPaths false', () => new AdvisoryLockStrategy({ connection: { type: 'mysql', url: process.env.LOCK_TEST_MYSQL_URL, poolSize: 3 }, fastPaths: false, name: 'a-fp' })],
+    ['pessimistic PG fastPaths false', () => new PessimisticLockStrategy({ connection: { type: 'postgres', url: process.env.LOCK_TEST_POSTGRES_URL, poolSize: 3 }, fastPaths: false, name: 'p-fp' })],
+  ] as const)('%s: names the exact holder (also re-entrant), grantedAt in the call, and [] after release', async (_n, make) => {
+    const manager = new LockManager(make());
+    const s = new LockService(manager);
+    const observerManager = new LockManager(make());
+    const o = new LockService(observerManager);
+    try {
+      const k = `adv-in:${run}:${_n}`;
+      const before = Date.now();
+      const lock = await s.acquire(k, { ttl: 10_000 });
+      const after = Date.now();
+      const inner = await s.acquire(k, { ttl: 10_000, waitTimeout: 1_000 }).catch((e: unknown) => e);
+      const info = await o.query(k);
+      expect(info.held).toHaveLength(1);
+      expect(info.held[0].owner.id).toBe(lock.owner);
+      expect(info.held[0].fencingToken).toBe(lock.fencingToken);
+      expect(info.held[0].grantedAt).toBeGreaterThanOrEqual(before - 3);
+      expect(info.held[0].grantedAt).toBeLessThanOrEqual(after + 3);
+      if (inner && typeof (inner as { release?: unknown }).release === 'function') await (inner as { release(): Promise<boolean> }).release();
+      expect((await o.query(k)).held.map((h) => h.owner.id)).toEqual([lock.owner]);
+      await lock.release();
+      expect((await o.query(k)).held).toEqual([]);
+      expect(await o.breakLock(k, { reason: 'r' })).toEqual([]);
+    } finally {
+      await Promise.all([manager.close(), observerManager.close()]);
+    }
+  }, 20_000);
+});
