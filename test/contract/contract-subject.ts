@@ -45,6 +45,12 @@ export interface ContractSubject {
    */
   readonly queryWithoutLeaseEnd?: boolean;
   /**
+   * `query` may show a holder by what the server knows of it alone, with no owner id (MariaDB's `GET_LOCK`:
+   * a connection caught inside its grant statement, before its fence row is written): host, pid and token
+   * null. The history check does not look such a holder up among the holds.
+   */
+  readonly queryShowsUnnamedHolders?: boolean;
+  /**
    * `breakLock` ends the holder's session on the server (a database's connection): the holder, told at once,
    * hears `session-ended`, the one thing its connection's end can say, instead of `broken`.
    */

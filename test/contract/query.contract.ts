@@ -226,7 +226,7 @@ export function describeQueryContract(subject: ContractSubject): void {
         const session = await runQueryHistorySession(subject.name, key(), sides.observer, { processes: 3, durationMs: 2_500, holdMs: 60, everyMs: 30 });
         expect(session.holds.length).toBeGreaterThan(6);
         expect(session.queries.filter((query) => query.info.held.length > 0).length).toBeGreaterThan(5);
-        const problems = disagreements(session, Boolean(subject.capabilities.fifo || subject.queuesWaiters));
+        const problems = disagreements(session, Boolean(subject.capabilities.fifo || subject.queuesWaiters), Boolean(subject.queryShowsUnnamedHolders));
         expect(problems, problems.join('\n')).toEqual([]);
       }, 90_000);
 

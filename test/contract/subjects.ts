@@ -282,6 +282,7 @@ export const subjects: readonly ContractSubject[] = [
     name: 'advisory GET_LOCK (MariaDB)',
     pushesRemoval: true,
     ...answersFromItsConnection,
+    queryShowsUnnamedHolders: true,
     capabilities: { fencing: true, fifo: true, sharedLocks: false, crossProcess: true },
     create: async () => new AdvisoryLockStrategy({ connection: mysqlOptions(), name: 'advisory-mysql' }),
     removeBehindBack: (_strategy, key) => killGetLockHolder(key),

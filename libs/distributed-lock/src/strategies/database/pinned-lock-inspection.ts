@@ -37,6 +37,9 @@ interface HolderRow {
   readonly now_ms: number | string;
 }
 
+/** How many times a MariaDB query reads a holder caught inside its grant statement again (after 0, 1, 2… ms). */
+const GRANT_READS_AGAIN = 5;
+
 /** MariaDB's and MySQL's error number for a KILL of a connection that is not there. */
 const ER_NO_SUCH_THREAD = 1094;
 
@@ -116,21 +119,31 @@ export function pinnedOperatorCalls(
  * connection alone.
  */
 export function getLockHolderStatements(d: SqlDialect, fences: string, lockNameOf: (key: string) => string): PinnedHolderStatements {
-  const holderRow = `SELECT p.ID AS connection, IS_USED_LOCK(?) AS still, CASE WHEN p.INFO LIKE '%GET\\_LOCK(%' THEN NULL ELSE f.locked_by END AS owner,
+  const holderRow = `SELECT p.ID AS connection, IS_USED_LOCK(?) AS still, COALESCE(p.INFO LIKE '%GET\\_LOCK(%', 0) AS in_grant, CASE WHEN p.INFO LIKE '%GET\\_LOCK(%' THEN NULL ELSE f.locked_by END AS owner,
       CASE WHEN p.INFO LIKE '%GET\\_LOCK(%' THEN NULL ELSE f.fencing_token END AS token,
       CASE WHEN p.INFO LIKE '%GET\\_LOCK(%' THEN NULL ELSE ${d.epochMs('f.locked_at')} END AS granted_at, ${d.nowMs} AS now_ms
     FROM information_schema.PROCESSLIST AS p
     LEFT JOIN ${d.quote(fences)} AS f ON f.lock_key = ? AND f.locked_by_connection = p.ID
     WHERE p.ID = ?`;
+  const readOnce = async (run: RunStatement, key: string): Promise<{ rows: readonly unknown[]; inGrant: boolean }> => {
+    const [first] = (await run('SELECT IS_USED_LOCK(?) AS connection', [lockNameOf(key)])) as ReadonlyArray<{ connection: number | string | null }>;
+    if (first?.connection === null || first?.connection === undefined) return { rows: [], inGrant: false };
+    const rows = (await run(holderRow, [lockNameOf(key), key, Number(first.connection)])) as ReadonlyArray<{ still: number | string | null; in_grant: number | string }>;
+    // Not our user's connection (PROCESSLIST shows only those): named by its connection alone.
+    if (rows.length === 0) return { rows: [{ connection: first.connection, owner: null, token: null, granted_at: null, now_ms: 0 }], inGrant: false };
+    // Let go meanwhile (a break must not end what that connection does next): nobody held it throughout.
+    if (Number(rows[0].still) !== Number(first.connection)) return { rows: [], inGrant: false };
+    return { rows, inGrant: Number(rows[0].in_grant) === 1 };
+  };
   return {
     async readHolder(run, key) {
-      const [first] = (await run('SELECT IS_USED_LOCK(?) AS connection', [lockNameOf(key)])) as ReadonlyArray<{ connection: number | string | null }>;
-      if (first?.connection === null || first?.connection === undefined) return [];
-      const rows = (await run(holderRow, [lockNameOf(key), key, Number(first.connection)])) as ReadonlyArray<{ still: number | string | null }>;
-      // Let go meanwhile (a break must not end what that connection does next): nobody held it throughout.
-      if (rows.length > 0 && Number(rows[0].still) !== Number(first.connection)) return [];
-      // Not our user's connection (PROCESSLIST shows only those): named by its connection alone.
-      return rows.length > 0 ? rows : [{ connection: first.connection, owner: null, token: null, granted_at: null, now_ms: 0 }];
+      // A connection caught inside its grant statement is read again: the statement ends as its row commits.
+      let read = await readOnce(run, key);
+      for (let again = 0; read.inGrant && again < GRANT_READS_AGAIN; again += 1) {
+        await new Promise((resolve) => setTimeout(resolve, again));
+        read = await readOnce(run, key);
+      }
+      return read.rows;
     },
     // KILL takes no condition: if the holder let go in the round trip between the read and the KILL, what
     // its connection does next is ended instead (docs/operations.md says so).
