@@ -96,4 +96,29 @@ describe('Redlock faults: masters down', () => {
     expect(lock.isHeld).toBe(true);
     await lock.release();
   }, 60_000);
+
+  it('uses masters that come back after a long outage at once: its connections retry at most 500 ms apart, not ioredis\'s 5 s', async () => {
+    // ioredis 6 doubles its reconnect delay per attempt, up to 5 s: after a few seconds down, a master
+    // that is back would sit unused past an operation timeout, and a wait that needs it fails as silent
+    // (seen in CI: the acquisition right after three masters came back, "did not answer").
+    const strategy = new RedlockStrategy({ connections: urls });
+    const ownManager = new LockManager(strategy, { operationTimeout: 2_000 });
+    const own = new LockService(ownManager);
+    const clients = (strategy as unknown as { nodes: ReadonlyArray<{ client: Redis }> }).nodes.map((node) => node.client);
+    const delays: number[] = [];
+    for (const client of clients) client.on('reconnecting', (delay: number) => delays.push(delay));
+    const members = faults.members('redis5-faults').sort();
+    try {
+      await (await own.acquire(`fault:${run}:outage:before`)).release();
+      for (const member of members.slice(0, 3)) await faults.kill(member);
+      await sleep(6_000);
+      for (const member of members.slice(0, 3)) await faults.restart(member);
+      const lock = await own.acquire(`fault:${run}:outage:after`, { waitTimeout: 5_000 });
+      await lock.release();
+      expect(delays.length).toBeGreaterThan(10);
+      expect(Math.max(...delays)).toBeLessThanOrEqual(500);
+    } finally {
+      await ownManager.close();
+    }
+  }, 40_000);
 });

@@ -42,3 +42,20 @@ describe('resolveRedisClient with Sentinel', () => {
     }
   });
 });
+
+describe('resolveRedisClient from a URL or plain options', () => {
+  it('makes clients that reconnect at most 500 ms apart (ioredis 6 backs off up to 5 s), unless the user says otherwise', () => {
+    const fromUrl = resolveRedisClient(undefined, 'redis://127.0.0.1:1', 'redis', 'options').client;
+    const fromOptions = resolveRedisClient(undefined, { host: '127.0.0.1', port: 1, lazyConnect: true }, 'redis', 'options').client;
+    const chosen = resolveRedisClient(undefined, { host: '127.0.0.1', port: 1, lazyConnect: true, retryStrategy: () => 3_000 }, 'redis', 'options').client;
+    try {
+      for (const client of [fromUrl, fromOptions]) {
+        const { retryStrategy } = (client as unknown as { options: RedisOptions }).options;
+        expect([1, 5, 20, 100].map((attempt) => retryStrategy?.(attempt) ?? Infinity).every((delay) => delay <= 500)).toBe(true);
+      }
+      expect((chosen as unknown as { options: RedisOptions }).options.retryStrategy?.(1)).toBe(3_000);
+    } finally {
+      for (const client of [fromUrl, fromOptions, chosen]) client.disconnect();
+    }
+  });
+});

@@ -13,17 +13,25 @@ import type { IoRedisClient, RedisLockClient } from './redis-client.type';
  *   connections that were on it keep locking there while the promoted replica grants the same locks.
  * - `disconnectTimeout`: a frozen master never answers the close: the socket is destroyed after 100 ms
  *   (ioredis waits 2 s) so the client moves at once.
- * - `retryStrategy`: a reconnect at most 500 ms after the last one (ioredis backs off up to 5 s), so that a
- *   client whose master died reaches the promoted one soon after Sentinel names it: the strategy checks
- *   every lease it holds at each reconnect (see RedisLeaseCheck).
+ * - `retryStrategy` (as every client of ours, see RECONNECT_DEFAULTS): a client whose master died reaches
+ *   the promoted one soon after Sentinel names it: the strategy checks every lease it holds at each
+ *   reconnect (see RedisLeaseCheck).
  * - `reconnectOnError`: a master Sentinel demoted answers writes with READONLY: reconnect (to the master
  *   Sentinel names) instead of failing every command until the connection drops.
  */
 const SENTINEL_DEFAULTS: RedisOptions = {
   failoverDetector: true,
   disconnectTimeout: 100,
-  retryStrategy: (attempt: number) => Math.min(50 * 2 ** (attempt - 1), 500),
   reconnectOnError: (error: Error) => error.message.startsWith('READONLY'),
+};
+
+/**
+ * Every client of ours reconnects at most 500 ms after its last attempt. ioredis backs off exponentially
+ * up to 5 s: a server back after a few seconds down would sit unused for longer than an operation
+ * timeout, and a wait that needs it (a Redlock majority, the one Redis) would fail as silent meanwhile.
+ */
+const RECONNECT_DEFAULTS: RedisOptions = {
+  retryStrategy: (attempt: number) => Math.min(50 * 2 ** (attempt - 1), 500),
 };
 
 /** A client the strategy was given (never closed by it) or one it created from connection options (closed by it). */
@@ -66,7 +74,7 @@ export function resolveRedisClient(
   if (typeof connection === 'string' && !connection.startsWith('/')) assertServerUrl(connection, `${path}.connection`, ['redis', 'rediss'], 'a Redis');
   const { Redis } = loadPeerDependency<typeof import('ioredis')>('ioredis', strategy);
   // Fail fast while the server is down: a bounded number of retries per command, no infinite offline queue.
-  const defaults: RedisOptions = { maxRetriesPerRequest: 2, enableOfflineQueue: true, lazyConnect: false };
+  const defaults: RedisOptions = { maxRetriesPerRequest: 2, enableOfflineQueue: true, lazyConnect: false, ...RECONNECT_DEFAULTS };
   const created =
     typeof connection === 'string'
       ? new Redis(connection, defaults)
