@@ -1,7 +1,8 @@
 // Per-call cost, uncontended: where the time of one acquire + release goes, layer by layer.
 // Usage: PROBE_REDIS_URL=redis://127.0.0.1:6379 node -r @swc-node/register bench/probes/per-call-cost.ts [iterations]
-// Runs the layers interleaved, round after round, on one client each, and prints µs per acquire + release
-// for each and the Redis commands each sent per iteration (INFO commandstats).
+// Runs the layers interleaved, round after round, on one client each, and prints for each: µs per acquire +
+// release, the Redis commands sent per iteration (INFO commandstats; a script's own commands count), the
+// server's CPU per iteration (INFO cpu) and this process's CPU per iteration (both with their I/O).
 import { LockManager, LockService } from '@app/distributed-lock';
 import { RedisLockStrategy } from '@app/distributed-lock/strategies/redis';
 import { Redis } from 'ioredis';
@@ -11,6 +12,13 @@ const url = process.env.PROBE_REDIS_URL ?? 'redis://127.0.0.1:16379';
 const iterations = Number(process.argv[2] ?? 2_000);
 
 type Loop = (n: number) => Promise<void>;
+
+/** The server's CPU so far (user + system), in µs. */
+async function serverCpuUs(admin: Redis): Promise<number> {
+  const info = await admin.info('cpu');
+  const seconds = (name: string): number => Number(new RegExp(`^${name}:([\\d.]+)`, 'm').exec(info)?.[1] ?? 0);
+  return (seconds('used_cpu_user') + seconds('used_cpu_sys')) * 1e6;
+}
 
 async function commands(admin: Redis): Promise<number> {
   const stats = await admin.info('commandstats');
@@ -66,20 +74,26 @@ async function main(): Promise<void> {
     },
   };
   for (const loop of Object.values(loops)) await loop(200);
-  const totals = new Map<string, { ms: number; commands: number }>();
+  const totals = new Map<string, { ms: number; commands: number; serverUs: number; clientUs: number }>();
   for (let round = 0; round < 5; round += 1) {
     for (const [name, loop] of Object.entries(loops)) {
       const before = await commands(admin);
+      const serverBefore = await serverCpuUs(admin);
+      const clientBefore = process.cpuUsage();
       const start = performance.now();
       await loop(iterations / 5);
       const ms = performance.now() - start;
-      const sent = (await commands(admin)) - before - 1;
-      const total = totals.get(name) ?? { ms: 0, commands: 0 };
-      totals.set(name, { ms: total.ms + ms, commands: total.commands + sent });
+      const client = process.cpuUsage(clientBefore);
+      const serverUs = (await serverCpuUs(admin)) - serverBefore;
+      const sent = (await commands(admin)) - before - 2;
+      const total = totals.get(name) ?? { ms: 0, commands: 0, serverUs: 0, clientUs: 0 };
+      totals.set(name, { ms: total.ms + ms, commands: total.commands + sent, serverUs: total.serverUs + serverUs, clientUs: total.clientUs + client.user + client.system });
     }
   }
-  for (const [name, { ms, commands: sent }] of totals) {
-    console.log(`${name.padEnd(45)} ${((ms * 1_000) / iterations).toFixed(1).padStart(7)} µs/iteration  ${(sent / iterations).toFixed(2)} commands/iteration`);
+  const per = (value: number): string => (value / iterations).toFixed(1).padStart(6);
+  console.log(`${'layer'.padEnd(45)} ${'µs/it'.padStart(7)}  ${'cmds/it'.padStart(7)}  ${'server CPU µs/it'.padStart(16)}  ${'client CPU µs/it'.padStart(16)}`);
+  for (const [name, { ms, commands: sent, serverUs, clientUs }] of totals) {
+    console.log(`${name.padEnd(45)} ${per(ms * 1_000).padStart(7)}  ${(sent / iterations).toFixed(2).padStart(7)}  ${per(serverUs).padStart(16)}  ${per(clientUs).padStart(16)}`);
   }
   await ours.close();
   await strategy.close();
