@@ -41,6 +41,12 @@ export class HeldBackProxy {
     for (const line of this.toClients) for (const chunk of line.kept.splice(0)) line.client.write(chunk);
   }
 
+  /** Drops every connection open now, with what was kept for it (as a network cut would); new ones pass. */
+  cut(): void {
+    for (const line of this.toClients) line.kept.splice(0);
+    for (const socket of this.sockets) socket.destroy();
+  }
+
   async close(): Promise<void> {
     for (const socket of this.sockets) socket.destroy();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
