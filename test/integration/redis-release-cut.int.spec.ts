@@ -54,6 +54,77 @@ describe('Redis: a release whose reply is lost to a cut', () => {
     }
   });
 
+  it('a lock passed to the next request of the instance (fair: false): the pass sent again finds it passed, and neither side reads a loss', async () => {
+    const manager = new LockManager(new RedisLockStrategy({ connection: `redis://127.0.0.1:${proxy.port}`, fair: false }), { operationTimeout: 5_000 });
+    const locks = new LockService(manager);
+    const key = `release-cut:${run}:pass`;
+    const lockKey = redisLockKeys('dlock:', key).keys[0];
+    try {
+      const holder = await locks.acquire(key);
+      const successor = locks.acquire(key, { waitTimeout: 10_000 });
+      await sleep(50);
+      proxy.holdBack();
+      const released = holder.release().then(
+        () => 'resolved',
+        (error: unknown) => error,
+      );
+      // The server ran the pass (the lock is the successor's now); its reply is held back in the proxy.
+      for (let waited = 0; (await admin.hget(lockKey, 'o')) === holder.owner; waited += 5) {
+        if (waited > 5_000) throw new Error('the pass never reached the server');
+        await sleep(5);
+      }
+      proxy.cut();
+      proxy.letThrough();
+      expect(await released).toBe('resolved');
+      const next = await successor;
+      expect(next.isHeld).toBe(true);
+      expect(next.fencingToken).toBeGreaterThan(holder.fencingToken as number);
+      expect(await admin.hget(lockKey, 'o')).toBe(next.owner);
+      await next.release();
+      expect(await admin.hget(lockKey, 'o')).toBeNull();
+    } finally {
+      await manager.close();
+    }
+  });
+
+  it('a lock passed to a request that gave up before the pass was answered, the answer lost to a cut: the lock does not stay taken by nobody', async () => {
+    const manager = new LockManager(new RedisLockStrategy({ connection: `redis://127.0.0.1:${proxy.port}`, fair: false }), { operationTimeout: 5_000 });
+    const locks = new LockService(manager);
+    const other = new LockManager(new RedisLockStrategy({ connection: url.toString() }));
+    const key = `release-cut:${run}:pass-gone`;
+    const lockKey = redisLockKeys('dlock:', key).keys[0];
+    try {
+      const holder = await locks.acquire(key);
+      const giveUp = new AbortController();
+      const successor = locks.acquire(key, { waitTimeout: 10_000, signal: giveUp.signal }).then(
+        (lock) => lock,
+        () => undefined,
+      );
+      await sleep(50);
+      proxy.holdBack();
+      const released = holder.release().then(
+        () => 'resolved',
+        (error: unknown) => error,
+      );
+      for (let waited = 0; (await admin.hget(lockKey, 'o')) === holder.owner; waited += 5) {
+        if (waited > 5_000) throw new Error('the pass never reached the server');
+        await sleep(5);
+      }
+      giveUp.abort();
+      await sleep(20);
+      proxy.cut();
+      proxy.letThrough();
+      await released;
+      expect(await successor).toBeUndefined();
+      // Another instance gets the lock well before the successor's lease (30 s) would end.
+      const next = await new LockService(other).acquire(key, { waitTimeout: 5_000 });
+      await next.release();
+    } finally {
+      await manager.close();
+      await other.close();
+    }
+  });
+
   for (const fair of [true, false]) {
     it(`${fair ? 'fair' : 'barging'}: resolves, as the lock was held until the release freed it`, async () => {
       const manager = new LockManager(new RedisLockStrategy({ connection: `redis://127.0.0.1:${proxy.port}`, fair }), { operationTimeout: 5_000 });
