@@ -51,7 +51,8 @@ describe('etcd faults', () => {
       // timeout, and a lease shorter than that would run out unrenewed.
       // The circuit opened at the failed try below, before the restart.
       const [first] = faults.members('etcd3-faults').sort();
-      const manager = new LockManager(new EtcdLockStrategy({ connection: { hosts: hosts[0] } }), { operationTimeout: 2_000 });
+      // An entry left unset (`host: config.breaker`, none configured) keeps the strategy's policy.
+      const manager = new LockManager(new EtcdLockStrategy({ connection: { hosts: hosts[0], faultHandling: { host: undefined } } }), { operationTimeout: 2_000 });
       const locks = new LockService(manager);
       try {
         await (await locks.acquire(`fault:${run}:etcd-back:before`)).release();

@@ -1,6 +1,7 @@
 import { createRequire } from 'node:module';
 import type { IOptions } from 'etcd3';
 import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
+import { definedOptions } from '../defined-options';
 import { loadPeerDependency } from '../load-peer-dependency';
 import { assertServerUrl } from '../server-url';
 import type { EtcdLockClient } from './etcd-client.type';
@@ -28,7 +29,7 @@ export function resolveEtcdClient(client: EtcdLockClient | undefined, connection
     if (typeof host === 'string') assertServerUrl(host, `EtcdLockStrategy options.connection.hosts${Array.isArray(hosts) ? `[${i}]` : ''}`, ['http', 'https'], 'an etcd');
   }
   const etcd3 = loadPeerDependency<typeof import('etcd3')>('etcd3', strategy);
-  const faultHandling = { ...quickRecovery(etcd3.isRecoverableError), ...connection.faultHandling };
+  const faultHandling = { ...quickRecovery(etcd3.isRecoverableError), ...definedOptions(connection.faultHandling ?? {}) };
   return { client: new etcd3.Etcd3({ ...connection, faultHandling }), owned: true };
 }
 

@@ -48,14 +48,16 @@ describe('resolveRedisClient from a URL or plain options', () => {
     const fromUrl = resolveRedisClient(undefined, 'redis://127.0.0.1:1', 'redis', 'options').client;
     const fromOptions = resolveRedisClient(undefined, { host: '127.0.0.1', port: 1, lazyConnect: true }, 'redis', 'options').client;
     const chosen = resolveRedisClient(undefined, { host: '127.0.0.1', port: 1, lazyConnect: true, retryStrategy: () => 3_000 }, 'redis', 'options').client;
+    // An option left unset (`retryStrategy: config.retry` with none configured) keeps the default.
+    const unset = resolveRedisClient(undefined, { host: '127.0.0.1', port: 1, lazyConnect: true, retryStrategy: undefined }, 'redis', 'options').client;
     try {
-      for (const client of [fromUrl, fromOptions]) {
+      for (const client of [fromUrl, fromOptions, unset]) {
         const { retryStrategy } = (client as unknown as { options: RedisOptions }).options;
         expect([1, 5, 20, 100].map((attempt) => retryStrategy?.(attempt) ?? Infinity).every((delay) => delay <= 500)).toBe(true);
       }
       expect((chosen as unknown as { options: RedisOptions }).options.retryStrategy?.(1)).toBe(3_000);
     } finally {
-      for (const client of [fromUrl, fromOptions, chosen]) client.disconnect();
+      for (const client of [fromUrl, fromOptions, chosen, unset]) client.disconnect();
     }
   });
 });

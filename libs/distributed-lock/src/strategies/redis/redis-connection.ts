@@ -1,5 +1,6 @@
 import type { RedisOptions } from 'ioredis';
 import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
+import { definedOptions } from '../defined-options';
 import { loadPeerDependency } from '../load-peer-dependency';
 import { assertServerUrl } from '../server-url';
 import type { IoRedisClient, RedisLockClient } from './redis-client.type';
@@ -78,7 +79,7 @@ export function resolveRedisClient(
   const created =
     typeof connection === 'string'
       ? new Redis(connection, defaults)
-      : new Redis({ ...defaults, ...(connection.sentinels ? SENTINEL_DEFAULTS : {}), ...connection });
+      : new Redis({ ...defaults, ...(connection.sentinels ? SENTINEL_DEFAULTS : {}), ...definedOptions(connection) });
   created.on('error', () => undefined);
   return { client: created as unknown as RedisLockClient, owned: true };
 }
