@@ -3,6 +3,7 @@ import { decodedKeyName, pageOfSortedKeys } from '../key-pages';
 import { ZK_ERRORS, zkErrorCode, type ZooKeeperLockClient } from './zookeeper-client.type';
 import { recordBreak } from './zookeeper-break-record';
 import { inspectZooKeeperLock } from './zookeeper-lock-inspection';
+import { onOperatorSession } from './zookeeper-operator-session';
 import { zkLockPath } from './zookeeper-paths';
 import type { ZooKeeperSession } from './zookeeper-session';
 
@@ -79,21 +80,8 @@ export class ZooKeeperLockOperator {
     });
   }
 
-  /**
-   * An operator's call on the session open now, made again once on a new session when that one ended under
-   * it; a refusal by the ACL becomes `LockPermissionDeniedError`.
-   */
-  private async onSession<T>(operation: string, key: string, call: (client: ZooKeeperLockClient) => Promise<T>): Promise<T> {
-    try {
-      const client = await this.session.client();
-      try {
-        return await call(client);
-      } catch (error) {
-        if (!this.session.endedBy(client, error)) throw error;
-        return await call(await this.session.client());
-      }
-    } catch (error) {
-      throw this.permissionDenied(error, operation, key) ?? error;
-    }
+  /** See onOperatorSession. */
+  private onSession<T>(operation: string, key: string, call: (client: ZooKeeperLockClient) => Promise<T>): Promise<T> {
+    return onOperatorSession(this.session, this.permissionDenied, operation, key, call);
   }
 }

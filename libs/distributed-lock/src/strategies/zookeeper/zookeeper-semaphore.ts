@@ -12,6 +12,7 @@ import type { ZooKeeperOrphans } from './zookeeper-orphans';
 import { zkSemaphorePath, zkSequence } from './zookeeper-paths';
 import { clearForResize, permitNodeSize, permitNodeWeight, readSemaphoreRecord, semaphoreSize } from './zookeeper-semaphore-size';
 import type { ZooKeeperSession } from './zookeeper-session';
+import { onOperatorSession } from './zookeeper-operator-session';
 import { inspectZooKeeperSemaphore } from './zookeeper-semaphore-inspection';
 import type { SemaphoreInspection } from '../../locking/lock-query';
 
@@ -105,18 +106,7 @@ export class ZooKeeperSemaphore implements SemaphoreStrategy {
   /** The semaphore's size, holders and waiters: its node's children, in order, with their data (see inspectZooKeeperSemaphore). */
   async inspect(key: string): Promise<SemaphoreInspection> {
     const path = zkSemaphorePath(this.deps.basePath, key);
-    try {
-      const client = await this.deps.session.client();
-      try {
-        return await inspectZooKeeperSemaphore(client, path);
-      } catch (error) {
-        // Its session ended as it was asked (a process that woke from a freeze): asked again on a new one.
-        if (!this.deps.session.endedBy(client, error)) throw error;
-        return await inspectZooKeeperSemaphore(await this.deps.session.client(), path);
-      }
-    } catch (error) {
-      throw this.deps.permissionDenied(error, 'queryPermits', key) ?? error;
-    }
+    return onOperatorSession(this.deps.session, this.deps.permissionDenied, 'queryPermits', key, (client) => inspectZooKeeperSemaphore(client, path));
   }
 
   acquire(request: PermitRequest, budget: WaitBudget): Promise<PermitGrant | null> {
