@@ -13,6 +13,7 @@ export interface NzkException {
 export interface NzkStat {
   readonly czxid: Buffer;
   readonly pzxid: Buffer;
+  readonly cversion: number;
   readonly version: number;
 }
 

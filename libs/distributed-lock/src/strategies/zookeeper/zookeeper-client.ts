@@ -345,5 +345,5 @@ interface Watch {
 }
 
 function statOf(stat: NzkStat): ZooKeeperStat {
-  return { czxid: Number(stat.czxid.readBigInt64BE(0)), pzxid: Number(stat.pzxid.readBigInt64BE(0)), version: stat.version };
+  return { czxid: Number(stat.czxid.readBigInt64BE(0)), pzxid: Number(stat.pzxid.readBigInt64BE(0)), cversion: stat.cversion, version: stat.version };
 }

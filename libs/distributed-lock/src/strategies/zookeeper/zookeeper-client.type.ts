@@ -4,6 +4,8 @@ export interface ZooKeeperStat {
   readonly czxid: number;
   /** The zxid of the last change to the node's children. */
   readonly pzxid: number;
+  /** How many times its children changed (creates and deletes). */
+  readonly cversion: number;
   /** The node's data version, for a versioned delete. */
   readonly version: number;
 }

@@ -32,15 +32,26 @@ describe('ZooKeeper recipe over a listing already made', () => {
 });
 
 describe('tokenFromFirstLook', () => {
-  it("takes the lock node's pzxid when the first look lists our node alone, whatever its sequence", () => {
+  // The look before our create, and the one behind it: cversion counts creates and deletes of children.
+  const before = (cversion: number | string, children: string[] = []) => ({ children, stat: { pzxid: 1, cversion } });
+
+  it("takes the lock node's pzxid when the first look lists our node alone and our create was the one change since the look before, whatever its sequence", () => {
     // Sequence numbers count creates only: after many create/delete pairs ours is far below the cversion.
-    expect(tokenFromFirstLook({ children: [writer('a', 41)], stat: { pzxid: 9_001 } }, writer('a', 41))).toBe(9_001);
-    expect(tokenFromFirstLook({ children: [reader('a', 7)], stat: { pzxid: '9002' } }, reader('a', 7))).toBe(9_002);
+    expect(tokenFromFirstLook({ children: [writer('a', 41)], stat: { pzxid: 9_001, cversion: 83 } }, writer('a', 41), before(82))).toBe(9_001);
+    expect(tokenFromFirstLook({ children: [reader('a', 7)], stat: { pzxid: '9002', cversion: '15' } }, reader('a', 7), before('14'))).toBe(9_002);
+  });
+
+  it('tells nothing when another node came or went between the two looks: pzxid is then that change, not our create', () => {
+    // The last holder's release between our create and the look behind it (seen in CI: the query named our
+    // czxid, 116, and our token was that delete's zxid, 117).
+    expect(tokenFromFirstLook({ children: [writer('a', 41)], stat: { pzxid: 117, cversion: 84 } }, writer('a', 41), before(82, [writer('b', 40)]))).toBeUndefined();
+    // No look before (the lock node did not exist yet, or the look failed).
+    expect(tokenFromFirstLook({ children: [writer('a', 0)], stat: { pzxid: 9_001, cversion: 1 } }, writer('a', 0), undefined)).toBeUndefined();
   });
 
   it('tells nothing when anyone else is listed, ahead or behind, or when our node is missing', () => {
-    expect(tokenFromFirstLook({ children: [writer('a', 41), writer('b', 42)], stat: { pzxid: 9_003 } }, writer('a', 41))).toBeUndefined();
-    expect(tokenFromFirstLook({ children: [reader('b', 40), reader('a', 41)], stat: { pzxid: 9_003 } }, reader('a', 41))).toBeUndefined();
-    expect(tokenFromFirstLook({ children: [writer('b', 40)], stat: { pzxid: 9_003 } }, writer('a', 41))).toBeUndefined();
+    expect(tokenFromFirstLook({ children: [writer('a', 41), writer('b', 42)], stat: { pzxid: 9_003, cversion: 83 } }, writer('a', 41), before(82))).toBeUndefined();
+    expect(tokenFromFirstLook({ children: [reader('b', 40), reader('a', 41)], stat: { pzxid: 9_003, cversion: 83 } }, reader('a', 41), before(82))).toBeUndefined();
+    expect(tokenFromFirstLook({ children: [writer('b', 40)], stat: { pzxid: 9_003, cversion: 83 } }, writer('a', 41), before(82))).toBeUndefined();
   });
 });

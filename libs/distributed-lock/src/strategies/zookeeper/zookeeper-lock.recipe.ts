@@ -118,18 +118,19 @@ export function blockerAmong(children: readonly string[], lockPath: string, ownN
 /** A children listing with the lock node's stat, as `get_children2` answers. */
 export interface ChildrenWithStat {
   readonly children: readonly string[];
-  readonly stat: { readonly pzxid: number | string };
+  readonly stat: { readonly pzxid: number | string; readonly cversion: number | string };
 }
 
 /**
- * Lists the lock node's children with its stat, sent right behind our create on the same session (the
- * server answers a session's requests in order, so the listing includes our node): the first look at who
- * is ahead costs no round trip of its own. Undefined when it failed (the caller lists again).
+ * Lists the lock node's children with its stat. Sent right before and right behind our create on the same
+ * session (the server answers a session's requests in order, so the second listing includes our node):
+ * the first look at who is ahead costs no round trip of its own. Undefined when it failed (the caller
+ * lists again; before the create, the lock node may not exist yet).
  */
-export function listRightAfterCreate(client: ZooKeeperLockClient, lockPath: string): Promise<ChildrenWithStat | undefined> {
+export function listAroundCreate(client: ZooKeeperLockClient, lockPath: string): Promise<ChildrenWithStat | undefined> {
   return client.get_children2(lockPath, false).then(
     (answer) => {
-      const [children, stat] = answer as [string[], { pzxid: number | string }];
+      const [children, stat] = answer as [string[], { pzxid: number | string; cversion: number | string }];
       return { children, stat };
     },
     () => undefined,
@@ -138,14 +139,15 @@ export function listRightAfterCreate(client: ZooKeeperLockClient, lockPath: stri
 
 /**
  * The fencing token read off a first look that shows our node alone: the lock node's pzxid, the zxid of
- * the last change to its children. That is our create, or a later create-and-delete of someone who came
- * and went before the look (one still there would be listed). So it is at least our czxid and at most
- * the zxid the look saw, and every later holder's node is created after that look (it is not in it):
- * tokens stay unique and strictly increasing from holder to holder, and no read of our own node is
- * needed. (The sequence suffix cannot tell whether anyone came or went: ZooKeeper numbers creates only,
- * while cversion counts deletes too.) Undefined when others are listed: the caller reads our czxid.
+ * the last change to its children, which is our node's czxid when our create was the only change between
+ * the look before it and the look behind it (cversion, which counts creates and deletes of children, went
+ * up by one). Then no read of our own node is needed. When another contender's node came or went in
+ * between (the last holder's release, say), pzxid is that change's zxid and not our czxid, which a query
+ * names as our token: undefined then, as when others are listed or the look before failed, and the caller
+ * reads our czxid. (The sequence suffix cannot tell: ZooKeeper numbers creates only.)
  */
-export function tokenFromFirstLook(listing: ChildrenWithStat, ownName: string): number | undefined {
+export function tokenFromFirstLook(listing: ChildrenWithStat, ownName: string, before: ChildrenWithStat | undefined): number | undefined {
+  if (before === undefined || Number(listing.stat.cversion) !== Number(before.stat.cversion) + 1) return undefined;
   return listing.children.length === 1 && listing.children[0] === ownName ? Number(listing.stat.pzxid) : undefined;
 }
 

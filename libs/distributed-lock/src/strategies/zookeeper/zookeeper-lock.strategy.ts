@@ -5,7 +5,7 @@ import type { LeaseGrant, LockRequest, WaitBudget } from '../../locking/lock-lea
 import type { KeyListing, LockInspection } from '../../locking/lock-query';
 import type { LeaseLostListener, LockStrategy, LockStrategyCapabilities } from '../../locking/lock-strategy.interface';
 import { ZK_DELETED_EVENT, ZK_ERRORS, zkErrorCode, type ZooKeeperLockClient } from './zookeeper-client.type';
-import { blockerAmong, blockerOf, createContender, listRightAfterCreate, tokenFromFirstLook, waitForDeletion } from './zookeeper-lock.recipe';
+import { blockerAmong, blockerOf, createContender, listAroundCreate, tokenFromFirstLook, waitForDeletion } from './zookeeper-lock.recipe';
 import { zkPermissionDenied } from './zookeeper-acl';
 import { ZooKeeperLockOperator } from './zookeeper-lock-operator';
 import { ZooKeeperHeldNodes } from './zookeeper-held-nodes';
@@ -48,7 +48,8 @@ const LOCAL_RECHECK_MS = 500;
  * directly, sparing it a children listing). Nodes are "protected" (found again after a lost create), lock nodes
  * are container nodes (removed by the server once empty), readers of a read-write lock wait only for
  * writers ahead of them. The fencing token is a zxid: our node's creation zxid, or when our first look
- * shows our node alone, the lock node's pzxid (see tokenFromFirstLook); strictly increasing from holder
+ * shows our node alone and our create as the one change since the look before it, the lock node's pzxid
+ * (which is then our czxid, see tokenFromFirstLook); strictly increasing from holder
  * to holder, also when the lock node is deleted and created again.
  *
  * Sessions: a lost connection is "unknown" at first (the session and our nodes may still live; the client
@@ -236,9 +237,11 @@ export class ZooKeeperLockStrategy implements LockStrategy {
     // The lock node is created on demand: createContender makes it (and the base) when it is missing.
     const prefix = zkContenderPrefix(randomUUID(), request.mode);
     if (request.mode === 'exclusive') this.writersCreating.add(prefix);
+    // Looks sent right before and right behind the create, which createContender sends before its first
+    // await: together they tell whether the lock node's pzxid is our create (see tokenFromFirstLook).
+    const lookBefore = listAroundCreate(client, lockPath);
     const creating = createContender(client, { base: this.basePath, lockPath, prefix, restrict: this.digestUser !== undefined }, request.owner, this.orphans, this.name);
-    // Sent right behind the create, which createContender sent before its first await.
-    const firstLook = listRightAfterCreate(client, lockPath);
+    const firstLook = listAroundCreate(client, lockPath);
     let path: string;
     try {
       path = await creating;
@@ -260,7 +263,7 @@ export class ZooKeeperLockStrategy implements LockStrategy {
       // stat gives the token (see tokenFromFirstLook): one round trip for the whole acquisition.
       const look = await firstLook;
       const firstBlocker = look ? blockerAmong(look.children, lockPath, name, request.mode) : 'absent';
-      const token = look && firstBlocker === undefined ? tokenFromFirstLook(look, name) : undefined;
+      const token = look && firstBlocker === undefined ? tokenFromFirstLook(look, name, await lookBefore) : undefined;
       // Never granted on a session that ended meanwhile: the holder would not be told (it is not one yet).
       if (!this.session.isAlive(client)) return await this.sessionEnded(path);
       if (token !== undefined) {

@@ -7,7 +7,7 @@ import type { LeaseLostListener, SemaphoreStrategy } from '../../locking/lock-st
 import { permitGrantOf } from '../../locking/permit-grant';
 import { budgetAborted, waitForWake } from '../../locking/wait-for-wake';
 import { ZK_DELETED_EVENT, ZK_ERRORS, zkErrorCode, type ZooKeeperLockClient } from './zookeeper-client.type';
-import { createContender, listRightAfterCreate } from './zookeeper-lock.recipe';
+import { createContender, listAroundCreate } from './zookeeper-lock.recipe';
 import type { ZooKeeperOrphans } from './zookeeper-orphans';
 import { zkSemaphorePath, zkSequence } from './zookeeper-paths';
 import { clearForResize, permitNodeSize, permitNodeWeight, readSemaphoreRecord, semaphoreSize } from './zookeeper-semaphore-size';
@@ -201,7 +201,7 @@ export class ZooKeeperSemaphore implements SemaphoreStrategy {
     // Sent right behind the create, on the same session (answered in order): the size the semaphore's node
     // records and the queue, as they are once our node is in it, in the same round trip.
     const firstRecord = readSemaphoreRecord(client, semaphorePath).catch(() => undefined);
-    const firstLook = listRightAfterCreate(client, semaphorePath);
+    const firstLook = listAroundCreate(client, semaphorePath);
     let path: string;
     try {
       path = await creating;
