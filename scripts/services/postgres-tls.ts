@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { chmodSync, chownSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ADVISORY_OBJECTS, advisoryTokensDdl } from '../../libs/distributed-lock/src/strategies/database/advisory-lock.sql';
+import { ADVISORY_OBJECTS, advisoryHoldersDdl, advisoryTokensDdl } from '../../libs/distributed-lock/src/strategies/database/advisory-lock.sql';
 import { fenceTableDdl, leaseClockDdl, leaseTableDdl, LOCK_TABLES, rowTableDdl } from '../../libs/distributed-lock/src/strategies/database/lock-table.sql';
 import { LOCK_QUEUE_TABLE, lockQueueDdl } from '../../libs/distributed-lock/src/strategies/database/lock-queue.sql';
 import { SEMAPHORE_TABLES } from '../../libs/distributed-lock/src/strategies/database/row-semaphore.sql';
@@ -31,7 +31,7 @@ export const POSTGRES_TLS = Object.freeze({
  * The grants of the library's role on PostgreSQL, one object per statement, for the default objects: the
  * row strategy's lease table and its queue of waiters (a waiter's row is deleted when it leaves; its
  * identity column needs no grant of its own), the pessimistic strategy's row and fence tables (its `FOR UPDATE` needs UPDATE
- * besides SELECT), and the advisory strategy's token sequence (`nextval` needs USAGE). CONNECT and USAGE on
+ * besides SELECT), and the advisory strategy's token sequence (`nextval` needs USAGE) and holder table. CONNECT and USAGE on
  * the schema are what PUBLIC has by default; a hardened server revokes them from PUBLIC.
  */
 export function postgresLockGrants(database: string, schema: string, role: string): string[] {
@@ -43,6 +43,7 @@ export function postgresLockGrants(database: string, schema: string, role: strin
     `GRANT SELECT, INSERT, UPDATE ON ${LOCK_TABLES.rows} TO ${role};`,
     `GRANT SELECT, INSERT, UPDATE ON ${LOCK_TABLES.fences} TO ${role};`,
     `GRANT USAGE ON SEQUENCE ${ADVISORY_OBJECTS.sequence} TO ${role};`,
+    `GRANT SELECT, INSERT, UPDATE ON ${ADVISORY_OBJECTS.holders} TO ${role};`,
   ];
 }
 
@@ -116,6 +117,7 @@ export const postgresTlsKind: ServerKind = {
       rowTableDdl(dialect),
       fenceTableDdl(dialect),
       ...advisoryTokensDdl(dialect),
+      ...advisoryHoldersDdl(dialect),
       ...postgresLockGrants(db, POSTGRES_TLS.schema, app.name),
     ]);
     if (granted.status !== 0) throw new Error(`PostgreSQL (TLS) set-up failed: ${String(granted.stderr)}`);

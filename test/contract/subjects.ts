@@ -274,6 +274,8 @@ export const subjects: readonly ContractSubject[] = [
   {
     name: 'advisory (PostgreSQL)',
     pushesRemoval: true,
+    ...answersFromItsConnection,
+    queryShowsUnnamedHolders: true,
     capabilities: { fencing: true, fifo: true, sharedLocks: false, crossProcess: true },
     create: async () => new AdvisoryLockStrategy({ connection: postgresOptions() }),
     removeBehindBack: (_strategy, key) => terminateAdvisoryHolder(key),

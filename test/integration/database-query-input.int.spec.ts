@@ -1,10 +1,11 @@
 // query and breakLock on the database strategies: bad input is refused with a typed error before any server
 // is touched (the strategies point at a port where nothing listens: touching it would fail with a connection
-// error, not a typed one); the two combinations without query refuse; exact answers for transaction scope,
-// fastPaths: false and re-entrant holds.
+// error, not a typed one); the combination without query refuses; exact answers for transaction scope,
+// fastPaths: false and re-entrant holds; PostgreSQL's advisory holders shown by their connection where no
+// holder row is written (transaction scope, holders: false), and broken by it.
 import 'reflect-metadata';
 import { randomUUID } from 'node:crypto';
-import { InvalidLockKeyError, InvalidLockOptionsError, LockManager, LockService } from '@app/distributed-lock';
+import { InvalidLockKeyError, InvalidLockOptionsError, LockLostError, LockManager, LockService, LockTableMissingError } from '@app/distributed-lock';
 import { AdvisoryLockStrategy, PessimisticLockStrategy } from '@app/distributed-lock/strategies/database';
 
 const run = randomUUID().slice(0, 8);
@@ -15,6 +16,7 @@ describe('query and breakLock on the database strategies: input, refusals, setti
   const services = [
     ['pessimistic PG', () => new PessimisticLockStrategy({ connection: deadPg, name: 'a-pp' })],
     ['advisory MariaDB', () => new AdvisoryLockStrategy({ connection: deadMy, name: 'a-am' })],
+    ['advisory PG', () => new AdvisoryLockStrategy({ connection: deadPg, name: 'a-ap' })],
   ] as const;
   it.each(services)('%s: bad key / no reason refused typed, before the server', async (_n, make) => {
     const manager = new LockManager(make());
@@ -33,10 +35,7 @@ describe('query and breakLock on the database strategies: input, refusals, setti
     }
   }, 20_000);
 
-  it.each([
-    ['advisory PG', () => new AdvisoryLockStrategy({ connection: deadPg, name: 'a-ap' })],
-    ['pessimistic MariaDB', () => new PessimisticLockStrategy({ connection: deadMy, name: 'a-pm' })],
-  ] as const)('%s refuses query and breakLock with InvalidLockOptionsError', async (_n, make) => {
+  it.each([['pessimistic MariaDB', () => new PessimisticLockStrategy({ connection: deadMy, name: 'a-pm' })]] as const)('%s refuses query and breakLock with InvalidLockOptionsError', async (_n, make) => {
     const manager = new LockManager(make());
     const s = new LockService(manager);
     try {
@@ -50,6 +49,8 @@ describe('query and breakLock on the database strategies: input, refusals, setti
   it.each([
     ['advisory MariaDB transaction scope', () => new AdvisoryLockStrategy({ connection: { type: 'mysql', url: process.env.LOCK_TEST_MYSQL_URL, poolSize: 3 }, scope: 'transaction', name: 'a-tx' })],
     ['advisory MariaDB fastPaths false', () => new AdvisoryLockStrategy({ connection: { type: 'mysql', url: process.env.LOCK_TEST_MYSQL_URL, poolSize: 3 }, fastPaths: false, name: 'a-fp' })],
+    ['advisory PG fastPaths false', () => new AdvisoryLockStrategy({ connection: { type: 'postgres', url: process.env.LOCK_TEST_POSTGRES_URL, poolSize: 3 }, fastPaths: false, name: 'a-pg-fp' })],
+    ['advisory PG holders in a table of its own', () => new AdvisoryLockStrategy({ connection: { type: 'postgres', url: process.env.LOCK_TEST_POSTGRES_URL, poolSize: 3 }, holders: 'adv_holders_custom', name: 'a-pg-ht' })],
     ['pessimistic PG fastPaths false', () => new PessimisticLockStrategy({ connection: { type: 'postgres', url: process.env.LOCK_TEST_POSTGRES_URL, poolSize: 3 }, fastPaths: false, name: 'p-fp' })],
   ] as const)('%s: names the exact holder (also re-entrant), grantedAt in the call, and [] after release', async (_n, make) => {
     const manager = new LockManager(make());
@@ -78,6 +79,65 @@ describe('query and breakLock on the database strategies: input, refusals, setti
       expect(await o.breakLock(k, { reason: 'r' })).toEqual([]);
     } finally {
       await Promise.all([manager.close(), observerManager.close()]);
+    }
+  }, 20_000);
+
+  it('refuses a bad holders option at construction, before any server is touched', () => {
+    for (const holders of ['bad name', 'x'.repeat(64), 42, true, null]) {
+      expect(() => new AdvisoryLockStrategy({ connection: deadPg, holders: holders as unknown as string })).toThrow(InvalidLockOptionsError);
+    }
+    expect(() => new AdvisoryLockStrategy({ connection: deadMy, holders: 'h' })).toThrow(/PostgreSQL only/);
+    expect(() => new AdvisoryLockStrategy({ connection: deadMy, holders: false })).toThrow(InvalidLockOptionsError);
+  });
+
+  it.each([
+    ['transaction scope', { scope: 'transaction' }],
+    ['holders: false', { holders: false }],
+  ] as const)('advisory PG, %s: shows the holder by its connection alone, and breakLock ends that connection', async (_n, options) => {
+    const pg = { type: 'postgres' as const, url: process.env.LOCK_TEST_POSTGRES_URL, poolSize: 3 };
+    const manager = new LockManager(new AdvisoryLockStrategy({ connection: pg, name: 'a-pg-conn', ...options }));
+    const s = new LockService(manager);
+    const observerManager = new LockManager(new AdvisoryLockStrategy({ connection: pg, name: 'a-pg-conn-o' }));
+    const o = new LockService(observerManager);
+    try {
+      const k = `adv-conn:${run}:${_n}`;
+      // The section runs until its signal says the lock is gone (5 s at most).
+      const section = s.withLock(
+        k,
+        (lock) =>
+          new Promise<void>((resolve) => {
+            const timer = setTimeout(resolve, 5_000);
+            lock.signal.addEventListener('abort', () => (clearTimeout(timer), resolve()));
+          }),
+        { ttl: 10_000 },
+      ).catch((e: unknown) => e);
+      await expect.poll(async () => (await o.query(k)).held.length, { timeout: 5_000 }).toBe(1);
+      const [held] = (await o.query(k)).held;
+      expect(held.owner.id).toMatch(/^PostgreSQL connection \d+$/);
+      expect([held.owner.host, held.owner.pid, held.fencingToken, held.grantedAt, held.expiresAt]).toEqual([null, null, null, null, null]);
+      const broken = await o.breakLock(k, { reason: 'stuck' });
+      expect(broken.map((h) => h.owner.id)).toEqual([held.owner.id]);
+      const error = await section;
+      expect(error).toBeInstanceOf(LockLostError);
+      expect((error as LockLostError).reason).toBe('session-ended');
+      expect((await o.query(k)).held).toEqual([]);
+    } finally {
+      await Promise.all([manager.close(), observerManager.close()]);
+    }
+  }, 20_000);
+
+  it('advisory PG without its holder table (ensureTable: false, no migration): the acquisition fails at once naming the table, and leaves the key free', async () => {
+    const pg = { type: 'postgres' as const, url: process.env.LOCK_TEST_POSTGRES_URL, poolSize: 3 };
+    const manager = new LockManager(new AdvisoryLockStrategy({ connection: pg, name: 'a-pg-missing', holders: 'adv_holders_never_made', ensureTable: false }));
+    const other = new LockManager(new AdvisoryLockStrategy({ connection: pg, name: 'a-pg-other' }));
+    try {
+      const k = `adv-missing:${run}`;
+      const error = await new LockService(manager).acquire(k, { waitTimeout: 60_000 }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(LockTableMissingError);
+      expect((error as Error).message).toContain('adv_holders_never_made');
+      expect(await new LockService(other).tryAcquire(k).then((lock) => lock?.release())).toBe(true);
+    } finally {
+      await Promise.all([manager.close(), other.close()]);
     }
   }, 20_000);
 });

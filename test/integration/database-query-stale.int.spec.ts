@@ -1,8 +1,9 @@
 // query on the database strategies never names a hold that had ended before the query was sent. A holder
 // takes and releases the key in a loop on one pooled connection (so each grant reuses the connection the
 // fence row names, and the row is its previous grant's until the new grant writes it); an observer of its
-// own queries in a tight loop. A holder shown by its connection alone ("MySQL connection <id>": caught in its
-// grant statement, before its row is written) is a truthful answer, not a named hold.
+// own queries in a tight loop. A holder shown by its connection alone ("MySQL connection <id>",
+// "PostgreSQL connection <pid>": caught in its grant statement, before its row is written) is a truthful
+// answer, not a named hold.
 import 'reflect-metadata';
 import { randomUUID } from 'node:crypto';
 import type { DataSourceOptions } from 'typeorm';
@@ -17,6 +18,7 @@ interface Hold { owner: string; token: number; start: number; end: number }
 
 const cases = [
   { name: 'pessimistic PostgreSQL', make: (pool: number, n: string) => new PessimisticLockStrategy({ connection: pg(pool), name: n, maxHeldConnections: 1 }) },
+  { name: 'advisory PostgreSQL', make: (pool: number, n: string) => new AdvisoryLockStrategy({ connection: pg(pool), name: n, maxHeldConnections: 1 }) },
   { name: 'advisory MariaDB', make: (pool: number, n: string) => new AdvisoryLockStrategy({ connection: my(pool), name: n, maxHeldConnections: 1 }) },
 ];
 
@@ -61,7 +63,7 @@ describe.each(cases)('query of a database lock held anew on the same connection:
       await Promise.all([loop, watch(), watch(), watch()]);
       for (const q of seen) {
         const h = holds.find((x) => x.token === q.token && x.owner === q.owner);
-        if (!h) { if (!/^MySQL connection \d+$/.test(q.owner)) bad.push(`unknown holder ${q.owner} token ${q.token}`); continue; }
+        if (!h) { if (!/^(MySQL|PostgreSQL) connection \d+$/.test(q.owner)) bad.push(`unknown holder ${q.owner} token ${q.token}`); continue; }
         if (h.end < q.sent) bad.push(`named token ${h.token} whose release resolved ${q.sent - h.end} ms before the query was sent`);
         if (h.start > q.returned) bad.push(`named token ${h.token} whose acquire started after the query returned`);
       }

@@ -125,6 +125,19 @@ describe('PostgreSQL with TLS required and a least-privilege role', () => {
     await expectServerWaitThroughUser(service, contender, `tls:${run}:advisory:${scope}`);
   });
 
+  it('names the advisory holder (owner, token) and breaks it through the role, with no grant beyond the holder table\'s', async () => {
+    const holder = locks(new AdvisoryLockStrategy({ connection: postgresTlsOptions(app.name, app.password) }));
+    const operator = locks(new AdvisoryLockStrategy({ connection: postgresTlsOptions(app.name, app.password) }));
+    const key = `tls:${run}:advisory:query`;
+    const lock = await holder.acquire(key, { ttl: 10_000 });
+    const [held] = (await operator.query(key)).held;
+    expect([held?.owner.id, held?.fencingToken]).toEqual([lock.owner, lock.fencingToken]);
+    expect((await operator.breakLock(key, { reason: 'test' })).map((broken) => broken.owner.id)).toEqual([lock.owner]);
+    await expect.poll(() => lock.signal.aborted, { timeout: 5_000 }).toBe(true);
+    await lock.release().catch(() => undefined);
+    expect((await operator.query(key)).held).toEqual([]);
+  });
+
   it.each([
     ['pessimistic', () => new PessimisticLockStrategy({ connection: postgresTlsOptions(app.name, app.password) })],
     ['advisory', () => new AdvisoryLockStrategy({ connection: postgresTlsOptions(app.name, app.password) })],
@@ -194,6 +207,12 @@ describe('PostgreSQL with TLS required and a least-privilege role', () => {
       named: 'GRANT SELECT, INSERT, UPDATE ON distributed_lock_fences TO <user>;',
     },
     { strategy: 'advisory', withheld: 'USAGE on the token sequence', grants: [], named: 'GRANT USAGE ON SEQUENCE distributed_lock_advisory_tokens TO <user>;' },
+    {
+      strategy: 'advisory',
+      withheld: 'every grant on the holder table',
+      grants: ['GRANT USAGE ON SEQUENCE distributed_lock_advisory_tokens'],
+      named: 'GRANT SELECT, INSERT, UPDATE ON distributed_lock_advisory_holders TO <user>;',
+    },
   ])('a role without $withheld gets LockPermissionDeniedError from the $strategy strategy, naming the GRANT, without waiting', async ({ strategy, grants, named }) => {
     const role = `short_${randomUUID().slice(0, 8)}`;
     roles.push(role);

@@ -9,7 +9,7 @@ import { lockKeyHash } from '../../locking/lock-key-hash';
 import { LockService } from '../../locking/lock-service';
 import { InMemoryLockStrategy } from '../../strategies/in-memory/in-memory-lock.strategy';
 import { RedisLockStrategy } from '../../strategies/redis/redis-lock.strategy';
-import { AdvisoryLockStrategy } from '../../strategies/database/advisory-lock.strategy';
+import { PessimisticLockStrategy } from '../../strategies/database/pessimistic-lock.strategy';
 import { DistributedLockModule } from '../distributed-lock.module';
 import type { LockOperationsOptions } from './lock-operations-options';
 
@@ -150,13 +150,13 @@ describe('DistributedLockModule.operations', () => {
   });
 
   it('answers bad requests with 400 and what to fix, before any server is touched', async () => {
-    await start(undefined, { advisory: new AdvisoryLockStrategy({ connection: { type: 'postgres', host: '127.0.0.1', port: 1 } }) });
+    await start(undefined, { pessimistic: new PessimisticLockStrategy({ connection: { type: 'mysql', host: '127.0.0.1', port: 1 } }) });
     const problems = await Promise.all([
       get('/locks'),
       get(`/locks?${Array.from({ length: 101 }, (_, i) => `key=k${i}`).join('&')}`),
       get('/locks?key=k&strategy=nope'),
-      get(`/locks?key=${'x'.repeat(300)}&strategy=advisory`),
-      get('/locks?key=k&strategy=advisory'),
+      get(`/locks?key=${'x'.repeat(300)}&strategy=pessimistic`),
+      get('/locks?key=k&strategy=pessimistic'),
     ]);
     expect(problems.map((response) => response.status)).toEqual([400, 400, 400, 400, 400]);
     const unsupported = (await problems[4].json()) as { error: string; message: string };

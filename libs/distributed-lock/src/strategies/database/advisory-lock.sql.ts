@@ -1,6 +1,6 @@
 import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
 import { describe } from '../../locking/lock-options';
-import { fenceTableDdl, SQL_IDENTIFIER } from './lock-table.sql';
+import { fenceTableDdl, lockKeyColumn, SQL_IDENTIFIER } from './lock-table.sql';
 import type { SqlDialect } from './sql-dialect';
 
 /** Default names of the advisory strategy's objects. */
@@ -9,7 +9,16 @@ export const ADVISORY_OBJECTS = Object.freeze({
   sequence: 'distributed_lock_advisory_tokens',
   /** MySQL/MariaDB: the last fencing token per key. */
   fences: 'distributed_lock_advisory_fences',
+  /** PostgreSQL, session scope: the last holder of each key (owner, backend pid, token, time), for `query`. */
+  holders: 'distributed_lock_advisory_holders',
 });
+
+/** The advisory strategy's objects on the server: `holders` undefined where no holder row is written. */
+export interface AdvisoryObjects {
+  readonly sequence: string;
+  readonly fences: string;
+  readonly holders?: string;
+}
 
 /**
  * The statements of the advisory strategy. Each takes the lock and its fencing token in one round trip,
@@ -18,12 +27,15 @@ export const ADVISORY_OBJECTS = Object.freeze({
 export interface AdvisoryStatements {
   /**
    * Wait for the lock on the server (bounded there by the wait: `lock_timeout` on PostgreSQL, GET_LOCK's
-   * timeout on MySQL), then draw the token. PostgreSQL parameters: advisory key, wait as `'<n>ms'`; its
-   * result's row carries `fencing_token`. MySQL parameters: key, owner, name, wait in seconds; the token is
+   * timeout on MySQL), then draw the token. PostgreSQL parameters: advisory key, wait as `'<n>ms'`, and
+   * with a holder table the key and the owner; its result's row carries `fencing_token`. MySQL parameters: key, owner, name, wait in seconds; the token is
    * the OK packet's insertId, and no row changed means the wait ran out.
    */
   readonly lock: string;
-  /** The same without waiting (PostgreSQL: `pg_try_…`, whose token is null when refused; MySQL: a 0 s wait). */
+  /**
+   * The same without waiting (PostgreSQL: `pg_try_…`, whose token is null when refused, parameters the
+   * advisory key and, with a holder table, the key and the owner; MySQL: a 0 s wait).
+   */
   readonly tryLock: string;
   /** Frees a session lock (PostgreSQL: the advisory key; MySQL: the name). Its row says `released` true/1 when ours. */
   readonly unlock: string | undefined;
@@ -43,17 +55,20 @@ function pgFunctions(scope: 'session' | 'transaction'): { lock: string; tryLock:
  * draw the token and put lock_timeout back (in a transaction, the section's own statements run with the
  * session's setting).
  */
-export function advisoryStatements(d: SqlDialect, scope: 'session' | 'transaction', objects: { sequence: string; fences: string }): AdvisoryStatements {
+export function advisoryStatements(d: SqlDialect, scope: 'session' | 'transaction', objects: AdvisoryObjects): AdvisoryStatements {
   if (d.name === 'postgres') {
     const fn = pgFunctions(scope);
     const seq = `nextval('${d.quote(objects.sequence)}')`;
-    return {
-      lock: `SELECT ${seq} AS fencing_token, set_config('lock_timeout', before, true) AS restored
+    const lock = `SELECT ${seq} AS fencing_token, set_config('lock_timeout', before, true) AS restored
         FROM (SELECT before, ${fn.lock}($1::bigint) AS locked
           FROM (SELECT before, set_config('lock_timeout', $2, true) AS wait
-            FROM (SELECT current_setting('lock_timeout') AS before) AS b OFFSET 0) AS w OFFSET 0) AS l`,
-      // CASE evaluates its condition first: the token is drawn only for a granted lock.
-      tryLock: `SELECT CASE WHEN ${fn.tryLock}($1::bigint) THEN ${seq} END AS fencing_token`,
+            FROM (SELECT current_setting('lock_timeout') AS before) AS b OFFSET 0) AS w OFFSET 0) AS l`;
+    // CASE evaluates its condition first: the token is drawn only for a granted lock.
+    const tryLock = `SELECT CASE WHEN ${fn.tryLock}($1::bigint) THEN ${seq} END AS fencing_token`;
+    const holders = scope === 'session' ? objects.holders : undefined;
+    return {
+      lock: holders === undefined ? lock : withHolderRow(d, holders, lock, 3),
+      tryLock: holders === undefined ? tryLock : withHolderRow(d, holders, tryLock, 2),
       unlock: scope === 'session' ? 'SELECT pg_advisory_unlock($1::bigint) AS released' : undefined,
       unlockAll: 'SELECT pg_advisory_unlock_all()',
     };
@@ -69,8 +84,47 @@ export function advisoryStatements(d: SqlDialect, scope: 'session' | 'transactio
   return { lock, tryLock: lock, unlock: 'SELECT RELEASE_LOCK(?) AS released', unlockAll: 'SELECT RELEASE_ALL_LOCKS()' };
 }
 
+/**
+ * PostgreSQL: `grant` with the holder's row written in the same statement, once granted (a data-modifying
+ * CTE, which the statement's commit makes visible with the grant): the key, owner (parameters `$first` and
+ * `$first + 1`), backend pid, token and the time the row is written. Nothing is written for a refused try,
+ * and a wait that runs out fails the statement before its insert. The row is never deleted: `query` pairs
+ * it with the pid `pg_locks` names (see `advisoryHolderStatements`), so a row left behind names nobody.
+ */
+function withHolderRow(d: SqlDialect, holders: string, grant: string, first: number): string {
+  return `WITH g AS (${grant}),
+      h AS (INSERT INTO ${d.quote(holders)} AS t (lock_key, pid, owner, fencing_token, locked_at)
+        SELECT $${first}, pg_backend_pid(), $${first + 1}, g.fencing_token, clock_timestamp() FROM g WHERE g.fencing_token IS NOT NULL
+        ON CONFLICT (lock_key) DO UPDATE SET pid = EXCLUDED.pid, owner = EXCLUDED.owner, fencing_token = EXCLUDED.fencing_token, locked_at = EXCLUDED.locked_at)
+    SELECT fencing_token FROM g`;
+}
+
+/**
+ * PostgreSQL: the holder table. UNLOGGED: a row matters only while the server's own advisory locks do,
+ * which a crash or a failover ends too; its writes skip the WAL.
+ */
+function holdersTableDdl(d: SqlDialect, table: string): string {
+  return `CREATE UNLOGGED TABLE IF NOT EXISTS ${d.quote(table)} (
+  lock_key ${lockKeyColumn(d)} PRIMARY KEY,
+  pid INTEGER NOT NULL,
+  owner VARCHAR(255) NOT NULL,
+  fencing_token BIGINT NOT NULL,
+  locked_at TIMESTAMPTZ(3) NOT NULL
+)`;
+}
+
+/**
+ * DDL of the advisory strategy's holder table (PostgreSQL; MySQL/MariaDB name holders in the fence table,
+ * and get none), for a migration that makes it ahead of time, then the strategy's role needs no CREATE.
+ * `holders` is the strategy's option of that name (default `ADVISORY_OBJECTS.holders`).
+ */
+export function advisoryHoldersDdl(dialect: SqlDialect, holders?: string): string[] {
+  if (holders !== undefined && !SQL_IDENTIFIER.test(holders)) throw new InvalidLockOptionsError('holders', `expected a plain SQL identifier, got ${describe(holders)}.`);
+  return dialect.name === 'postgres' ? [holdersTableDdl(dialect, holders ?? ADVISORY_OBJECTS.holders)] : [];
+}
+
 /** DDL of the token source: a sequence on PostgreSQL (starting at the clock in µs), the fence table on MySQL/MariaDB. */
-export function advisoryDdl(d: SqlDialect, objects: { sequence: string; fences: string }, fenceTableDdl: (d: SqlDialect, table: string) => string): string[] {
+export function advisoryDdl(d: SqlDialect, objects: AdvisoryObjects, fenceTableDdl: (d: SqlDialect, table: string) => string): string[] {
   if (d.name === 'postgres') {
     // A sequence made again (dropped by hand) starts above every token it gave before, as long as the clock moved on.
     return [`CREATE SEQUENCE IF NOT EXISTS ${d.quote(objects.sequence)} AS BIGINT START WITH ${Date.now() * 1000}`];

@@ -10,7 +10,8 @@ import { budgetAborted } from '../../locking/wait-for-wake';
 import { assertFastPaths } from '../fast-paths-option';
 import { strategyName } from '../strategy-name';
 import { getLockName, postgresAdvisoryKey } from './advisory-key';
-import { ADVISORY_OBJECTS, advisoryDdl, advisoryStatements, type AdvisoryStatements } from './advisory-lock.sql';
+import { advisoryHolderStatements } from './advisory-holder-inspection';
+import { ADVISORY_OBJECTS, advisoryDdl, advisoryHoldersDdl, advisoryStatements, type AdvisoryObjects, type AdvisoryStatements } from './advisory-lock.sql';
 import { maxHeldConnectionsFor } from './connection-slots';
 import { getLockHolderStatements, pinnedOperatorCalls } from './pinned-lock-inspection';
 import { PinnedLocks, pinnedLock, type PinnedLock } from './pinned-locks';
@@ -48,7 +49,16 @@ export interface AdvisoryLockStrategyOptions {
    * A plain SQL identifier.
    */
   readonly tokens?: string;
-  /** Create the sequence or the fence table if missing on first use. Default true. */
+  /**
+   * PostgreSQL: the table each grant writes its holder into (owner id, backend pid, fencing token, time), in
+   * the grant's own statement, so that `LockService.query` names the holder and `breakLock` can end it
+   * (default "distributed_lock_advisory_holders", an UNLOGGED table; a plain SQL identifier). `false`: no
+   * row is written, and a query shows each holder by its connection alone (no owner, no token). With
+   * `scope: 'transaction'` no row is written either: it would commit only with the section. MySQL/MariaDB
+   * keep the holder in the fence table (`tokens`), and refuse this option.
+   */
+  readonly holders?: string | false;
+  /** Create the sequence, the holder table or the fence table if missing on first use. Default true. */
   readonly ensureTable?: boolean;
   /**
    * How many connections held (and waiting) locks may pin at once. Further acquisitions wait for a free
@@ -91,7 +101,7 @@ interface Prepared {
   readonly sql: AdvisoryStatements;
 }
 
-const OPTION_KEYS = ['dataSource', 'connection', 'name', 'scope', 'tokens', 'ensureTable', 'maxHeldConnections', 'fastPaths'];
+const OPTION_KEYS = ['dataSource', 'connection', 'name', 'scope', 'tokens', 'holders', 'ensureTable', 'maxHeldConnections', 'fastPaths'];
 
 /**
  * The database's own lock queue: PostgreSQL's advisory locks and MySQL/MariaDB's named locks (`GET_LOCK`).
@@ -111,17 +121,16 @@ export class AdvisoryLockStrategy implements LockStrategy {
   private readonly ownsDataSource: boolean;
   private readonly scope: 'session' | 'transaction';
   private readonly tokens: string | undefined;
+  /** PostgreSQL, session scope: the holder table each grant writes (undefined: none). */
+  private readonly holders: string | undefined;
   private readonly ensureTable: boolean;
   private readonly fastPaths: boolean;
   /** The held locks, their connections, leases and slots (`maxHeldConnections`), and the waits in progress. */
   private readonly locks: PinnedLocks<AdvisoryLock>;
   private ready: Promise<Prepared> | undefined;
-  /**
-   * MySQL/MariaDB only (see `getLockHolderStatements`): PostgreSQL keeps no owner of an advisory lock that
-   * a query could read without a write per grant, so there `query` and `breakLock` are refused.
-   */
-  readonly inspect?: (key: string) => Promise<LockInspection>;
-  readonly breakLock?: (key: string) => Promise<LockInspection['holders']>;
+  /** See `advisoryHolderStatements` (PostgreSQL) and `getLockHolderStatements` (MySQL/MariaDB). */
+  readonly inspect: (key: string) => Promise<LockInspection>;
+  readonly breakLock: (key: string) => Promise<LockInspection['holders']>;
 
   constructor(options: AdvisoryLockStrategyOptions) {
     const raw: unknown = options;
@@ -143,7 +152,14 @@ export class AdvisoryLockStrategy implements LockStrategy {
       throw new InvalidLockOptionsError('dataSource', 'the advisory strategy needs PostgreSQL (advisory locks) or MySQL/MariaDB (GET_LOCK); use RowLockStrategy on SQLite.');
     }
     this.capabilities = Object.freeze({ fencing: true, fifo: true, sharedLocks: false, crossProcess: true, transactional: scope === 'transaction' });
-    if (dialectOf(this.dataSource, this.name).name === 'mysql') {
+    const postgres = dialectOf(this.dataSource, this.name).name === 'postgres';
+    this.holders = postgres ? holdersOption(options.holders, scope) : refuseHolders(options.holders);
+    if (postgres) {
+      const holders = this.holders;
+      ({ inspect: this.inspect, breakLock: this.breakLock } = pinnedOperatorCalls(this.dataSource, this.fastPaths, 'PostgreSQL', async () => advisoryHolderStatements((await this.prepare()).dialect, holders, postgresAdvisoryKey), (error, operation, key) =>
+        sqlCallError(error, { strategy: this.name, operation, key, tables: holders === undefined ? [] : [{ table: holders, privileges: 'SELECT' }] }),
+      ));
+    } else {
       const fences = this.tokens ?? ADVISORY_OBJECTS.fences;
       ({ inspect: this.inspect, breakLock: this.breakLock } = pinnedOperatorCalls(this.dataSource, this.fastPaths, 'MySQL', async () => getLockHolderStatements((await this.prepare()).dialect, fences, getLockName), (error, operation, key) =>
         sqlCallError(error, { strategy: this.name, operation, key, tables: [{ table: fences, privileges: 'SELECT' }] }),
@@ -171,13 +187,14 @@ export class AdvisoryLockStrategy implements LockStrategy {
 
   /**
    * A refused grant becomes `LockPermissionDeniedError` naming the GRANT to run: USAGE on the token sequence
-   * (PostgreSQL's `nextval`), or the fence table's grants (MySQL/MariaDB). Advisory locks and GET_LOCK
-   * themselves need no grant.
+   * (PostgreSQL's `nextval`) and the holder table's grants, or the fence table's grants (MySQL/MariaDB).
+   * Advisory locks and GET_LOCK themselves need no grant.
    */
   private callError(error: unknown, key: string): unknown {
     const postgres = dialectOf(this.dataSource, this.name).name === 'postgres';
     const tokens = this.tokens ?? (postgres ? ADVISORY_OBJECTS.sequence : ADVISORY_OBJECTS.fences);
-    return sqlCallError(error, { strategy: this.name, operation: 'acquire', key, tables: postgres ? [] : [tokens], sequences: postgres ? [tokens] : [] });
+    const tables = postgres ? (this.holders === undefined ? [] : [this.holders]) : [tokens];
+    return sqlCallError(error, { strategy: this.name, operation: 'acquire', key, tables, sequences: postgres ? [tokens] : [] });
   }
 
   extend(lease: LeaseGrant, ttlMs: number): Promise<LeaseGrant | null> {
@@ -318,7 +335,10 @@ export class AdvisoryLockStrategy implements LockStrategy {
    */
   private lockParameters(dialect: SqlDialect, request: LockRequest, lockName: string, waitMs: number | undefined): unknown[] {
     const wait = waitMs === undefined ? undefined : Math.max(1, Math.ceil(waitMs));
-    if (dialect.name === 'postgres') return wait === undefined ? [lockName] : [lockName, `${wait}ms`];
+    if (dialect.name === 'postgres') {
+      const grant = wait === undefined ? [lockName] : [lockName, `${wait}ms`];
+      return this.holders === undefined ? grant : [...grant, request.key, request.owner];
+    }
     // GET_LOCK takes fractional seconds on MariaDB; the session's end at the deadline bounds it on MySQL 8.
     return [request.key, request.owner, lockName, wait === undefined ? 0 : wait / 1000];
   }
@@ -371,12 +391,17 @@ export class AdvisoryLockStrategy implements LockStrategy {
     this.ready ??= (async () => {
       await ensureInitialized(this.dataSource);
       const dialect = await withServerFeatures(this.dataSource, dialectOf(this.dataSource, this.name));
-      const objects = dialect.name === 'postgres' ? { ...ADVISORY_OBJECTS, sequence: this.tokens ?? ADVISORY_OBJECTS.sequence } : { ...ADVISORY_OBJECTS, fences: this.tokens ?? ADVISORY_OBJECTS.fences };
+      const objects: AdvisoryObjects =
+        dialect.name === 'postgres' ? { ...ADVISORY_OBJECTS, sequence: this.tokens ?? ADVISORY_OBJECTS.sequence, holders: this.holders } : { ...ADVISORY_OBJECTS, fences: this.tokens ?? ADVISORY_OBJECTS.fences };
       if (this.ensureTable) {
-        // Only what is missing: a role without CREATE works once a migration made the sequence or table.
+        // Only what is missing: a role without CREATE works once a migration made the sequence or tables.
         const ddl = advisoryDdl(dialect, objects, fenceTableDdl);
-        if (dialect.name === 'postgres') await createMissingSequence(this.dataSource, objects.sequence, ddl);
-        else await createMissingTables(this.dataSource, dialect, [{ table: objects.fences, statements: ddl }]);
+        if (dialect.name === 'postgres') {
+          await createMissingSequence(this.dataSource, objects.sequence, ddl);
+          if (this.holders !== undefined) await createMissingTables(this.dataSource, dialect, [{ table: this.holders, statements: advisoryHoldersDdl(dialect, this.holders) }]);
+        } else {
+          await createMissingTables(this.dataSource, dialect, [{ table: objects.fences, statements: ddl }]);
+        }
       }
       return { dialect, sql: advisoryStatements(dialect, this.scope, objects) };
     })().catch((error: unknown) => {
@@ -394,4 +419,20 @@ function tokenOf(dialect: SqlDialect, result: DirectResult): number | undefined 
     return token === null || token === undefined ? undefined : Number(token);
   }
   return (result.affected ?? 0) > 0 ? dialect.tokenOf(result) : undefined;
+}
+
+/** PostgreSQL's `holders` option: the holder table, or undefined where no row is written. */
+function holdersOption(holders: unknown, scope: 'session' | 'transaction'): string | undefined {
+  if (holders === false) return undefined;
+  if (holders !== undefined && (typeof holders !== 'string' || !SQL_IDENTIFIER.test(holders))) {
+    throw new InvalidLockOptionsError('holders', `expected a plain SQL identifier or false, got ${describe(holders)}.`);
+  }
+  // A transaction's row would commit with the section, when it names nobody any more.
+  return scope === 'transaction' ? undefined : (holders ?? ADVISORY_OBJECTS.holders);
+}
+
+/** MySQL/MariaDB name holders in the fence table: a `holders` option there is a mistake, said at once. */
+function refuseHolders(holders: unknown): undefined {
+  if (holders !== undefined) throw new InvalidLockOptionsError('holders', 'is PostgreSQL only: on MySQL/MariaDB the fence table (`tokens`) names the holder.');
+  return undefined;
 }

@@ -2,7 +2,7 @@ export { RowLockStrategy, type RowLockStrategyOptions } from './row-lock.strateg
 export { PessimisticLockStrategy, type PessimisticLockStrategyOptions, type PessimisticLeaseGrant } from './pessimistic-lock.strategy';
 export { AdvisoryLockStrategy, type AdvisoryLockStrategyOptions, type AdvisoryLeaseGrant } from './advisory-lock.strategy';
 export { getLockName, postgresAdvisoryKey, MAX_GET_LOCK_NAME } from './advisory-key';
-export { ADVISORY_OBJECTS, advisoryTokensDdl } from './advisory-lock.sql';
+export { ADVISORY_OBJECTS, advisoryHoldersDdl, advisoryTokensDdl } from './advisory-lock.sql';
 export { lockTransaction } from './lock-transaction';
 export { semaphoreTablesDdl, SEMAPHORE_TABLES } from './row-semaphore.sql';
 export { leaseTableDdl, leaseClockDdl, rowTableDdl, fenceTableDdl, LOCK_TABLES, MAX_SQL_KEY_LENGTH } from './lock-table.sql';
