@@ -6,7 +6,7 @@
 import 'reflect-metadata';
 import { randomUUID } from 'node:crypto';
 import { InvalidLockKeyError, InvalidLockOptionsError, LockLostError, LockManager, LockService, LockTableMissingError } from '@app/distributed-lock';
-import { AdvisoryLockStrategy, PessimisticLockStrategy } from '@app/distributed-lock/strategies/database';
+import { AdvisoryLockStrategy, advisoryHoldersDdl, PessimisticLockStrategy, sqlDialectFor } from '@app/distributed-lock/strategies/database';
 
 const run = randomUUID().slice(0, 8);
 const deadPg = { type: 'postgres' as const, url: 'postgres://postgres@127.0.0.1:1/locktest', poolSize: 2, connectTimeoutMS: 500 };
@@ -88,6 +88,10 @@ describe('query and breakLock on the database strategies: input, refusals, setti
     }
     expect(() => new AdvisoryLockStrategy({ connection: deadMy, holders: 'h' })).toThrow(/PostgreSQL only/);
     expect(() => new AdvisoryLockStrategy({ connection: deadMy, holders: false })).toThrow(InvalidLockOptionsError);
+    // A table and a sequence of one schema cannot share a name.
+    expect(() => new AdvisoryLockStrategy({ connection: deadPg, holders: 'same_name', tokens: 'same_name' })).toThrow(/token sequence/);
+    expect(() => new AdvisoryLockStrategy({ connection: deadPg, holders: 'distributed_lock_advisory_tokens' })).toThrow(InvalidLockOptionsError);
+    expect(advisoryHoldersDdl(sqlDialectFor('postgres'), false)).toEqual([]);
   });
 
   it.each([

@@ -85,14 +85,30 @@ export function advisoryStatements(d: SqlDialect, scope: 'session' | 'transactio
 }
 
 /**
+ * PostgreSQL: the comment that opens every statement a strategy writing holder table `holders` sends on a
+ * connection that holds (or takes) one of its locks: its grant and its check of the connection. A backend
+ * whose last statement (`pg_stat_activity.query`) opens with it holds what that strategy granted, so the
+ * table's row for it is its hold's; one whose last statement does not (a strategy with another table or
+ * none, your own `pg_advisory_lock` on a pooled connection) may still have a row left from an earlier grant.
+ */
+export function holderMarker(d: SqlDialect, holders: string): string {
+  return `/* distributed-lock holders ${d.quote(holders)} */`;
+}
+
+/** PostgreSQL: the check that a held lock's connection is alive, for a strategy writing holder table `holders`. */
+export function holderCheck(d: SqlDialect, holders: string): string {
+  return `${holderMarker(d, holders)} SELECT 1`;
+}
+
+/**
  * PostgreSQL: `grant` with the holder's row written in the same statement, once granted (a data-modifying
  * CTE, which the statement's commit makes visible with the grant): the key, owner (parameters `$first` and
  * `$first + 1`), backend pid, token and the time the row is written. Nothing is written for a refused try,
  * and a wait that runs out fails the statement before its insert. The row is never deleted: `query` pairs
- * it with the pid `pg_locks` names (see `advisoryHolderStatements`), so a row left behind names nobody.
+ * it with the pid `pg_locks` names and that backend's last statement (see `advisoryHolderStatements`).
  */
 function withHolderRow(d: SqlDialect, holders: string, grant: string, first: number): string {
-  return `WITH g AS (${grant}),
+  return `${holderMarker(d, holders)} WITH g AS (${grant}),
       h AS (INSERT INTO ${d.quote(holders)} AS t (lock_key, pid, owner, fencing_token, locked_at)
         SELECT $${first}, pg_backend_pid(), $${first + 1}, g.fencing_token, clock_timestamp() FROM g WHERE g.fencing_token IS NOT NULL
         ON CONFLICT (lock_key) DO UPDATE SET pid = EXCLUDED.pid, owner = EXCLUDED.owner, fencing_token = EXCLUDED.fencing_token, locked_at = EXCLUDED.locked_at)
@@ -116,10 +132,11 @@ function holdersTableDdl(d: SqlDialect, table: string): string {
 /**
  * DDL of the advisory strategy's holder table (PostgreSQL; MySQL/MariaDB name holders in the fence table,
  * and get none), for a migration that makes it ahead of time, then the strategy's role needs no CREATE.
- * `holders` is the strategy's option of that name (default `ADVISORY_OBJECTS.holders`).
+ * `holders` is the strategy's option of that name (default `ADVISORY_OBJECTS.holders`; `false`: none).
  */
-export function advisoryHoldersDdl(dialect: SqlDialect, holders?: string): string[] {
-  if (holders !== undefined && !SQL_IDENTIFIER.test(holders)) throw new InvalidLockOptionsError('holders', `expected a plain SQL identifier, got ${describe(holders)}.`);
+export function advisoryHoldersDdl(dialect: SqlDialect, holders?: string | false): string[] {
+  if (holders === false) return [];
+  if (holders !== undefined && (typeof holders !== 'string' || !SQL_IDENTIFIER.test(holders))) throw new InvalidLockOptionsError('holders', `expected a plain SQL identifier or false, got ${describe(holders)}.`);
   return dialect.name === 'postgres' ? [holdersTableDdl(dialect, holders ?? ADVISORY_OBJECTS.holders)] : [];
 }
 

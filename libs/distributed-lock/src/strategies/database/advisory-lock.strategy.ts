@@ -11,7 +11,7 @@ import { assertFastPaths } from '../fast-paths-option';
 import { strategyName } from '../strategy-name';
 import { getLockName, postgresAdvisoryKey } from './advisory-key';
 import { advisoryHolderStatements } from './advisory-holder-inspection';
-import { ADVISORY_OBJECTS, advisoryDdl, advisoryHoldersDdl, advisoryStatements, type AdvisoryObjects, type AdvisoryStatements } from './advisory-lock.sql';
+import { ADVISORY_OBJECTS, advisoryDdl, advisoryHoldersDdl, advisoryStatements, holderCheck, type AdvisoryObjects, type AdvisoryStatements } from './advisory-lock.sql';
 import { maxHeldConnectionsFor } from './connection-slots';
 import { getLockHolderStatements, pinnedOperatorCalls } from './pinned-lock-inspection';
 import { PinnedLocks, pinnedLock, type PinnedLock } from './pinned-locks';
@@ -146,14 +146,17 @@ export class AdvisoryLockStrategy implements LockStrategy {
     const resolved = resolveDataSource(options.dataSource, options.connection, this.name);
     this.dataSource = resolved.dataSource;
     this.ownsDataSource = resolved.owned;
-    const poolSize = poolSizeOf(this.dataSource.options);
-    this.locks = new PinnedLocks(this.name, 'advisory', maxHeldConnectionsFor(options.maxHeldConnections, poolSize), (held, outcome) => this.unlock(held, outcome), poolSize, this.dataSource);
-    if (dialectOf(this.dataSource, this.name).name === 'sqlite') {
+    const dialect = dialectOf(this.dataSource, this.name);
+    if (dialect.name === 'sqlite') {
       throw new InvalidLockOptionsError('dataSource', 'the advisory strategy needs PostgreSQL (advisory locks) or MySQL/MariaDB (GET_LOCK); use RowLockStrategy on SQLite.');
     }
+    const postgres = dialect.name === 'postgres';
+    this.holders = postgres ? holdersOption(options.holders, scope, this.tokens ?? ADVISORY_OBJECTS.sequence) : refuseHolders(options.holders);
+    const poolSize = poolSizeOf(this.dataSource.options);
+    // The check of a held lock's connection carries the holder table's mark: see holderMarker.
+    const check = this.holders === undefined ? undefined : holderCheck(dialect, this.holders);
+    this.locks = new PinnedLocks(this.name, 'advisory', maxHeldConnectionsFor(options.maxHeldConnections, poolSize), (held, outcome) => this.unlock(held, outcome), poolSize, this.dataSource, check);
     this.capabilities = Object.freeze({ fencing: true, fifo: true, sharedLocks: false, crossProcess: true, transactional: scope === 'transaction' });
-    const postgres = dialectOf(this.dataSource, this.name).name === 'postgres';
-    this.holders = postgres ? holdersOption(options.holders, scope) : refuseHolders(options.holders);
     if (postgres) {
       const holders = this.holders;
       ({ inspect: this.inspect, breakLock: this.breakLock } = pinnedOperatorCalls(this.dataSource, this.fastPaths, 'PostgreSQL', async () => advisoryHolderStatements((await this.prepare()).dialect, holders, postgresAdvisoryKey), (error, operation, key) =>
@@ -422,11 +425,13 @@ function tokenOf(dialect: SqlDialect, result: DirectResult): number | undefined 
 }
 
 /** PostgreSQL's `holders` option: the holder table, or undefined where no row is written. */
-function holdersOption(holders: unknown, scope: 'session' | 'transaction'): string | undefined {
+function holdersOption(holders: unknown, scope: 'session' | 'transaction', sequence: string): string | undefined {
   if (holders === false) return undefined;
   if (holders !== undefined && (typeof holders !== 'string' || !SQL_IDENTIFIER.test(holders))) {
     throw new InvalidLockOptionsError('holders', `expected a plain SQL identifier or false, got ${describe(holders)}.`);
   }
+  // A table and a sequence of one schema cannot share a name.
+  if ((holders ?? ADVISORY_OBJECTS.holders) === sequence) throw new InvalidLockOptionsError('holders', `names the token sequence ("${sequence}", option tokens): give the holder table a name of its own.`);
   // A transaction's row would commit with the section, when it names nobody any more.
   return scope === 'transaction' ? undefined : (holders ?? ADVISORY_OBJECTS.holders);
 }

@@ -73,6 +73,8 @@ export class PinnedLocks<H extends PinnedLock> {
     /** The size of the pool the connections come from (see `poolSizeOf`), when known: for the error that names it. */
     private readonly poolSize: number | undefined,
     dataSource: LockDataSource,
+    /** The statement that checks a held lock's connection is alive (a strategy may mark its own, see `holderCheck`). */
+    private readonly checkStatement = 'SELECT 1',
   ) {
     this.slots = new ConnectionSlots(maxHeldConnections);
     this.sessions = new SessionEnder(dataSource);
@@ -244,7 +246,7 @@ export class PinnedLocks<H extends PinnedLock> {
     if (!held) return null;
     const sentAt = Date.now();
     try {
-      await held.runner.query('SELECT 1');
+      await held.runner.query(this.checkStatement);
     } catch (error) {
       // Sent right after a statement that failed inside a savepoint, before the section's rollback to it:
       // refused, yet the lock, outside the savepoint, is held.
