@@ -4,7 +4,7 @@
 // statements (the fencing token included) sent raw.
 import { createPool, type ResultSetHeader, type RowDataPacket } from 'mysql2/promise';
 import { fenceTableDdl, getLockName, postgresAdvisoryKey } from '@app/distributed-lock/strategies/database';
-import { advisoryDdl, advisoryHoldersDdl, advisoryStatements } from '@app/distributed-lock/strategies/database/advisory-lock.sql';
+import { advisoryDdl, advisoryStatements } from '@app/distributed-lock/strategies/database/advisory-lock.sql';
 import { SQL_DIALECTS } from '@app/distributed-lock/strategies/database/sql-dialect';
 import type { BenchLock } from '../bench-subject';
 import { env } from '../bench-env';
@@ -36,25 +36,24 @@ export function rawPgAdvisoryFloor(): () => Promise<BenchLock> {
   };
 }
 
-export const PG_ADVISORY_SQL_FLOOR = 'floor:postgres advisory strategy SQL (lock + token + holder row in one statement, unlock)';
+export const PG_ADVISORY_SQL_FLOOR = 'floor:postgres advisory strategy SQL (lock + token in one SELECT, unlock)';
 export const MYSQL_ADVISORY_SQL_FLOOR = 'floor:mysql advisory strategy SQL (GET_LOCK + token upsert in one INSERT, RELEASE_LOCK)';
 
-const FLOOR_TOKENS = { sequence: 'bench_floor_advisory_tokens', fences: 'bench_floor_advisory_fences', holders: 'bench_floor_advisory_holders' };
+const FLOOR_TOKENS = { sequence: 'bench_floor_advisory_tokens', fences: 'bench_floor_advisory_fences' };
 /** The owner id the MySQL floor writes with each grant: the form and length of a lock manager's ("host:pid:uuid"). */
 const FLOOR_OWNER = `bench-host:12345:${'0'.repeat(8)}-0000-4000-8000-${'0'.repeat(12)}`;
 
 /**
  * The advisory strategy's own statements on PostgreSQL, sent raw on a pooled pg connection as named
- * statements: its waiting lock statement, which draws the fencing token from a sequence and writes the
- * holder row in the same statement (the strategy tries first with the same token and row, and waits only
- * when refused: one statement either way when the lock is free), and the unlock. Against the bare floor above, it says what the token costs the server;
+ * statements: its waiting lock statement, which draws the fencing token from a sequence in the same SELECT
+ * (the strategy tries first with the same token, and waits only when refused: one statement either way when
+ * the lock is free), and the unlock. Against the bare floor above, it says what the token costs the server;
  * ours against it, what the library's code adds.
  */
 export function rawPgAdvisorySqlFloor(): () => Promise<BenchLock> {
   return async () => {
     const pool = benchPgPool();
     for (const ddl of advisoryDdl(SQL_DIALECTS.postgres, FLOOR_TOKENS, fenceTableDdl)) await createOnce(pool, ddl);
-    for (const ddl of advisoryHoldersDdl(SQL_DIALECTS.postgres, FLOOR_TOKENS.holders)) await createOnce(pool, ddl);
     const sql = advisoryStatements(SQL_DIALECTS.postgres, 'session', FLOOR_TOKENS);
     const unlock = sql.unlock as string;
     return {
@@ -63,7 +62,7 @@ export function rawPgAdvisorySqlFloor(): () => Promise<BenchLock> {
         const deadline = Date.now() + waitMs;
         const client = await pool.connect();
         try {
-          const { rows } = await client.query<{ fencing_token: string | null }>({ name: 'floor-advisory-lock', text: sql.lock, values: [id, `${Math.max(1, Math.ceil(deadline - Date.now()))}ms`, key, FLOOR_OWNER] });
+          const { rows } = await client.query<{ fencing_token: string | null }>({ name: 'floor-advisory-lock', text: sql.lock, values: [id, `${Math.max(1, Math.ceil(deadline - Date.now()))}ms`] });
           if (rows[0]?.fencing_token == null) throw new Error(`no fencing token for ${key}`);
         } catch (error) {
           // The lock may have been granted as the statement failed: the connection is not reused.

@@ -277,7 +277,7 @@ export const subjects: readonly ContractSubject[] = [
     ...answersFromItsConnection,
     queryShowsUnnamedHolders: true,
     capabilities: { fencing: true, fifo: true, sharedLocks: false, crossProcess: true },
-    create: async () => new AdvisoryLockStrategy({ connection: postgresOptions() }),
+    create: async () => new AdvisoryLockStrategy({ connection: postgresOptions(), holders: true }),
     removeBehindBack: (_strategy, key) => terminateAdvisoryHolder(key),
   },
   {

@@ -72,9 +72,9 @@ describe('advisory strategy on PostgreSQL: a holder row left from an earlier gra
   ] as const)('a key taken on the same pooled connection by a strategy with %s is shown by its connection, not by the row the first one left', async (_n, holders) => {
     const dataSource = new DataSource({ type: 'postgres', url: url(), poolSize: 2 });
     closing.push(async () => dataSource.isInitialized && dataSource.destroy());
-    const first = manager({ dataSource, name: 'adv-first', maxHeldConnections: 1 });
+    const first = manager({ dataSource, name: 'adv-first', maxHeldConnections: 1, holders: true });
     const second = manager({ dataSource, name: 'adv-second', maxHeldConnections: 1, holders });
-    const observer = manager({ connection: { type: 'postgres', url: url(), poolSize: 3 }, name: 'adv-observer' });
+    const observer = manager({ connection: { type: 'postgres', url: url(), poolSize: 3 }, name: 'adv-observer', holders: true });
     const key = `adv-left:${run}:${String(holders)}`;
     const earlier = await first.acquire(key, { ttl: 10_000 });
     await earlier.release();
@@ -94,8 +94,8 @@ describe('advisory strategy on PostgreSQL: a holder row left from an earlier gra
   it('a break whose terminate reaches the server after the holder it named let go ends nobody, not the next holder on that connection', async () => {
     const proxy = await delayingProxy('pg_terminate_backend', 400);
     closing.push(() => new Promise((resolve) => proxy.server.close(resolve)));
-    const holder = manager({ connection: { type: 'postgres', url: url(), poolSize: 2 }, name: 'adv-holder', maxHeldConnections: 1 });
-    const breaker = manager({ connection: { type: 'postgres', url: proxy.url, poolSize: 2 }, name: 'adv-breaker' });
+    const holder = manager({ connection: { type: 'postgres', url: url(), poolSize: 2 }, name: 'adv-holder', maxHeldConnections: 1, holders: true });
+    const breaker = manager({ connection: { type: 'postgres', url: proxy.url, poolSize: 2 }, name: 'adv-breaker', holders: true });
     const key = `adv-late-break:${run}`;
     await breaker.query(key);
     let firstHolder: Lock | undefined;

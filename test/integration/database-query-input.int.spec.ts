@@ -49,7 +49,7 @@ describe('query and breakLock on the database strategies: input, refusals, setti
   it.each([
     ['advisory MariaDB transaction scope', () => new AdvisoryLockStrategy({ connection: { type: 'mysql', url: process.env.LOCK_TEST_MYSQL_URL, poolSize: 3 }, scope: 'transaction', name: 'a-tx' })],
     ['advisory MariaDB fastPaths false', () => new AdvisoryLockStrategy({ connection: { type: 'mysql', url: process.env.LOCK_TEST_MYSQL_URL, poolSize: 3 }, fastPaths: false, name: 'a-fp' })],
-    ['advisory PG fastPaths false', () => new AdvisoryLockStrategy({ connection: { type: 'postgres', url: process.env.LOCK_TEST_POSTGRES_URL, poolSize: 3 }, fastPaths: false, name: 'a-pg-fp' })],
+    ['advisory PG fastPaths false', () => new AdvisoryLockStrategy({ connection: { type: 'postgres', url: process.env.LOCK_TEST_POSTGRES_URL, poolSize: 3 }, fastPaths: false, holders: true, name: 'a-pg-fp' })],
     ['advisory PG holders in a table of its own', () => new AdvisoryLockStrategy({ connection: { type: 'postgres', url: process.env.LOCK_TEST_POSTGRES_URL, poolSize: 3 }, holders: 'adv_holders_custom', name: 'a-pg-ht' })],
     ['pessimistic PG fastPaths false', () => new PessimisticLockStrategy({ connection: { type: 'postgres', url: process.env.LOCK_TEST_POSTGRES_URL, poolSize: 3 }, fastPaths: false, name: 'p-fp' })],
   ] as const)('%s: names the exact holder (also re-entrant), grantedAt in the call, and [] after release', async (_n, make) => {
@@ -83,20 +83,21 @@ describe('query and breakLock on the database strategies: input, refusals, setti
   }, 20_000);
 
   it('refuses a bad holders option at construction, before any server is touched', () => {
-    for (const holders of ['bad name', 'x'.repeat(64), 42, true, null]) {
+    for (const holders of ['bad name', 'x'.repeat(64), 42, 'a;b', null, {}]) {
       expect(() => new AdvisoryLockStrategy({ connection: deadPg, holders: holders as unknown as string })).toThrow(InvalidLockOptionsError);
     }
     expect(() => new AdvisoryLockStrategy({ connection: deadMy, holders: 'h' })).toThrow(/PostgreSQL only/);
-    expect(() => new AdvisoryLockStrategy({ connection: deadMy, holders: false })).toThrow(InvalidLockOptionsError);
+    expect(() => new AdvisoryLockStrategy({ connection: deadMy, holders: true })).toThrow(/PostgreSQL only/);
+    expect(() => new AdvisoryLockStrategy({ connection: deadMy, holders: false })).not.toThrow();
     // A table and a sequence of one schema cannot share a name.
     expect(() => new AdvisoryLockStrategy({ connection: deadPg, holders: 'same_name', tokens: 'same_name' })).toThrow(/token sequence/);
-    expect(() => new AdvisoryLockStrategy({ connection: deadPg, holders: 'distributed_lock_advisory_tokens' })).toThrow(InvalidLockOptionsError);
+    expect(() => new AdvisoryLockStrategy({ connection: deadPg, holders: true, tokens: 'distributed_lock_advisory_holders' })).toThrow(InvalidLockOptionsError);
     expect(advisoryHoldersDdl(sqlDialectFor('postgres'), false)).toEqual([]);
   });
 
   it.each([
-    ['transaction scope', { scope: 'transaction' }],
-    ['holders: false', { holders: false }],
+    ['transaction scope with holders: true', { scope: 'transaction', holders: true }],
+    ['the default (no holder rows)', {}],
   ] as const)('advisory PG, %s: shows the holder by its connection alone, and breakLock ends that connection', async (_n, options) => {
     const pg = { type: 'postgres' as const, url: process.env.LOCK_TEST_POSTGRES_URL, poolSize: 3 };
     const manager = new LockManager(new AdvisoryLockStrategy({ connection: pg, name: 'a-pg-conn', ...options }));

@@ -18,7 +18,7 @@ interface Hold { owner: string; token: number; start: number; end: number }
 
 const cases = [
   { name: 'pessimistic PostgreSQL', make: (pool: number, n: string) => new PessimisticLockStrategy({ connection: pg(pool), name: n, maxHeldConnections: 1 }) },
-  { name: 'advisory PostgreSQL', make: (pool: number, n: string) => new AdvisoryLockStrategy({ connection: pg(pool), name: n, maxHeldConnections: 1 }) },
+  { name: 'advisory PostgreSQL', make: (pool: number, n: string) => new AdvisoryLockStrategy({ connection: pg(pool), name: n, maxHeldConnections: 1, holders: true }) },
   { name: 'advisory MariaDB', make: (pool: number, n: string) => new AdvisoryLockStrategy({ connection: my(pool), name: n, maxHeldConnections: 1 }) },
 ];
 

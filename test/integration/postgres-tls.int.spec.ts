@@ -126,8 +126,8 @@ describe('PostgreSQL with TLS required and a least-privilege role', () => {
   });
 
   it('names the advisory holder (owner, token) and breaks it through the role, with no grant beyond the holder table\'s', async () => {
-    const holder = locks(new AdvisoryLockStrategy({ connection: postgresTlsOptions(app.name, app.password) }));
-    const operator = locks(new AdvisoryLockStrategy({ connection: postgresTlsOptions(app.name, app.password) }));
+    const holder = locks(new AdvisoryLockStrategy({ connection: postgresTlsOptions(app.name, app.password), holders: true }));
+    const operator = locks(new AdvisoryLockStrategy({ connection: postgresTlsOptions(app.name, app.password), holders: true }));
     const key = `tls:${run}:advisory:query`;
     const lock = await holder.acquire(key, { ttl: 10_000 });
     const [held] = (await operator.query(key)).held;
@@ -208,8 +208,8 @@ describe('PostgreSQL with TLS required and a least-privilege role', () => {
     },
     { strategy: 'advisory', withheld: 'USAGE on the token sequence', grants: [], named: 'GRANT USAGE ON SEQUENCE distributed_lock_advisory_tokens TO <user>;' },
     {
-      strategy: 'advisory',
-      withheld: 'every grant on the holder table',
+      strategy: 'advisory-holders',
+      withheld: 'every grant on the holder table (holders: true)',
       grants: ['GRANT USAGE ON SEQUENCE distributed_lock_advisory_tokens'],
       named: 'GRANT SELECT, INSERT, UPDATE ON distributed_lock_advisory_holders TO <user>;',
     },
@@ -221,7 +221,7 @@ describe('PostgreSQL with TLS required and a least-privilege role', () => {
     await root.query(`GRANT USAGE ON SCHEMA ${POSTGRES_TLS.schema} TO ${role}`);
     for (const grant of grants) await root.query(`${grant} TO ${role}`);
     const connection = postgresTlsOptions(role, `${role}-pw`);
-    const strategies = { row: () => new RowLockStrategy({ connection }), pessimistic: () => new PessimisticLockStrategy({ connection }), advisory: () => new AdvisoryLockStrategy({ connection }) };
+    const strategies = { row: () => new RowLockStrategy({ connection }), pessimistic: () => new PessimisticLockStrategy({ connection }), advisory: () => new AdvisoryLockStrategy({ connection }), 'advisory-holders': () => new AdvisoryLockStrategy({ connection, holders: true }) };
     const service = locks(strategies[strategy as keyof typeof strategies]());
     // A wait far beyond the test's timeout: the refusal must end it, not the clock.
     const error = await service.acquire(`tls:${run}:${role}`, { waitTimeout: 600_000 }).catch((e: unknown) => e);

@@ -9,7 +9,7 @@ export const ADVISORY_OBJECTS = Object.freeze({
   sequence: 'distributed_lock_advisory_tokens',
   /** MySQL/MariaDB: the last fencing token per key. */
   fences: 'distributed_lock_advisory_fences',
-  /** PostgreSQL, session scope: the last holder of each key (owner, backend pid, token, time), for `query`. */
+  /** PostgreSQL, session scope, with `holders: true`: the last holder of each key (owner, backend pid, token, time), for `query`. */
   holders: 'distributed_lock_advisory_holders',
 });
 
@@ -132,12 +132,13 @@ function holdersTableDdl(d: SqlDialect, table: string): string {
 /**
  * DDL of the advisory strategy's holder table (PostgreSQL; MySQL/MariaDB name holders in the fence table,
  * and get none), for a migration that makes it ahead of time, then the strategy's role needs no CREATE.
- * `holders` is the strategy's option of that name (default `ADVISORY_OBJECTS.holders`; `false`: none).
+ * `holders` is the strategy's option of that name (default here `true`: `ADVISORY_OBJECTS.holders`;
+ * `false`: none).
  */
-export function advisoryHoldersDdl(dialect: SqlDialect, holders?: string | false): string[] {
+export function advisoryHoldersDdl(dialect: SqlDialect, holders: boolean | string = true): string[] {
   if (holders === false) return [];
-  if (holders !== undefined && (typeof holders !== 'string' || !SQL_IDENTIFIER.test(holders))) throw new InvalidLockOptionsError('holders', `expected a plain SQL identifier or false, got ${describe(holders)}.`);
-  return dialect.name === 'postgres' ? [holdersTableDdl(dialect, holders ?? ADVISORY_OBJECTS.holders)] : [];
+  if (holders !== true && (typeof holders !== 'string' || !SQL_IDENTIFIER.test(holders))) throw new InvalidLockOptionsError('holders', `expected true, false or a plain SQL identifier, got ${describe(holders)}.`);
+  return dialect.name === 'postgres' ? [holdersTableDdl(dialect, holders === true ? ADVISORY_OBJECTS.holders : holders)] : [];
 }
 
 /** DDL of the token source: a sequence on PostgreSQL (starting at the clock in µs), the fence table on MySQL/MariaDB. */

@@ -50,14 +50,15 @@ export interface AdvisoryLockStrategyOptions {
    */
   readonly tokens?: string;
   /**
-   * PostgreSQL: the table each grant writes its holder into (owner id, backend pid, fencing token, time), in
-   * the grant's own statement, so that `LockService.query` names the holder and `breakLock` can end it
-   * (default "distributed_lock_advisory_holders", an UNLOGGED table; a plain SQL identifier). `false`: no
-   * row is written, and a query shows each holder by its connection alone (no owner, no token). With
-   * `scope: 'transaction'` no row is written either: it would commit only with the section. MySQL/MariaDB
-   * keep the holder in the fence table (`tokens`), and refuse this option.
+   * PostgreSQL: write each grant's holder (owner id, backend pid, fencing token, time) into a table, in the
+   * grant's own statement, so that `LockService.query` names the holder exactly: `true` for the table
+   * "distributed_lock_advisory_holders" (UNLOGGED), or the name of another (a plain SQL identifier). Off
+   * by default: the write costs the grant's hand-over (docs/benchmarks.md), and without it a query shows
+   * each holder by its connection alone (no owner, no token), which `breakLock` can still end. With
+   * `scope: 'transaction'` no row is written: it would commit only with the section. MySQL/MariaDB keep the
+   * holder in the fence table (`tokens`), and refuse this option.
    */
-  readonly holders?: string | false;
+  readonly holders?: boolean | string;
   /** Create the sequence, the holder table or the fence table if missing on first use. Default true. */
   readonly ensureTable?: boolean;
   /**
@@ -426,18 +427,19 @@ function tokenOf(dialect: SqlDialect, result: DirectResult): number | undefined 
 
 /** PostgreSQL's `holders` option: the holder table, or undefined where no row is written. */
 function holdersOption(holders: unknown, scope: 'session' | 'transaction', sequence: string): string | undefined {
-  if (holders === false) return undefined;
-  if (holders !== undefined && (typeof holders !== 'string' || !SQL_IDENTIFIER.test(holders))) {
-    throw new InvalidLockOptionsError('holders', `expected a plain SQL identifier or false, got ${describe(holders)}.`);
+  if (holders === undefined || holders === false) return undefined;
+  if (holders !== true && (typeof holders !== 'string' || !SQL_IDENTIFIER.test(holders))) {
+    throw new InvalidLockOptionsError('holders', `expected true, false or a plain SQL identifier, got ${describe(holders)}.`);
   }
+  const table = holders === true ? ADVISORY_OBJECTS.holders : holders;
   // A table and a sequence of one schema cannot share a name.
-  if ((holders ?? ADVISORY_OBJECTS.holders) === sequence) throw new InvalidLockOptionsError('holders', `names the token sequence ("${sequence}", option tokens): give the holder table a name of its own.`);
+  if (table === sequence) throw new InvalidLockOptionsError('holders', `names the token sequence ("${sequence}", option tokens): give the holder table a name of its own.`);
   // A transaction's row would commit with the section, when it names nobody any more.
-  return scope === 'transaction' ? undefined : (holders ?? ADVISORY_OBJECTS.holders);
+  return scope === 'transaction' ? undefined : table;
 }
 
-/** MySQL/MariaDB name holders in the fence table: a `holders` option there is a mistake, said at once. */
+/** MySQL/MariaDB name holders in the fence table: a holder table asked for there is a mistake, said at once. */
 function refuseHolders(holders: unknown): undefined {
-  if (holders !== undefined) throw new InvalidLockOptionsError('holders', 'is PostgreSQL only: on MySQL/MariaDB the fence table (`tokens`) names the holder.');
+  if (holders !== undefined && holders !== false) throw new InvalidLockOptionsError('holders', 'is PostgreSQL only: on MySQL/MariaDB the fence table (`tokens`) names the holder.');
   return undefined;
 }
