@@ -27,6 +27,25 @@ class LateAnswers extends InMemoryLockStrategy {
   }
 }
 
+/** A queueing strategy whose first wait hears at 10 ms and ends without the lock at 100 ms; its next wait hears 1,500 ms after it begins. */
+class EndsEarlyThenLate extends InMemoryLockStrategy {
+  readonly signalsServerAnswer = true;
+  private waits = 0;
+  override acquire(request: LockRequest, budget: WaitBudget): Promise<LeaseGrant | null> {
+    this.waits += 1;
+    if (this.waits === 1) {
+      setTimeout(() => budget.serverAnswered?.(), 10);
+      return new Promise((resolve) => setTimeout(() => resolve(null), 100));
+    }
+    return new Promise((resolve, reject) =>
+      setTimeout(() => {
+        budget.serverAnswered?.();
+        super.acquire(request, budget).then(resolve, reject);
+      }, 1_500),
+    );
+  }
+}
+
 describe('LockManager: a wait whose own first answer is late', () => {
   it('times out at its waitTimeout when the server answered another wait since it began', async () => {
     const strategy = new LateAnswers(1_500);
@@ -41,6 +60,24 @@ describe('LockManager: a wait whose own first answer is late', () => {
       for (const wait of waits) expect(wait.status === 'rejected' && wait.reason instanceof LockAcquireTimeoutError).toBe(true);
       // Far below the 1,500 ms it takes the late waits to hear from the server themselves.
       expect(elapsed).toBeLessThan(1_000);
+      await holder?.release();
+    } finally {
+      await manager.close();
+    }
+  });
+
+  it('times out at its deadline when the server answered it before the strategy ended its wait early and the engine asked again', async () => {
+    // The strategy's first wait hears at 10 ms and ends without the lock at 100 ms (its place went, as after a
+    // frozen process); the engine asks again, and that wait would hear only 1,500 ms later. The server
+    // answered this caller's wait since it began: its deadline is a plain timeout.
+    const strategy = new EndsEarlyThenLate();
+    const manager = new LockManager(strategy, { operationTimeout: 5_000 });
+    const locks = new LockService(manager);
+    try {
+      const holder = await locks.tryAcquire('k');
+      const started = Date.now();
+      await expect(locks.acquire('k', { waitTimeout: 300 })).rejects.toBeInstanceOf(LockAcquireTimeoutError);
+      expect(Date.now() - started).toBeLessThan(1_000);
       await holder?.release();
     } finally {
       await manager.close();

@@ -50,6 +50,8 @@ class GrantWait<R> implements WaitOutcome<R> {
   private retrying = false;
   private giveUpOnAbort: (() => void) | undefined;
   private request!: LockRequest;
+  /** When the caller's wait began, on `performance.now()`'s clock (what `ServerAnswers` reads). */
+  private readonly began: number;
 
   constructor(
     private readonly deps: GrantWaitDeps,
@@ -60,6 +62,7 @@ class GrantWait<R> implements WaitOutcome<R> {
     private readonly deliver: (grant: LeaseGrant | null) => R,
   ) {
     this.budget = this.newBudget();
+    this.began = performance.now() - (Date.now() - started);
   }
 
   /** One wait for `request`; its outcome goes to `ended` / `failed`. */
@@ -73,7 +76,7 @@ class GrantWait<R> implements WaitOutcome<R> {
     const { lines } = deps;
     const line = waits && lines?.active === true && request.mode === 'exclusive' && ops === lines.strategy ? lines : undefined;
     this.viaQueue = !line && waits && ops.acquire !== undefined;
-    if (this.viaQueue) return queueWait(ctx, ops, request, budget, this);
+    if (this.viaQueue) return queueWait(ctx, ops, request, budget, this, this.began);
     const abortedError = (): Error => this.abortedError();
     if (line) {
       return line.wait(request, options, budget, this.until, abortedError).then(

@@ -25,8 +25,8 @@ export interface WaitOutcome<R> {
  *
  * One promise and a few deadlines on the clock: it runs for every acquisition of a queueing strategy.
  */
-export function queueWait<R>(ctx: EngineContext, ops: LockStrategy, request: LockRequest, budget: CallerBudget, outcome: WaitOutcome<R>): Promise<R> {
-  return new Promise<R>((resolve, reject) => new QueueWait(ctx, ops, request, budget, outcome, resolve, reject).start());
+export function queueWait<R>(ctx: EngineContext, ops: LockStrategy, request: LockRequest, budget: CallerBudget, outcome: WaitOutcome<R>, callerBegan?: number): Promise<R> {
+  return new Promise<R>((resolve, reject) => new QueueWait(ctx, ops, request, budget, outcome, resolve, reject, callerBegan).start());
 }
 
 class QueueWait<R> {
@@ -53,6 +53,11 @@ class QueueWait<R> {
     private readonly outcome: WaitOutcome<R>,
     private readonly resolve: (result: R | Promise<R>) => void,
     private readonly reject: (error: unknown) => void,
+    /**
+     * When the caller's wait began (`performance.now()`), if before this strategy wait: the engine asks
+     * again after a strategy's wait that ended early, and an answer to the caller's earlier wait counts.
+     */
+    private readonly callerBegan?: number,
   ) {}
 
   start(): void {
@@ -125,7 +130,7 @@ class QueueWait<R> {
     // an unavailable server. An answer to another wait of this manager since this one began says as much:
     // a burst of waits queued on one connection hears late, and the last of them must not wait for their
     // own answers past their deadline (seen: 100 etcd waits of 300 ms ending at 1,032 ms on a loaded machine).
-    if (this.ops.signalsServerAnswer && !this.budget.hasAnswer && !this.ctx.answers.heardSince(this.started)) {
+    if (this.ops.signalsServerAnswer && !this.budget.hasAnswer && !this.ctx.answers.heardSince(this.callerBegan ?? this.started)) {
       const timedOut = (): void => {
         this.answer(null);
         this.giveUp();
