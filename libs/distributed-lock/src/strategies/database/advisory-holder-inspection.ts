@@ -1,5 +1,5 @@
 import { holderCheck, holderMarker } from './advisory-lock.sql';
-import type { PinnedHolderStatements } from './pinned-lock-inspection';
+import { signalledAny, type PinnedHolderStatements } from './pinned-lock-inspection';
 import type { SqlDialect } from './sql-dialect';
 
 /** How many times a query reads a holder again that it caught inside a statement (after 0, 1, 2… ms). */
@@ -50,7 +50,7 @@ export function advisoryHolderStatements(d: SqlDialect, holders: string | undefi
     return {
       readHolder: async (run, key) => ((await run(`SELECT DISTINCT l.pid AS connection ${heldBy}`, tagOf(key))) as LockerRow[]).map((row) => connectionAlone(Number(row.connection))[0]),
       endSession: (key, holder) => ({ sql: `SELECT pg_terminate_backend(l.pid) AS ended ${heldBy} AND l.pid = $3`, parameters: [...tagOf(key), holder.connection] }),
-      ended,
+      ended: signalledAny,
       alreadyGone: () => false,
     };
   }
@@ -96,12 +96,7 @@ export function advisoryHolderStatements(d: SqlDialect, holders: string | undefi
                 AND t.owner = $7 AND t.fencing_token = $8 FOR SHARE) AS r`,
             parameters: [...tagOf(key), marker, check, holder.connection, key, holder.owner, holder.token],
           },
-    ended,
+    ended: signalledAny,
     alreadyGone: () => false,
   };
-}
-
-/** Whether `endSession` signalled a backend: a row per backend signalled, none once that holder had let go. */
-function ended(records: readonly unknown[]): boolean {
-  return (records as ReadonlyArray<{ ended: unknown }>).some((record) => record.ended === true);
 }

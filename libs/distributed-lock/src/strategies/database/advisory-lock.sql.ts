@@ -136,9 +136,19 @@ function holdersTableDdl(d: SqlDialect, table: string): string {
  * `false`: none).
  */
 export function advisoryHoldersDdl(dialect: SqlDialect, holders: boolean | string = true): string[] {
-  if (holders === false) return [];
-  if (holders !== true && (typeof holders !== 'string' || !SQL_IDENTIFIER.test(holders))) throw new InvalidLockOptionsError('holders', `expected true, false or a plain SQL identifier, got ${describe(holders)}.`);
-  return dialect.name === 'postgres' ? [holdersTableDdl(dialect, holders === true ? ADVISORY_OBJECTS.holders : holders)] : [];
+  const table = holdersTable(holders);
+  return table !== undefined && dialect.name === 'postgres' ? [holdersTableDdl(dialect, table)] : [];
+}
+
+/**
+ * The holder table an option value `holders` names (`true`: `ADVISORY_OBJECTS.holders`), or undefined for
+ * `false` and `undefined`; anything else throws `InvalidLockOptionsError`.
+ */
+export function holdersTable(holders: unknown): string | undefined {
+  if (holders === undefined || holders === false) return undefined;
+  if (holders === true) return ADVISORY_OBJECTS.holders;
+  if (typeof holders === 'string' && SQL_IDENTIFIER.test(holders)) return holders;
+  throw new InvalidLockOptionsError('holders', `expected true, false or a plain SQL identifier, got ${describe(holders)}.`);
 }
 
 /** DDL of the token source: a sequence on PostgreSQL (starting at the clock in µs), the fence table on MySQL/MariaDB. */

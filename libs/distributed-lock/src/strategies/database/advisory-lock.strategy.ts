@@ -11,7 +11,7 @@ import { assertFastPaths } from '../fast-paths-option';
 import { strategyName } from '../strategy-name';
 import { getLockName, postgresAdvisoryKey } from './advisory-key';
 import { advisoryHolderStatements } from './advisory-holder-inspection';
-import { ADVISORY_OBJECTS, advisoryDdl, advisoryHoldersDdl, advisoryStatements, holderCheck, type AdvisoryObjects, type AdvisoryStatements } from './advisory-lock.sql';
+import { ADVISORY_OBJECTS, advisoryDdl, advisoryHoldersDdl, advisoryStatements, holderCheck, holdersTable, type AdvisoryObjects, type AdvisoryStatements } from './advisory-lock.sql';
 import { maxHeldConnectionsFor } from './connection-slots';
 import { getLockHolderStatements, pinnedOperatorCalls } from './pinned-lock-inspection';
 import { PinnedLocks, pinnedLock, type PinnedLock } from './pinned-locks';
@@ -56,7 +56,7 @@ export interface AdvisoryLockStrategyOptions {
    * by default: the write costs the grant's hand-over (docs/benchmarks.md), and without it a query shows
    * each holder by its connection alone (no owner, no token), which `breakLock` can still end. With
    * `scope: 'transaction'` no row is written: it would commit only with the section. MySQL/MariaDB keep the
-   * holder in the fence table (`tokens`), and refuse this option.
+   * holder in the fence table (`tokens`): there a table asked for is refused (`false` is accepted).
    */
   readonly holders?: boolean | string;
   /** Create the sequence, the holder table or the fence table if missing on first use. Default true. */
@@ -427,11 +427,8 @@ function tokenOf(dialect: SqlDialect, result: DirectResult): number | undefined 
 
 /** PostgreSQL's `holders` option: the holder table, or undefined where no row is written. */
 function holdersOption(holders: unknown, scope: 'session' | 'transaction', sequence: string): string | undefined {
-  if (holders === undefined || holders === false) return undefined;
-  if (holders !== true && (typeof holders !== 'string' || !SQL_IDENTIFIER.test(holders))) {
-    throw new InvalidLockOptionsError('holders', `expected true, false or a plain SQL identifier, got ${describe(holders)}.`);
-  }
-  const table = holders === true ? ADVISORY_OBJECTS.holders : holders;
+  const table = holdersTable(holders);
+  if (table === undefined) return undefined;
   // A table and a sequence of one schema cannot share a name.
   if (table === sequence) throw new InvalidLockOptionsError('holders', `names the token sequence ("${sequence}", option tokens): give the holder table a name of its own.`);
   // A transaction's row would commit with the section, when it names nobody any more.

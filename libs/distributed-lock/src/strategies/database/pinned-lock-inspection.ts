@@ -43,6 +43,14 @@ const GRANT_READS_AGAIN = 5;
 /** MariaDB's and MySQL's error number for a KILL of a connection that is not there. */
 const ER_NO_SUCH_THREAD = 1094;
 
+/**
+ * Whether a PostgreSQL end statement (`SELECT pg_terminate_backend(…) AS ended …`) signalled a backend: a row
+ * per backend signalled, none once that holder had let go.
+ */
+export function signalledAny(records: readonly unknown[]): boolean {
+  return (records as ReadonlyArray<{ ended: unknown }>).some((row) => row.ended === true);
+}
+
 /** A holder the inspection found, with the connection whose session holds it. */
 export type PinnedHolder = LockInspection['holders'][number] & { readonly connection: number };
 
@@ -179,8 +187,7 @@ export function rowLockHolderStatements(d: SqlDialect, rows: string, fences: str
       sql: `SELECT pg_terminate_backend(a.pid) AS ended ${holderOf} AND f.locked_by = $2 AND f.fencing_token = $3`,
       parameters: [key, holder.owner, holder.token ?? null],
     }),
-    // A row per session signalled; none once that holder had let go.
-    ended: (records) => (records as ReadonlyArray<{ ended: unknown }>).some((row) => row.ended === true),
+    ended: signalledAny,
     alreadyGone: () => false,
   };
 }
