@@ -159,6 +159,16 @@ export const BENCH_SUBJECTS: readonly BenchSubject[] = [
     create: ours(() => new PessimisticLockStrategy({ connection: { type: 'mysql', url: env('LOCK_TEST_MYSQL_URL'), poolSize: 40 }, maxHeldConnections: 36 })),
   },
   {
+    id: 'pessimistic-holders',
+    subject: 'pessimistic-holders',
+    floor: PESSIMISTIC_FLOOR,
+    ours: true,
+    backend: 'mysql',
+    settings: 'PessimisticLockStrategy on MariaDB 10.11 with holders: true (a GET_LOCK marks each hold, for query and breakLock), 36 connection slots',
+    crossProcess: true,
+    create: ours(() => new PessimisticLockStrategy({ connection: { type: 'mysql', url: env('LOCK_TEST_MYSQL_URL'), poolSize: 40 }, maxHeldConnections: 36, holders: true, name: 'pessimistic-holders' })),
+  },
+  {
     id: 'advisory-mysql',
     subject: 'advisory-mysql',
     floor: 'peer:get-lock@mysql',

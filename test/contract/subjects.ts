@@ -381,9 +381,10 @@ export const fastPathsOffSubjects: readonly ContractSubject[] = [
 
 /**
  * Another setting of a strategy that `subjects` holds with its default, sharing its lock protocol: the
- * contract only (option-variants.spec.ts), which keeps the promises and property suites' time for
- * strategies of their own. `scope: 'transaction'` changes what wraps the lock (BEGIN, COMMIT), which
- * test/integration/advisory.int.spec.ts checks with writes.
+ * contract only, and the query contract where the setting answers it (option-variants.spec.ts), which
+ * keeps the promises and property suites' time for strategies of their own. `scope: 'transaction'` changes
+ * what wraps the lock (BEGIN, COMMIT), which test/integration/advisory.int.spec.ts checks with writes;
+ * `holders: true` adds a mark to each hold of the pessimistic strategy on MariaDB.
  */
 export const optionVariantSubjects: readonly ContractSubject[] = [
   {
@@ -392,6 +393,16 @@ export const optionVariantSubjects: readonly ContractSubject[] = [
     capabilities: { fencing: true, fifo: true, sharedLocks: false, crossProcess: true, transactional: true },
     create: async () => new AdvisoryLockStrategy({ connection: postgresOptions(), scope: 'transaction', name: 'advisory-xact' }),
     removeBehindBack: (_strategy, key) => terminateAdvisoryHolder(key),
+  },
+  {
+    // Each hold marks itself with a GET_LOCK, taken after its token is written and let go before its COMMIT.
+    name: 'pessimistic holders (MariaDB)',
+    pushesRemoval: true,
+    ...answersFromItsConnection,
+    queryShowsUnnamedHolders: true,
+    capabilities: { fencing: true, fifo: false, sharedLocks: false, crossProcess: true },
+    create: async () => new PessimisticLockStrategy({ connection: mysqlOptions(), name: 'pessimistic-holders', holders: true }),
+    removeBehindBack: (_strategy, key) => killPessimisticHolder(key),
   },
 ];
 

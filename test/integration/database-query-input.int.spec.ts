@@ -35,7 +35,10 @@ describe('query and breakLock on the database strategies: input, refusals, setti
     }
   }, 20_000);
 
-  it.each([['pessimistic MariaDB', () => new PessimisticLockStrategy({ connection: deadMy, name: 'a-pm' })]] as const)('%s refuses query and breakLock with InvalidLockOptionsError', async (_n, make) => {
+  it.each([
+    ['pessimistic MariaDB', () => new PessimisticLockStrategy({ connection: deadMy, name: 'a-pm' })],
+    ['pessimistic MariaDB holders: false', () => new PessimisticLockStrategy({ connection: deadMy, name: 'a-pm-off', holders: false })],
+  ] as const)('%s refuses query and breakLock with InvalidLockOptionsError', async (_n, make) => {
     const manager = new LockManager(make());
     const s = new LockService(manager);
     try {
@@ -52,6 +55,8 @@ describe('query and breakLock on the database strategies: input, refusals, setti
     ['advisory PG fastPaths false', () => new AdvisoryLockStrategy({ connection: { type: 'postgres', url: process.env.LOCK_TEST_POSTGRES_URL, poolSize: 3 }, fastPaths: false, holders: true, name: 'a-pg-fp' })],
     ['advisory PG holders in a table of its own', () => new AdvisoryLockStrategy({ connection: { type: 'postgres', url: process.env.LOCK_TEST_POSTGRES_URL, poolSize: 3 }, holders: 'adv_holders_custom', name: 'a-pg-ht' })],
     ['pessimistic PG fastPaths false', () => new PessimisticLockStrategy({ connection: { type: 'postgres', url: process.env.LOCK_TEST_POSTGRES_URL, poolSize: 3 }, fastPaths: false, name: 'p-fp' })],
+    ['pessimistic MariaDB holders', () => new PessimisticLockStrategy({ connection: { type: 'mysql', url: process.env.LOCK_TEST_MYSQL_URL, poolSize: 3 }, holders: true, name: 'p-my-h' })],
+    ['pessimistic MariaDB holders fastPaths false', () => new PessimisticLockStrategy({ connection: { type: 'mysql', url: process.env.LOCK_TEST_MYSQL_URL, poolSize: 3 }, holders: true, fastPaths: false, name: 'p-my-h-fp' })],
   ] as const)('%s: names the exact holder (also re-entrant), grantedAt in the call, and [] after release', async (_n, make) => {
     const manager = new LockManager(make());
     const s = new LockService(manager);
@@ -93,7 +98,62 @@ describe('query and breakLock on the database strategies: input, refusals, setti
     expect(() => new AdvisoryLockStrategy({ connection: deadPg, holders: 'same_name', tokens: 'same_name' })).toThrow(/token sequence/);
     expect(() => new AdvisoryLockStrategy({ connection: deadPg, holders: true, tokens: 'distributed_lock_advisory_holders' })).toThrow(InvalidLockOptionsError);
     expect(advisoryHoldersDdl(sqlDialectFor('postgres'), false)).toEqual([]);
+    for (const holders of ['true', 1, null, {}]) {
+      expect(() => new PessimisticLockStrategy({ connection: deadMy, holders: holders as unknown as boolean })).toThrow(InvalidLockOptionsError);
+    }
+    // PostgreSQL names the holder of a row lock either way.
+    expect(new PessimisticLockStrategy({ connection: deadPg, holders: true }).inspect).toBeDefined();
+    expect(new PessimisticLockStrategy({ connection: deadMy, holders: true }).inspect).toBeDefined();
   });
+
+  it('pessimistic MariaDB holders: a hold without a mark (an instance with holders off) is shown held, by no connection, and is not broken', async () => {
+    const my = { type: 'mysql' as const, url: process.env.LOCK_TEST_MYSQL_URL, poolSize: 3 };
+    const holderManager = new LockManager(new PessimisticLockStrategy({ connection: my, name: 'p-unmarked' }));
+    const observerManager = new LockManager(new PessimisticLockStrategy({ connection: my, name: 'p-unmarked-o', holders: true }));
+    const o = new LockService(observerManager);
+    try {
+      const k = `p-unmarked:${run}`;
+      expect((await o.query(k)).held).toEqual([]);
+      const lock = await new LockService(holderManager).acquire(k, { ttl: 10_000 });
+      const held = (await o.query(k)).held;
+      expect(held.map((h) => [h.owner.id, h.owner.host, h.owner.pid, h.fencingToken])).toEqual([['MySQL holder without a mark', null, null, null]]);
+      expect(await o.breakLock(k, { reason: 'r' })).toEqual([]);
+      expect(lock.signal.aborted).toBe(false);
+      expect(await lock.release()).toBe(true);
+      expect((await o.query(k)).held).toEqual([]);
+    } finally {
+      await Promise.all([holderManager.close(), observerManager.close()]);
+    }
+  }, 20_000);
+
+  it.each([
+    ['a section that failed (ROLLBACK)', 'failed'],
+    ['a lock whose lease ran out (session ended)', 'lost'],
+    ['a completed section (COMMIT)', 'completed'],
+  ] as const)('pessimistic MariaDB holders: the mark goes with %s, so the next holder on another connection is named', async (_n, ending) => {
+    const my = { type: 'mysql' as const, url: process.env.LOCK_TEST_MYSQL_URL, poolSize: 3 };
+    const managers = [0, 1, 2].map((i) => new LockManager(new PessimisticLockStrategy({ connection: my, name: `p-mark-${i}`, holders: true })));
+    const [first, next, o] = managers.map((m) => new LockService(m));
+    try {
+      const k = `p-mark:${run}:${ending}`;
+      if (ending === 'failed') {
+        await expect(first.withLock(k, async () => Promise.reject(new Error('section failed')))).rejects.toThrow('section failed');
+      } else if (ending === 'lost') {
+        const lock = await first.acquire(k, { ttl: 300, autoExtend: false });
+        await new Promise((resolve) => lock.signal.addEventListener('abort', resolve));
+        expect(await lock.release()).toBe(false);
+      } else {
+        await first.withLock(k, async () => undefined);
+      }
+      expect((await o.query(k)).held).toEqual([]);
+      const lock = await next.acquire(k, { ttl: 10_000, waitTimeout: 5_000 });
+      const [held] = (await o.query(k)).held;
+      expect([held?.owner.id, held?.fencingToken]).toEqual([lock.owner, lock.fencingToken]);
+      await lock.release();
+    } finally {
+      await Promise.all(managers.map((m) => m.close()));
+    }
+  }, 20_000);
 
   it.each([
     ['transaction scope with holders: true', { scope: 'transaction', holders: true }],

@@ -83,6 +83,20 @@ describe('MariaDB with TLS required and a least-privilege user', () => {
     await expectEndsThroughUser(make, `tls:${run}:pessimistic-ends`);
   });
 
+  it('names the holder of a pessimistic lock with holders: true, and breaks it, with no PROCESS grant', async () => {
+    const options = mariadbTlsOptions(app.name, app.password);
+    const holder = locks(new PessimisticLockStrategy({ connection: options, holders: true }));
+    const operator = locks(new PessimisticLockStrategy({ connection: options, holders: true }));
+    const key = `tls:${run}:pessimistic-holders`;
+    const lock = await holder.acquire(key, { ttl: 10_000 });
+    const [held] = (await operator.query(key)).held;
+    expect([held?.owner.id, held?.fencingToken]).toEqual([lock.owner, lock.fencingToken]);
+    expect((await operator.breakLock(key, { reason: 'tls test' })).map((h) => h.owner.id)).toEqual([lock.owner]);
+    await new Promise((resolve) => (lock.signal.aborted ? resolve(undefined) : lock.signal.addEventListener('abort', resolve)));
+    expect(await lock.release()).toBe(false);
+    expect((await operator.query(key)).held).toEqual([]);
+  });
+
   it('a user of locks only needs no grant on the semaphore tables until it asks for a permit, then gets LockPermissionDeniedError naming them', async () => {
     const service = locks(new RowLockStrategy({ connection: mariadbTlsOptions(app.name, app.password) }));
     const lock = await service.acquire(`tls:${run}:locks-only`);

@@ -10,6 +10,7 @@ import type { LeaseLostListener, LockStrategy, LockStrategyCapabilities, Release
 import type { LockDataSource } from './database-client.type';
 import { maxHeldConnectionsFor } from './connection-slots';
 import { pinnedOperatorCalls, rowLockHolderStatements } from './pinned-lock-inspection';
+import { MARK_HOLDER, markedRowHolderStatements, rowHolderMarker, UNMARK_HOLDER } from './row-holder-marker';
 import { PinnedLocks, pinnedLock, type PinnedLock } from './pinned-locks';
 import { poolWaitDeadline } from './pool-connection';
 import { poolSizeOf } from './pool-size';
@@ -55,6 +56,15 @@ export interface PessimisticLockStrategyOptions {
    * these paths no longer fit, or a pooler that cannot keep prepared statements. Default true.
    */
   readonly fastPaths?: boolean;
+  /**
+   * MySQL/MariaDB: let `query` and `breakLock` name the holder. Each hold marks itself with a GET_LOCK named
+   * after the key, taken once its fencing token is written and let go before its COMMIT or ROLLBACK: two
+   * statements more per section on the lock's connection (docs/operations.md gives the measured cost).
+   * Without it, `query` and `breakLock` are refused there: InnoDB names a row's locker only to a user with
+   * the PROCESS privilege. PostgreSQL names the holder either way (its row locks say which transaction holds
+   * them), and accepts both values. Default false.
+   */
+  readonly holders?: boolean;
 }
 
 /** A grant of the pessimistic strategy: the lock is a transaction, and its EntityManager writes inside it. */
@@ -73,7 +83,7 @@ class MissingLockRow extends Error {
   }
 }
 
-const OPTION_KEYS = ['dataSource', 'connection', 'name', 'table', 'ensureTable', 'maxHeldConnections', 'fastPaths'];
+const OPTION_KEYS = ['dataSource', 'connection', 'name', 'table', 'ensureTable', 'maxHeldConnections', 'fastPaths', 'holders'];
 
 /**
  * An exclusive lock on a row found by its primary key, locked with `SELECT … FOR UPDATE` in a
@@ -99,12 +109,14 @@ export class PessimisticLockStrategy implements LockStrategy {
   private ready: Promise<{ dialect: SqlDialect; sql: PessimisticStatements; padding: string | undefined }> | undefined;
   /** Keys whose lock row we have seen: their acquisitions skip the existence check. */
   private readonly knownRows = new Set<string>();
+  /** MySQL/MariaDB with `holders: true`: every hold takes and lets go of its marker (see `row-holder-marker.ts`). */
+  private readonly marksHolders: boolean;
 
   /**
-   * PostgreSQL only (see `rowLockHolderStatements`): InnoDB tells which transaction locks a row only through
+   * PostgreSQL (see `rowLockHolderStatements`), and MySQL/MariaDB with `holders: true` (see
+   * `markedRowHolderStatements`). Otherwise refused: InnoDB tells which transaction locks a row only through
    * `information_schema` tables that need the PROCESS privilege and date a transaction to the second, too
-   * coarse to tell a holder from the next transaction of its connection. There `query` and `breakLock` are
-   * refused.
+   * coarse to tell a holder from the next transaction of its connection.
    */
   readonly inspect?: (key: string) => Promise<LockInspection>;
   readonly breakLock?: (key: string) => Promise<LockInspection['holders']>;
@@ -126,9 +138,18 @@ export class PessimisticLockStrategy implements LockStrategy {
     if (dialectOf(this.dataSource, this.name).name === 'sqlite') {
       throw new InvalidLockOptionsError('dataSource', 'the pessimistic strategy needs MySQL, MariaDB or PostgreSQL (row locks held by a transaction); use RowLockStrategy on SQLite.');
     }
-    if (dialectOf(this.dataSource, this.name).name === 'postgres') {
+    const postgres = dialectOf(this.dataSource, this.name).name === 'postgres';
+    if (options.holders !== undefined && typeof options.holders !== 'boolean') {
+      throw new InvalidLockOptionsError('holders', `expected true or false, got ${describe(options.holders)}.`);
+    }
+    this.marksHolders = !postgres && options.holders === true;
+    if (postgres) {
       ({ inspect: this.inspect, breakLock: this.breakLock } = pinnedOperatorCalls(this.dataSource, this.fastPaths, 'PostgreSQL', async () => rowLockHolderStatements((await this.prepare()).dialect, this.table, this.fenceTable), (error, operation, key) =>
         sqlCallError(error, { strategy: this.name, operation, key, tables: [{ table: this.table, privileges: 'SELECT' }, { table: this.fenceTable, privileges: 'SELECT' }] }),
+      ));
+    } else if (this.marksHolders) {
+      ({ inspect: this.inspect, breakLock: this.breakLock } = pinnedOperatorCalls(this.dataSource, this.fastPaths, 'MySQL', async () => markedRowHolderStatements((await this.prepare()).dialect, this.table, this.fenceTable, (key) => rowHolderMarker(this.table, key)), (error, operation, key) =>
+        sqlCallError(error, { strategy: this.name, operation, key, tables: [{ table: this.table, privileges: 'SELECT, UPDATE' }, { table: this.fenceTable, privileges: 'SELECT' }] }),
       ));
     }
   }
@@ -292,6 +313,8 @@ export class PessimisticLockStrategy implements LockStrategy {
       // We hold the row lock, so nobody else runs this for the key: the token grows by one per holder,
       // in autocommit, so that rolling the section back never hands the same token out twice.
       const token = dialect.tokenOf(await queryOnDataSource(this.dataSource, sql.nextToken, [request.key, request.owner, connectionId ?? null], this.fastPaths));
+      // After the token's row is committed: a marked connection's fence row is always its own grant's.
+      if (this.marksHolders) await queryOnRunner(runner, MARK_HOLDER, [rowHolderMarker(this.table, request.key)], this.fastPaths);
       const expiresAt = this.locks.hold(request.owner, pinnedLock(request.key, runner), lockedAt, request.ttlMs);
       return { key: request.key, owner: request.owner, mode: request.mode, fencingToken: token, expiresAt, manager: runner.manager };
     } catch (error) {
@@ -303,12 +326,23 @@ export class PessimisticLockStrategy implements LockStrategy {
     }
   }
 
+  /** Lets go of a hold's marker (`holders: true`); false where the statement failed. */
+  private unmark(runner: QueryRunner, key: string): Promise<boolean> {
+    return queryOnRunner(runner, UNMARK_HOLDER, [rowHolderMarker(this.table, key)], this.fastPaths).then(
+      () => true,
+      () => false,
+    );
+  }
+
   /**
    * Gives a connection that holds no lock we keep back to the pool, its transaction rolled back (the
    * server's answer to the ROLLBACK says the row lock is free); where the ROLLBACK fails, ends its session.
+   * `markedKey`: the key of a hold that took its marker, let go of first (a marker that fails to go ends
+   * the session, which takes it along).
    */
-  private async rollbackOrEnd(runner: QueryRunner): Promise<void> {
+  private async rollbackOrEnd(runner: QueryRunner, markedKey?: string): Promise<void> {
     try {
+      if (markedKey !== undefined && this.marksHolders && !(await this.unmark(runner, markedKey))) throw new Error('the hold kept its marker');
       if (runner.isTransactionActive && !isConnectionClosed(runner)) await runner.rollbackTransaction();
     } catch {
       await this.locks.endSession(runner);
@@ -332,9 +366,15 @@ export class PessimisticLockStrategy implements LockStrategy {
       // Its session is ended instead (its next statements fail), and this resolves once the server says it
       // is gone, with the row lock: close() then means the key is free for the next instance.
       if (outcome === 'lost' && wasHeld) await this.locks.endSession(row.runner);
-      else if (wasHeld) await this.rollbackOrEnd(row.runner);
+      else if (wasHeld) await this.rollbackOrEnd(row.runner, row.key);
       else await rollbackAndRelease(row.runner);
       return wasHeld;
+    }
+    // The mark goes before the row lock: a marked connection always holds the row. Failed (the connection
+    // went): nothing was committed, and the lock went with the connection.
+    if (this.marksHolders && !(await this.unmark(row.runner, row.key))) {
+      await this.rollbackOrEnd(row.runner);
+      return false;
     }
     try {
       await commitLockTransaction(row.runner, this.fastPaths);

@@ -10,7 +10,7 @@ import type { SqlDialect } from './sql-dialect';
 // (the lock lives as long as the holder's connection) and, on these two, no queue that names its waiters.
 
 /** Runs one statement of an inspection and resolves its rows. */
-type RunStatement = (sql: string, parameters: unknown[]) => Promise<readonly unknown[]>;
+export type RunStatement = (sql: string, parameters: unknown[]) => Promise<readonly unknown[]>;
 
 /** The statements that read a key's holder and end its session, for one strategy on one dialect. */
 export interface PinnedHolderStatements {
@@ -29,7 +29,8 @@ export interface PinnedHolderStatements {
 
 /** One row of `PinnedHolderStatements.holder`: drivers give numbers as numbers or strings. */
 interface HolderRow {
-  readonly connection: number | string;
+  /** Null for a holder the server shows holding without saying which connection (it cannot be broken). */
+  readonly connection: number | string | null;
   /** Null where the holder's connection has no fence row of ours (a holder of another program, or of a version that wrote none). */
   readonly owner: string | null;
   readonly token: number | string | null;
@@ -38,7 +39,7 @@ interface HolderRow {
 }
 
 /** How many times a MariaDB query reads a holder caught inside its grant statement again (after 0, 1, 2… ms). */
-const GRANT_READS_AGAIN = 5;
+export const GRANT_READS_AGAIN = 5;
 
 /** MariaDB's and MySQL's error number for a KILL of a connection that is not there. */
 const ER_NO_SUCH_THREAD = 1094;
@@ -51,8 +52,8 @@ export function signalledAny(records: readonly unknown[]): boolean {
   return (records as ReadonlyArray<{ ended: unknown }>).some((row) => row.ended === true);
 }
 
-/** A holder the inspection found, with the connection whose session holds it. */
-export type PinnedHolder = LockInspection['holders'][number] & { readonly connection: number };
+/** A holder the inspection found, with the connection whose session holds it, where the server names it. */
+export type PinnedHolder = LockInspection['holders'][number] & { readonly connection: number | null };
 
 /**
  * Reads the key's holder in one statement, its grant time moved from the server's clock onto this
@@ -63,9 +64,9 @@ export async function pinnedHolders(dataSource: LockDataSource, sql: PinnedHolde
   const records = await sql.readHolder(async (statement, parameters) => (await queryOnDataSource(dataSource, statement, parameters, fastPaths)).records, key);
   const localNow = Math.round((sentAt + Date.now()) / 2);
   return (records as readonly HolderRow[]).map((row) => ({
-    connection: Number(row.connection),
+    connection: row.connection === null ? null : Number(row.connection),
     // Still a holder, though not one of ours: named by what the server knows of it.
-    owner: row.owner ?? `${serverName} connection ${Number(row.connection)}`,
+    owner: row.owner ?? (row.connection === null ? `${serverName} holder without a mark` : `${serverName} connection ${Number(row.connection)}`),
     mode: 'exclusive',
     ...(row.token !== null ? { fencingToken: Number(row.token) } : {}),
     ...(row.granted_at !== null ? { grantedAt: localNow + (Number(row.granted_at) - Number(row.now_ms)) } : {}),
@@ -79,6 +80,8 @@ export async function pinnedHolders(dataSource: LockDataSource, sql: PinnedHolde
 export async function endHolderSessions(dataSource: LockDataSource, sql: PinnedHolderStatements, key: string, fastPaths: boolean, serverName: string): Promise<LockInspection['holders']> {
   const ended: Array<LockInspection['holders'][number]> = [];
   for (const { connection, ...holder } of await pinnedHolders(dataSource, sql, key, fastPaths, serverName)) {
+    // Held, but the server does not say by which connection: nothing to end.
+    if (connection === null) continue;
     const end = sql.endSession(key, { connection, owner: holder.owner, token: holder.fencingToken });
     let records: readonly unknown[];
     try {
@@ -153,17 +156,24 @@ export function getLockHolderStatements(d: SqlDialect, fences: string, lockNameO
       }
       return read.rows;
     },
-    // KILL takes no condition: if the holder let go in the round trip between the read and the KILL, what
-    // its connection does next is ended instead (docs/operations.md says so).
-    endSession: (_key, holder) => ({ sql: `KILL CONNECTION ${Math.trunc(holder.connection)}`, parameters: [] }),
-    // KILL answers nothing, or fails; a connection that ended meanwhile is an unknown thread.
-    ended: () => true,
-    alreadyGone: (error) => {
-      const e = error as { errno?: unknown; driverError?: { errno?: unknown } } | null;
-      return (e?.driverError?.errno ?? e?.errno) === ER_NO_SUCH_THREAD;
-    },
+    ...killHolderSession,
   };
 }
+
+/**
+ * MySQL/MariaDB end a holder's session with KILL, which takes no condition: if the holder let go in the round
+ * trip between the read and the KILL, what its connection does next is ended instead (docs/operations.md
+ * says so). A user may KILL its own connections without a privilege.
+ */
+export const killHolderSession: Pick<PinnedHolderStatements, 'endSession' | 'ended' | 'alreadyGone'> = {
+  endSession: (_key, holder) => ({ sql: `KILL CONNECTION ${Math.trunc(holder.connection)}`, parameters: [] }),
+  // KILL answers nothing, or fails; a connection that ended meanwhile is an unknown thread.
+  ended: () => true,
+  alreadyGone: (error) => {
+    const e = error as { errno?: unknown; driverError?: { errno?: unknown } } | null;
+    return (e?.driverError?.errno ?? e?.errno) === ER_NO_SUCH_THREAD;
+  },
+};
 
 /**
  * PostgreSQL's row lock (the pessimistic strategy): the locked row's `xmax` is the transaction that locked
