@@ -5,12 +5,15 @@
 // holder row is written (transaction scope, holders: false), and broken by it.
 import 'reflect-metadata';
 import { randomUUID } from 'node:crypto';
-import { InvalidLockKeyError, InvalidLockOptionsError, LockLostError, LockManager, LockService, LockTableMissingError } from '@app/distributed-lock';
-import { AdvisoryLockStrategy, advisoryHoldersDdl, PessimisticLockStrategy, sqlDialectFor } from '@app/distributed-lock/strategies/database';
+import { DataSource } from 'typeorm';
+import { InvalidLockKeyError, InvalidLockOptionsError, LockLostError, LockManager, LockService, LockTableMismatchError, LockTableMissingError } from '@app/distributed-lock';
+import { AdvisoryLockStrategy, advisoryHoldersDdl, PessimisticLockStrategy, postgresAdvisoryKey, sqlDialectFor } from '@app/distributed-lock/strategies/database';
 
 const run = randomUUID().slice(0, 8);
 const deadPg = { type: 'postgres' as const, url: 'postgres://postgres@127.0.0.1:1/locktest', poolSize: 2, connectTimeoutMS: 500 };
 const deadMy = { type: 'mysql' as const, url: 'mysql://root:x@127.0.0.1:1/locktest', poolSize: 2, connectTimeout: 500 };
+const pgOptions = { type: 'postgres' as const, url: process.env.LOCK_TEST_POSTGRES_URL, poolSize: 3 };
+const myOptions = { type: 'mysql' as const, url: process.env.LOCK_TEST_MYSQL_URL, poolSize: 3 };
 
 describe('query and breakLock on the database strategies: input, refusals, settings', () => {
   const services = [
@@ -188,6 +191,44 @@ describe('query and breakLock on the database strategies: input, refusals, setti
       expect((await o.query(k)).held).toEqual([]);
     } finally {
       await Promise.all([manager.close(), observerManager.close()]);
+    }
+  }, 20_000);
+
+  it.each([
+    [
+      'advisory PG, a holder table of another shape',
+      'CREATE TABLE IF NOT EXISTS adv_holders_other_shape (lock_key TEXT PRIMARY KEY, owner TEXT)',
+      (name: string) => new AdvisoryLockStrategy({ connection: pgOptions, name, holders: 'adv_holders_other_shape' }),
+      ['adv_holders_other_shape'],
+    ],
+    [
+      'pessimistic MariaDB, a fence table of another shape',
+      'CREATE TABLE IF NOT EXISTS p_other_shape_fences (lock_key VARCHAR(255) PRIMARY KEY, fencing_token BIGINT NOT NULL)',
+      (name: string) => new PessimisticLockStrategy({ connection: myOptions, name, table: 'p_other_shape' }),
+      ['p_other_shape', 'p_other_shape_fences'],
+    ],
+  ] as const)('%s: the acquisition fails at once with LockTableMismatchError naming the column, and leaves the key free', async (_n, ddl, make, tables) => {
+    const postgres = _n.startsWith('advisory');
+    const admin = new DataSource(postgres ? pgOptions : myOptions);
+    await admin.initialize();
+    const manager = new LockManager(make('shape'));
+    try {
+      await admin.query(ddl);
+      const k = `shape:${run}`;
+      const error = await new LockService(manager).acquire(k, { waitTimeout: 60_000 }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(LockTableMismatchError);
+      expect((error as LockTableMismatchError).tables).toEqual(tables);
+      expect((error as LockTableMismatchError).column).toMatch(/^\w+$/);
+      // Nothing is left held: the key's lock is free at once.
+      if (postgres) {
+        const [row] = (await admin.query('SELECT pg_try_advisory_lock($1::bigint) AS free', [postgresAdvisoryKey(k)])) as Array<{ free: boolean }>;
+        expect(row.free).toBe(true);
+      } else {
+        expect(await admin.query('SELECT lock_key FROM p_other_shape WHERE lock_key = ? FOR UPDATE NOWAIT', [k])).toHaveLength(1);
+      }
+    } finally {
+      await manager.close();
+      await admin.destroy();
     }
   }, 20_000);
 

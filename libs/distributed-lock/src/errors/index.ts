@@ -8,6 +8,7 @@ export { LockCommitFailedError } from './lock-commit-failed.error';
 export { LockBackendUnavailableError } from './lock-backend-unavailable.error';
 export { LockNotReplicatedError, type LockNotReplicatedReason } from './lock-not-replicated.error';
 export { LockPermissionDeniedError } from './lock-permission-denied.error';
+export { LockTableMismatchError } from './lock-table-mismatch.error';
 export { LockTableMissingError } from './lock-table-missing.error';
 export { InvalidLockOptionsError } from './invalid-lock-options.error';
 export { InvalidLockKeyError } from './invalid-lock-key.error';

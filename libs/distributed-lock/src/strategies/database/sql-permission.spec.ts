@@ -1,5 +1,6 @@
 import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
 import { LockPermissionDeniedError } from '../../errors/lock-permission-denied.error';
+import { LockTableMismatchError } from '../../errors/lock-table-mismatch.error';
 import { LockTableMissingError } from '../../errors/lock-table-missing.error';
 import { advisoryTokensDdl } from './advisory-lock.sql';
 import { sqlDialectFor } from './sql-dialect';
@@ -23,6 +24,17 @@ describe('SQL grants named by LockPermissionDeniedError', () => {
     expect(mysql).toMatchObject({ table: 'Locks_Queue', operation: 'acquire', key: 'k' });
     expect(sqlCallError({ driverError: { code: '42P01', message: 'relation "locks" does not exist' } }, { ...site, tables })).toMatchObject({ table: 'locks' });
     expect(sqlCallError({ code: 'SQLITE_ERROR', message: 'no such table: locks_clock' }, { ...site, tables })).toMatchObject({ table: 'locks_clock' });
+  });
+
+  it('names the missing column, and its table where the answer does, from MySQL\'s, PostgreSQL\'s and SQLite\'s answers', () => {
+    const tables = ['locks', 'locks_fences'];
+    expect(sqlCallError({ errno: 1054, message: "Unknown column 'f.locked_by' in 'field list'" }, { ...site, tables })).toMatchObject({ name: 'LockTableMismatchError', column: 'locked_by', tables, key: 'k' });
+    expect(sqlCallError({ driverError: { code: '42703', message: 'column h.owner_id does not exist' } }, { ...site, tables })).toMatchObject({ column: 'owner_id', tables });
+    expect(sqlCallError({ driverError: { code: '42703', message: 'column "backend_pid" of relation "my_holders" does not exist' } }, { ...site, tables })).toMatchObject({ column: 'backend_pid', tables: ['my_holders'] });
+    expect(sqlCallError({ code: 'SQLITE_ERROR', message: 'table locks has no column named owner' }, { ...site, tables })).toMatchObject({ column: 'owner', tables: ['locks'] });
+    const sqlite = sqlCallError({ code: 'SQLITE_ERROR', message: 'no such column: expires_at' }, { ...site, tables });
+    expect(sqlite).toBeInstanceOf(LockTableMismatchError);
+    expect((sqlite as Error).message).toBe('Strategy "advisory" could not acquire "k": one of its tables ("locks", "locks_fences") has no column "expires_at". It was made by another program or an earlier version: migrate it as docs/migration.md shows, or give the strategy a table of its own.');
   });
 
   it('leaves any other error as it is', () => {

@@ -1,4 +1,5 @@
 import { LockPermissionDeniedError } from '../../errors/lock-permission-denied.error';
+import { LockTableMismatchError } from '../../errors/lock-table-mismatch.error';
 import { LockTableMissingError } from '../../errors/lock-table-missing.error';
 
 /**
@@ -13,6 +14,20 @@ const PG_DENIED = '42501';
 const NO_SUCH_TABLE = 1146;
 const PG_NO_SUCH_TABLE = '42P01';
 const SQLITE_NO_SUCH_TABLE = /no such table: (?:\w+\.)?(\w+)/i;
+/** "No such column": MySQL/MariaDB's errno (ER_BAD_FIELD_ERROR), PostgreSQL's SQLSTATE (undefined_column). */
+const NO_SUCH_COLUMN = 1054;
+const PG_NO_SUCH_COLUMN = '42703';
+/**
+ * The server's words for a missing column: MySQL's "Unknown column 'f.x' in 'field list'", PostgreSQL's
+ * 'column "x" of relation "t" does not exist' (or 'column f.x …'), SQLite's "no such column: x" and
+ * "table t has no column named x". The column comes without its alias; the table where it is named.
+ */
+const MISSING_COLUMN = [
+  /unknown column '(?:[^'.]+\.)?([^']+)'/i,
+  /column "?(?:[^".\s]+\.)?([^"\s]+)"? (?:of relation "([^"]+)" )?does not exist/i,
+  /no such column: (?:\w+\.)?(\w+)/i,
+  /table (\w+) has no column named (\w+)/i,
+];
 
 /** Where an SQL strategy's call was made, for the error that says what to grant. */
 export interface SqlCallSite {
@@ -30,8 +45,9 @@ export interface SqlCallSite {
 
 /**
  * What to throw for a failed SQL call: a refused grant becomes `LockPermissionDeniedError` naming the GRANT
- * statements of docs/security.md for the strategy's tables, and a missing table `LockTableMissingError`
- * naming it; any other error is returned as it is.
+ * statements of docs/security.md for the strategy's tables, a missing table `LockTableMissingError` naming
+ * it, and a table without a column the statement names `LockTableMismatchError`; any other error is
+ * returned as it is.
  */
 export function sqlCallError(error: unknown, site: SqlCallSite): unknown {
   const e = error as { errno?: unknown; code?: unknown; message?: unknown; driverError?: { errno?: unknown; code?: unknown; message?: unknown } } | null;
@@ -39,6 +55,11 @@ export function sqlCallError(error: unknown, site: SqlCallSite): unknown {
   const code = e?.driverError?.code ?? e?.code;
   if (errno === NO_SUCH_TABLE || code === PG_NO_SUCH_TABLE || SQLITE_NO_SUCH_TABLE.test(String(e?.driverError?.message ?? e?.message))) {
     return new LockTableMissingError(site.strategy, site.operation, missingTable(String(e?.driverError?.message ?? e?.message), site), { key: site.key, cause: error });
+  }
+  if (errno === NO_SUCH_COLUMN || code === PG_NO_SUCH_COLUMN || /no such column|has no column named/i.test(String(e?.driverError?.message ?? e?.message))) {
+    const { column, table } = missingColumn(String(e?.driverError?.message ?? e?.message));
+    const tables = table === undefined ? site.tables.map((entry) => (typeof entry === 'string' ? entry : entry.table)) : [table];
+    return new LockTableMismatchError(site.strategy, site.operation, column, tables, { key: site.key, cause: error });
   }
   const postgres = code === PG_DENIED;
   if (!DENIED.has(errno) && !postgres) return error;
@@ -60,4 +81,15 @@ function missingTable(message: string, site: SqlCallSite): string {
   if (said === undefined) return 'unknown (see the cause)';
   const names = site.tables.map((entry) => (typeof entry === 'string' ? entry : entry.table));
   return names.find((name) => name.toLowerCase() === said.toLowerCase()) ?? said;
+}
+
+/** The column (and the table, where named) of the server's answer about a missing column. */
+function missingColumn(message: string): { column: string; table: string | undefined } {
+  const sqliteNamed = MISSING_COLUMN[3].exec(message);
+  if (sqliteNamed) return { column: sqliteNamed[2], table: sqliteNamed[1] };
+  for (const pattern of MISSING_COLUMN.slice(0, 3)) {
+    const match = pattern.exec(message);
+    if (match) return { column: match[1], table: match[2] };
+  }
+  return { column: 'unknown (see the cause)', table: undefined };
 }
