@@ -5,39 +5,13 @@
 // same connection.
 import 'reflect-metadata';
 import { randomUUID } from 'node:crypto';
-import { createServer, connect, type AddressInfo, type Server } from 'node:net';
 import { DataSource } from 'typeorm';
 import { LockManager, LockService, type Lock } from '@app/distributed-lock';
 import { AdvisoryLockStrategy, type AdvisoryLockStrategyOptions } from '@app/distributed-lock/strategies/database';
+import { delayingProxy } from '../support/delaying-proxy';
 
 const run = randomUUID().slice(0, 8);
 const url = (): string => process.env.LOCK_TEST_POSTGRES_URL as string;
-
-/**
- * A TCP proxy to PostgreSQL that holds back, for `delayMs`, what the client sends that contains `marker`
- * (and everything after it on that connection): a statement that reaches the server late.
- */
-async function delayingProxy(marker: string, delayMs: number): Promise<{ url: string; server: Server }> {
-  const target = new URL(url());
-  const server = createServer((client) => {
-    const upstream = connect(Number(target.port), target.hostname);
-    let queue = Promise.resolve();
-    client.on('data', (chunk) => {
-      const late = chunk.includes(marker);
-      queue = queue.then(() => (late ? new Promise((resolve) => setTimeout(resolve, delayMs)) : undefined)).then(() => void upstream.write(chunk));
-    });
-    upstream.on('data', (chunk) => client.write(chunk));
-    for (const [a, b] of [[client, upstream], [upstream, client]] as const) {
-      a.on('error', () => b.destroy());
-      a.on('close', () => b.destroy());
-    }
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const proxied = new URL(url());
-  proxied.hostname = '127.0.0.1';
-  proxied.port = String((server.address() as AddressInfo).port);
-  return { url: proxied.toString(), server };
-}
 
 /** A section that runs `ms`, or until its signal says the lock is gone: resolves how it ended. */
 function section(locks: LockService, key: string, ms: number, held?: (lock: Lock) => void): Promise<string> {
@@ -96,7 +70,7 @@ describe('advisory strategy on PostgreSQL: a holder row left from an earlier gra
   }, 20_000);
 
   it('a break whose terminate reaches the server after the holder it named let go ends nobody, not the next holder on that connection', async () => {
-    const proxy = await delayingProxy('pg_terminate_backend', 400);
+    const proxy = await delayingProxy(url(), 'pg_terminate_backend', 400);
     closing.push(() => new Promise((resolve) => proxy.server.close(resolve)));
     const holder = manager({ connection: { type: 'postgres', url: url(), poolSize: 2 }, name: 'adv-holder', maxHeldConnections: 1, holders: true });
     const breaker = manager({ connection: { type: 'postgres', url: proxy.url, poolSize: 2 }, name: 'adv-breaker', holders: true });
