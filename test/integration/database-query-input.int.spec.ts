@@ -101,6 +101,8 @@ describe('query and breakLock on the database strategies: input, refusals, setti
     expect(() => new AdvisoryLockStrategy({ connection: deadPg, holders: 'same_name', tokens: 'same_name' })).toThrow(/token sequence/);
     expect(() => new AdvisoryLockStrategy({ connection: deadPg, holders: true, tokens: 'distributed_lock_advisory_holders' })).toThrow(InvalidLockOptionsError);
     expect(advisoryHoldersDdl(sqlDialectFor('postgres'), false)).toEqual([]);
+    // Its fencing table would be the default table's ("distributed_lock" + "_fences"): two locks, one token row.
+    expect(() => new PessimisticLockStrategy({ connection: deadMy, table: 'distributed_lock' })).toThrow(/distributed_lock_fences/);
     for (const holders of ['true', 1, null, {}]) {
       expect(() => new PessimisticLockStrategy({ connection: deadMy, holders: holders as unknown as boolean })).toThrow(InvalidLockOptionsError);
     }
@@ -126,6 +128,22 @@ describe('query and breakLock on the database strategies: input, refusals, setti
       expect((await o.query(k)).held).toEqual([]);
     } finally {
       await Promise.all([holderManager.close(), observerManager.close()]);
+    }
+  }, 20_000);
+
+  it('pessimistic MariaDB holders: an instance that names the default table names the default fencing table too, so each names the other\'s holds', async () => {
+    const byDefault = new LockManager(new PessimisticLockStrategy({ connection: myOptions, name: 'p-default-table', holders: true }));
+    const byName = new LockManager(new PessimisticLockStrategy({ connection: myOptions, name: 'p-named-table', holders: true, table: 'distributed_lock_rows' }));
+    try {
+      const k = `p-same-table:${run}`;
+      for (const [holder, observer] of [[byDefault, byName], [byName, byDefault]] as const) {
+        const lock = await new LockService(holder).acquire(k, { ttl: 10_000 });
+        const held = (await new LockService(observer).query(k)).held;
+        expect(held.map((h) => [h.owner.id, h.fencingToken])).toEqual([[lock.owner, lock.fencingToken]]);
+        await lock.release();
+      }
+    } finally {
+      await Promise.all([byDefault.close(), byName.close()]);
     }
   }, 20_000);
 

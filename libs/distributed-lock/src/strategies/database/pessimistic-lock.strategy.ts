@@ -36,7 +36,11 @@ export interface PessimisticLockStrategyOptions {
   readonly connection?: DataSourceOptions;
   /** Name in messages and events. Default "pessimistic". */
   readonly name?: string;
-  /** Row-lock table. Default "distributed_lock_rows"; the fencing table is its name + "_fences" when set. */
+  /**
+   * Row-lock table. Default "distributed_lock_rows", whose fencing table is "distributed_lock_fences"; another
+   * table's is its name (its first 55 characters) + "_fences". A name whose fencing table would be the
+   * default table's ("distributed_lock") is refused.
+   */
   readonly table?: string;
   /** Create the table if missing on first use. Default true. */
   readonly ensureTable?: boolean;
@@ -127,7 +131,7 @@ export class PessimisticLockStrategy implements LockStrategy {
     this.name = strategyName(options.name, 'pessimistic');
     this.table = options.table ?? LOCK_TABLES.rows;
     if (!SQL_IDENTIFIER.test(this.table)) throw new InvalidLockOptionsError('table', `expected a plain SQL identifier, got ${describe(this.table)}.`);
-    this.fenceTable = options.table ? `${options.table.slice(0, 55)}_fences` : LOCK_TABLES.fences;
+    this.fenceTable = fenceTableOf(this.table);
     this.ensureTable = options.ensureTable ?? true;
     this.fastPaths = assertFastPaths(options.fastPaths);
     const resolved = resolveDataSource(options.dataSource, options.connection, this.name);
@@ -406,4 +410,17 @@ export class PessimisticLockStrategy implements LockStrategy {
     });
     return this.ready;
   }
+}
+
+/**
+ * The fencing table of row table `table`: the default table's, by any spelling of its name, so that every
+ * instance of one lock draws its tokens from one row (and `holders: true` finds the row a holder wrote).
+ */
+function fenceTableOf(table: string): string {
+  if (table === LOCK_TABLES.rows) return LOCK_TABLES.fences;
+  const fences = `${table.slice(0, 55)}_fences`;
+  if (fences === LOCK_TABLES.fences) {
+    throw new InvalidLockOptionsError('table', `"${table}" would share its fencing table ("${fences}") with the default table "${LOCK_TABLES.rows}": choose another name.`);
+  }
+  return fences;
 }
