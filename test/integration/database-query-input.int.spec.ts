@@ -7,7 +7,7 @@ import 'reflect-metadata';
 import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { InvalidLockKeyError, InvalidLockOptionsError, LockLostError, LockManager, LockService, LockTableMismatchError, LockTableMissingError } from '@app/distributed-lock';
-import { AdvisoryLockStrategy, advisoryHoldersDdl, PessimisticLockStrategy, postgresAdvisoryKey, sqlDialectFor } from '@app/distributed-lock/strategies/database';
+import { AdvisoryLockStrategy, advisoryHoldersDdl, getLockName, PessimisticLockStrategy, postgresAdvisoryKey, sqlDialectFor } from '@app/distributed-lock/strategies/database';
 
 const run = randomUUID().slice(0, 8);
 const deadPg = { type: 'postgres' as const, url: 'postgres://postgres@127.0.0.1:1/locktest', poolSize: 2, connectTimeoutMS: 500 };
@@ -103,6 +103,7 @@ describe('query and breakLock on the database strategies: input, refusals, setti
     expect(advisoryHoldersDdl(sqlDialectFor('postgres'), false)).toEqual([]);
     // Its fencing table would be the default table's ("distributed_lock" + "_fences"): two locks, one token row.
     expect(() => new PessimisticLockStrategy({ connection: deadMy, table: 'distributed_lock' })).toThrow(/distributed_lock_fences/);
+    expect(() => new PessimisticLockStrategy({ connection: deadMy, table: 'DISTRIBUTED_LOCK' })).toThrow(InvalidLockOptionsError);
     for (const holders of ['true', 1, null, {}]) {
       expect(() => new PessimisticLockStrategy({ connection: deadMy, holders: holders as unknown as boolean })).toThrow(InvalidLockOptionsError);
     }
@@ -146,6 +147,53 @@ describe('query and breakLock on the database strategies: input, refusals, setti
       await Promise.all([byDefault.close(), byName.close()]);
     }
   }, 20_000);
+
+  it('pessimistic MariaDB holders: a mark some other connection keeps (a leak) names nobody, and breakLock ends neither it nor the holder', async () => {
+    const admin = new DataSource(myOptions);
+    await admin.initialize();
+    const markHolder = admin.createQueryRunner();
+    const holderManager = new LockManager(new PessimisticLockStrategy({ connection: myOptions, name: 'p-leak', holders: true }));
+    const observerManager = new LockManager(new PessimisticLockStrategy({ connection: myOptions, name: 'p-leak-o', holders: true }));
+    const o = new LockService(observerManager);
+    try {
+      const k = `p-leak:${run}`;
+      await markHolder.connect();
+      const [{ id }] = (await markHolder.query('SELECT CONNECTION_ID() AS id')) as Array<{ id: number }>;
+      await markHolder.query('DO GET_LOCK(?, 0)', [getLockName(`\u0000row holder\u0000distributed_lock_rows\u0000${k}`)]);
+      // The holder waits a moment for the mark, then holds unmarked.
+      const lock = await new LockService(holderManager).acquire(k, { ttl: 10_000 });
+      const held = (await o.query(k)).held;
+      expect(held.map((h) => [h.owner.id, h.fencingToken])).toEqual([['MySQL holder without a mark', null]]);
+      expect(await o.breakLock(k, { reason: 'r' })).toEqual([]);
+      expect(lock.signal.aborted).toBe(false);
+      expect(await markHolder.query('SELECT ? AS id', [id])).toEqual([{ id }]);
+      expect(await lock.release()).toBe(true);
+    } finally {
+      await markHolder.release().catch(() => undefined);
+      await Promise.all([holderManager.close(), observerManager.close(), admin.destroy()]);
+    }
+  }, 20_000);
+
+  it('pessimistic MariaDB holders: the waiter granted as a broken holder\'s session ends is named exactly (it waits for the mark the ending session lets go last)', async () => {
+    const managers = [0, 1, 2].map((i) => new LockManager(new PessimisticLockStrategy({ connection: myOptions, name: `p-broken-${i}`, holders: true })));
+    const [first, next, o] = managers.map((m) => new LockService(m));
+    try {
+      for (let round = 0; round < 10; round += 1) {
+        const k = `p-broken:${run}:${round}`;
+        const lock = await first.acquire(k, { ttl: 10_000 });
+        const waiting = next.acquire(k, { ttl: 10_000, waitTimeout: 5_000 });
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        expect((await o.breakLock(k, { reason: 'r' })).map((h) => h.fencingToken)).toEqual([lock.fencingToken]);
+        const granted = await waiting;
+        const [held] = (await o.query(k)).held;
+        expect([held?.owner.id, held?.fencingToken]).toEqual([granted.owner, granted.fencingToken]);
+        await granted.release();
+        expect(await lock.release()).toBe(false);
+      }
+    } finally {
+      await Promise.all(managers.map((m) => m.close()));
+    }
+  }, 30_000);
 
   it.each([
     ['a section that failed (ROLLBACK)', 'failed'],

@@ -28,7 +28,10 @@ describe('pessimistic strategy on MariaDB with holders: a break whose KILL arriv
     closing.push(() => new Promise((resolve) => proxy.server.close(resolve)));
     const admin = new DataSource({ type: 'mysql', url: url(), poolSize: 2 });
     await admin.initialize();
-    closing.push(() => admin.destroy());
+    closing.push(async () => {
+      await admin.query('DELETE FROM p_late_break_writes WHERE run_id = ?', [run]);
+      await admin.destroy();
+    });
     await admin.query('CREATE TABLE IF NOT EXISTS p_late_break_writes (run_id VARCHAR(16), hold VARCHAR(8))');
     // One connection slot: each hold takes the connection the last one gave back (mysql2's pool reuses the latest).
     const holder = service({ connection: { type: 'mysql', url: url(), poolSize: 2 }, name: 'p-late-holder', maxHeldConnections: 1, holders: true });

@@ -18,7 +18,7 @@ export class LockTableMismatchError extends DistributedLockError {
     options?: { cause?: unknown; key?: string },
   ) {
     super(
-      `Strategy "${strategy}" could not ${operation}${options?.key ? ` "${options.key}"` : ''}: ${tables.length === 1 ? `table "${tables[0]}"` : `one of its tables (${tables.map((t) => `"${t}"`).join(', ')})`} has no column "${column}". It was made by another program or an earlier version: migrate it as docs/migration.md shows, or give the strategy a table of its own.`,
+      `Strategy "${strategy}" could not ${operation}${options?.key ? ` "${options.key}"` : ''}: ${tables.length === 1 ? `table "${tables[0]}"` : tables.length === 0 ? 'a table it reads' : `one of its tables (${tables.map((t) => `"${t}"`).join(', ')})`} has no column "${column}". It was made by another program or an earlier version: migrate it as docs/migration.md shows, or give the strategy a table of its own.`,
       options,
     );
     this.key = options?.key;

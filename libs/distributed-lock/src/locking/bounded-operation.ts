@@ -5,6 +5,8 @@ import { PermitsMismatchError } from '../errors/permits-mismatch.error';
 import { DeadlineClock } from './deadline-clock';
 import { boundedCall } from './waits/bounded-call';
 import { LockPermissionDeniedError } from '../errors/lock-permission-denied.error';
+import { LockTableMismatchError } from '../errors/lock-table-mismatch.error';
+import { LockTableMissingError } from '../errors/lock-table-missing.error';
 
 /** Describes one strategy call for `runBounded`. */
 export interface BoundedOperation<T> {
@@ -44,6 +46,12 @@ export function underRegisteredName(error: DistributedLockError, name: string): 
   }
   if (error instanceof LockPermissionDeniedError && error.strategy !== name) {
     return new LockPermissionDeniedError(name, error.operation, error.grant, { key: error.key, cause: error.cause });
+  }
+  if (error instanceof LockTableMissingError && error.strategy !== name) {
+    return new LockTableMissingError(name, error.operation, error.table, { key: error.key, cause: error.cause });
+  }
+  if (error instanceof LockTableMismatchError && error.strategy !== name) {
+    return new LockTableMismatchError(name, error.operation, error.column, error.tables, { key: error.key, cause: error.cause });
   }
   return error;
 }

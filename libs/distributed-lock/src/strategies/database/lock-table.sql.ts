@@ -1,3 +1,4 @@
+import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
 import type { SqlDialect } from './sql-dialect';
 
 /** Default table names. */
@@ -9,6 +10,21 @@ export const LOCK_TABLES = Object.freeze({
   /** Pessimistic strategy: the fencing token per key, written outside the lock's transaction (a rollback must not undo it). */
   fences: 'distributed_lock_fences',
 });
+
+/**
+ * The pessimistic strategy's fencing table for row table `table`: the default table's, also where that
+ * table is named (in any case: MySQL may fold table names), so that every instance of one lock draws its
+ * tokens from one row and `holders: true` finds the row a holder wrote. A name whose own fencing table
+ * would be the default table's ("distributed_lock") is refused.
+ */
+export function fenceTableOf(table: string): string {
+  if (table.toLowerCase() === LOCK_TABLES.rows) return LOCK_TABLES.fences;
+  const fences = `${table.slice(0, 55)}_fences`;
+  if (fences.toLowerCase() === LOCK_TABLES.fences) {
+    throw new InvalidLockOptionsError('table', `"${table}" would share its fencing table ("${fences}") with the default table "${LOCK_TABLES.rows}": choose another name.`);
+  }
+  return fences;
+}
 
 /** Longest key the tables store (VARCHAR(255) keeps the primary key within InnoDB's index limit in utf8mb4). */
 export const MAX_SQL_KEY_LENGTH = 255;

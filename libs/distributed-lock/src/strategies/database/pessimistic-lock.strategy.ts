@@ -9,8 +9,8 @@ import { assertFastPaths } from '../fast-paths-option';
 import type { LeaseLostListener, LockStrategy, LockStrategyCapabilities, ReleaseOutcome } from '../../locking/lock-strategy.interface';
 import type { LockDataSource } from './database-client.type';
 import { maxHeldConnectionsFor } from './connection-slots';
-import { pinnedOperatorCalls, rowLockHolderStatements } from './pinned-lock-inspection';
-import { MARK_HOLDER, markedRowHolderStatements, rowHolderMarker, UNMARK_HOLDER } from './row-holder-marker';
+import { markHold, rowHolderMarker, unmarkHold } from './row-holder-marker';
+import { rowLockOperatorCalls } from './row-lock-operator';
 import { PinnedLocks, pinnedLock, type PinnedLock } from './pinned-locks';
 import { poolWaitDeadline } from './pool-connection';
 import { poolSizeOf } from './pool-size';
@@ -19,7 +19,7 @@ import { ensureInitialized, resolveDataSource } from './database-connection';
 import { createMissingTables } from './ensure-tables';
 import { sqlCallError } from './sql-permission';
 import { assertKeyDistinct, paddingMigration } from './lock-key-collation';
-import { fenceTableDdl, LOCK_TABLES, MAX_SQL_KEY_LENGTH, rowTableDdl, SQL_IDENTIFIER } from './lock-table.sql';
+import { fenceTableDdl, fenceTableOf, LOCK_TABLES, MAX_SQL_KEY_LENGTH, rowTableDdl, SQL_IDENTIFIER } from './lock-table.sql';
 import { queryOnDataSource, queryOnRunner } from './mysql-direct';
 import { beginLockTransaction, commitLockTransaction } from './runner-transaction';
 import { connectionIdOf, discardConnection, isConnectionClosed } from './typeorm-internals';
@@ -130,6 +130,9 @@ export class PessimisticLockStrategy implements LockStrategy {
     assertKnownKeys(raw, OPTION_KEYS, 'PessimisticLockStrategy options');
     this.name = strategyName(options.name, 'pessimistic');
     this.table = options.table ?? LOCK_TABLES.rows;
+    if (options.holders !== undefined && typeof options.holders !== 'boolean') {
+      throw new InvalidLockOptionsError('holders', `expected true or false, got ${describe(options.holders)}.`);
+    }
     if (!SQL_IDENTIFIER.test(this.table)) throw new InvalidLockOptionsError('table', `expected a plain SQL identifier, got ${describe(this.table)}.`);
     this.fenceTable = fenceTableOf(this.table);
     this.ensureTable = options.ensureTable ?? true;
@@ -143,18 +146,10 @@ export class PessimisticLockStrategy implements LockStrategy {
       throw new InvalidLockOptionsError('dataSource', 'the pessimistic strategy needs MySQL, MariaDB or PostgreSQL (row locks held by a transaction); use RowLockStrategy on SQLite.');
     }
     const postgres = dialectOf(this.dataSource, this.name).name === 'postgres';
-    if (options.holders !== undefined && typeof options.holders !== 'boolean') {
-      throw new InvalidLockOptionsError('holders', `expected true or false, got ${describe(options.holders)}.`);
-    }
     this.marksHolders = !postgres && options.holders === true;
-    if (postgres) {
-      ({ inspect: this.inspect, breakLock: this.breakLock } = pinnedOperatorCalls(this.dataSource, this.fastPaths, 'PostgreSQL', async () => rowLockHolderStatements((await this.prepare()).dialect, this.table, this.fenceTable), (error, operation, key) =>
-        sqlCallError(error, { strategy: this.name, operation, key, tables: [{ table: this.table, privileges: 'SELECT' }, { table: this.fenceTable, privileges: 'SELECT' }] }),
-      ));
-    } else if (this.marksHolders) {
-      ({ inspect: this.inspect, breakLock: this.breakLock } = pinnedOperatorCalls(this.dataSource, this.fastPaths, 'MySQL', async () => markedRowHolderStatements((await this.prepare()).dialect, this.table, this.fenceTable, (key) => rowHolderMarker(this.table, key)), (error, operation, key) =>
-        sqlCallError(error, { strategy: this.name, operation, key, tables: [{ table: this.table, privileges: 'SELECT, UPDATE' }, { table: this.fenceTable, privileges: 'SELECT' }] }),
-      ));
+    if (postgres || this.marksHolders) {
+      const tables = { rows: this.table, fences: this.fenceTable };
+      ({ inspect: this.inspect, breakLock: this.breakLock } = rowLockOperatorCalls(this.dataSource, this.name, this.fastPaths, postgres, tables, async () => (await this.prepare()).dialect));
     }
   }
 
@@ -318,7 +313,7 @@ export class PessimisticLockStrategy implements LockStrategy {
       // in autocommit, so that rolling the section back never hands the same token out twice.
       const token = dialect.tokenOf(await queryOnDataSource(this.dataSource, sql.nextToken, [request.key, request.owner, connectionId ?? null], this.fastPaths));
       // After the token's row is committed: a marked connection's fence row is always its own grant's.
-      if (this.marksHolders) await queryOnRunner(runner, MARK_HOLDER, [rowHolderMarker(this.table, request.key)], this.fastPaths);
+      if (this.marksHolders) await markHold(runner, rowHolderMarker(this.table, request.key), this.fastPaths);
       const expiresAt = this.locks.hold(request.owner, pinnedLock(request.key, runner), lockedAt, request.ttlMs);
       return { key: request.key, owner: request.owner, mode: request.mode, fencingToken: token, expiresAt, manager: runner.manager };
     } catch (error) {
@@ -330,23 +325,18 @@ export class PessimisticLockStrategy implements LockStrategy {
     }
   }
 
-  /** Lets go of a hold's marker (`holders: true`); false where the statement failed. */
-  private unmark(runner: QueryRunner, key: string): Promise<boolean> {
-    return queryOnRunner(runner, UNMARK_HOLDER, [rowHolderMarker(this.table, key)], this.fastPaths).then(
-      () => true,
-      () => false,
-    );
-  }
-
   /**
    * Gives a connection that holds no lock we keep back to the pool, its transaction rolled back (the
    * server's answer to the ROLLBACK says the row lock is free); where the ROLLBACK fails, ends its session.
    * `markedKey`: the key of a hold that took its marker, let go of first (a marker that fails to go ends
-   * the session, which takes it along).
+   * the session, which takes it along: a pooled connection never keeps one).
    */
   private async rollbackOrEnd(runner: QueryRunner, markedKey?: string): Promise<void> {
+    if (markedKey !== undefined && this.marksHolders && (await unmarkHold(runner, rowHolderMarker(this.table, markedKey), this.fastPaths)) !== undefined) {
+      await this.locks.endSession(runner);
+      return;
+    }
     try {
-      if (markedKey !== undefined && this.marksHolders && !(await this.unmark(runner, markedKey))) throw new Error('the hold kept its marker');
       if (runner.isTransactionActive && !isConnectionClosed(runner)) await runner.rollbackTransaction();
     } catch {
       await this.locks.endSession(runner);
@@ -374,11 +364,19 @@ export class PessimisticLockStrategy implements LockStrategy {
       else await rollbackAndRelease(row.runner);
       return wasHeld;
     }
-    // The mark goes before the row lock: a marked connection always holds the row. Failed (the connection
-    // went): nothing was committed, and the lock went with the connection.
-    if (this.marksHolders && !(await this.unmark(row.runner, row.key))) {
-      await this.rollbackOrEnd(row.runner);
-      return false;
+    // The mark goes before the row lock: a marked connection always holds the row. Failed: nothing is
+    // committed. The connection gone, the lock went with it; otherwise its session is ended (a pooled
+    // connection never keeps a mark), which rolls the section's writes back.
+    if (this.marksHolders) {
+      const failed = await unmarkHold(row.runner, rowHolderMarker(this.table, row.key), this.fastPaths);
+      if (failed !== undefined) {
+        if (isNotSent(failed) || isConnectionError(failed) || isConnectionClosed(row.runner)) {
+          await rollbackAndRelease(row.runner);
+          return false;
+        }
+        await this.locks.endSession(row.runner);
+        throw new LockCommitFailedError(row.key, this.name, false, { cause: failed });
+      }
     }
     try {
       await commitLockTransaction(row.runner, this.fastPaths);
@@ -412,15 +410,3 @@ export class PessimisticLockStrategy implements LockStrategy {
   }
 }
 
-/**
- * The fencing table of row table `table`: the default table's, by any spelling of its name, so that every
- * instance of one lock draws its tokens from one row (and `holders: true` finds the row a holder wrote).
- */
-function fenceTableOf(table: string): string {
-  if (table === LOCK_TABLES.rows) return LOCK_TABLES.fences;
-  const fences = `${table.slice(0, 55)}_fences`;
-  if (fences === LOCK_TABLES.fences) {
-    throw new InvalidLockOptionsError('table', `"${table}" would share its fencing table ("${fences}") with the default table "${LOCK_TABLES.rows}": choose another name.`);
-  }
-  return fences;
-}
