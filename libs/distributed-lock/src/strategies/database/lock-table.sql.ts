@@ -13,14 +13,16 @@ export const LOCK_TABLES = Object.freeze({
 
 /**
  * The pessimistic strategy's fencing table for row table `table`: the default table's, also where that
- * table is named (in any case: MySQL may fold table names), so that every instance of one lock draws its
- * tokens from one row and `holders: true` finds the row a holder wrote. A name whose own fencing table
- * would be the default table's ("distributed_lock") is refused.
+ * table is named, so that every instance of one lock draws its tokens from one row and `holders: true`
+ * finds the row a holder wrote. `foldsCase` (MySQL/MariaDB, whose server may fold table names): names are
+ * compared in lower case; PostgreSQL's quoted names keep their case, so another case is another table. A
+ * name whose own fencing table would be the default table's ("distributed_lock") is refused.
  */
-export function fenceTableOf(table: string): string {
-  if (table.toLowerCase() === LOCK_TABLES.rows) return LOCK_TABLES.fences;
+export function fenceTableOf(table: string, foldsCase: boolean): string {
+  const same = (a: string, b: string): boolean => (foldsCase ? a.toLowerCase() === b : a === b);
+  if (same(table, LOCK_TABLES.rows)) return LOCK_TABLES.fences;
   const fences = `${table.slice(0, 55)}_fences`;
-  if (fences.toLowerCase() === LOCK_TABLES.fences) {
+  if (same(fences, LOCK_TABLES.fences)) {
     throw new InvalidLockOptionsError('table', `"${table}" would share its fencing table ("${fences}") with the default table "${LOCK_TABLES.rows}": choose another name.`);
   }
   return fences;

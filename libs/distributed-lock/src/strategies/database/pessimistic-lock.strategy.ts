@@ -134,7 +134,6 @@ export class PessimisticLockStrategy implements LockStrategy {
       throw new InvalidLockOptionsError('holders', `expected true or false, got ${describe(options.holders)}.`);
     }
     if (!SQL_IDENTIFIER.test(this.table)) throw new InvalidLockOptionsError('table', `expected a plain SQL identifier, got ${describe(this.table)}.`);
-    this.fenceTable = fenceTableOf(this.table);
     this.ensureTable = options.ensureTable ?? true;
     this.fastPaths = assertFastPaths(options.fastPaths);
     const resolved = resolveDataSource(options.dataSource, options.connection, this.name);
@@ -146,6 +145,7 @@ export class PessimisticLockStrategy implements LockStrategy {
       throw new InvalidLockOptionsError('dataSource', 'the pessimistic strategy needs MySQL, MariaDB or PostgreSQL (row locks held by a transaction); use RowLockStrategy on SQLite.');
     }
     const postgres = dialectOf(this.dataSource, this.name).name === 'postgres';
+    this.fenceTable = fenceTableOf(this.table, !postgres);
     this.marksHolders = !postgres && options.holders === true;
     if (postgres || this.marksHolders) {
       const tables = { rows: this.table, fences: this.fenceTable };

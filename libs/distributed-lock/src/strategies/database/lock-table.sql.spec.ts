@@ -1,0 +1,22 @@
+import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
+import { fenceTableOf, LOCK_TABLES } from './lock-table.sql';
+
+describe('fenceTableOf (the pessimistic strategy\'s fencing table)', () => {
+  it('gives the default row table, also when named, the default fencing table', () => {
+    expect(fenceTableOf(LOCK_TABLES.rows, false)).toBe(LOCK_TABLES.fences);
+    expect(fenceTableOf(LOCK_TABLES.rows, true)).toBe(LOCK_TABLES.fences);
+  });
+
+  it('compares names in lower case only where the server may fold them (MySQL/MariaDB)', () => {
+    expect(fenceTableOf('Distributed_Lock_Rows', true)).toBe(LOCK_TABLES.fences);
+    expect(fenceTableOf('Distributed_Lock_Rows', false)).toBe('Distributed_Lock_Rows_fences');
+  });
+
+  it('gives another table its name (first 55 characters) + "_fences", and refuses one that would share the default fencing table', () => {
+    expect(fenceTableOf('shop_locks', true)).toBe('shop_locks_fences');
+    expect(fenceTableOf('x'.repeat(60), false)).toBe(`${'x'.repeat(55)}_fences`);
+    expect(() => fenceTableOf('distributed_lock', false)).toThrow(InvalidLockOptionsError);
+    expect(() => fenceTableOf('DISTRIBUTED_LOCK', true)).toThrow(/distributed_lock_fences|DISTRIBUTED_LOCK_fences/);
+    expect(fenceTableOf('DISTRIBUTED_LOCK', false)).toBe('DISTRIBUTED_LOCK_fences');
+  });
+});
