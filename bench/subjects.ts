@@ -243,6 +243,17 @@ export const BENCH_SUBJECTS: readonly BenchSubject[] = [
     create: ours(() => new ZooKeeperLockStrategy({ connect: env('LOCK_TEST_ZOOKEEPER') })),
   },
   {
+    id: 'zookeeper-cohort',
+    subject: 'zookeeper-cohort',
+    floor: 'floor:zookeeper create + delete',
+    protocolFloor: ZOOKEEPER_RECIPE_FLOOR,
+    ours: true,
+    backend: 'zookeeper',
+    settings: 'ZooKeeperLockStrategy localHandover {} (64 passes within 50 ms: a release passes the node to the next request of the instance with one write)',
+    crossProcess: true,
+    create: ours(() => new ZooKeeperLockStrategy({ connect: env('LOCK_TEST_ZOOKEEPER'), localHandover: {}, name: 'zookeeper-cohort' })),
+  },
+  {
     id: 'floor:redis SET NX PX + EVAL',
     subject: 'floor:redis SET NX PX + EVAL',
     ours: false,

@@ -334,6 +334,19 @@ export const subjects: readonly ContractSubject[] = [
     removePermitsBehindBack: (key) => deleteZooKeeperChildren(requiredEnv('LOCK_TEST_ZOOKEEPER'), zkSemaphorePath('/dlock', key)),
   },
   {
+    // Lock cohorting: a release passes the node to the next request of the instance with one versioned write.
+    name: 'zookeeper cohorts',
+    pushesRemoval: true,
+    answersQuery: true,
+    answersPrefixQuery: true,
+    answersPermitQuery: true,
+    queryWithoutTimes: true,
+    capabilities: { fencing: true, fifo: false, sharedLocks: true, crossProcess: true, semaphores: { fifo: true, fencing: true } },
+    create: async () => new ZooKeeperLockStrategy({ connect: requiredEnv('LOCK_TEST_ZOOKEEPER'), sessionTimeout: 4_000, localHandover: {}, name: 'zookeeper-cohort' }),
+    removeBehindBack: (_strategy, key) => deleteZooKeeperChildren(requiredEnv('LOCK_TEST_ZOOKEEPER'), zkLockPath('/dlock', key)),
+    removePermitsBehindBack: (key) => deleteZooKeeperChildren(requiredEnv('LOCK_TEST_ZOOKEEPER'), zkSemaphorePath('/dlock', key)),
+  },
+  {
     name: 'zookeeper (3-node ensemble)',
     pushesRemoval: true,
     answersQuery: true,
@@ -404,6 +417,7 @@ export const optionVariantSubjects: readonly ContractSubject[] = [
     create: async () => new PessimisticLockStrategy({ connection: mysqlOptions(), name: 'pessimistic-holders', holders: true }),
     removeBehindBack: (_strategy, key) => killPessimisticHolder(key),
   },
+
 ];
 
 /**

@@ -3,6 +3,7 @@ import util from 'node:util';
 import { LockManager, LockService } from '@app/distributed-lock';
 import { ZooKeeperLockStrategy, type ZooKeeperLeaseGrant } from '@app/distributed-lock/strategies/zookeeper';
 import { zkErrorCode, type ZooKeeperLockClient } from '@app/distributed-lock/strategies/zookeeper/zookeeper-client.type';
+import { zkFencingToken } from '@app/distributed-lock/strategies/zookeeper/zookeeper-hold-token';
 import { createContender, ensureLockNode } from '@app/distributed-lock/strategies/zookeeper/zookeeper-lock.recipe';
 import { ZooKeeperOrphans } from '@app/distributed-lock/strategies/zookeeper/zookeeper-orphans';
 import { zkContenderPrefix, zkLockPath, zkSemaphorePath, zkSequence } from '@app/distributed-lock/strategies/zookeeper/zookeeper-paths';
@@ -175,19 +176,21 @@ describe('ZooKeeper strategy: fencing token read with the first look', () => {
   });
 
   const czxidOf = async (lock: { grant: unknown }): Promise<number> => Number((await client.exists((lock.grant as ZooKeeperLeaseGrant).znode, false)).czxid);
+  // A hold's token is its node's czxid scaled, with room below the next zxid for passes within a process.
+  const tokenOf = async (lock: { grant: unknown }): Promise<number> => zkFencingToken(await czxidOf(lock), 0);
 
-  it("is the node's czxid, for a free lock (also after earlier holders came and went) and after a wait", async () => {
+  it("is the node's czxid (scaled), for a free lock (also after earlier holders came and went) and after a wait", async () => {
     const locks = new LockService(manager);
     const tokens: number[] = [];
     for (let i = 0; i < 5; i += 1) {
       const free = await locks.acquire(`token-read:${run}`);
-      expect(free.fencingToken).toBe(await czxidOf(free));
+      expect(free.fencingToken).toBe(await tokenOf(free));
       tokens.push(free.fencingToken as number);
       const waiting = locks.acquire(`token-read:${run}`, { waitTimeout: 5_000 });
       await new Promise((resolve) => setTimeout(resolve, 20));
       await free.release();
       const next = await waiting;
-      expect(next.fencingToken).toBe(await czxidOf(next));
+      expect(next.fencingToken).toBe(await tokenOf(next));
       tokens.push(next.fencingToken as number);
       await next.release();
     }
@@ -211,7 +214,7 @@ describe('ZooKeeper strategy: fencing token read with the first look', () => {
     try {
       const lock = await locks.acquire(key, { waitTimeout: 5_000 });
       answerWatch();
-      expect(lock.fencingToken).toBe(await czxidOf(lock));
+      expect(lock.fencingToken).toBe(await tokenOf(lock));
       await lock.release();
     } finally {
       client.w_exists = realWatch;
@@ -241,8 +244,7 @@ describe('ZooKeeper strategy: fencing token read with the first look', () => {
     } finally {
       client.get_children2 = realList;
     }
-    const firstCzxid = await czxidOf(first);
-    expect(first.fencingToken).toBe(firstCzxid);
+    expect(first.fencingToken).toBe(await tokenOf(first));
     expect((await locks.query(key)).held[0].fencingToken).toBe(first.fencingToken);
     await first.release();
     const next = await locks.acquire(key, { waitTimeout: 5_000 });

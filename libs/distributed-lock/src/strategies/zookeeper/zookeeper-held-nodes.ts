@@ -16,6 +16,20 @@ export interface HeldNode {
   watchTimer?: NodeJS.Timeout;
   readonly listeners: Set<LeaseLostListener>;
   readonly stopWatchingSession: () => void;
+  /** The zxid that granted the node, and how many times the hold was passed on since (its fencing token). */
+  readonly zxid: number;
+  readonly pass: number;
+  /** The node's data version as our last write left it: a higher one is a break's mark. */
+  readonly version: number;
+  /** A pass to another owner is on its way: the data change it makes is ours, not a break's mark. */
+  passing: boolean;
+}
+
+/** Where a hold stands on its node: the zxid that granted it, its passes since, the node's data version. */
+export interface HoldPosition {
+  readonly zxid: number;
+  readonly pass: number;
+  readonly version: number;
 }
 
 /**
@@ -62,13 +76,18 @@ export class ZooKeeperHeldNodes {
     return [...this.nodes.entries()];
   }
 
-  /** Holds `path` for `request.owner`, its lease counted from `grantedAt`; `watchLater`: see OWN_WATCH_DELAY_MS. */
-  hold(request: LockRequest, client: ZooKeeperLockClient, path: string, grantedAt: number, watchLater: boolean): { node: HeldNode; expiresAt: number } {
+  /**
+   * Holds `path` for `request.owner` at `position`, its lease counted from `grantedAt`; `watchLater`: see
+   * OWN_WATCH_DELAY_MS.
+   */
+  hold(request: LockRequest, client: ZooKeeperLockClient, path: string, position: HoldPosition, grantedAt: number, watchLater: boolean): { node: HeldNode; expiresAt: number } {
     const node: HeldNode = {
       path,
       client,
       timer: undefined,
       listeners: new Set(),
+      ...position,
+      passing: false,
       // The session our node lives on, the one `client` belongs to.
       stopWatchingSession: this.session.onExpired((end) => {
         const listeners = [...node.listeners];
@@ -116,11 +135,12 @@ export class ZooKeeperHeldNodes {
 
   /**
    * An event of the watch on our node, while we hold it (our own release forgets the node first): deleted
-   * behind our back ("removed"), or its data changed, which only `breakLock`'s mark does ("broken": a holder
-   * never writes its node's data, and a break marks it before deleting it). Told at once, with no call.
+   * behind our back ("removed"), or its data changed, which a break's mark does ("broken": a break marks the
+   * node before deleting it), or our own pass to another owner (not an end: the new owner watches the node
+   * anew). Told at once, with no call.
    */
   ownNodeEvent(owner: string, path: string, type: number): void {
-    if (this.endedWithSession(owner)) return;
+    if (this.endedWithSession(owner) || this.nodes.get(owner)?.passing) return;
     if (type === ZK_DELETED_EVENT) this.nodeEnded(owner, path, 'removed');
     else if (type === ZK_DATA_CHANGED_EVENT) this.nodeEnded(owner, path, 'broken');
   }
@@ -177,8 +197,9 @@ export class ZooKeeperHeldNodes {
     client
       .w_exists(path, (type: number) => this.ownNodeEvent(owner, path, type))
       .then((stat) => {
-        // Marked by a break before the watch was set (its delete is on its way).
-        if (stat.version > 0) this.nodeEnded(owner, path, 'broken');
+        // Marked by a break before the watch was set (its delete is on its way): a write that is not ours.
+        const node = this.nodes.get(owner);
+        if (node?.path === path && stat.version > node.version) this.nodeEnded(owner, path, 'broken');
       })
       .catch((error: unknown) => {
         // Gone already: deleted behind our back.

@@ -1,6 +1,7 @@
 import type { LockInspection } from '../../locking/lock-query';
 import { holdersAhead } from '../read-write-line';
 import { ZK_ERRORS, zkErrorCode, type ZooKeeperLockClient } from './zookeeper-client.type';
+import { decodeHoldData, zkFencingToken } from './zookeeper-hold-token';
 import { isZkWriter, zkSequence } from './zookeeper-paths';
 
 /**
@@ -27,7 +28,8 @@ const CONTENDER = /^_c_.+-(read|write)-\d{10}$/;
 /**
  * Who holds the lock node `lockPath` and who waits, from ZooKeeper's own state: its children in sequence
  * order, then each one's data (the owner id) and stat at once. The holders are the writer at the head or
- * the readers before the first writer; their fencing token is their node's creation zxid, as a holder's is.
+ * the readers before the first writer; their fencing token is their node's creation zxid and the passes its
+ * data counts, as a holder's is (see zkFencingToken).
  * No times: ZooKeeper keeps no lease (a node lives as long as its session) and no grant time.
  * A node that goes between the listing and its read has left: it is not listed.
  */
@@ -52,16 +54,16 @@ export async function inspectZooKeeperLock(client: ZooKeeperLockClient, lockPath
   });
   const holding = holdersAhead(present.map((contender) => contender.mode));
   return {
-    holds: present.slice(0, holding).map(({ name, node, mode }) => ({ name, holder: { owner: node.owner, mode, fencingToken: node.czxid } })),
+    holds: present.slice(0, holding).map(({ name, node, mode }) => ({ name, holder: { owner: node.owner, mode, fencingToken: zkFencingToken(node.czxid, node.pass) } })),
     waiters: present.slice(holding).map(({ node, mode }) => ({ owner: node.owner, mode })),
   };
 }
 
-/** A contender node's owner id and creation zxid; undefined when it is gone. */
-export async function readContender(client: ZooKeeperLockClient, path: string): Promise<{ owner: string; czxid: number } | undefined> {
+/** A contender node's owner id, creation zxid and passes (see decodeHoldData); undefined when it is gone. */
+export async function readContender(client: ZooKeeperLockClient, path: string): Promise<{ owner: string; czxid: number; pass: number } | undefined> {
   try {
     const [stat, data] = await client.get(path, false);
-    return { owner: data.toString(), czxid: stat.czxid };
+    return { ...decodeHoldData(data.toString()), czxid: stat.czxid };
   } catch (error) {
     if (zkErrorCode(error) === ZK_ERRORS.NO_NODE) return undefined;
     throw error;

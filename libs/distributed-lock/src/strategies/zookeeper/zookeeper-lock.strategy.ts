@@ -3,12 +3,16 @@ import { LockBackendUnavailableError } from '../../errors/lock-backend-unavailab
 import { leaseExpiry } from '../../locking/lease-expiry';
 import type { LeaseGrant, LockRequest, WaitBudget } from '../../locking/lock-lease';
 import type { KeyListing, LockInspection } from '../../locking/lock-query';
-import type { LeaseLostListener, LockStrategy, LockStrategyCapabilities } from '../../locking/lock-strategy.interface';
+import type { HandOverLimits, LocalHandOverOption } from '../../locking/hand-over-limits';
+import type { LeaseLostListener, LockStrategy, LockStrategyCapabilities, TransferOutcome } from '../../locking/lock-strategy.interface';
 import { ZK_DELETED_EVENT, ZK_ERRORS, zkErrorCode, type ZooKeeperLockClient } from './zookeeper-client.type';
 import { blockerAmong, blockerOf, createContender, listAroundCreate, tokenFromFirstLook, waitForDeletion } from './zookeeper-lock.recipe';
 import { zkPermissionDenied } from './zookeeper-acl';
 import { ZooKeeperLockOperator } from './zookeeper-lock-operator';
 import { ZooKeeperHeldNodes } from './zookeeper-held-nodes';
+import { deleteContenderNode } from './zookeeper-node-deletion';
+import { zkFencingToken } from './zookeeper-hold-token';
+import { passHold } from './zookeeper-local-pass';
 import { ZooKeeperOrphans } from './zookeeper-orphans';
 import { validZooKeeperOptions } from './zookeeper-options';
 import { zkContenderPrefix, zkLockPath } from './zookeeper-paths';
@@ -25,6 +29,13 @@ export interface ZooKeeperLockStrategyOptions extends ZooKeeperConnectionOptions
   readonly basePath?: string;
   /** How long to wait for a session to open, in ms. Default 10 000. */
   readonly connectTimeout?: number;
+  /**
+   * Lock cohorting: a released lock is passed to the next request of this instance that waits for it,
+   * with one write and nobody woken in another process, at most `passes` times in a row (up to 127) and
+   * for at most `windowMs` after it came from the queue; then it goes back to the queue. Off by default
+   * (`false`): every lock is served in arrival order across processes. `{}` takes 64 passes within 50 ms.
+   */
+  readonly localHandover?: LocalHandOverOption;
 }
 
 /** A ZooKeeper grant: our ephemeral sequential node and its creation zxid (the fencing token). */
@@ -63,13 +74,10 @@ const LOCAL_RECHECK_MS = 500;
  */
 export class ZooKeeperLockStrategy implements LockStrategy {
   readonly name: string;
-  readonly capabilities: LockStrategyCapabilities = Object.freeze({
-    fencing: true,
-    fifo: true,
-    sharedLocks: true,
-    crossProcess: true,
-    semaphores: Object.freeze({ fifo: true, fencing: true }),
-  });
+  readonly capabilities: LockStrategyCapabilities;
+  /** With `localHandover`: the engine passes a released lock to the next contender of this instance (see passHold). */
+  readonly transfer?: (lease: LeaseGrant, next: LockRequest) => Promise<TransferOutcome>;
+  readonly handOverLimits?: HandOverLimits;
   readonly signalsServerAnswer = true;
   /** Counting semaphores (`LockService.acquirePermit`): Curator's SemaphoreV2 with ephemeral nodes, FIFO, fenced by czxid. */
   readonly semaphore: ZooKeeperSemaphore;
@@ -86,6 +94,8 @@ export class ZooKeeperLockStrategy implements LockStrategy {
   private readonly line = new SameProcessLine<Promise<boolean>>();
   /** Protection prefixes of our writers whose create is on its way (see `waitFor`). */
   private readonly writersCreating = new Set<string>();
+  /** Deletes a contender node of ours (see deleteContenderNode). */
+  private readonly deleteNode: (path: string) => Promise<boolean>;
   /** Acquisitions waiting in a line now: a session cut off meanwhile is given up for them too (they queue again). */
   private waiters = 0;
   /**
@@ -103,11 +113,15 @@ export class ZooKeeperLockStrategy implements LockStrategy {
     this.name = valid.name;
     this.basePath = valid.basePath;
     this.digestUser = valid.digestUser;
+    // Passes overtake the queue's waiters of other processes, within the limits: arrival order no longer holds.
+    this.capabilities = Object.freeze({ fencing: true, fifo: !valid.handOver, sharedLocks: true, crossProcess: true, semaphores: Object.freeze({ fifo: true, fencing: true }) });
     this.session = new ZooKeeperSession(options, this.name, valid.connectTimeout, {
       holdsLocks: () => this.held.size > 0 || this.waiters > 0 || this.semaphore.holdsPermits(),
     });
     this.orphans = new ZooKeeperOrphans(this.session);
-    this.held = new ZooKeeperHeldNodes(this.session, this.line, (path) => this.deleteNode(path));
+    const deletion = { session: this.session, orphans: this.orphans, line: this.line, permissionDenied: (error: unknown) => this.permissionDenied(error, 'release') };
+    this.deleteNode = (path) => deleteContenderNode(deletion, path);
+    this.held = new ZooKeeperHeldNodes(this.session, this.line, this.deleteNode);
     this.semaphore = new ZooKeeperSemaphore({
       name: this.name,
       basePath: this.basePath,
@@ -120,6 +134,11 @@ export class ZooKeeperLockStrategy implements LockStrategy {
     this.inspect = (key) => operator.inspect(key);
     this.listKeys = (prefix, page) => operator.listKeys(prefix, page);
     this.breakLock = (key) => operator.breakLock(key);
+    if (valid.handOver) {
+      this.handOverLimits = valid.handOver;
+      const context = { held: this.held, session: this.session, deleteNode: this.deleteNode, release: (lease: LeaseGrant) => this.release(lease) };
+      this.transfer = (lease, next) => passHold(context, lease, next);
+    }
   }
 
   tryAcquire(request: LockRequest): Promise<LeaseGrant | null> {
@@ -360,42 +379,14 @@ export class ZooKeeperLockStrategy implements LockStrategy {
     }
   }
 
-  /** Holds our node: the grant, its lease counted from `grantedAt`; `watchLater` for a lock that was free. */
-  private grant(request: LockRequest, client: ZooKeeperLockClient, path: string, token: number, grantedAt: number, watchLater: boolean): ZooKeeperLeaseGrant {
-    const { expiresAt } = this.held.hold(request, client, path, grantedAt, watchLater);
-    return { key: request.key, owner: request.owner, mode: request.mode, fencingToken: token, expiresAt, znode: path };
+  /**
+   * Holds our node, granted by the zxid `zxid` (its create): the grant, its lease counted from `grantedAt`;
+   * `watchLater` for a lock that was free.
+   */
+  private grant(request: LockRequest, client: ZooKeeperLockClient, path: string, zxid: number, grantedAt: number, watchLater: boolean): ZooKeeperLeaseGrant {
+    const { expiresAt } = this.held.hold(request, client, path, { zxid, pass: 0, version: 0 }, grantedAt, watchLater);
+    return { key: request.key, owner: request.owner, mode: request.mode, fencingToken: zkFencingToken(zxid, 0), expiresAt, znode: path };
   }
 
-  /**
-   * Deletes a node; resolves false when it was already gone. When the answer is lost with the
-   * connection, the node is handed to the orphan sweeper and deleted again later (the error still surfaces).
-   */
-  private async deleteNode(path: string): Promise<boolean> {
-    try {
-      for (let attempt = 0; ; attempt += 1) {
-        const client = await this.session.client();
-        try {
-          await client.delete_(path, -1);
-          return true;
-        } catch (error) {
-          // The session ended under the call (the client just learned of its expiry): asked again
-          // on a new session, which finds the node gone with the old one, or deletes it.
-          if (attempt === 0 && this.session.endedBy(client, error)) continue;
-          throw error;
-        }
-      }
-    } catch (error) {
-      if (zkErrorCode(error) === ZK_ERRORS.NO_NODE) return false;
-      // Refused: the lock node's ACL no longer lets us delete; retrying later would be refused alike.
-      const denied = this.permissionDenied(error, 'release');
-      if (denied) throw denied;
-      const parent = path.lastIndexOf('/');
-      this.orphans.adopt(path.slice(0, parent), path.slice(parent + 1));
-      throw error;
-    } finally {
-      // Off the line (or handed to the orphan sweeper): a writer waiting here behind it looks again.
-      this.line.leave(path);
-    }
-  }
 }
 

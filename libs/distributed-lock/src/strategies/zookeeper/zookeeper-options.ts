@@ -1,9 +1,11 @@
 import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
+import { handOverLimits, type HandOverLimits } from '../../locking/hand-over-limits';
 import { assertDuration, assertKnownKeys, describe } from '../../locking/lock-options';
 import { strategyName } from '../strategy-name';
+import { ZK_MAX_PASSES } from './zookeeper-hold-token';
 import type { ZooKeeperLockStrategyOptions } from './zookeeper-lock.strategy';
 
-const OPTION_KEYS = ['connect', 'sessionTimeout', 'digestAuth', 'name', 'basePath', 'connectTimeout'];
+const OPTION_KEYS = ['connect', 'sessionTimeout', 'digestAuth', 'name', 'basePath', 'connectTimeout', 'localHandover'];
 
 /** What the ZooKeeper strategy keeps of its options, once they are checked. */
 export interface ValidZooKeeperOptions {
@@ -12,6 +14,8 @@ export interface ValidZooKeeperOptions {
   /** The digest user (the part of `digestAuth` before ":", never the password); undefined without `digestAuth`. */
   readonly digestUser: string | undefined;
   readonly connectTimeout: number;
+  /** The limits of lock cohorting; undefined when it is off (`localHandover` unset or false). */
+  readonly handOver: HandOverLimits | undefined;
 }
 
 /** Checks the ZooKeeper strategy's options before anything connects: bad input is an `InvalidLockOptionsError` naming the option. */
@@ -27,7 +31,17 @@ export function validZooKeeperOptions(options: ZooKeeperLockStrategyOptions): Va
     throw new InvalidLockOptionsError('digestAuth', 'expected "user:password".');
   }
   const connectTimeout = assertDuration(options.connectTimeout ?? 10_000, 'connectTimeout', 100);
-  return { name, basePath, digestUser: options.digestAuth?.slice(0, options.digestAuth.indexOf(':')), connectTimeout };
+  return { name, basePath, digestUser: options.digestAuth?.slice(0, options.digestAuth.indexOf(':')), connectTimeout, handOver: validHandOver(options.localHandover) };
+}
+
+/** The `localHandover` limits, or undefined when it is off; its passes are the fencing token's low 7 bits. */
+function validHandOver(option: ZooKeeperLockStrategyOptions['localHandover']): HandOverLimits | undefined {
+  if (option === undefined || option === false) return undefined;
+  const limits = handOverLimits(option);
+  if (limits.passes > ZK_MAX_PASSES) {
+    throw new InvalidLockOptionsError('localHandover.passes', `at most ${ZK_MAX_PASSES} on ZooKeeper (a pass is the low part of the fencing token), got ${limits.passes}.`);
+  }
+  return limits;
 }
 
 /**

@@ -1,0 +1,230 @@
+import { randomUUID } from 'node:crypto';
+import { InvalidLockOptionsError, LockLostError, LockManager, LockService, type LockHandle } from '@app/distributed-lock';
+import { ZooKeeperLockStrategy, type ZooKeeperLeaseGrant, type ZooKeeperLockStrategyOptions } from '@app/distributed-lock/strategies/zookeeper';
+import type { ZooKeeperLockClient } from '@app/distributed-lock/strategies/zookeeper/zookeeper-client.type';
+import { zkFencingToken } from '@app/distributed-lock/strategies/zookeeper/zookeeper-hold-token';
+import { zkLockPath } from '@app/distributed-lock/strategies/zookeeper/zookeeper-paths';
+import { ZooKeeperSession } from '@app/distributed-lock/strategies/zookeeper/zookeeper-session';
+
+// Lock cohorting on ZooKeeper (`localHandover`): a release passes the node to the next request of the same
+// strategy instance with one write; the instances of other processes (other strategy instances here, each
+// with its own session) get the lock back within the bounds, with tokens above every pass.
+
+const BASE = '/dlock-cohort';
+const run = randomUUID().slice(0, 8);
+const connect = (): string => process.env.LOCK_TEST_ZOOKEEPER as string;
+const sleep = (ms: number): Promise<void> => new Promise((done) => setTimeout(done, ms));
+const lossOf = (lock: LockHandle): Promise<unknown> =>
+  new Promise((resolve) => {
+    if (lock.signal.aborted) resolve(lock.signal.reason);
+    lock.signal.addEventListener('abort', () => resolve(lock.signal.reason));
+  });
+
+describe('ZooKeeper lock cohorting (localHandover)', () => {
+  let admin: ZooKeeperSession;
+  let client: ZooKeeperLockClient;
+  const managers: LockManager[] = [];
+  const instance = (options: Partial<ZooKeeperLockStrategyOptions> = {}): LockService => {
+    const manager = new LockManager(new ZooKeeperLockStrategy({ connect: connect(), basePath: BASE, localHandover: {}, ...options }));
+    managers.push(manager);
+    return new LockService(manager);
+  };
+  const contenders = async (key: string): Promise<string[]> => client.get_children(zkLockPath(BASE, key), false).catch(() => []);
+  const nodeOf = (lock: LockHandle): string => (lock.grant as ZooKeeperLeaseGrant).znode;
+
+  beforeAll(async () => {
+    admin = new ZooKeeperSession({ connect: connect() }, 'zookeeper-cohort-admin', 10_000);
+    client = await admin.client();
+  });
+
+  afterAll(async () => {
+    await Promise.all(managers.map((manager) => manager.close()));
+    await admin.close();
+  });
+
+  it('passes a released lock to the next request of the instance, in arrival order, on the same node, with higher tokens; only the holder is in ZooKeeper', async () => {
+    // A window long enough for the queries made in the sections: every pass stays within it.
+    const locks = instance({ localHandover: { windowMs: 10_000 } });
+    const key = `order:${run}`;
+    const holder = await locks.acquire(key);
+    const order: number[] = [];
+    const held: LockHandle[] = [holder];
+    const waiters = [0, 1, 2, 3].map(async (index) => {
+      const lock = await locks.acquire(key, { waitTimeout: 5_000 });
+      order.push(index);
+      held.push(lock);
+      expect(lock.isHeld).toBe(true);
+      // The query names this holder and its exact token, read off the node's data and czxid.
+      const seen = await locks.query(key);
+      expect(seen.held.map((hold) => [hold.owner.id, hold.fencingToken])).toEqual([[lock.owner, lock.fencingToken]]);
+      await lock.release();
+    });
+    await sleep(100);
+    // The holder is of this instance: its waiters wait in the process, none in ZooKeeper's line.
+    expect(await contenders(key)).toHaveLength(1);
+    await holder.release();
+    await Promise.all(waiters);
+    expect(order).toEqual([0, 1, 2, 3]);
+    expect(new Set(held.map(nodeOf)).size).toBe(1);
+    const tokens = held.map((lock) => lock.fencingToken as number);
+    for (let i = 1; i < tokens.length; i += 1) expect(tokens[i]).toBe(tokens[i - 1] + 1);
+    expect(await contenders(key)).toEqual([]);
+  });
+
+  it('gives a waiter of another instance, queued before the passes, a token above every pass', async () => {
+    const locks = instance({ localHandover: { passes: 3, windowMs: 10_000 } });
+    const elsewhere = instance();
+    const key = `queued-first:${run}`;
+    const holder = await locks.acquire(key);
+    const theirs = elsewhere.acquire(key, { waitTimeout: 5_000 });
+    await sleep(100);
+    expect(await contenders(key)).toHaveLength(2);
+    const ours: LockHandle[] = [];
+    const waiters = [0, 1, 2, 3, 4].map(async () => {
+      const lock = await locks.acquire(key, { waitTimeout: 5_000 });
+      ours.push(lock);
+      await sleep(2);
+      await lock.release();
+    });
+    await sleep(50);
+    await holder.release();
+    const other = await theirs;
+    // The holder's grant and three passes, all fenced below the waiter that queued before them.
+    expect(ours.length).toBe(3);
+    const passed = [holder, ...ours].map((lock) => lock.fencingToken as number);
+    expect(other.fencingToken).toBeGreaterThan(Math.max(...passed));
+    expect(passed[3]).toBe(passed[0] + 3);
+    await other.release();
+    await Promise.all(waiters);
+    expect(ours.at(-1)?.fencingToken).toBeGreaterThan(other.fencingToken as number);
+  });
+
+  it('lets a waiter of another instance in once the window since the lock came from the queue has passed', async () => {
+    const locks = instance({ localHandover: { passes: 100, windowMs: 60 } });
+    const elsewhere = instance();
+    const key = `window:${run}`;
+    const holder = await locks.acquire(key);
+    const theirs = elsewhere.acquire(key, { waitTimeout: 5_000 });
+    await sleep(50);
+    let ours = 0;
+    let stop = false;
+    const loop = (async () => {
+      while (!stop) {
+        const lock = await locks.acquire(key, { waitTimeout: 5_000 });
+        ours += 1;
+        await sleep(5);
+        await lock.release();
+      }
+    })();
+    const more = [0, 1].map(async () => {
+      while (!stop) {
+        const lock = await locks.acquire(key, { waitTimeout: 5_000 });
+        await sleep(5);
+        await lock.release();
+      }
+    });
+    await holder.release();
+    const other = await theirs;
+    stop = true;
+    expect(ours).toBeGreaterThan(0);
+    expect(other.isHeld).toBe(true);
+    await other.release();
+    await Promise.all([loop, ...more]);
+  });
+
+  it('does not tell a holder its own pass was a break: a passed lock is kept and extended past its node watch', async () => {
+    const locks = instance();
+    const key = `own-write:${run}`;
+    const holder = await locks.acquire(key);
+    const next = locks.acquire(key, { waitTimeout: 5_000, ttl: 1_000 });
+    await sleep(50);
+    await holder.release();
+    const successor = await next;
+    // Past the delayed watch on the node (50 ms) and a watchdog extension (a third of the lease).
+    await sleep(600);
+    expect(successor.signal.aborted).toBe(false);
+    expect(successor.isHeld).toBe(true);
+    expect(await successor.release()).toBe(true);
+  });
+
+  it('reports a passed lock whose node is deleted behind its successor, and the next holder gets a higher token', async () => {
+    const locks = instance();
+    const elsewhere = instance();
+    const key = `deleted:${run}`;
+    const holder = await locks.acquire(key);
+    const next = locks.acquire(key, { waitTimeout: 5_000 });
+    await sleep(50);
+    await holder.release();
+    const successor = await next;
+    await sleep(100); // its node is watched
+    await client.delete_(nodeOf(successor), -1);
+    const reason = await lossOf(successor);
+    expect(reason).toBeInstanceOf(LockLostError);
+    expect((reason as LockLostError).reason).toBe('removed');
+    const theirs = await elsewhere.acquire(key, { waitTimeout: 2_000 });
+    expect(theirs.fencingToken).toBeGreaterThan(successor.fencingToken as number);
+    expect(await successor.release()).toBe(false);
+    expect(await theirs.release()).toBe(true);
+  });
+
+  for (const when of [0, 100]) {
+    it(`tells a passed holder it was broken ${when === 0 ? 'before' : 'after'} its node is watched, and fences it below the next holder`, async () => {
+      const locks = instance();
+      const elsewhere = instance();
+      const key = `broken-${when}:${run}`;
+      const holder = await locks.acquire(key);
+      const next = locks.acquire(key, { waitTimeout: 5_000 });
+      await sleep(50);
+      await holder.release();
+      const successor = await next;
+      await sleep(when);
+      const ended = await elsewhere.breakLock(key, { reason: 'test' });
+      expect(ended.map((hold) => [hold.owner.id, hold.fencingToken])).toEqual([[successor.owner, successor.fencingToken]]);
+      const reason = await lossOf(successor);
+      expect(reason).toBeInstanceOf(LockLostError);
+      expect((reason as LockLostError).reason).toBe('broken');
+      const theirs = await elsewhere.acquire(key, { waitTimeout: 2_000 });
+      expect(theirs.fencingToken).toBeGreaterThan(successor.fencingToken as number);
+      await theirs.release();
+    });
+  }
+
+  it('does not pass a lock the holder no longer has: the waiter asks ZooKeeper and waits for whoever holds it', async () => {
+    const locks = instance();
+    const elsewhere = instance();
+    const key = `not-ours:${run}`;
+    const holder = await locks.acquire(key);
+    await sleep(100);
+    await client.delete_(nodeOf(holder), -1);
+    await lossOf(holder);
+    const theirs = await elsewhere.acquire(key, { waitTimeout: 2_000 });
+    const ours = locks.acquire(key, { waitTimeout: 5_000 });
+    expect(await holder.release()).toBe(false);
+    await sleep(100);
+    expect(theirs.isHeld).toBe(true);
+    await theirs.release();
+    const lock = await ours;
+    expect(lock.fencingToken).toBeGreaterThan(theirs.fencingToken as number);
+    await lock.release();
+  });
+
+  it('refuses a bad localHandover before any server is touched', () => {
+    const nowhere = '127.0.0.1:1';
+    expect(() => new ZooKeeperLockStrategy({ connect: nowhere, localHandover: { passes: 128 } })).toThrow(InvalidLockOptionsError);
+    expect(() => new ZooKeeperLockStrategy({ connect: nowhere, localHandover: { passes: -1 } })).toThrow(InvalidLockOptionsError);
+    expect(() => new ZooKeeperLockStrategy({ connect: nowhere, localHandover: { windowMs: -5 } })).toThrow(InvalidLockOptionsError);
+    expect(() => new ZooKeeperLockStrategy({ connect: nowhere, localHandover: { pases: 3 } as never })).toThrow(InvalidLockOptionsError);
+    const off = new ZooKeeperLockStrategy({ connect: nowhere });
+    expect(off.transfer).toBeUndefined();
+    expect(off.capabilities.fifo).toBe(true);
+    const on = new ZooKeeperLockStrategy({ connect: nowhere, localHandover: { passes: 127 } });
+    expect(on.handOverLimits).toEqual({ passes: 127, windowMs: 50 });
+    expect(on.capabilities.fifo).toBe(false);
+  });
+
+  it('keeps a pass below the next zxid: the token is the czxid scaled, plus the pass', () => {
+    expect(zkFencingToken(5, 0)).toBeLessThan(zkFencingToken(5, 127));
+    expect(zkFencingToken(5, 127)).toBeLessThan(zkFencingToken(6, 0));
+    expect(() => zkFencingToken(2 ** 46, 0)).toThrow(RangeError);
+  });
+});
