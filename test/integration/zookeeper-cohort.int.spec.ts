@@ -208,12 +208,132 @@ describe('ZooKeeper lock cohorting (localHandover)', () => {
     await lock.release();
   });
 
+  // Adversary: the extension armed the lease timer of the hold it had read, which the pass had forgotten; at
+  // that lease's end the timer deleted the node, which the passed holder had, and another instance got in.
+  it('does not let an extension still on its way at the pass end the passed hold at the old lease\'s end', async () => {
+    const strategy = new ZooKeeperLockStrategy({ connect: connect(), basePath: BASE, localHandover: { windowMs: 10_000 } });
+    const manager = new LockManager(strategy);
+    managers.push(manager);
+    const locks = new LockService(manager);
+    const own = await (strategy as unknown as { session: ZooKeeperSession }).session.client();
+    const realExists = own.exists.bind(own);
+    const elsewhere = instance();
+    const key = `extend-at-pass:${run}`;
+    const holder = await locks.acquire(key, { ttl: 600 });
+    const next = locks.acquire(key, { waitTimeout: 5_000, ttl: 5_000 });
+    await sleep(50);
+    // The extension's look at the node is answered only after the pass.
+    own.exists = (async (path: string, watch: false) => {
+      const stat = await realExists(path, watch);
+      await sleep(100);
+      return stat;
+    }) as typeof own.exists;
+    let successor: LockHandle;
+    try {
+      const extending = holder.extend(600).catch((error: unknown) => error);
+      await holder.release();
+      successor = await next;
+      await extending;
+    } finally {
+      own.exists = realExists;
+    }
+    const theirs = elsewhere.acquire(key, { waitTimeout: 1_500 }).catch((error: unknown) => error);
+    // Past the old lease's end (600 ms from the extension) and the passed hold's watch.
+    await sleep(1_000);
+    expect(successor.signal.aborted).toBe(false);
+    expect(successor.isHeld).toBe(true);
+    expect(await successor.release()).toBe(true);
+    const other = await theirs;
+    expect(other).not.toBeInstanceOf(Error);
+    await (other as LockHandle).release();
+  });
+
+  // Adversary: the old holder's lease ran out while its pass was on its way; its end deleted the node the
+  // pass had just given, and another instance held while the passed holder was not told for 50 ms.
+  it('does not end a pass on its way at the old lease\'s end: the passed holder keeps the node', async () => {
+    const strategy = new ZooKeeperLockStrategy({ connect: connect(), basePath: BASE, localHandover: { windowMs: 10_000 } });
+    const manager = new LockManager(strategy);
+    managers.push(manager);
+    const locks = new LockService(manager);
+    const elsewhere = instance();
+    const key = `expiry-at-pass:${run}`;
+    const own = await (strategy as unknown as { session: ZooKeeperSession }).session.client();
+    const realSet = own.set.bind(own);
+    const holder = await locks.acquire(key, { ttl: 300, autoExtend: false });
+    const next = locks.acquire(key, { waitTimeout: 5_000, ttl: 5_000 });
+    await sleep(50);
+    let theirsGranted = false;
+    const theirs = elsewhere.acquire(key, { waitTimeout: 5_000 }).then((lock) => {
+      theirsGranted = true;
+      return lock;
+    });
+    await sleep(100);
+    // The pass's write is answered only once the old lease has run out (300 ms after its grant).
+    own.set = (async (path: string, data: string, version: number) => {
+      const stat = await realSet(path, data, version);
+      await sleep(300);
+      return stat;
+    }) as typeof own.set;
+    try {
+      await holder.release();
+    } finally {
+      own.set = realSet;
+    }
+    const successor = await next;
+    await sleep(300);
+    expect(successor.signal.aborted).toBe(false);
+    expect(theirsGranted).toBe(false);
+    expect(await successor.release()).toBe(true);
+    const other = await theirs;
+    expect(other.fencingToken).toBeGreaterThan(successor.fencingToken as number);
+    await other.release();
+  });
+
+  // Adversary: the break marked the node it had seen held without checking that the hold was still the one
+  // seen; a pass in between made it name the holder that had passed on and end the one passed to.
+  it('breaks only the hold its look saw: a hold passed on after the look is neither named nor ended', async () => {
+    const strategy = new ZooKeeperLockStrategy({ connect: connect(), basePath: BASE, localHandover: { windowMs: 10_000 } });
+    const manager = new LockManager(strategy);
+    managers.push(manager);
+    const locks = new LockService(manager);
+    const key = `break-at-pass:${run}`;
+    const own = await (strategy as unknown as { session: ZooKeeperSession }).session.client();
+    const realSet = own.set.bind(own);
+    const holder = await locks.acquire(key);
+    let successor: LockHandle | undefined;
+    const next = locks.acquire(key, { waitTimeout: 5_000 }).then((lock) => (successor = lock));
+    await sleep(50);
+    // The break's mark goes out only after the holder it saw passed the lock on.
+    own.set = (async (path: string, data: string, version: number) => {
+      if (data === 'broken') {
+        await holder.release();
+        await next;
+      }
+      return realSet(path, data, version);
+    }) as typeof own.set;
+    let ended;
+    try {
+      ended = await locks.breakLock(key, { reason: 'test' });
+    } finally {
+      own.set = realSet;
+    }
+    expect(ended).toEqual([]);
+    await sleep(150);
+    expect(successor?.signal.aborted).toBe(false);
+    expect(successor?.isHeld).toBe(true);
+    expect(await successor?.release()).toBe(true);
+  });
+
   it('refuses a bad localHandover before any server is touched', () => {
     const nowhere = '127.0.0.1:1';
     expect(() => new ZooKeeperLockStrategy({ connect: nowhere, localHandover: { passes: 128 } })).toThrow(InvalidLockOptionsError);
     expect(() => new ZooKeeperLockStrategy({ connect: nowhere, localHandover: { passes: -1 } })).toThrow(InvalidLockOptionsError);
     expect(() => new ZooKeeperLockStrategy({ connect: nowhere, localHandover: { windowMs: -5 } })).toThrow(InvalidLockOptionsError);
     expect(() => new ZooKeeperLockStrategy({ connect: nowhere, localHandover: { pases: 3 } as never })).toThrow(InvalidLockOptionsError);
+    // Adversary: null turned cohorting on with the default limits, and a null limit took the default.
+    expect(() => new ZooKeeperLockStrategy({ connect: nowhere, localHandover: null as never })).toThrow(InvalidLockOptionsError);
+    expect(() => new ZooKeeperLockStrategy({ connect: nowhere, localHandover: { passes: null } as never })).toThrow(InvalidLockOptionsError);
+    expect(() => new ZooKeeperLockStrategy({ connect: nowhere, localHandover: { windowMs: null } as never })).toThrow(InvalidLockOptionsError);
     const off = new ZooKeeperLockStrategy({ connect: nowhere });
     expect(off.transfer).toBeUndefined();
     expect(off.capabilities.fifo).toBe(true);

@@ -21,11 +21,12 @@ export const DEFAULT_HAND_OVER_LIMITS: HandOverLimits = Object.freeze({ passes: 
 /** Validates a `localHandover` option; `false` allows no hand-over. */
 export function handOverLimits(option: LocalHandOverOption | undefined): HandOverLimits {
   if (option === false) return { passes: 0, windowMs: 0 };
-  const raw: unknown = option ?? {};
+  // Only a missing option or limit takes the default: null is refused like any other wrong value.
+  const raw: unknown = option === undefined ? {} : option;
   assertKnownKeys(raw, ['passes', 'windowMs'], 'localHandover');
-  const passes = raw.passes ?? DEFAULT_HAND_OVER_LIMITS.passes;
+  const passes = raw.passes === undefined ? DEFAULT_HAND_OVER_LIMITS.passes : raw.passes;
   if (typeof passes !== 'number' || !Number.isInteger(passes) || passes < 0) {
     throw new InvalidLockOptionsError('localHandover.passes', `expected a whole number ≥ 0, got ${describe(passes)}.`);
   }
-  return { passes, windowMs: assertDuration(raw.windowMs ?? DEFAULT_HAND_OVER_LIMITS.windowMs, 'localHandover.windowMs', 0) };
+  return { passes, windowMs: assertDuration(raw.windowMs === undefined ? DEFAULT_HAND_OVER_LIMITS.windowMs : raw.windowMs, 'localHandover.windowMs', 0) };
 }

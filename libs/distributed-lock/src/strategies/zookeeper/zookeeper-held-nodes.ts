@@ -111,10 +111,16 @@ export class ZooKeeperHeldNodes {
     return { node, expiresAt };
   }
 
-  /** A lease that runs out unextended is given up here, as a crashed holder's session would be. */
+  /**
+   * A lease that runs out unextended is given up here, as a crashed holder's session would be. Only for the
+   * hold `owner` has now, and not while it is being passed on: an extension answered after its hold was
+   * passed or released must not end the node (held by the next owner) at the old lease's end.
+   */
   armLease(owner: string, node: HeldNode, expiresAt: number): void {
+    if (this.nodes.get(owner) !== node || node.passing) return;
     clearTimeout(node.timer);
     node.timer = setTimeout(() => {
+      if (this.nodes.get(owner) !== node) return;
       const listeners = [...node.listeners];
       this.forget(owner);
       // Told before the node goes: its deletion is what lets the next in line in.
@@ -122,6 +128,15 @@ export class ZooKeeperHeldNodes {
       void this.deleteNode(node.path).catch(() => false);
     }, Math.max(0, expiresAt - Date.now()));
     node.timer.unref?.();
+  }
+
+  /**
+   * The hold of `owner` is being passed on (see passHold): its lease no longer runs out, and the data change
+   * the pass makes is not a break's mark. The pass then forgets it, whether it succeeded or not.
+   */
+  startPassing(node: HeldNode): void {
+    node.passing = true;
+    clearTimeout(node.timer);
   }
 
   forget(owner: string): void {

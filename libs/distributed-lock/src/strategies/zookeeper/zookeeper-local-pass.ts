@@ -30,12 +30,12 @@ export async function passHold(context: LocalPassContext, lease: LeaseGrant, nex
   const pass = node.pass + 1;
   if (pass > ZK_MAX_PASSES) return (await context.release(lease)) ? 'released' : null;
   const sentAt = Date.now();
-  node.passing = true;
+  // The old lease no longer ends the node: its holder's section is over, and the node is about to be passed.
+  held.startPassing(node);
   let version: number;
   try {
     ({ version } = await node.client.set(node.path, encodeHoldData({ owner: next.owner, pass }), node.version));
   } catch (error) {
-    node.passing = false;
     held.forget(lease.owner);
     const code = zkErrorCode(error);
     const gone = code === ZK_ERRORS.NO_NODE || code === ZK_ERRORS.BAD_VERSION || session.endedBy(node.client, error);

@@ -10,10 +10,14 @@ import { isZkWriter, zkSequence } from './zookeeper-paths';
  */
 export const QUERY_CONTENDERS_LIMIT = 1_000;
 
-/** A hold as an inspection saw it: what `query` reports of it, and its node's name, which a break deletes. */
+/**
+ * A hold as an inspection saw it: what `query` reports of it, its node's name, which a break deletes, and
+ * the node's data version then, which a pass to another owner of the holder's process changes.
+ */
 export interface ZooKeeperHoldSeen {
   readonly holder: LockInspection['holders'][number];
   readonly name: string;
+  readonly version: number;
 }
 
 /** What an inspection saw of a lock: its holds, and its waiters in the order ZooKeeper serves them. */
@@ -54,16 +58,16 @@ export async function inspectZooKeeperLock(client: ZooKeeperLockClient, lockPath
   });
   const holding = holdersAhead(present.map((contender) => contender.mode));
   return {
-    holds: present.slice(0, holding).map(({ name, node, mode }) => ({ name, holder: { owner: node.owner, mode, fencingToken: zkFencingToken(node.czxid, node.pass) } })),
+    holds: present.slice(0, holding).map(({ name, node, mode }) => ({ name, version: node.version, holder: { owner: node.owner, mode, fencingToken: zkFencingToken(node.czxid, node.pass) } })),
     waiters: present.slice(holding).map(({ node, mode }) => ({ owner: node.owner, mode })),
   };
 }
 
-/** A contender node's owner id, creation zxid and passes (see decodeHoldData); undefined when it is gone. */
-export async function readContender(client: ZooKeeperLockClient, path: string): Promise<{ owner: string; czxid: number; pass: number } | undefined> {
+/** A contender node's owner id, passes (see decodeHoldData), creation zxid and data version; undefined when it is gone. */
+export async function readContender(client: ZooKeeperLockClient, path: string): Promise<{ owner: string; pass: number; czxid: number; version: number } | undefined> {
   try {
     const [stat, data] = await client.get(path, false);
-    return { ...decodeHoldData(data.toString()), czxid: stat.czxid };
+    return { ...decodeHoldData(data.toString()), czxid: stat.czxid, version: stat.version };
   } catch (error) {
     if (zkErrorCode(error) === ZK_ERRORS.NO_NODE) return undefined;
     throw error;

@@ -54,9 +54,10 @@ export class ZooKeeperLockOperator {
 
   /**
    * Ends the holds a fresh inspection of `key` sees: their node names go into the lock node's break record
-   * first (see zookeeper-break-record.ts), then each node's data is marked and the node deleted. A node's
-   * name is never another hold's, so a holder that came after the look is never broken; a node gone
-   * meanwhile was not ended here. The mark fires the holder's watch on its node: it is told "broken" at
+   * first (see zookeeper-break-record.ts), then each node's data is marked and the node deleted. The mark
+   * is written only over the data version the look read: a node passed to another owner of its process
+   * since (`localHandover`) holds for a hold that came after the look, and is left alone, as is a node gone
+   * meanwhile; neither is named. The mark fires the holder's watch on its node: it is told "broken" at
    * once; one whose watch was not set yet reads the record when it finds its node gone.
    */
   breakLock(key: string): Promise<LockInspection['holders']> {
@@ -69,11 +70,12 @@ export class ZooKeeperLockOperator {
         const node = `${lockPath}/${hold.name}`;
         try {
           // The mark fires the holder's watch on its node: it is told "broken" at once (see ZooKeeperHeldNodes).
-          await client.set(node, BROKEN_MARK, -1);
+          await client.set(node, BROKEN_MARK, hold.version);
           await client.delete_(node, -1);
           ended.push(hold.holder);
         } catch (error) {
-          if (zkErrorCode(error) !== ZK_ERRORS.NO_NODE) throw error;
+          const code = zkErrorCode(error);
+          if (code !== ZK_ERRORS.NO_NODE && code !== ZK_ERRORS.BAD_VERSION) throw error;
         }
       }
       return ended;

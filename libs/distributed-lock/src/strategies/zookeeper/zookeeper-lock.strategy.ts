@@ -166,6 +166,8 @@ export class ZooKeeperLockStrategy implements LockStrategy {
       if (this.session.endedBy(client, error) && this.held.get(lease.owner) !== node) return null;
       throw error;
     }
+    // Passed on or released while the look was on its way: the node is no longer this hold's.
+    if (this.held.get(lease.owner) !== node || node.passing) return null;
     const expiresAt = leaseExpiry(sentAt, ttlMs);
     this.held.armLease(lease.owner, node, expiresAt);
     return { ...lease, expiresAt };

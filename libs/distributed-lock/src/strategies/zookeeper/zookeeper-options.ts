@@ -37,6 +37,7 @@ export function validZooKeeperOptions(options: ZooKeeperLockStrategyOptions): Va
 /** The `localHandover` limits, or undefined when it is off; its passes are the fencing token's low 7 bits. */
 function validHandOver(option: ZooKeeperLockStrategyOptions['localHandover']): HandOverLimits | undefined {
   if (option === undefined || option === false) return undefined;
+  if (option === null) throw new InvalidLockOptionsError('localHandover', 'expected { passes?, windowMs? } or false, got null.');
   const limits = handOverLimits(option);
   if (limits.passes > ZK_MAX_PASSES) {
     throw new InvalidLockOptionsError('localHandover.passes', `at most ${ZK_MAX_PASSES} on ZooKeeper (a pass is the low part of the fencing token), got ${limits.passes}.`);
