@@ -38,7 +38,7 @@ export interface ZooKeeperLockStrategyOptions extends ZooKeeperConnectionOptions
   readonly localHandover?: LocalHandOverOption;
 }
 
-/** A ZooKeeper grant: our ephemeral sequential node and its creation zxid (the fencing token). */
+/** A ZooKeeper grant: our ephemeral sequential node (or, after a pass, the node of the hold it follows). */
 export interface ZooKeeperLeaseGrant extends LeaseGrant {
   readonly znode: string;
 }
@@ -58,10 +58,11 @@ const LOCAL_RECHECK_MS = 500;
  * herd effect, FIFO by construction; between two writers of this process the release tells the next one
  * directly, sparing it a children listing). Nodes are "protected" (found again after a lost create), lock nodes
  * are container nodes (removed by the server once empty), readers of a read-write lock wait only for
- * writers ahead of them. The fencing token is a zxid: our node's creation zxid, or when our first look
- * shows our node alone and our create as the one change since the look before it, the lock node's pzxid
- * (which is then our czxid, see tokenFromFirstLook); strictly increasing from holder
- * to holder, also when the lock node is deleted and created again.
+ * writers ahead of them. The fencing token comes from a zxid (see zkFencingToken): our node's creation
+ * zxid, or when our first look shows our node alone and our create as the one change since the look before
+ * it, the lock node's pzxid (which is then our czxid, see tokenFromFirstLook), plus the passes within this
+ * process (`localHandover`, see passHold); strictly increasing from holder to holder, also when the lock
+ * node is deleted and created again.
  *
  * Sessions: a lost connection is "unknown" at first (the session and our nodes may still live; the client
  * reconnects). An expired session loses every lock held on it: their signals abort. So does a session cut
@@ -389,6 +390,5 @@ export class ZooKeeperLockStrategy implements LockStrategy {
     const { expiresAt } = this.held.hold(request, client, path, { zxid, pass: 0, version: 0 }, grantedAt, watchLater);
     return { key: request.key, owner: request.owner, mode: request.mode, fencingToken: zkFencingToken(zxid, 0), expiresAt, znode: path };
   }
-
 }
 
