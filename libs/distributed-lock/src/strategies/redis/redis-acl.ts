@@ -57,17 +57,26 @@ export interface RedisCallSite {
 /**
  * What to throw for a failed Redis call: a permission reply becomes `LockPermissionDeniedError` naming the
  * ACL rules to grant, a refused login (WRONGPASS) one that says to check the credentials; any other error
- * is returned as it is. The credentials a failed AUTH or HELLO carries (ioredis keeps the command's
- * arguments on the error) are blanked out first.
+ * is returned as it is; so is a failure of the connection, unless `loginRefusal` says the server refused
+ * the login since the connection was last ready (see watchLoginRefusals), which is then what is told. The
+ * credentials a failed AUTH or HELLO carries (ioredis keeps the command's arguments on the error) are
+ * blanked out first.
  */
-export function redisCallError(error: unknown, site: RedisCallSite): unknown {
+export function redisCallError(error: unknown, site: RedisCallSite, loginRefusal?: Error): unknown {
   redactRedisCredentials(error);
+  // Not an answer of the server but the connection closing after it refused the login: the refusal is the news.
+  if (loginRefusal && !isServerReply(error)) return redisCallError(loginRefusal, site);
   if (error instanceof Error && /^WRONGPASS\b/.test(error.message)) {
     const grant = 'the user name and password of `connection` (WRONGPASS: the user does not exist, is off, or has another password)';
     return new LockPermissionDeniedError(site.strategy, site.operation, grant, { key: site.key, cause: error });
   }
   if (!isPermissionReply(error)) return error;
   return new LockPermissionDeniedError(site.strategy, site.operation, `ACL SETUSER <user> ${redisAclRules(site.namespace, site.redlock)}`, { key: site.key, cause: error });
+}
+
+/** An error the server answered with (ioredis's ReplyError), as opposed to one of the connection. */
+function isServerReply(error: unknown): boolean {
+  return error instanceof Error && error.name === 'ReplyError';
 }
 
 /** Blanks the arguments of a failed AUTH or HELLO (user name and password) that ioredis left on the error. */

@@ -24,6 +24,7 @@ import { budgetAborted } from '../../locking/wait-for-wake';
 import { queueCheck, waitInRedisQueue } from './redis-queue-wait';
 import { closeRedisClient } from './close-redis-client';
 import { strategyName } from '../strategy-name';
+import { loginRefusalOf, watchLoginRefusals } from './redis-login-refusal';
 import { redisCallError } from './redis-acl';
 
 export type { RedisLockStrategyOptions } from './redis-lock-options';
@@ -134,6 +135,7 @@ export class RedisLockStrategy implements LockStrategy {
     const resolved = resolveRedisClient(options.client, options.connection, this.name, 'RedisLockStrategy options');
     this.client = resolved.client;
     this.ownsClient = resolved.owned;
+    watchLoginRefusals(this.client);
     this.listener = new RedisChannelListener(this.name, () => this.client.duplicate());
     this.inbox = new RedisInbox(this.listener, this.keyNames.namespace);
     this.leaseCheck = new RedisLeaseCheck(this.client);
@@ -296,7 +298,7 @@ export class RedisLockStrategy implements LockStrategy {
 
   /** A refused permission becomes `LockPermissionDeniedError` naming the ACL rules to grant; credentials never travel on. */
   private callError(error: unknown, operation: string, key?: string): unknown {
-    return redisCallError(error, { strategy: this.name, namespace: this.keyNames.namespace, operation, key });
+    return redisCallError(error, { strategy: this.name, namespace: this.keyNames.namespace, operation, key }, loginRefusalOf(this.client));
   }
 
   /**
