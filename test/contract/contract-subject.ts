@@ -9,6 +9,11 @@ export interface ContractSubject {
   readonly capabilities: LockStrategyCapabilities;
   /** A fresh strategy with its own connections. */
   create(): Promise<LockStrategy>;
+  /**
+   * For an option variant (`optionVariantSubjects`): the setting changes how locks are handed over, so the
+   * promises suite runs on it as well as the contract and the query.
+   */
+  readonly promises?: boolean;
   /** Delete a key's lock behind its holder's back, as an operator or a failover would. */
   removeBehindBack(strategy: LockStrategy, key: string): Promise<void>;
   /**

@@ -333,19 +333,7 @@ export const subjects: readonly ContractSubject[] = [
     removeBehindBack: (_strategy, key) => deleteZooKeeperChildren(requiredEnv('LOCK_TEST_ZOOKEEPER'), zkLockPath('/dlock', key)),
     removePermitsBehindBack: (key) => deleteZooKeeperChildren(requiredEnv('LOCK_TEST_ZOOKEEPER'), zkSemaphorePath('/dlock', key)),
   },
-  {
-    // Lock cohorting: a release passes the node to the next request of the instance with one versioned write.
-    name: 'zookeeper cohorts',
-    pushesRemoval: true,
-    answersQuery: true,
-    answersPrefixQuery: true,
-    answersPermitQuery: true,
-    queryWithoutTimes: true,
-    capabilities: { fencing: true, fifo: false, sharedLocks: true, crossProcess: true, semaphores: { fifo: true, fencing: true } },
-    create: async () => new ZooKeeperLockStrategy({ connect: requiredEnv('LOCK_TEST_ZOOKEEPER'), sessionTimeout: 4_000, localHandover: {}, name: 'zookeeper-cohort' }),
-    removeBehindBack: (_strategy, key) => deleteZooKeeperChildren(requiredEnv('LOCK_TEST_ZOOKEEPER'), zkLockPath('/dlock', key)),
-    removePermitsBehindBack: (key) => deleteZooKeeperChildren(requiredEnv('LOCK_TEST_ZOOKEEPER'), zkSemaphorePath('/dlock', key)),
-  },
+
   {
     name: 'zookeeper (3-node ensemble)',
     pushesRemoval: true,
@@ -397,7 +385,8 @@ export const fastPathsOffSubjects: readonly ContractSubject[] = [
  * contract only, and the query contract where the setting answers it (option-variants.spec.ts), which
  * keeps the promises and property suites' time for strategies of their own. `scope: 'transaction'` changes
  * what wraps the lock (BEGIN, COMMIT), which test/integration/advisory.int.spec.ts checks with writes;
- * `holders: true` adds a mark to each hold of the pessimistic strategy on MariaDB.
+ * `holders: true` adds a mark to each hold of the pessimistic strategy on MariaDB; `localHandover` passes a
+ * ZooKeeper lock within a process, which the promises suite checks too (`promises`).
  */
 export const optionVariantSubjects: readonly ContractSubject[] = [
   {
@@ -417,7 +406,21 @@ export const optionVariantSubjects: readonly ContractSubject[] = [
     create: async () => new PessimisticLockStrategy({ connection: mysqlOptions(), name: 'pessimistic-holders', holders: true }),
     removeBehindBack: (_strategy, key) => killPessimisticHolder(key),
   },
-
+  {
+    // Lock cohorting: a release passes the node to the next request of the instance with one versioned write.
+    name: 'zookeeper cohorts',
+    // Cohorts change how a lock is handed over: the promises too, not only the contract and the query.
+    promises: true,
+    pushesRemoval: true,
+    answersQuery: true,
+    answersPrefixQuery: true,
+    answersPermitQuery: true,
+    queryWithoutTimes: true,
+    capabilities: { fencing: true, fifo: false, sharedLocks: true, crossProcess: true, semaphores: { fifo: true, fencing: true } },
+    create: async () => new ZooKeeperLockStrategy({ connect: requiredEnv('LOCK_TEST_ZOOKEEPER'), sessionTimeout: 4_000, localHandover: {}, name: 'zookeeper-cohort' }),
+    removeBehindBack: (_strategy, key) => deleteZooKeeperChildren(requiredEnv('LOCK_TEST_ZOOKEEPER'), zkLockPath('/dlock', key)),
+    removePermitsBehindBack: (key) => deleteZooKeeperChildren(requiredEnv('LOCK_TEST_ZOOKEEPER'), zkSemaphorePath('/dlock', key)),
+  },
 ];
 
 /**

@@ -99,37 +99,30 @@ describe('ZooKeeper lock cohorting (localHandover)', () => {
     expect(ours.at(-1)?.fencingToken).toBeGreaterThan(other.fencingToken as number);
   });
 
-  it('lets a waiter of another instance in once the window since the lock came from the queue has passed', async () => {
-    const locks = instance({ localHandover: { passes: 100, windowMs: 60 } });
+  it('lets a waiter of another instance in once the window since the lock came from the queue has passed, however many ask here', async () => {
+    const locks = instance({ localHandover: { passes: 127, windowMs: 60 } });
     const elsewhere = instance();
     const key = `window:${run}`;
-    const holder = await locks.acquire(key);
-    const theirs = elsewhere.acquire(key, { waitTimeout: 5_000 });
-    await sleep(50);
     let ours = 0;
     let stop = false;
-    const loop = (async () => {
+    // Three requests of the instance keep asking: each release has a successor here to pass the lock to.
+    const loops = [0, 1, 2].map(async () => {
       while (!stop) {
-        const lock = await locks.acquire(key, { waitTimeout: 5_000 });
+        const lock = await locks.acquire(key, { waitTimeout: 10_000 });
         ours += 1;
-        await sleep(5);
-        await lock.release();
-      }
-    })();
-    const more = [0, 1].map(async () => {
-      while (!stop) {
-        const lock = await locks.acquire(key, { waitTimeout: 5_000 });
-        await sleep(5);
+        await sleep(2);
         await lock.release();
       }
     });
-    await holder.release();
-    const other = await theirs;
-    stop = true;
-    expect(ours).toBeGreaterThan(0);
-    expect(other.isHeld).toBe(true);
-    await other.release();
-    await Promise.all([loop, ...more]);
+    try {
+      while (ours === 0) await sleep(5);
+      const other = await elsewhere.acquire(key, { waitTimeout: 5_000 });
+      expect(other.isHeld).toBe(true);
+      await other.release();
+    } finally {
+      stop = true;
+      await Promise.all(loops);
+    }
   });
 
   it('does not tell a holder its own pass was a break: a passed lock is kept and extended past its node watch', async () => {
@@ -334,9 +327,11 @@ describe('ZooKeeper lock cohorting (localHandover)', () => {
     expect(() => new ZooKeeperLockStrategy({ connect: nowhere, localHandover: null as never })).toThrow(InvalidLockOptionsError);
     expect(() => new ZooKeeperLockStrategy({ connect: nowhere, localHandover: { passes: null } as never })).toThrow(InvalidLockOptionsError);
     expect(() => new ZooKeeperLockStrategy({ connect: nowhere, localHandover: { windowMs: null } as never })).toThrow(InvalidLockOptionsError);
-    const off = new ZooKeeperLockStrategy({ connect: nowhere });
-    expect(off.transfer).toBeUndefined();
-    expect(off.capabilities.fifo).toBe(true);
+    for (const localHandover of [undefined, false, { passes: 0 }, { windowMs: 0 }] as const) {
+      const off = new ZooKeeperLockStrategy({ connect: nowhere, localHandover });
+      expect(off.transfer).toBeUndefined();
+      expect(off.capabilities.fifo).toBe(true);
+    }
     const on = new ZooKeeperLockStrategy({ connect: nowhere, localHandover: { passes: 127 } });
     expect(on.handOverLimits).toEqual({ passes: 127, windowMs: 50 });
     expect(on.capabilities.fifo).toBe(false);

@@ -34,7 +34,7 @@ export function validZooKeeperOptions(options: ZooKeeperLockStrategyOptions): Va
   return { name, basePath, digestUser: options.digestAuth?.slice(0, options.digestAuth.indexOf(':')), connectTimeout, handOver: validHandOver(options.localHandover) };
 }
 
-/** The `localHandover` limits, or undefined when it is off; its passes are the fencing token's low 7 bits. */
+/** The `localHandover` limits, or undefined when nothing is ever passed; its passes are the fencing token's low 7 bits. */
 function validHandOver(option: ZooKeeperLockStrategyOptions['localHandover']): HandOverLimits | undefined {
   if (option === undefined || option === false) return undefined;
   if (option === null) throw new InvalidLockOptionsError('localHandover', 'expected { passes?, windowMs? } or false, got null.');
@@ -42,7 +42,8 @@ function validHandOver(option: ZooKeeperLockStrategyOptions['localHandover']): H
   if (limits.passes > ZK_MAX_PASSES) {
     throw new InvalidLockOptionsError('localHandover.passes', `at most ${ZK_MAX_PASSES} on ZooKeeper (a pass is the low part of the fencing token), got ${limits.passes}.`);
   }
-  return limits;
+  // No passes, or a window of 0 ms (every pass would be past it): nothing is ever passed, and arrival order holds.
+  return limits.passes > 0 && limits.windowMs > 0 ? limits : undefined;
 }
 
 /**
