@@ -31,6 +31,16 @@ describe('ZooKeeper lock cohorting (localHandover)', () => {
   };
   const contenders = async (key: string): Promise<string[]> => client.get_children(zkLockPath(BASE, key), false).catch(() => []);
   const nodeOf = (lock: LockHandle): string => (lock.grant as ZooKeeperLeaseGrant).znode;
+  /**
+   * An instance whose every pass stays within its window, with the client of its session, whose calls a
+   * test delays or puts in order to time a pass against an extension, a lease's end or a break.
+   */
+  const instanceWithItsClient = async (): Promise<{ locks: LockService; own: ZooKeeperLockClient }> => {
+    const strategy = new ZooKeeperLockStrategy({ connect: connect(), basePath: BASE, localHandover: { windowMs: 10_000 } });
+    const manager = new LockManager(strategy);
+    managers.push(manager);
+    return { locks: new LockService(manager), own: await (strategy as unknown as { session: ZooKeeperSession }).session.client() };
+  };
 
   beforeAll(async () => {
     admin = new ZooKeeperSession({ connect: connect() }, 'zookeeper-cohort-admin', 10_000);
@@ -204,11 +214,7 @@ describe('ZooKeeper lock cohorting (localHandover)', () => {
   // Adversary: the extension armed the lease timer of the hold it had read, which the pass had forgotten; at
   // that lease's end the timer deleted the node, which the passed holder had, and another instance got in.
   it('does not let an extension still on its way at the pass end the passed hold at the old lease\'s end', async () => {
-    const strategy = new ZooKeeperLockStrategy({ connect: connect(), basePath: BASE, localHandover: { windowMs: 10_000 } });
-    const manager = new LockManager(strategy);
-    managers.push(manager);
-    const locks = new LockService(manager);
-    const own = await (strategy as unknown as { session: ZooKeeperSession }).session.client();
+    const { locks, own } = await instanceWithItsClient();
     const realExists = own.exists.bind(own);
     const elsewhere = instance();
     const key = `extend-at-pass:${run}`;
@@ -244,13 +250,9 @@ describe('ZooKeeper lock cohorting (localHandover)', () => {
   // Adversary: the old holder's lease ran out while its pass was on its way; its end deleted the node the
   // pass had just given, and another instance held while the passed holder was not told for 50 ms.
   it('does not end a pass on its way at the old lease\'s end: the passed holder keeps the node', async () => {
-    const strategy = new ZooKeeperLockStrategy({ connect: connect(), basePath: BASE, localHandover: { windowMs: 10_000 } });
-    const manager = new LockManager(strategy);
-    managers.push(manager);
-    const locks = new LockService(manager);
+    const { locks, own } = await instanceWithItsClient();
     const elsewhere = instance();
     const key = `expiry-at-pass:${run}`;
-    const own = await (strategy as unknown as { session: ZooKeeperSession }).session.client();
     const realSet = own.set.bind(own);
     const holder = await locks.acquire(key, { ttl: 300, autoExtend: false });
     const next = locks.acquire(key, { waitTimeout: 5_000, ttl: 5_000 });
@@ -285,12 +287,8 @@ describe('ZooKeeper lock cohorting (localHandover)', () => {
   // Adversary: the break marked the node it had seen held without checking that the hold was still the one
   // seen; a pass in between made it name the holder that had passed on and end the one passed to.
   it('breaks only the hold its look saw: a hold passed on after the look is neither named nor ended', async () => {
-    const strategy = new ZooKeeperLockStrategy({ connect: connect(), basePath: BASE, localHandover: { windowMs: 10_000 } });
-    const manager = new LockManager(strategy);
-    managers.push(manager);
-    const locks = new LockService(manager);
+    const { locks, own } = await instanceWithItsClient();
     const key = `break-at-pass:${run}`;
-    const own = await (strategy as unknown as { session: ZooKeeperSession }).session.client();
     const realSet = own.set.bind(own);
     const holder = await locks.acquire(key);
     let successor: LockHandle | undefined;
