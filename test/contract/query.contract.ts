@@ -201,6 +201,23 @@ export function describeQueryContract(subject: ContractSubject): void {
       await successor.release();
     });
 
+    // A kill of a database session answers once it is sent, and the session let go of its lock as it
+    // exited, a moment later: a query right after the break named the broken holder 14-22 times in 40 on
+    // PostgreSQL. The break resolves once the lock is free.
+    it('frees the key by the time breakLock resolves: a query right after names nobody, and another instance takes it at once', async () => {
+      const holderSide = await instance();
+      for (let round = 0; round < 10; round += 1) {
+        const k = key();
+        const held = await holderSide.acquire(k, { ttl: 10_000 });
+        expect(await sides.observer.breakLock(k, { reason: 'ops: freed at once' })).toHaveLength(1);
+        expect((await sides.observer.query(k)).held).toEqual([]);
+        const next = await sides.observer.tryAcquire(k);
+        expect(next).not.toBeNull();
+        await next?.release();
+        await held.release().catch(() => undefined);
+      }
+    });
+
     it('breaks nothing on a free key, and refuses a breakLock without a reason before touching the server', async () => {
       expect(await sides.observer.breakLock(key(), { reason: 'ops' })).toEqual([]);
       await expect(sides.observer.breakLock(key(), { reason: ' ' })).rejects.toBeInstanceOf(InvalidLockOptionsError);

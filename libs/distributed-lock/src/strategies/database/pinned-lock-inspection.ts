@@ -1,6 +1,7 @@
 import type { LockInspection } from '../../locking/lock-query';
 import type { LockDataSource } from './database-client.type';
 import { queryOnDataSource } from './mysql-direct';
+import { sessionGone } from './session-gone';
 import type { SqlDialect } from './sql-dialect';
 
 // `query` and `breakLock` for a lock held on a pinned connection: the fence row of the key names the last
@@ -41,6 +42,12 @@ interface HolderRow {
 /** How many times a MariaDB query reads a holder caught inside its grant statement again (after 0, 1, 2… ms). */
 export const GRANT_READS_AGAIN = 5;
 
+/**
+ * How long a break waits for an ended holder's session to be gone before it resolves anyway: a killed
+ * session exits within milliseconds, one rolling back a large transaction takes as long as its rollback.
+ */
+const BREAK_CONFIRM_WITHIN_MS = 5_000;
+
 /** MariaDB's and MySQL's error number for a KILL of a connection that is not there. */
 const ER_NO_SUCH_THREAD = 1094;
 
@@ -75,9 +82,12 @@ export async function pinnedHolders(dataSource: LockDataSource, sql: PinnedHolde
 
 /**
  * Ends the session of each holder the inspection found: the server frees the lock with it, and the holder,
- * whose connection is watched, is told at once that its session ended. Resolves the holders ended.
+ * whose connection is watched, is told at once that its session ended. Resolves the holders ended, once
+ * their sessions are gone from the server (so the lock is free), or after BREAK_CONFIRM_WITHIN_MS: the kill
+ * answers when it is sent, and the holder's lock went on being held, and shown, while its session exited.
  */
 export async function endHolderSessions(dataSource: LockDataSource, sql: PinnedHolderStatements, key: string, fastPaths: boolean, serverName: string): Promise<LockInspection['holders']> {
+  const run = async (statement: string, parameters: unknown[]): Promise<readonly unknown[]> => (await queryOnDataSource(dataSource, statement, parameters, fastPaths)).records;
   const ended: Array<LockInspection['holders'][number]> = [];
   for (const { connection, ...holder } of await pinnedHolders(dataSource, sql, key, fastPaths, serverName)) {
     // Held, but the server does not say by which connection: nothing to end.
@@ -85,12 +95,14 @@ export async function endHolderSessions(dataSource: LockDataSource, sql: PinnedH
     const end = sql.endSession(key, { connection, owner: holder.owner, token: holder.fencingToken });
     let records: readonly unknown[];
     try {
-      records = (await queryOnDataSource(dataSource, end.sql, end.parameters, fastPaths)).records;
+      records = await run(end.sql, end.parameters);
     } catch (error) {
       if (sql.alreadyGone(error)) continue;
       throw error;
     }
-    if (sql.ended(records)) ended.push(holder);
+    if (!sql.ended(records)) continue;
+    await sessionGone(run, dataSource.options.type === 'postgres', connection, BREAK_CONFIRM_WITHIN_MS);
+    ended.push(holder);
   }
   return ended;
 }

@@ -1,15 +1,13 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { QueryRunner } from 'typeorm';
 import type { LockDataSource } from './database-client.type';
 import { cleanUpStarted } from './pool-clean-up';
+import { sessionGone } from './session-gone';
 
 /**
  * How long the end of a session is watched for before giving up on the confirmation. A killed session ends
  * within milliseconds; one rolling back a large transaction takes as long as the rollback.
  */
 const CONFIRM_WITHIN_MS = 30_000;
-/** The longest pause between two looks at whether a killed MySQL session is gone (the first is 1 ms, doubled each time). */
-const LONGEST_LOOK_PAUSE_MS = 50;
 /** PostgreSQL 14+: how long one `pg_terminate_backend(pid, timeout)` waits on the server for the backend to exit. */
 const TERMINATE_WAIT_MS = 5_000;
 
@@ -101,13 +99,7 @@ export class SessionEnder {
       if (errno === MYSQL_NOT_OWNER) return false;
       throw error;
     }
-    const until = performance.now() + CONFIRM_WITHIN_MS;
-    for (let pause = 1; ; pause = Math.min(pause * 2, LONGEST_LOOK_PAUSE_MS)) {
-      const rows = (await runner.query('SELECT ID FROM information_schema.PROCESSLIST WHERE ID = ?', [id])) as unknown[];
-      if (rows.length === 0) return true;
-      if (performance.now() > until) return false;
-      await sleep(pause);
-    }
+    return sessionGone((sql, parameters) => runner.query(sql, parameters), false, id, CONFIRM_WITHIN_MS);
   }
 
   /** PostgreSQL: pg_terminate_backend, waiting on the server for the backend to exit where it can. */
@@ -124,12 +116,7 @@ export class SessionEnder {
       }
     }
     if (!this.terminateWaits) await runner.query('SELECT pg_terminate_backend($1::int)', [id]);
-    for (let pause = 1; ; pause = Math.min(pause * 2, LONGEST_LOOK_PAUSE_MS)) {
-      const rows = (await runner.query('SELECT pid FROM pg_stat_activity WHERE pid = $1', [id])) as unknown[];
-      if (rows.length === 0) return true;
-      if (performance.now() > until) return false;
-      await sleep(pause);
-    }
+    return sessionGone((sql, parameters) => runner.query(sql, parameters), true, id, until - performance.now());
   }
 }
 
