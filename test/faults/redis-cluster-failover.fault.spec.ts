@@ -54,6 +54,27 @@ async function servesWithReplica(port: number, key: string): Promise<void> {
   }
 }
 
+/**
+ * Resolves once every node on `ports` tells the same roles, masters and slots. Until then a node may answer
+ * CLUSTER SLOTS with a failover half learnt (gossip carries a node's new role before its slots), leaving the
+ * old or the new master out, and ioredis, refreshing its slot map from that answer, closes its connection to
+ * the node left out, aborting what waits there: a replica ack's `WAIT` failed an acquisition that way
+ * (`LockBackendUnavailableError`, "Command aborted due to connection close"; stop 57, full run).
+ */
+async function viewsAgree(ports: readonly number[]): Promise<void> {
+  const viewOf = async (port: number): Promise<string> =>
+    JSON.stringify((await clusterNodes(port)).map((node) => [node.id, node.role, node.masterId ?? '-', node.failing, node.slots]).sort());
+  await waitUntil(
+    'every node of the cluster to tell the same roles and slots',
+    async () => {
+      const views = await Promise.all(ports.map(viewOf));
+      return views[0] !== '[]' && views.every((view) => view === views[0]);
+    },
+    30_000,
+    100,
+  );
+}
+
 /** Acquires and releases `key`: the fencing token granted. */
 async function grantOnce(locks: LockService, key: string): Promise<number> {
   const lock = await locks.acquire(key, { ttl: TTL_MS, waitTimeout: 2_000 });
@@ -113,6 +134,7 @@ describe('Redis Cluster failover: a master SIGKILLed mid-run, its replica promot
       }
       // The old master now answers MOVED for the slot, and is the new master's replica (WAIT 1 can be met).
       await servesWithReplica(replica.port, redisLockKeys(namespace, key).keys[0]);
+      await viewsAgree(nodes.filter((node) => !node.failing).map((node) => node.port));
       for (let i = 0; i < 3; i++) {
         const after = await locks.acquire(key, { ttl: TTL_MS, waitTimeout: 2_000 });
         expect(after.fencingToken).toBeGreaterThan(before.fencingToken as number);
@@ -251,6 +273,7 @@ describe('Redis Cluster failover: a master SIGKILLed mid-run, its replica promot
       await waitUntil('the replica to take over the killed master\'s slots', async () => masterOf(await clusterNodes(replica.port), slot)?.port === replica.port, 30_000, 100);
       await faults.restart(victim);
       await servesWithReplica(replica.port, redisLockKeys(namespace, key).keys[0]);
+      await viewsAgree(nodes.filter((node) => !node.failing).map((node) => node.port));
       expect(await grantOnce(locks, key)).toBeGreaterThan(before);
     } finally {
       await manager.close();
