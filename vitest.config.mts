@@ -53,7 +53,9 @@ export default defineConfig({
     // The longest files first, also on a fresh clone (see the sequencer).
     sequence: { sequencer: LongestFirstSequencer },
     projects: [
-      project('unit', ['libs/**/*.spec.ts', 'apps/**/*.spec.ts', 'scripts/**/*.spec.ts', 'bench/**/*.spec.ts', 'test/support/**/*.spec.ts'], { group: 0, workers: 2 }),
+      // In the contract files' pool: their loading is CPU the contract files, waiting on leases and timers,
+      // leave free (measured: CONTRIBUTING.md).
+      project('unit', ['libs/**/*.spec.ts', 'apps/**/*.spec.ts', 'scripts/**/*.spec.ts', 'bench/**/*.spec.ts', 'test/support/**/*.spec.ts'], { group: 1, workers: 4 }),
       project('contract', ['test/contract/**/*.spec.ts', 'test/integration/**/*.spec.ts'], { group: 1, workers: 4, exclude: OWN_TOPOLOGIES }),
       project('secure', OWN_TOPOLOGIES, { group: 2, workers: 1 }),
       // One worker, its files one after the other, sharing one module graph (isolate: false): isolated, each
