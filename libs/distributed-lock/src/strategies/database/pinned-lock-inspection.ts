@@ -43,8 +43,9 @@ interface HolderRow {
 export const GRANT_READS_AGAIN = 5;
 
 /**
- * How long a break waits for an ended holder's session to be gone before it resolves anyway: a killed
- * session exits within milliseconds, one rolling back a large transaction takes as long as its rollback.
+ * How long a break waits for an ended holder's session to be gone: a killed session exits within
+ * milliseconds, one rolling back a large transaction takes as long as its rollback. The operation timeout
+ * (5 s by default) bounds the break before this, unless it was raised above it.
  */
 const BREAK_CONFIRM_WITHIN_MS = 5_000;
 
@@ -82,9 +83,10 @@ export async function pinnedHolders(dataSource: LockDataSource, sql: PinnedHolde
 
 /**
  * Ends the session of each holder the inspection found: the server frees the lock with it, and the holder,
- * whose connection is watched, is told at once that its session ended. Resolves the holders ended, once
- * their sessions are gone from the server (so the lock is free), or after BREAK_CONFIRM_WITHIN_MS: the kill
- * answers when it is sent, and the holder's lock went on being held, and shown, while its session exited.
+ * whose connection is watched, is told at once that its session ended. Resolves the holders ended once
+ * their sessions are gone from the server, so that the lock is free: the kill answers when it is sent, and
+ * the lock went on being held, and shown, while the session exited. A session still there after
+ * BREAK_CONFIRM_WITHIN_MS fails the break, as one that fails on its way does (some holds may have ended).
  */
 export async function endHolderSessions(dataSource: LockDataSource, sql: PinnedHolderStatements, key: string, fastPaths: boolean, serverName: string): Promise<LockInspection['holders']> {
   const run = async (statement: string, parameters: unknown[]): Promise<readonly unknown[]> => (await queryOnDataSource(dataSource, statement, parameters, fastPaths)).records;
@@ -101,7 +103,9 @@ export async function endHolderSessions(dataSource: LockDataSource, sql: PinnedH
       throw error;
     }
     if (!sql.ended(records)) continue;
-    await sessionGone(run, dataSource.options.type === 'postgres', connection, BREAK_CONFIRM_WITHIN_MS);
+    if (!(await sessionGone(run, dataSource.options.type === 'postgres', connection, BREAK_CONFIRM_WITHIN_MS))) {
+      throw new Error(`the session of ${holder.owner} (${serverName} connection ${connection}) was ended, and had not exited after ${BREAK_CONFIRM_WITHIN_MS} ms (a rollback can take that long): its lock is free once it has`);
+    }
     ended.push(holder);
   }
   return ended;
