@@ -26,7 +26,7 @@ export interface HeldLockDeps {
    * Releases by handing the lock to the next contender of the process instead, when the manager has one
    * (see `LockStrategy.transfer`); undefined to release on the backend. Resolves whether it was still held.
    */
-  readonly handOver?: (lease: LeaseGrant, outcome: ReleaseOutcome) => Promise<boolean> | undefined;
+  readonly handOver?: (lease: LeaseGrant, outcome: ReleaseOutcome) => Promise<boolean | 'session-ended'> | undefined;
 }
 
 /**
@@ -235,18 +235,19 @@ export class HeldLock {
    */
   private releaseOnBackend(outcome: ReleaseOutcome, notHeldIsLoss = true): Promise<boolean> {
     const { strategy, operationTimeout, events } = this.deps;
-    return boundedCall<boolean, boolean>({
+    return boundedCall<boolean | 'session-ended', boolean>({
       clock: this.deps.clock,
       strategy: this.deps.name,
       operation: 'release',
       key: this.lease.key,
       timeoutMs: operationTimeout,
       run: () => this.deps.handOver?.(this.lease, outcome) ?? strategy.release(this.lease, outcome),
-      then: (wasHeld) => {
+      then: (answer) => {
+        const wasHeld = answer === true;
         try {
           if (events.listenerCount('released') > 0) events.emit('released', { ...this.describe(), heldMs: Date.now() - this.acquiredAt, wasHeld });
           // After a `releaseAfter` delay the store may rightly have ended the lease first: not a loss.
-          if (!wasHeld && outcome !== 'lost' && notHeldIsLoss) this.recordLoss('not-held-at-release');
+          if (!wasHeld && outcome !== 'lost' && notHeldIsLoss) this.recordLoss(answer === 'session-ended' ? 'session-ended' : 'not-held-at-release');
           return wasHeld;
         } finally {
           this.deps.onFinished(this);

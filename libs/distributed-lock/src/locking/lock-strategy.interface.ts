@@ -114,10 +114,13 @@ export interface LockStrategy {
 
   /**
    * Release if this owner still holds it. Resolves `false` when it was not held (already expired or taken
-   * over). `outcome` says how the critical section ended, for strategies whose lock is a transaction:
-   * "completed" commits, "failed" (the section threw) and "lost" (the lease ran out) roll back.
+   * over), or `'session-ended'` when the lock lived on a database session that the release found ended: a
+   * statement of the section failed as the session was ended, before the client saw its connection close.
+   * Either is reported as the loss. `outcome` says how the critical section ended, for strategies whose
+   * lock is a transaction: "completed" commits, "failed" (the section threw) and "lost" (the lease ran
+   * out) roll back.
    */
-  release(lease: LeaseGrant, outcome?: ReleaseOutcome): Promise<boolean>;
+  release(lease: LeaseGrant, outcome?: ReleaseOutcome): Promise<boolean | 'session-ended'>;
 
   /**
    * Optional: what the backend says of `key` right now, for `LockService.query`: its holders and, where the

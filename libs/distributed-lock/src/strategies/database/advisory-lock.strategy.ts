@@ -19,7 +19,7 @@ import { poolSizeOf } from './pool-size';
 import type { LockDataSource } from './database-client.type';
 import { ensureInitialized, resolveDataSource } from './database-connection';
 import { createMissingSequence, createMissingTables } from './ensure-tables';
-import { isConnectionError, isNotSent, rollbackAndRelease } from './held-connection';
+import { endedUnder, isConnectionError, rollbackAndRelease } from './held-connection';
 import { fenceTableDdl, MAX_SQL_KEY_LENGTH, SQL_IDENTIFIER } from './lock-table.sql';
 import { queryOnRunner, type DirectResult } from './mysql-direct';
 import { beginLockTransaction, commitLockTransaction } from './runner-transaction';
@@ -206,7 +206,7 @@ export class AdvisoryLockStrategy implements LockStrategy {
     return this.locks.extend(lease, ttlMs);
   }
 
-  release(lease: LeaseGrant, outcome: ReleaseOutcome = 'completed'): Promise<boolean> {
+  release(lease: LeaseGrant, outcome: ReleaseOutcome = 'completed'): Promise<boolean | 'session-ended'> {
     return this.locks.finish(lease.owner, outcome);
   }
 
@@ -349,13 +349,14 @@ export class AdvisoryLockStrategy implements LockStrategy {
 
   /**
    * Ends the section: COMMIT or ROLLBACK of its transaction (transaction scope), then the unlock (session
-   * locks, MySQL's GET_LOCK). Resolves false when the connection was gone (the lock went with it). A
-   * connection whose unlock failed is closed, never given back to the pool still holding the lock.
+   * locks, MySQL's GET_LOCK). Resolves 'session-ended' when the connection turned out gone (the lock went
+   * with it), as when a statement of the section failed as the session was ended, before the client saw it
+   * close. A connection whose unlock failed is closed, never given back to the pool still holding the lock.
    */
-  private async unlock(held: AdvisoryLock, outcome: ReleaseOutcome): Promise<boolean> {
+  private async unlock(held: AdvisoryLock, outcome: ReleaseOutcome): Promise<boolean | 'session-ended'> {
     if (held.connectionLost || isConnectionClosed(held.runner)) {
       await rollbackAndRelease(held.runner);
-      return false;
+      return 'session-ended';
     }
     const { sql } = await this.prepare();
     if (outcome === 'lost') {
@@ -370,8 +371,10 @@ export class AdvisoryLockStrategy implements LockStrategy {
         if (outcome === 'completed') await commitLockTransaction(held.runner, this.fastPaths);
         else await held.runner.rollbackTransaction();
       } catch (error) {
+        const ended = endedUnder(held.runner, error);
         await this.locks.endSession(held.runner);
-        if (isNotSent(error) || outcome !== 'completed') return false;
+        if (ended) return 'session-ended';
+        if (outcome !== 'completed') return false;
         throw new LockCommitFailedError(held.key, this.name, isConnectionError(error) ? 'unknown' : false, { cause: error });
       }
     }
@@ -385,9 +388,10 @@ export class AdvisoryLockStrategy implements LockStrategy {
       const released = rows[0]?.released;
       await held.runner.release();
       return released === true || Number(released) === 1;
-    } catch {
+    } catch (error) {
+      const ended = endedUnder(held.runner, error);
       await this.locks.endSession(held.runner);
-      return false;
+      return ended ? 'session-ended' : false;
     }
   }
 

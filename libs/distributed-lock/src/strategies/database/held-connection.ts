@@ -1,4 +1,5 @@
 import type { QueryRunner } from 'typeorm';
+import { isConnectionClosed } from './typeorm-internals';
 
 // What the strategies that pin a connection per held lock (pessimistic, advisory) share about it.
 
@@ -16,6 +17,14 @@ export function isConnectionError(error: unknown): boolean {
   const message = String(e?.driverError?.message ?? e?.message ?? '');
   // PostgreSQL: the backend was terminated (57P01–57P03), or pg saw the socket close under the statement.
   return fatal === true || /^(PROTOCOL_CONNECTION_LOST|ECONNRESET|EPIPE|ETIMEDOUT|ER_CONNECTION_KILLED|57P0[123])$/.test(code) || /Connection terminated/.test(message);
+}
+
+/**
+ * Whether a statement's failure, or the runner's state, says that the runner's connection has ended (a
+ * killed session, a dropped connection): a lock that lived on it went with it.
+ */
+export function endedUnder(runner: QueryRunner, error: unknown): boolean {
+  return isNotSent(error) || isConnectionError(error) || isConnectionClosed(runner);
 }
 
 /** Rolls back the runner's transaction if one is open, and gives its connection back; never throws. */

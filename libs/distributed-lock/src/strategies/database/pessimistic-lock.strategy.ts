@@ -14,7 +14,7 @@ import { rowLockOperatorCalls } from './row-lock-operator';
 import { PinnedLocks, pinnedLock, type PinnedLock } from './pinned-locks';
 import { poolWaitDeadline } from './pool-connection';
 import { poolSizeOf } from './pool-size';
-import { isConnectionError, isNotSent, rollbackAndRelease } from './held-connection';
+import { endedUnder, isConnectionError, isNotSent, rollbackAndRelease } from './held-connection';
 import { ensureInitialized, resolveDataSource } from './database-connection';
 import { createMissingTables } from './ensure-tables';
 import { sqlCallError } from './sql-permission';
@@ -139,7 +139,7 @@ export class PessimisticLockStrategy implements LockStrategy {
     return this.locks.extend(lease, ttlMs);
   }
 
-  release(lease: LeaseGrant, outcome: ReleaseOutcome = 'completed'): Promise<boolean> {
+  release(lease: LeaseGrant, outcome: ReleaseOutcome = 'completed'): Promise<boolean | 'session-ended'> {
     return this.locks.finish(lease.owner, outcome);
   }
 
@@ -289,38 +289,48 @@ export class PessimisticLockStrategy implements LockStrategy {
    * `markedKey`: the key of a hold that took its marker, let go of first (a marker that fails to go ends
    * the session, which takes it along: a pooled connection never keeps one).
    */
-  private async rollbackOrEnd(runner: QueryRunner, markedKey?: string): Promise<void> {
-    if (markedKey !== undefined && this.marksHolders && (await unmarkHold(runner, rowHolderMarker(this.table, markedKey), this.fastPaths)) !== undefined) {
+  /** Resolves true when the connection turned out ended under the lock (the unmark or the ROLLBACK failed with it). */
+  private async rollbackOrEnd(runner: QueryRunner, markedKey?: string): Promise<boolean> {
+    const unmarkFailed = markedKey !== undefined && this.marksHolders ? await unmarkHold(runner, rowHolderMarker(this.table, markedKey), this.fastPaths) : undefined;
+    if (unmarkFailed !== undefined) {
+      const ended = endedUnder(runner, unmarkFailed);
       await this.locks.endSession(runner);
-      return;
+      return ended;
     }
     try {
       if (runner.isTransactionActive && !isConnectionClosed(runner)) await runner.rollbackTransaction();
-    } catch {
+    } catch (error) {
+      const ended = endedUnder(runner, error);
       await this.locks.endSession(runner);
-      return;
+      return ended;
     }
     await runner.release().catch(() => undefined);
+    return false;
   }
 
   /**
    * Ends the lock's transaction: COMMIT for a completed section, ROLLBACK for one that failed, and for a
-   * lock lost while its section may still run, the connection closed. Resolves false when the connection
-   * was already gone (the lock, and the section's writes, went with it). A COMMIT that fails rejects with
+   * lock lost while its section may still run, the connection closed. Resolves 'session-ended' when the
+   * connection turned out gone (the lock, and the section's writes, went with it), as when a statement of
+   * the section failed as the session was ended, before the client saw it close. A COMMIT that fails rejects with
    * `LockCommitFailedError`, saying whether the writes were rolled back or whether that is unknown (the
    * connection dropped while the COMMIT was on its way).
    */
-  private async endTransaction(row: PinnedLock, outcome: ReleaseOutcome): Promise<boolean> {
+  private async endTransaction(row: PinnedLock, outcome: ReleaseOutcome): Promise<boolean | 'session-ended'> {
     if (outcome !== 'completed' || row.connectionLost || isConnectionClosed(row.runner)) {
-      const wasHeld = !row.connectionLost && !isConnectionClosed(row.runner);
+      if (row.connectionLost || isConnectionClosed(row.runner)) {
+        await rollbackAndRelease(row.runner);
+        return 'session-ended';
+      }
       // Lost while the section may still run (lease out, close()): a ROLLBACK would queue behind the statement
       // it is running, and its next statements would go out after it, in autocommit, saved outside the lock.
       // Its session is ended instead (its next statements fail), and this resolves once the server says it
       // is gone, with the row lock: close() then means the key is free for the next instance.
-      if (outcome === 'lost' && wasHeld) await this.locks.endSession(row.runner);
-      else if (wasHeld) await this.rollbackOrEnd(row.runner, row.key);
-      else await rollbackAndRelease(row.runner);
-      return wasHeld;
+      if (outcome === 'lost') {
+        await this.locks.endSession(row.runner);
+        return true;
+      }
+      return (await this.rollbackOrEnd(row.runner, row.key)) ? 'session-ended' : true;
     }
     // The mark goes before the row lock: a marked connection always holds the row. Failed: nothing is
     // committed. The connection gone, the lock went with it; otherwise its session is ended (a pooled
@@ -328,9 +338,9 @@ export class PessimisticLockStrategy implements LockStrategy {
     if (this.marksHolders) {
       const failed = await unmarkHold(row.runner, rowHolderMarker(this.table, row.key), this.fastPaths);
       if (failed !== undefined) {
-        if (isNotSent(failed) || isConnectionError(failed) || isConnectionClosed(row.runner)) {
+        if (endedUnder(row.runner, failed)) {
           await rollbackAndRelease(row.runner);
-          return false;
+          return 'session-ended';
         }
         await this.locks.endSession(row.runner);
         throw new LockCommitFailedError(row.key, this.name, false, { cause: failed });
@@ -340,8 +350,8 @@ export class PessimisticLockStrategy implements LockStrategy {
       await commitLockTransaction(row.runner, this.fastPaths);
     } catch (error) {
       await this.rollbackOrEnd(row.runner);
-      // Not sent at all (the connection had closed): nothing was committed, the lock was simply lost.
-      if (isNotSent(error)) return false;
+      // Not sent at all (the connection had closed): nothing was committed, the lock went with its session.
+      if (isNotSent(error)) return 'session-ended';
       throw new LockCommitFailedError(row.key, this.name, isConnectionError(error) ? 'unknown' : false, { cause: error });
     }
     await row.runner.release();

@@ -69,7 +69,7 @@ export class PinnedLocks<H extends PinnedLock> {
     private readonly strategy: string,
     private readonly kind: string,
     maxHeldConnections: number,
-    private readonly end: (held: H, outcome: ReleaseOutcome) => Promise<boolean>,
+    private readonly end: (held: H, outcome: ReleaseOutcome) => Promise<boolean | 'session-ended'>,
     /** The size of the pool the connections come from (see `poolSizeOf`), when known: for the error that names it. */
     private readonly poolSize: number | undefined,
     dataSource: LockDataSource,
@@ -268,8 +268,11 @@ export class PinnedLocks<H extends PinnedLock> {
     return () => held?.listeners.delete(listener);
   }
 
-  /** Ends the owner's lock with the strategy's `end`, and gives its slot back. Resolves false when it was not held. */
-  async finish(owner: string, outcome: ReleaseOutcome): Promise<boolean> {
+  /**
+   * Ends the owner's lock with the strategy's `end`, and gives its slot back. Resolves false when it was not
+   * held, 'session-ended' when its connection turned out ended under it (see `LockStrategy.release`).
+   */
+  async finish(owner: string, outcome: ReleaseOutcome): Promise<boolean | 'session-ended'> {
     const held = this.held.get(owner);
     if (!held) return false;
     this.held.delete(owner);
