@@ -40,33 +40,28 @@ const FREED_WITHIN: Record<string, number> = {
  * lockAtLeastFor cannot outlive the process there (docs/scheduled-jobs.md says so).
  */
 const CRASH_FREES_AT_ONCE = new Set(['pessimistic', 'pessimistic-postgres', 'advisory-postgres', 'advisory-mysql']);
-/** How many of a tick's runs the victim has started when it is killed (of 14 jobs; at least 5 must die inside). */
-const KILL_INSIDE_RUNS = 8;
+/** How many runs the victim is inside when it is killed (of 14 jobs; at least 5 must die inside). */
+const KILL_INSIDE_RUNS = 6;
+/** Only runs started this recently count: each lasts 250 ms, so they cannot end before the kill. */
+const RECENT_MS = 150;
 /** One tick, the scheduler's timer, and a loaded machine: added to every bound. */
 const SLACK_MS = 1_500;
 
 /**
- * The first of `apps` to start `jobs` runs of one tick from now on ("run <job> <tick>" lines). Killing it
- * then kills it inside several runs, whatever order a loaded machine started them in: a fixed delay after
- * one job's start found only 4 of them still running once (CI of stop 57).
+ * The first of `apps` that is inside `runs` runs it started less than RECENT_MS ago, by the run log (a run's
+ * start is written before it begins, its end when it ends). Killed at once, it dies inside them: a run lasts
+ * 250 ms, so none of them can end in the moment between this look and the kill. A fixed delay after one job's
+ * start found only 4 still running once (CI of stop 57); counting starts alone could count runs that had
+ * ended under a slow look.
  */
-async function firstInsideRuns(apps: readonly AppProcess[], jobs: number, timeoutMs: number): Promise<AppProcess> {
-  const marks = apps.map((app) => app.lines.length);
+async function firstInsideRuns(apps: readonly AppProcess[], log: string, runs: number, timeoutMs: number): Promise<AppProcess> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const found = apps.find((app, i) => {
-      const byTick = new Map<string, Set<string>>();
-      for (const line of app.lines.slice(marks[i])) {
-        const [word, job, tick] = line.split(' ');
-        if (word !== 'run') continue;
-        const started = byTick.get(tick) ?? new Set<string>();
-        byTick.set(tick, started.add(job));
-        if (started.size >= jobs) return true;
-      }
-      return false;
-    });
+    const since = BigInt(monotonicNow()) - BigInt(RECENT_MS) * 1_000_000n;
+    const open = ScheduledRunLog.read(log).filter((run) => run.until === undefined && BigInt(run.from) > since);
+    const found = apps.find((app) => open.filter((run) => run.instance === app.name).length >= runs);
     if (found) return found;
-    if (Date.now() > deadline) throw new Error(`no app started ${jobs} runs of one tick within ${timeoutMs} ms`);
+    if (Date.now() > deadline) throw new Error(`no app was inside ${runs} runs started in the last ${RECENT_MS} ms within ${timeoutMs} ms`);
     await sleep(5);
   }
 }
@@ -106,7 +101,7 @@ describe('Scheduled jobs across three app processes, every strategy at once', ()
       await sleep(windowStart - Date.now() + 9_000);
       // Kill the instance that runs the jobs now (whoever took the locks first keeps winning: each fire of
       // the others falls inside its lockAtLeastFor), once it is inside most of this tick's runs.
-      const victim = await firstInsideRuns(apps, KILL_INSIDE_RUNS, 5_000);
+      const victim = await firstInsideRuns(apps, log, KILL_INSIDE_RUNS, 5_000);
       victim.child.kill('SIGKILL');
       const killedAt = BigInt(monotonicNow());
       const killedWall = Date.now();

@@ -26,7 +26,7 @@ export interface HeldLockDeps {
    * Releases by handing the lock to the next contender of the process instead, when the manager has one
    * (see `LockStrategy.transfer`); undefined to release on the backend. Resolves whether it was still held.
    */
-  readonly handOver?: (lease: LeaseGrant, outcome: ReleaseOutcome) => Promise<boolean | 'session-ended'> | undefined;
+  readonly handOver?: (lease: LeaseGrant, outcome: ReleaseOutcome) => Promise<boolean> | undefined;
 }
 
 /**

@@ -299,10 +299,12 @@ export class LockService {
    * Break-glass release, for an operator, not for the app's normal path: ends every hold of `key` whoever
    * holds it, and lets the next waiter in. `reason` (required: who breaks it, and why) is recorded with the
    * holders broken in the lock service's `broken` event. Resolves the holds it ended. Where the backend can
-   * tell the holder at once, its signal aborts with `LockLostError` (`reason: 'broken'`); elsewhere the holder
-   * finds out at its next extension or release (`extension-refused`, `not-held-at-release`). Either way its
-   * section ends in `LockLostError`, and the next grant's fencing token is higher than the broken one's, so
-   * the broken holder's fenced writes are refused. docs/operations.md lists the strategies that can.
+   * tell the holder at once, its signal aborts with `LockLostError` (`reason: 'broken'`; `'session-ended'` on
+   * the database strategies, whose break ends the holder's connection); elsewhere the holder finds out at its
+   * next extension or release (`extension-refused`, `not-held-at-release`). Either way its section ends in
+   * `LockLostError`, and the next grant's fencing token is higher than the broken one's, so the broken
+   * holder's fenced writes are refused. On the database strategies it resolves once the server no longer
+   * shows the key held by the broken connection. docs/operations.md lists the strategies that can.
    *
    * @example
    * await locks.breakLock('stock-report', { reason: 'ops: job stuck on host-3 since 02:00 (ticket 4711)' });

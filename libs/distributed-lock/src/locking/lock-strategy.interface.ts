@@ -116,7 +116,9 @@ export interface LockStrategy {
    * Release if this owner still holds it. Resolves `false` when it was not held (already expired or taken
    * over), or `'session-ended'` when the lock lived on a database session that the release found ended: a
    * statement of the section failed as the session was ended, before the client saw its connection close.
-   * Either is reported as the loss. `outcome` says how the critical section ended, for strategies whose
+   * The lock service reports either as the holder's loss (`not-held-at-release`, `session-ended`), except
+   * for a release of a lock already known lost, or one kept by `releaseAfter` whose lease the store may
+   * rightly have ended first. `outcome` says how the critical section ended, for strategies whose
    * lock is a transaction: "completed" commits, "failed" (the section threw) and "lost" (the lease ran
    * out) roll back.
    */

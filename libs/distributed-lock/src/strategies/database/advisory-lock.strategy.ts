@@ -19,7 +19,7 @@ import { poolSizeOf } from './pool-size';
 import type { LockDataSource } from './database-client.type';
 import { ensureInitialized, resolveDataSource } from './database-connection';
 import { createMissingSequence, createMissingTables } from './ensure-tables';
-import { endedUnder, isConnectionError, rollbackAndRelease } from './held-connection';
+import { endedUnder, isConnectionError, isNotSent, rollbackAndRelease } from './held-connection';
 import { fenceTableDdl, MAX_SQL_KEY_LENGTH, SQL_IDENTIFIER } from './lock-table.sql';
 import { queryOnRunner, type DirectResult } from './mysql-direct';
 import { beginLockTransaction, commitLockTransaction } from './runner-transaction';
@@ -373,8 +373,10 @@ export class AdvisoryLockStrategy implements LockStrategy {
       } catch (error) {
         const ended = endedUnder(held.runner, error);
         await this.locks.endSession(held.runner);
-        if (ended) return 'session-ended';
-        if (outcome !== 'completed') return false;
+        if (outcome !== 'completed') return ended ? 'session-ended' : false;
+        // A COMMIT never sent (the connection had closed) committed nothing: the lock went with its session.
+        // One sent and then cut off may have committed: its outcome is unknown, and the caller must hear so.
+        if (isNotSent(error)) return 'session-ended';
         throw new LockCommitFailedError(held.key, this.name, isConnectionError(error) ? 'unknown' : false, { cause: error });
       }
     }

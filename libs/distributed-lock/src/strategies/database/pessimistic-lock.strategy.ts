@@ -287,9 +287,9 @@ export class PessimisticLockStrategy implements LockStrategy {
    * Gives a connection that holds no lock we keep back to the pool, its transaction rolled back (the
    * server's answer to the ROLLBACK says the row lock is free); where the ROLLBACK fails, ends its session.
    * `markedKey`: the key of a hold that took its marker, let go of first (a marker that fails to go ends
-   * the session, which takes it along: a pooled connection never keeps one).
+   * the session, which takes it along: a pooled connection never keeps one). Resolves true when the
+   * connection turned out ended under the lock (the unmark or the ROLLBACK failed with it).
    */
-  /** Resolves true when the connection turned out ended under the lock (the unmark or the ROLLBACK failed with it). */
   private async rollbackOrEnd(runner: QueryRunner, markedKey?: string): Promise<boolean> {
     const unmarkFailed = markedKey !== undefined && this.marksHolders ? await unmarkHold(runner, rowHolderMarker(this.table, markedKey), this.fastPaths) : undefined;
     if (unmarkFailed !== undefined) {

@@ -1,7 +1,7 @@
 import type { LockInspection } from '../../locking/lock-query';
 import type { LockDataSource } from './database-client.type';
 import { queryOnDataSource } from './mysql-direct';
-import { sessionGone } from './session-gone';
+import { lookUntil } from './look-until';
 import type { SqlDialect } from './sql-dialect';
 
 // `query` and `breakLock` for a lock held on a pinned connection: the fence row of the key names the last
@@ -43,7 +43,7 @@ interface HolderRow {
 export const GRANT_READS_AGAIN = 5;
 
 /**
- * How long a break waits for an ended holder's session to be gone: a killed session exits within
+ * How long a break waits for the lock to leave an ended holder's session: a killed session exits within
  * milliseconds, one rolling back a large transaction takes as long as its rollback. The operation timeout
  * (5 s by default) bounds the break before this, unless it was raised above it.
  */
@@ -83,28 +83,31 @@ export async function pinnedHolders(dataSource: LockDataSource, sql: PinnedHolde
 
 /**
  * Ends the session of each holder the inspection found: the server frees the lock with it, and the holder,
- * whose connection is watched, is told at once that its session ended. Resolves the holders ended once
- * their sessions are gone from the server, so that the lock is free: the kill answers when it is sent, and
- * the lock went on being held, and shown, while the session exited. A session still there after
- * BREAK_CONFIRM_WITHIN_MS fails the break, as one that fails on its way does (some holds may have ended).
+ * whose connection is watched, is told at once that its session ended. Resolves the holders ended once the
+ * server no longer shows their connections holding the key, so that it is free: the kill answers when it
+ * is sent, and the lock goes on being held, and shown, while the session exits. This looks at the lock
+ * itself, not at the list of sessions, which on MySQL/MariaDB shows a user only its own. A holder still
+ * shown after BREAK_CONFIRM_WITHIN_MS fails the break, as one that fails on its way does (some holds may
+ * have ended).
  */
 export async function endHolderSessions(dataSource: LockDataSource, sql: PinnedHolderStatements, key: string, fastPaths: boolean, serverName: string): Promise<LockInspection['holders']> {
-  const run = async (statement: string, parameters: unknown[]): Promise<readonly unknown[]> => (await queryOnDataSource(dataSource, statement, parameters, fastPaths)).records;
+  const holdersNow = (): Promise<PinnedHolder[]> => pinnedHolders(dataSource, sql, key, fastPaths, serverName);
   const ended: Array<LockInspection['holders'][number]> = [];
-  for (const { connection, ...holder } of await pinnedHolders(dataSource, sql, key, fastPaths, serverName)) {
+  for (const { connection, ...holder } of await holdersNow()) {
     // Held, but the server does not say by which connection: nothing to end.
     if (connection === null) continue;
     const end = sql.endSession(key, { connection, owner: holder.owner, token: holder.fencingToken });
     let records: readonly unknown[];
     try {
-      records = await run(end.sql, end.parameters);
+      records = (await queryOnDataSource(dataSource, end.sql, end.parameters, fastPaths)).records;
     } catch (error) {
       if (sql.alreadyGone(error)) continue;
       throw error;
     }
     if (!sql.ended(records)) continue;
-    if (!(await sessionGone(run, dataSource.options.type === 'postgres', connection, BREAK_CONFIRM_WITHIN_MS))) {
-      throw new Error(`the session of ${holder.owner} (${serverName} connection ${connection}) was ended, and had not exited after ${BREAK_CONFIRM_WITHIN_MS} ms (a rollback can take that long): its lock is free once it has`);
+    if (!(await lookUntil(async () => !(await holdersNow()).some((other) => other.connection === connection), BREAK_CONFIRM_WITHIN_MS))) {
+      const named = holder.owner === `${serverName} connection ${connection}` ? holder.owner : `${serverName} connection ${connection} (${holder.owner})`;
+      throw new Error(`${named} was ended, and still held the key after ${BREAK_CONFIRM_WITHIN_MS} ms (a rollback can take that long): it is free once the session has exited`);
     }
     ended.push(holder);
   }

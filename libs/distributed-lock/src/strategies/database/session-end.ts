@@ -99,7 +99,7 @@ export class SessionEnder {
       if (errno === MYSQL_NOT_OWNER) return false;
       throw error;
     }
-    return sessionGone((sql, parameters) => runner.query(sql, parameters), false, id, CONFIRM_WITHIN_MS);
+    return sessionGone(runner, false, id, CONFIRM_WITHIN_MS);
   }
 
   /** PostgreSQL: pg_terminate_backend, waiting on the server for the backend to exit where it can. */
@@ -116,7 +116,7 @@ export class SessionEnder {
       }
     }
     if (!this.terminateWaits) await runner.query('SELECT pg_terminate_backend($1::int)', [id]);
-    return sessionGone((sql, parameters) => runner.query(sql, parameters), true, id, until - performance.now());
+    return sessionGone(runner, true, id, until - performance.now());
   }
 }
 
