@@ -14,10 +14,10 @@ export const SEMAPHORE_PERMITS = 4;
 /** The lease every semaphore is given, as the locks: long enough never to expire inside a section. */
 const LEASE_MS = 30_000;
 
-/** Our permits through the lock service, as an application takes them: acquirePermit, then release. */
-function oursOnRedis(): () => Promise<BenchLock> {
+/** Our permits through the lock service, as an application takes them: acquirePermit, then release. `fair: false`: bounded barging. */
+function oursOnRedis(fair: boolean): () => Promise<BenchLock> {
   return async () => {
-    const manager = new LockManager(new RedisLockStrategy({ connection: env('LOCK_TEST_REDIS_URL') }));
+    const manager = new LockManager(new RedisLockStrategy({ connection: env('LOCK_TEST_REDIS_URL'), fair }));
     const locks = new LockService(manager);
     return {
       async acquire(key, waitMs) {
@@ -60,7 +60,17 @@ export const SEMAPHORE_SUBJECTS: readonly BenchSubject[] = [
     settings: `LockService.acquirePermit on RedisLockStrategy, ${SEMAPHORE_PERMITS} permits, FIFO queue with inbox hand-over, fencing, watchdog lease 30 s`,
     crossProcess: true,
     permits: SEMAPHORE_PERMITS,
-    create: oursOnRedis(),
+    create: oursOnRedis(true),
+  },
+  {
+    id: 'semaphore:redis-barging',
+    subject: `semaphore (redis-barging, ${SEMAPHORE_PERMITS} permits)`,
+    ours: true,
+    backend: 'redis',
+    settings: `LockService.acquirePermit on RedisLockStrategy with fair: false, ${SEMAPHORE_PERMITS} permits, bounded barging (5 ms window), fencing, watchdog lease 30 s`,
+    crossProcess: true,
+    permits: SEMAPHORE_PERMITS,
+    create: oursOnRedis(false),
   },
   {
     id: 'peer:redis-semaphore-semaphore@redis',

@@ -76,6 +76,11 @@ export class RedisInbox {
     this.expected.get(owner)?.handedOver(token);
   }
 
+  /** A wake for `owner` learned otherwise than by a message (barging: the release that left the places free ran on this client). */
+  wake(owner: string): void {
+    this.expected.get(owner)?.woken?.();
+  }
+
   private deliver(message: string): void {
     if (message.startsWith('w ')) {
       this.expected.get(message.slice(2))?.woken?.();

@@ -28,6 +28,8 @@ export interface RedisLockStrategyOptions {
    * writer that finds the lock free may take it while the head of the queue has been head for less than
    * `bargeWindowMs`; past that window a release hands the lock to the head. An awake process keeps the lock
    * for a bounded burst instead of waking another process for every section. Readers are served in order.
+   * Semaphores (`acquirePermit`) follow it too: with `false`, a request whose weight fits may take free
+   * places within the head's window, and past it the head is served first.
    */
   readonly fair?: boolean;
   /**

@@ -29,8 +29,9 @@ import { redisCallError } from './redis-acl';
 
 export type { RedisLockStrategyOptions } from './redis-lock-options';
 
-/** Redis semaphores always queue, and every grant takes a token from the semaphore's counter. */
-const SEMAPHORES = Object.freeze({ fifo: true, fencing: true });
+/** Redis semaphores queue (FIFO in fair mode, bounded barging otherwise); every grant takes a token from the semaphore's counter. */
+const FAIR_SEMAPHORES = Object.freeze({ fifo: true, fencing: true });
+const BARGING_SEMAPHORES = Object.freeze({ fifo: false, fencing: true });
 
 const OPTION_KEYS = ['client', 'connection', 'name', 'namespace', 'fair', 'bargeWindowMs', 'localHandover', 'recheckInterval', 'replicaAck'];
 
@@ -55,7 +56,7 @@ export class RedisLockStrategy implements LockStrategy {
   readonly name: string;
   readonly capabilities: LockStrategyCapabilities;
   readonly signalsServerAnswer = true;
-  /** Counting semaphores (`LockService.acquirePermit`): FIFO (in both modes), leased, fenced. */
+  /** Counting semaphores (`LockService.acquirePermit`): FIFO, or bounded barging with `fair: false`; leased, fenced. */
   readonly semaphore: RedisSemaphore;
   private readonly client: RedisLockClient;
   private readonly ownsClient: boolean;
@@ -141,7 +142,7 @@ export class RedisLockStrategy implements LockStrategy {
     this.leaseCheck = new RedisLeaseCheck(this.client);
     const sentinel = sentinelOptionsOf(this.client);
     this.sentinelWatch = sentinel && new RedisSentinelWatch(sentinel, this.name, () => this.leaveOldMaster());
-    this.capabilities = Object.freeze({ fencing: true, fifo: this.fair, sharedLocks: true, crossProcess: true, semaphores: SEMAPHORES });
+    this.capabilities = Object.freeze({ fencing: true, fifo: this.fair, sharedLocks: true, crossProcess: true, semaphores: this.fair ? FAIR_SEMAPHORES : BARGING_SEMAPHORES });
     this.semaphore = new RedisSemaphore({
       name: this.name,
       client: this.client,
@@ -149,6 +150,7 @@ export class RedisLockStrategy implements LockStrategy {
       inbox: this.inbox,
       recheckMs: this.recheckMs,
       claimMs: this.claimMs,
+      bargeMs: this.bargeMs,
       replicaAck: this.replicaAck,
       leaseCheck: this.leaseCheck,
       callError: (error, operation, key) => this.callError(error, operation, key),

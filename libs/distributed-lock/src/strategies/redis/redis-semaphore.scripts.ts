@@ -2,8 +2,8 @@ import type { LeaveReply } from './redis-lock.scripts';
 import { SCRIPT_BASICS } from './redis-script-basics';
 import { lua } from './redis-script';
 
-/** A permit's acquire: owner, ttlMs, permits, weight, waiter, aliveMs, inbox (see PERMIT_ACQUIRE_SCRIPT). */
-export type PermitAcquireArgs = [owner: string, ttlMs: number, permits: number, weight: number, waiter: '0' | '1', aliveMs: number, inbox: string];
+/** A permit's acquire: owner, ttlMs, permits, weight, waiter, aliveMs, inbox, bargeMs (see PERMIT_ACQUIRE_SCRIPT). */
+export type PermitAcquireArgs = [owner: string, ttlMs: number, permits: number, weight: number, waiter: '0' | '1', aliveMs: number, inbox: string, bargeMs: number];
 
 /**
  * A permit's acquire reply: 1 and the token when held; 0, the newest token issued and the server's clock in
@@ -11,7 +11,10 @@ export type PermitAcquireArgs = [owner: string, ttlMs: number, permits: number, 
  */
 export type PermitAcquireReply = [status: -1 | 0 | 1, tokenOrSize: number | string, serverUs?: string];
 
-/** A permit's release reply: 1 then, in pairs, the owners and tokens of this client's waiters it went to; or 0 alone. */
+/**
+ * A permit's release reply: 1 then, in pairs, the owners and tokens of this client's waiters it went to (token 0:
+ * not a grant, the waiter is woken to try, barging mode); or 0 alone.
+ */
 export type PermitReleaseReply = [released: 0 | 1, ...toldOwnersAndTokens: Array<number | string>];
 
 // Lua scripts of the Redis semaphore: one script per step (acquire, release, extend, leave the queue), so
@@ -20,7 +23,8 @@ export type PermitReleaseReply = [released: 0 | 1, ...toldOwnersAndTokens: Array
 // Keys of one semaphore: KEYS[1] holders ZSET  owner -> server time (ms) its lease ends
 //                        KEYS[2] queue   ZSET  waiting owners, scored by arrival number (FIFO)
 //                        KEYS[3] waiters HASH  owner -> "<ttlMs>:<aliveUntilMs>:<weight>:<claimMs>:<inbox>", plus
-//                                              "#seq", the arrival counter
+//                                              "#seq", the arrival counter, and in barging mode "#head",
+//                                              "<sinceMs>:<woken 0|1>:<owner>" (see live_head)
 //                        KEYS[4] info    HASH  n = the size (permits), u = the weight held, f = the last fencing
 //                                              token, w:<owner> = a holder's weight, t:<owner> = its token
 // The holders and the info expire together (one TTL, the longest lease or place in line), so that the
@@ -155,6 +159,33 @@ local function size_mismatch(s, permits)
   return nil
 end
 
+-- Barging mode: the first live waiter, its weight and inbox, since when it has been the head (server ms)
+-- and whether a release woke it already. Dead waiters before it are dropped. "#head" names the head it
+-- stamps, so that a change of head (a grant, a leave, a drop, by any script of either mode) is seen by the
+-- first barging script that comes after it, and the new head's window starts then. Nil when nobody lives.
+local function live_head(s)
+  while true do
+    local head = redis.call('ZRANGE', KEYS[2], 0, 0)[1]
+    if not head then return nil end
+    local info = redis.call('HMGET', KEYS[3], head, '#head')
+    local ttl, alive_until, weight, _, inbox = parse_meta(info[1])
+    if ttl ~= nil and alive_until >= s.now then
+      local mark = info[2]
+      if mark then
+        local a = string.find(mark, ':', 1, true)
+        if a and string.sub(mark, a + 3) == head then
+          return head, weight, inbox, tonumber(string.sub(mark, 1, a - 1)), string.sub(mark, a + 1, a + 1) == '1'
+        end
+      end
+      redis.call('HSET', KEYS[3], '#head', string.format('%d:0:%s', s.now, head))
+      return head, weight, inbox, s.now, false
+    end
+    redis.call('ZREM', KEYS[2], head)
+    redis.call('HDEL', KEYS[3], head)
+    s.queue_changed = true
+  end
+end
+
 -- Whole numbers only: a size and a weight from 1 to 1e6 (the lock service checks them first).
 local function count(value)
   local n = tonumber(value)
@@ -165,14 +196,20 @@ end
 /**
  * Acquire. ARGV: owner, ttlMs, permits, weight, waiter ("1": join or refresh this owner's place in the
  * queue; "0": plain try), aliveMs (how long a queued waiter stays in line without refreshing, and the
- * claim of a hand-over), inbox (the channel on which this waiter hears of a hand-over).
+ * claim of a hand-over), inbox (the channel on which this waiter hears of a hand-over), bargeMs (0 or
+ * absent: strict FIFO; more: the barging window).
  * Returns {1, token} when held (a hand-over to this owner counts), {0, last token issued, server time in
  * µs} when not, {-1, size} when the semaphore is in use with another size.
+ *
+ * Barging (bargeMs > 0), as the lock's: a request whose weight fits while others are queued takes the places
+ * as long as the queue's live head has been head for less than bargeMs (see live_head); a queued one leaves
+ * the queue. Past the window the head is served first, strictly, and nobody overtakes it.
  */
 export const PERMIT_ACQUIRE_SCRIPT = lua<PermitAcquireArgs, PermitAcquireReply>(`${SEMAPHORE_PRELUDE}
 local owner, ttl, permits, weight = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
-local waiter, alive, inbox = ARGV[5] == '1', tonumber(ARGV[6]), ARGV[7] or ''
+local waiter, alive, inbox, barge = ARGV[5] == '1', tonumber(ARGV[6]), ARGV[7] or '', tonumber(ARGV[8] or '0') or 0
 if not whole_ms(ttl) or not whole_ms(alive) then return redis.error_reply('ERR ttl and alive must be whole milliseconds') end
+if barge ~= 0 and not whole_ms(barge) then return redis.error_reply('ERR bargeMs must be 0 or whole milliseconds') end
 if not count(permits) or not count(weight) or weight > permits then return redis.error_reply('ERR permits and weight must be whole numbers, weight <= permits') end
 local s = load('t:' .. owner)
 -- Already a holder (its token is there only while it holds): a waiter checking on a hand-over it may have
@@ -205,7 +242,19 @@ if s.n ~= permits then
   s.changed = true
 end
 local head = redis.call('ZRANGE', KEYS[2], 0, 0)[1]
--- Others are in line: they are served first (places freed by expired holders, or a lost race).
+if head and head ~= owner and barge > 0 then
+  local live, _, _, since = live_head(s)
+  head = live
+  if live and live ~= owner and s.now - since < barge and s.u + weight <= permits then
+    -- Barge: the head is within its window. Our own place in line, if any, is given up (the head stays).
+    if waiter and redis.call('ZREM', KEYS[2], owner) == 1 then redis.call('HDEL', KEYS[3], owner) end
+    local token = grant(s, owner, ttl, weight)
+    save(s)
+    return {1, token}
+  end
+end
+-- Others are in line: they are served first (places freed by expired holders, a lost race, a barging
+-- window that passed).
 if head and head ~= owner then
   if hand_over(s, nil, nil, head) and redis.call('ZSCORE', KEYS[1], owner) then
     -- Handed a place on the way, for a claim: it gets its whole lease.
@@ -226,8 +275,12 @@ if (not head or head == owner) and s.u + weight <= permits then
   return {1, token}
 end
 if waiter then
-  -- A place at the end of the line, or the one we have (NX keeps its arrival number).
-  redis.call('ZADD', KEYS[2], 'NX', redis.call('HINCRBY', KEYS[3], '#seq', 1), owner)
+  -- A place at the end of the line, or the one we have (NX keeps its arrival number). Barging: one that
+  -- joins an empty line is its head from now on, and its window counts from its arrival.
+  local joined = redis.call('ZADD', KEYS[2], 'NX', redis.call('HINCRBY', KEYS[3], '#seq', 1), owner) == 1
+  if joined and barge > 0 and redis.call('ZCARD', KEYS[2]) == 1 then
+    redis.call('HSET', KEYS[3], '#head', string.format('%d:0:%s', s.now, owner))
+  end
   redis.call('HSET', KEYS[3], owner, string.format('%d:%d:%d:%d:%s', ttl, s.now + alive, weight, alive, inbox))
   redis.call('PEXPIRE', KEYS[2], alive * 4 + ttl)
   redis.call('PEXPIRE', KEYS[3], alive * 4 + ttl)
@@ -240,13 +293,16 @@ return {0, string.format('%d', s.f), string.format('%d', s.now_us)}
 `);
 
 /**
- * Release. ARGV: owner, inbox (this client's). The holder's weight goes back and the waiters at the head
- * of the queue get what fits: each is told on its inbox, except this client's own waiters, which are
- * returned instead. Returns {1, owner, token, …} when the permit was this owner's (the owners and tokens
- * of this client's waiters it went to), {0} when it was not (expired, removed).
+ * Release. ARGV: owner, inbox (this client's), bargeMs (0 or absent: strict FIFO). The holder's weight goes
+ * back and the waiters at the head of the queue get what fits: each is told on its inbox, except this
+ * client's own waiters, which are returned instead. Barging mode, the head within its window (see
+ * live_head): the places are left free, for whoever comes first, and the head, when its weight fits, is
+ * woken to try ("w <owner>" on its inbox; token 0 in the reply for this client's own), once per turn as
+ * head. Past the window the head is handed what fits, strictly. Returns {1, owner, token, …} when the
+ * permit was this owner's, {0} when it was not (expired, removed).
  */
-export const PERMIT_RELEASE_SCRIPT = lua<[owner: string, inbox: string], PermitReleaseReply>(`${SEMAPHORE_PRELUDE}
-local owner = ARGV[1]
+export const PERMIT_RELEASE_SCRIPT = lua<[owner: string, inbox: string, bargeMs: number], PermitReleaseReply>(`${SEMAPHORE_PRELUDE}
+local owner, barge = ARGV[1], tonumber(ARGV[3] or '0') or 0
 local s = load('w:' .. owner)
 prune(s)
 if redis.call('ZREM', KEYS[1], owner) == 0 then
@@ -257,6 +313,22 @@ s.u = math.max(0, s.u - (tonumber(s.extra) or 0))
 s.changed = true
 redis.call('HDEL', KEYS[4], 'w:' .. owner, 't:' .. owner)
 local told = {1}
+if barge > 0 and s.n then
+  local head, weight, inbox, since, woken = live_head(s)
+  if head and s.now - since < barge then
+    if not woken and s.u + weight <= s.n then
+      redis.call('HSET', KEYS[3], '#head', string.format('%d:1:%s', since, head))
+      if inbox == ARGV[2] then
+        told[2] = head
+        told[3] = 0
+      elseif inbox ~= '' then
+        redis.call('PUBLISH', inbox, 'w ' .. head)
+      end
+    end
+    save(s)
+    return told
+  end
+end
 hand_over(s, ARGV[2], told)
 save(s)
 return told

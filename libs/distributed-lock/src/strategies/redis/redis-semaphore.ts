@@ -27,6 +27,8 @@ export interface RedisSemaphoreDeps {
   readonly recheckMs: number;
   /** How long a waiter stays in line without refreshing, and how long a handed-over place is reserved, in ms. */
   readonly claimMs: number;
+  /** The strategy's barging window in ms (`fair: false`); 0 for strict FIFO. */
+  readonly bargeMs: number;
   /** The strategy's `replicaAck`: when set, a grant, hand-over or extension counts only once replicas have it. */
   readonly replicaAck?: ReplicaAck;
   /** The strategy's check of every lease held, at each reconnection of the client. */
@@ -40,7 +42,8 @@ export interface RedisSemaphoreDeps {
  * their lease ends (an expired holder's weight goes back at the next script), a FIFO queue of waiters and
  * the fair lock's hand-over (a release grants the waiters at the head what fits and tells each on its
  * client's inbox), and a fencing token per grant from the semaphore's own counter. Every step is one Lua
- * script. Always FIFO, whatever the strategy's `fair` option says for locks.
+ * script. FIFO with `fair: true`; with `fair: false`, bounded barging as the strategy's locks: a request
+ * that fits takes free places while the queue's head is within its window, and the head is woken to try.
  */
 export class RedisSemaphore implements SemaphoreStrategy {
   readonly signalsServerAnswer = true;
@@ -132,13 +135,15 @@ export class RedisSemaphore implements SemaphoreStrategy {
   private async acquireWaiting(request: PermitRequest, budget: WaitBudget): Promise<PermitGrant | null> {
     const keys = this.keyNames.of(request.key);
     try {
-      const waited = await waitInRedisQueue(this.deps.inbox, request.owner, this.deps.recheckMs, budget, {
-        attempt: (waiter) => this.attempt(keys, request, waiter),
+      const { bargeMs } = this.deps;
+      const steps = {
+        attempt: (waiter: boolean) => this.attempt(keys, request, waiter),
         leave: async () => {
           const reply = await this.scripts.leave.run(this.deps.client, keys.keys, [request.owner]);
           return reply[0] === 1 ? Number(reply[1]) : undefined;
         },
-      });
+      };
+      const waited = await waitInRedisQueue(this.deps.inbox, request.owner, this.deps.recheckMs, budget, steps, bargeMs > 0 ? bargeMs : undefined);
       if (!waited) return null;
       const grant = waited.handedOver ? await this.takeHandOver(keys, request, waited.token, waited.since) : this.grantOf(request, waited.token, waited.since, request.ttlMs);
       if (!grant || !budgetAborted(budget)) return grant;
@@ -172,9 +177,13 @@ export class RedisSemaphore implements SemaphoreStrategy {
 
   private async releaseOwner(keys: RedisSemaphoreKeys, owner: string): Promise<boolean> {
     const { inbox } = this.deps;
-    const reply = await this.scripts.release.run(this.deps.client, keys.keys, [owner, inbox.channel]);
-    // Places handed to this client's own waiters: told here, without a message through the server.
-    for (let i = 1; i + 1 < reply.length; i += 2) inbox.handOver(String(reply[i]), Number(reply[i + 1]));
+    const reply = await this.scripts.release.run(this.deps.client, keys.keys, [owner, inbox.channel, this.deps.bargeMs]);
+    // Places handed to this client's own waiters (token 0: woken to try, barging): told here, without a message through the server.
+    for (let i = 1; i + 1 < reply.length; i += 2) {
+      const token = Number(reply[i + 1]);
+      if (token === 0) inbox.wake(String(reply[i]));
+      else inbox.handOver(String(reply[i]), token);
+    }
     return reply[0] === 1;
   }
 
@@ -185,7 +194,7 @@ export class RedisSemaphore implements SemaphoreStrategy {
    */
   private async attempt(keys: RedisSemaphoreKeys, request: PermitRequest, waiter: boolean): Promise<RedisQueueCheck> {
     const { client, replicaAck } = this.deps;
-    const args: PermitAcquireArgs = [request.owner, request.ttlMs, request.permits, request.weight, waiter ? '1' : '0', this.deps.claimMs, this.deps.inbox.channel];
+    const args: PermitAcquireArgs = [request.owner, request.ttlMs, request.permits, request.weight, waiter ? '1' : '0', this.deps.claimMs, this.deps.inbox.channel, this.deps.bargeMs];
     const giveBack = (): Promise<unknown> => this.releaseOwner(keys, request.owner);
     const reply = replicaAck
       ? await replicaAck.confirm(client, this.scripts.acquire, keys.keys, args, {
