@@ -49,8 +49,8 @@ describe('Redis semaphore, fair: false (bounded barging)', () => {
     const first = await holder.semaphore.tryAcquire(permit(key, 'holder', 2));
     expect(first).not.toBeNull();
     // A waiter queued by the acquire script itself, on an inbox the test listens to: it never acts on what
-    // it is told, so what the scripts decide is seen alone.
-    const inbox = `dlock:inbox:test-${run}`;
+    // it is told, so what the scripts decide is seen alone. Its name ends in ":b", as a barging client's does.
+    const inbox = `dlock:inbox:test-${run}:b`;
     const heard: string[] = [];
     const subscriber = new Redis(url());
     try {
@@ -113,6 +113,60 @@ describe('Redis semaphore, fair: false (bounded barging)', () => {
     } finally {
       await admin.del(...keys);
     }
+  });
+
+  it('serves the next waiter when a woken head took its place and the rest fits it, without waiting for its re-check', async () => {
+    const key = `permit-barge:${run}:chain`;
+    // Re-checks far apart: a waiter that nobody serves holds nothing until its first re-check, 5 s on.
+    const options = { bargeWindowMs: 1_000, recheckInterval: 5_000 };
+    const holder = make(options);
+    const first = await holder.semaphore.tryAcquire(permit(key, 'holder', 2));
+    expect(first).not.toBeNull();
+    const queue = redisSemaphoreKeys('dlock:', key).keys[1];
+    const head = make(options).semaphore.acquire(permit(key, 'head', 1), budget(8_000));
+    for (let tries = 0; (await admin.zcard(queue)) < 1; tries += 1) {
+      if (tries > 500) throw new Error('the head never joined the queue');
+      await sleep(5);
+    }
+    const next = make(options).semaphore.acquire(permit(key, 'next', 1), budget(8_000));
+    for (let tries = 0; (await admin.zcard(queue)) < 2; tries += 1) {
+      if (tries > 500) throw new Error('the next waiter never joined the queue');
+      await sleep(5);
+    }
+    // Released within the head's window: the head is woken and takes one place; one is left, which fits the next.
+    expect(await holder.semaphore.release(first as PermitGrant)).toBe(true);
+    expect(await head).not.toBeNull();
+    // Served by the scripts, long before its own re-check would find the place.
+    let servedAfterChecks = 0;
+    while ((await admin.zscore(redisSemaphoreKeys('dlock:', key).keys[0], 'next')) === null) {
+      servedAfterChecks += 1;
+      if (servedAfterChecks > 150) throw new Error('the next waiter was not served while a place fit it');
+      await sleep(10);
+    }
+    expect(await next).not.toBeNull();
+  }, 15_000);
+
+  it('hands the places to a waiter of a fair instance at the head, as a fair release does, rather than waking it', async () => {
+    const key = `permit-barge:${run}:mixed`;
+    const holder = make({ bargeWindowMs: 1_000, recheckInterval: 5_000 });
+    const barger = make({ bargeWindowMs: 1_000, recheckInterval: 5_000 });
+    const fair = make({ fair: true, recheckInterval: 5_000 });
+    const first = await holder.semaphore.tryAcquire(permit(key, 'holder', 1, 1));
+    expect(first).not.toBeNull();
+    const queue = redisSemaphoreKeys('dlock:', key).keys[1];
+    const waiting = fair.semaphore.acquire(permit(key, 'fair-waiter', 1, 1), budget(1_500));
+    for (let tries = 0; (await admin.zcard(queue)) < 1; tries += 1) {
+      if (tries > 500) throw new Error('the fair waiter never joined the queue');
+      await sleep(5);
+    }
+    expect(await holder.semaphore.release(first as PermitGrant)).toBe(true);
+    // The place went to the fair waiter with the release: a barger finds none.
+    const barged = await barger.semaphore.tryAcquire(permit(key, 'barger', 1, 1));
+    if (barged) await barger.semaphore.release(barged);
+    expect(barged).toBeNull();
+    const grant = await waiting;
+    expect(grant).not.toBeNull();
+    if (grant) await fair.semaphore.release(grant);
   });
 
   it('serves a heavy waiter behind a process that releases and re-acquires in a tight loop, after a bounded burst', async () => {

@@ -22,11 +22,16 @@ export class RedisInbox {
   private readonly expected = new Map<string, Expected>();
   private opening: Promise<unknown> | undefined;
 
+  /**
+   * `barging`: this client's waiters take wakes (`fair: false`); the channel's name then ends in ":b", by which
+   * a semaphore's release tells a waiter to wake from one to hand places to (see serve_head in the scripts).
+   */
   constructor(
     private readonly listener: RedisChannelListener,
     namespace: string,
+    barging = false,
   ) {
-    this.channel = `${namespace}inbox:${randomUUID()}`;
+    this.channel = `${namespace}inbox:${randomUUID()}${barging ? ':b' : ''}`;
   }
 
   /** True once the subscription was asked for: waiting from now on costs no SUBSCRIBE. */

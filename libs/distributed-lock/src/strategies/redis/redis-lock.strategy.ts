@@ -138,7 +138,7 @@ export class RedisLockStrategy implements LockStrategy {
     this.ownsClient = resolved.owned;
     watchLoginRefusals(this.client);
     this.listener = new RedisChannelListener(this.name, () => this.client.duplicate());
-    this.inbox = new RedisInbox(this.listener, this.keyNames.namespace);
+    this.inbox = new RedisInbox(this.listener, this.keyNames.namespace, !this.fair);
     this.leaseCheck = new RedisLeaseCheck(this.client);
     const sentinel = sentinelOptionsOf(this.client);
     this.sentinelWatch = sentinel && new RedisSentinelWatch(sentinel, this.name, () => this.leaveOldMaster());

@@ -186,6 +186,31 @@ local function live_head(s)
   end
 end
 
+-- Barging mode, after a release or a grant that left places free: a barging head (its inbox ends in ":b",
+-- see RedisInbox) within its window is woken to try when its weight fits, once per turn as head, and the
+-- places stay free for whoever asks first; a head past its window, or a fair one (an instance with fair
+-- mode on the same key, or of an earlier version), is handed what fits, as a fair release does. Wakes for
+-- this client's own waiters go in \`told\` with token 0 instead of a message (when \`told\` is given).
+local function serve_head(s, barge, local_inbox, told)
+  if s.n then
+    local head, weight, inbox, since, woken = live_head(s)
+    if not head then return end
+    if s.now - since < barge and string.sub(inbox, -2) == ':b' then
+      if not woken and s.u + weight <= s.n then
+        redis.call('HSET', KEYS[3], '#head', string.format('%d:1:%s', since, head))
+        if told and inbox == local_inbox then
+          told[#told + 1] = head
+          told[#told + 1] = 0
+        else
+          redis.call('PUBLISH', inbox, 'w ' .. head)
+        end
+      end
+      return
+    end
+  end
+  hand_over(s, local_inbox, told)
+end
+
 -- Whole numbers only: a size and a weight from 1 to 1e6 (the lock service checks them first).
 local function count(value)
   local n = tonumber(value)
@@ -249,6 +274,7 @@ if head and head ~= owner and barge > 0 then
     -- Barge: the head is within its window. Our own place in line, if any, is given up (the head stays).
     if waiter and redis.call('ZREM', KEYS[2], owner) == 1 then redis.call('HDEL', KEYS[3], owner) end
     local token = grant(s, owner, ttl, weight)
+    if s.u < s.n then serve_head(s, barge, nil, nil) end
     save(s)
     return {1, token}
   end
@@ -271,6 +297,8 @@ if (not head or head == owner) and s.u + weight <= permits then
     redis.call('HDEL', KEYS[3], owner)
   end
   local token = grant(s, owner, ttl, weight)
+  -- A head woken to try took its places: the next one, when what is left fits it, is served in turn.
+  if head == owner and barge > 0 and s.u < s.n then serve_head(s, barge, nil, nil) end
   save(s)
   return {1, token}
 end
@@ -295,10 +323,10 @@ return {0, string.format('%d', s.f), string.format('%d', s.now_us)}
 /**
  * Release. ARGV: owner, inbox (this client's), bargeMs (0 or absent: strict FIFO). The holder's weight goes
  * back and the waiters at the head of the queue get what fits: each is told on its inbox, except this
- * client's own waiters, which are returned instead. Barging mode, the head within its window (see
- * live_head): the places are left free, for whoever comes first, and the head, when its weight fits, is
+ * client's own waiters, which are returned instead. Barging mode, a barging head within its window (see
+ * serve_head): the places are left free, for whoever comes first, and the head, when its weight fits, is
  * woken to try ("w <owner>" on its inbox; token 0 in the reply for this client's own), once per turn as
- * head. Past the window the head is handed what fits, strictly. Returns {1, owner, token, …} when the
+ * head. Past the window, or to a fair head, the places are handed over as in fair mode. Returns {1, owner, token, …} when the
  * permit was this owner's, {0} when it was not (expired, removed).
  */
 export const PERMIT_RELEASE_SCRIPT = lua<[owner: string, inbox: string, bargeMs: number], PermitReleaseReply>(`${SEMAPHORE_PRELUDE}
@@ -313,23 +341,7 @@ s.u = math.max(0, s.u - (tonumber(s.extra) or 0))
 s.changed = true
 redis.call('HDEL', KEYS[4], 'w:' .. owner, 't:' .. owner)
 local told = {1}
-if barge > 0 and s.n then
-  local head, weight, inbox, since, woken = live_head(s)
-  if head and s.now - since < barge then
-    if not woken and s.u + weight <= s.n then
-      redis.call('HSET', KEYS[3], '#head', string.format('%d:1:%s', since, head))
-      if inbox == ARGV[2] then
-        told[2] = head
-        told[3] = 0
-      elseif inbox ~= '' then
-        redis.call('PUBLISH', inbox, 'w ' .. head)
-      end
-    end
-    save(s)
-    return told
-  end
-end
-hand_over(s, ARGV[2], told)
+if barge > 0 then serve_head(s, barge, ARGV[2], told) else hand_over(s, ARGV[2], told) end
 save(s)
 return told
 `);
