@@ -69,6 +69,11 @@ export interface ContractSubject {
   readonly answersPrefixQuery?: boolean;
   /** Its semaphores answer `LockService.queryPermits` (`semaphore.inspect`); the others must refuse it with a typed error. */
   readonly answersPermitQuery?: boolean;
+  /**
+   * Its semaphores keep a queue of waiters though they are not FIFO (Redis with `fair: false`: a request may
+   * overtake the head within its window): `queryPermits` lists the queue, and says `pending: []` when it is empty.
+   */
+  readonly permitsQueued?: boolean;
   /** A server set-up the global setup does not start (ensembles, clusters): started for this suite only. */
   readonly topology?: TopologyName;
   /**

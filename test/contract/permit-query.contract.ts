@@ -49,7 +49,7 @@ export function describePermitQueryContract(subject: ContractSubject): void {
         expect(holder?.expiresAt).toBeLessThanOrEqual(after + ttl + slack);
       }
       await Promise.all(held.map((permit) => permit.release()));
-      expect(await sides.observer.queryPermits(k)).toEqual({ key: k, permits: null, inUse: 0, held: [], pending: subject.capabilities.semaphores?.fifo ? [] : null });
+      expect(await sides.observer.queryPermits(k)).toEqual({ key: k, permits: null, inUse: 0, held: [], pending: subject.capabilities.semaphores?.fifo || subject.permitsQueued ? [] : null });
     });
 
     if (subject.capabilities.semaphores?.fifo) {

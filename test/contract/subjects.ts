@@ -196,6 +196,7 @@ export const subjects: readonly ContractSubject[] = [
     answersPrefixQuery: true,
     answersPermitQuery: true,
     capabilities: { fencing: true, fifo: false, sharedLocks: true, crossProcess: true, semaphores: { fifo: false, fencing: true } },
+    permitsQueued: true,
     create: async () => new RedisLockStrategy({ connection: requiredEnv('LOCK_TEST_REDIS_URL'), fair: false, name: 'redis-barging' }),
     removeBehindBack: (_strategy, key) => deleteRedisLock([requiredEnv('LOCK_TEST_REDIS_URL')], key),
     removePermitsBehindBack: (key) => deleteRedisKeys([requiredEnv('LOCK_TEST_REDIS_URL')], redisSemaphoreKeys('dlock:', key).keys),
