@@ -37,7 +37,7 @@ const OWN_TOPOLOGIES = ['test/integration/{etcd-secure,mariadb-tls,postgres-tls,
 // Fault files that freeze and kill only processes of their own, on the shared servers, and check what must
 // never happen (a place given twice), not how soon anything happens: they run in the contract files' pool,
 // not in the fault suite, whose files run one at a time.
-const OWN_PROCESS_FAULTS = ['test/faults/redis-semaphore-soak.fault.spec.ts'];
+const OWN_PROCESS_FAULTS = ['test/faults/redis-semaphore-soak.fault.spec.ts', 'test/faults/redis-semaphore-barging-soak.fault.spec.ts'];
 
 export default defineConfig({
   test: {
