@@ -142,28 +142,39 @@ export function pinnedOperatorCalls(
  * MySQL/MariaDB's `GET_LOCK` (the advisory strategy): `IS_USED_LOCK` names the holding connection, and the
  * fence row, written by the grant's own statement, names its owner. That statement takes the lock before it
  * writes the row, so for a moment a connection that holds the lock anew still has its previous grant's row.
- * Hence two reads: first the holder's connection; then, in one statement, whether that connection is running
- * a grant (`information_schema.PROCESSLIST`, filled before the row is read; a user sees its own connections)
- * and the row. A connection seen holding, and then not in a grant, has every grant since the first read
- * written: the row names a hold that was there during the query. Otherwise the holder is named by its
- * connection alone.
+ * Hence three reads, each its own statement: the holder's connection; whether that connection is running a
+ * grant (`information_schema.PROCESSLIST`; a user sees its own connections); then the row, and whether the
+ * connection still holds. A connection seen holding, and then not in a grant, has every grant since the
+ * first read written: the row read after names a hold that was there during the query. Otherwise the holder
+ * is named by its connection alone.
+ *
+ * The last two are not one statement: MariaDB reads a row looked up by its primary key while it plans the
+ * statement, before it fills PROCESSLIST, so one statement could read the previous grant's row and then find
+ * the new grant's statement over. And a connection PROCESSLIST shows as `Busy` counts as in a grant: MariaDB
+ * shows it so, with no statement text, when that connection was changing its state as the list was filled.
  */
 export function getLockHolderStatements(d: SqlDialect, fences: string, lockNameOf: (key: string) => string): PinnedHolderStatements {
-  const holderRow = `SELECT p.ID AS connection, IS_USED_LOCK(?) AS still, COALESCE(p.INFO LIKE '%GET\\_LOCK(%', 0) AS in_grant, CASE WHEN p.INFO LIKE '%GET\\_LOCK(%' THEN NULL ELSE f.locked_by END AS owner,
-      CASE WHEN p.INFO LIKE '%GET\\_LOCK(%' THEN NULL ELSE f.fencing_token END AS token,
-      CASE WHEN p.INFO LIKE '%GET\\_LOCK(%' THEN NULL ELSE ${d.epochMs('f.locked_at')} END AS granted_at, ${d.nowMs} AS now_ms
-    FROM information_schema.PROCESSLIST AS p
-    LEFT JOIN ${d.quote(fences)} AS f ON f.lock_key = ? AND f.locked_by_connection = p.ID
-    WHERE p.ID = ?`;
+  // 'Busy': MariaDB could not read what that connection runs (it was changing its state), so it may be its grant.
+  const inGrant = `SELECT (COMMAND = 'Busy' OR COALESCE(INFO LIKE '%GET\\_LOCK(%', 0)) AS in_grant, IS_USED_LOCK(?) AS still FROM information_schema.PROCESSLIST WHERE ID = ?`;
+  // One row always: whether the connection still holds the lock, with its fence row where there is one.
+  const holderRow = `SELECT IS_USED_LOCK(?) AS still, f.locked_by AS owner, f.fencing_token AS token, ${d.epochMs('f.locked_at')} AS granted_at, ${d.nowMs} AS now_ms
+    FROM (SELECT 1 AS one) AS o LEFT JOIN ${d.quote(fences)} AS f ON f.lock_key = ? AND f.locked_by_connection = ?`;
   const readOnce = async (run: RunStatement, key: string): Promise<{ rows: readonly unknown[]; inGrant: boolean }> => {
-    const [first] = (await run('SELECT IS_USED_LOCK(?) AS connection', [lockNameOf(key)])) as ReadonlyArray<{ connection: number | string | null }>;
+    const lockName = lockNameOf(key);
+    const [first] = (await run('SELECT IS_USED_LOCK(?) AS connection', [lockName])) as ReadonlyArray<{ connection: number | string | null }>;
     if (first?.connection === null || first?.connection === undefined) return { rows: [], inGrant: false };
-    const rows = (await run(holderRow, [lockNameOf(key), key, Number(first.connection)])) as ReadonlyArray<{ still: number | string | null; in_grant: number | string }>;
-    // Not our user's connection (PROCESSLIST shows only those): named by its connection alone.
-    if (rows.length === 0) return { rows: [{ connection: first.connection, owner: null, token: null, granted_at: null, now_ms: 0 }], inGrant: false };
+    const connection = Number(first.connection);
+    const byConnection = [{ connection, owner: null, token: null, granted_at: null, now_ms: 0 }];
     // Let go meanwhile (a break must not end what that connection does next): nobody held it throughout.
-    if (Number(rows[0].still) !== Number(first.connection)) return { rows: [], inGrant: false };
-    return { rows, inGrant: Number(rows[0].in_grant) === 1 };
+    const heldThroughout = (still: number | string | null | undefined): boolean => still !== null && still !== undefined && Number(still) === connection;
+    const [process] = (await run(inGrant, [lockName, connection])) as ReadonlyArray<{ in_grant: number | string; still: number | string | null }>;
+    // Not our user's connection (PROCESSLIST shows only those): named by its connection alone.
+    if (process === undefined) return { rows: byConnection, inGrant: false };
+    if (!heldThroughout(process.still)) return { rows: [], inGrant: false };
+    if (Number(process.in_grant) === 1) return { rows: byConnection, inGrant: true };
+    const [row] = (await run(holderRow, [lockName, key, connection])) as ReadonlyArray<{ still: number | string | null }>;
+    if (row === undefined || !heldThroughout(row.still)) return { rows: [], inGrant: false };
+    return { rows: [{ ...row, connection }], inGrant: false };
   };
   return {
     async readHolder(run, key) {
