@@ -12,11 +12,21 @@ describe('fenceTableOf (the pessimistic strategy\'s fencing table)', () => {
     expect(fenceTableOf('Distributed_Lock_Rows', false)).toBe('Distributed_Lock_Rows_fences');
   });
 
-  it('gives another table its name (first 55 characters) + "_fences", and refuses one that would share the default fencing table', () => {
+  it('gives another table its name + "_fences", and refuses one that would share the default fencing table', () => {
     expect(fenceTableOf('shop_locks', true)).toBe('shop_locks_fences');
-    expect(fenceTableOf('x'.repeat(60), false)).toBe(`${'x'.repeat(55)}_fences`);
+    expect(fenceTableOf('x'.repeat(55), false)).toBe(`${'x'.repeat(55)}_fences`);
     expect(() => fenceTableOf('distributed_lock', false)).toThrow(InvalidLockOptionsError);
     expect(() => fenceTableOf('DISTRIBUTED_LOCK', true)).toThrow(/distributed_lock_fences|DISTRIBUTED_LOCK_fences/);
     expect(fenceTableOf('DISTRIBUTED_LOCK', false)).toBe('DISTRIBUTED_LOCK_fences');
+  });
+
+  it('gives a name over 55 characters its first 46, a hash of the whole name and "_fences": 62 characters, never shared', () => {
+    const stem = 'x'.repeat(55);
+    const [a, b] = [fenceTableOf(`${stem}_a`, false), fenceTableOf(`${stem}_b`, false)];
+    expect(a).toMatch(new RegExp(`^${'x'.repeat(46)}_[0-9a-f]{8}_fences$`));
+    expect(a).toHaveLength(62);
+    expect(b).not.toBe(a);
+    expect(fenceTableOf(`${stem}_A`.toUpperCase(), true)).toBe(fenceTableOf(`${stem}_a`, true).replace('x'.repeat(46), 'X'.repeat(46)));
+    expect(fenceTableOf(`${stem}_A`, false)).not.toBe(a);
   });
 });

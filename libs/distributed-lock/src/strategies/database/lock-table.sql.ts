@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
 import type { SqlDialect } from './sql-dialect';
 
@@ -11,17 +12,27 @@ export const LOCK_TABLES = Object.freeze({
   fences: 'distributed_lock_fences',
 });
 
+/** Longest row-table name whose fencing table is that name + "_fences" (the servers' identifiers take 63 characters). */
+const WHOLE_NAME_UP_TO = 55;
+
 /**
  * The pessimistic strategy's fencing table for row table `table`: the default table's, also where that
- * table is named, so that every instance of one lock draws its tokens from one row and `holders: true`
- * finds the row a holder wrote. `foldsCase` (MySQL/MariaDB, whose server may fold table names): names are
- * compared in lower case; PostgreSQL's quoted names keep their case, so another case is another table. A
- * name whose own fencing table would be the default table's ("distributed_lock") is refused.
+ * table is named, so that every instance of one lock draws its tokens from one row and `query` finds the
+ * row a holder wrote. Another table's is its name + "_fences", and for a name over 55 characters, its
+ * first 46 + "_" + 8 hexadecimal digits of its SHA-256 + "_fences": two tables never share one, even when
+ * their names differ only at the end. `foldsCase` (MySQL/MariaDB, whose server may fold table names):
+ * names are compared, and hashed, in lower case; PostgreSQL's quoted names keep their case, so another case
+ * is another table. A name whose own fencing table would be the default table's ("distributed_lock") is
+ * refused.
  */
 export function fenceTableOf(table: string, foldsCase: boolean): string {
   const same = (a: string, b: string): boolean => (foldsCase ? a.toLowerCase() === b : a === b);
   if (same(table, LOCK_TABLES.rows)) return LOCK_TABLES.fences;
-  const fences = `${table.slice(0, 55)}_fences`;
+  if (table.length > WHOLE_NAME_UP_TO) {
+    const digest = createHash('sha256').update(foldsCase ? table.toLowerCase() : table, 'utf8').digest('hex').slice(0, 8);
+    return `${table.slice(0, WHOLE_NAME_UP_TO - 9)}_${digest}_fences`;
+  }
+  const fences = `${table}_fences`;
   if (same(fences, LOCK_TABLES.fences)) {
     throw new InvalidLockOptionsError('table', `"${table}" would share its fencing table ("${fences}") with the default table "${LOCK_TABLES.rows}": choose another name.`);
   }

@@ -11,8 +11,9 @@ export interface PessimisticLockStrategyOptions {
   readonly name?: string;
   /**
    * Row-lock table. Default "distributed_lock_rows", whose fencing table is "distributed_lock_fences"; another
-   * table's is its name (its first 55 characters) + "_fences". A name whose fencing table would be the
-   * default table's ("distributed_lock") is refused.
+   * table's is its name + "_fences", and for a name over 55 characters its first 46 + "_" + 8 hex digits of
+   * its SHA-256 + "_fences" (two tables never share one). A name whose fencing table would be the default
+   * table's ("distributed_lock") is refused.
    */
   readonly table?: string;
   /** Create the table if missing on first use. Default true. */
