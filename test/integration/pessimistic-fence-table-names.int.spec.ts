@@ -1,4 +1,4 @@
-// Two row tables of the pessimistic strategy whose names differ only after their 55th character (a name
+// Row tables of the pessimistic strategy whose names differ only after their 55th character (a name
 // with its fencing table's "_fences" must fit the servers' 63-character identifiers). Each table's locks
 // are its own, so one key can be held in both at once; each must keep its own fencing table too. When the
 // two shared one, the second grant wrote its owner over the first's row, and `query` on the first table
@@ -10,9 +10,10 @@ import { LockManager, LockService } from '@app/distributed-lock';
 import { PessimisticLockStrategy } from '@app/distributed-lock/strategies/database';
 
 const run = randomUUID().slice(0, 8);
-// 55 characters in common, then one that differs.
+// 55 characters in common, then one that differs, if only in case (both servers keep case here: MariaDB's
+// lower_case_table_names is 0 on Linux, PostgreSQL's quoted names keep theirs).
 const stem = `zz_fence_names_${run}_`.padEnd(55, 'x');
-const tables = [`${stem}_a`, `${stem}_b`];
+const tables = [`${stem}_a`, `${stem}_b`, `${stem}_A`];
 
 const cases = [
   { name: 'MariaDB with holders', connection: (): DataSourceOptions => ({ type: 'mysql', url: process.env.LOCK_TEST_MYSQL_URL, poolSize: 3 }), holders: true },
@@ -21,7 +22,7 @@ const cases = [
 
 describe.each(cases)('pessimistic row tables whose names share their first 55 characters: $name', ({ connection, holders }) => {
   it('each table names its own holder and token for a key held in both', async () => {
-    const managers = tables.map((table) => new LockManager(new PessimisticLockStrategy({ connection: connection(), name: `fence-names-${table.slice(-1)}`, table, holders })));
+    const managers = tables.map((table) => new LockManager(new PessimisticLockStrategy({ connection: connection(), name: `fence-names-${table.slice(-1)}${table.slice(-1) === table.slice(-1).toUpperCase() ? '-upper' : ''}`, table, holders })));
     const services = managers.map((manager) => new LockService(manager));
     const admin = new DataSource(connection());
     const key = `fence-names:${run}`;

@@ -20,13 +20,14 @@ describe('fenceTableOf (the pessimistic strategy\'s fencing table)', () => {
     expect(fenceTableOf('DISTRIBUTED_LOCK', false)).toBe('DISTRIBUTED_LOCK_fences');
   });
 
-  it('gives a name over 55 characters its first 46, a hash of the whole name and "_fences": 62 characters, never shared', () => {
+  it('gives a name over 55 characters its first 46, a hash of the whole name as given and "_fences": 62 characters, never shared', () => {
     const stem = 'x'.repeat(55);
     const [a, b] = [fenceTableOf(`${stem}_a`, false), fenceTableOf(`${stem}_b`, false)];
     expect(a).toMatch(new RegExp(`^${'x'.repeat(46)}_[0-9a-f]{8}_fences$`));
     expect(a).toHaveLength(62);
     expect(b).not.toBe(a);
-    expect(fenceTableOf(`${stem}_A`.toUpperCase(), true)).toBe(fenceTableOf(`${stem}_a`, true).replace('x'.repeat(46), 'X'.repeat(46)));
-    expect(fenceTableOf(`${stem}_A`, false)).not.toBe(a);
+    // Only the case differs: another table where the server keeps case (MariaDB's default on Linux).
+    expect(fenceTableOf(`${stem}_A`, true)).not.toBe(a);
+    expect(fenceTableOf(`${stem}_A`, true).toLowerCase()).not.toBe(a);
   });
 });

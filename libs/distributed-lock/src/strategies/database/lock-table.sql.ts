@@ -20,16 +20,17 @@ const WHOLE_NAME_UP_TO = 55;
  * table is named, so that every instance of one lock draws its tokens from one row and `query` finds the
  * row a holder wrote. Another table's is its name + "_fences", and for a name over 55 characters, its
  * first 46 + "_" + 8 hexadecimal digits of its SHA-256 + "_fences": two tables never share one, even when
- * their names differ only at the end. `foldsCase` (MySQL/MariaDB, whose server may fold table names):
- * names are compared, and hashed, in lower case; PostgreSQL's quoted names keep their case, so another case
- * is another table. A name whose own fencing table would be the default table's ("distributed_lock") is
- * refused.
+ * their names differ only at the end, or only in case (the hash is of the name as given: a server that
+ * does not fold table names, MariaDB's default on Linux, keeps "Locks" and "locks" apart). `foldsCase`
+ * (MySQL/MariaDB, whose server may fold table names): the default table is recognised in any case;
+ * PostgreSQL's quoted names keep their case, so another case is another table. A name whose own fencing
+ * table would be the default table's ("distributed_lock") is refused.
  */
 export function fenceTableOf(table: string, foldsCase: boolean): string {
   const same = (a: string, b: string): boolean => (foldsCase ? a.toLowerCase() === b : a === b);
   if (same(table, LOCK_TABLES.rows)) return LOCK_TABLES.fences;
   if (table.length > WHOLE_NAME_UP_TO) {
-    const digest = createHash('sha256').update(foldsCase ? table.toLowerCase() : table, 'utf8').digest('hex').slice(0, 8);
+    const digest = createHash('sha256').update(table, 'utf8').digest('hex').slice(0, 8);
     return `${table.slice(0, WHOLE_NAME_UP_TO - 9)}_${digest}_fences`;
   }
   const fences = `${table}_fences`;
