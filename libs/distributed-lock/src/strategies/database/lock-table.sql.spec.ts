@@ -30,4 +30,13 @@ describe('fenceTableOf (the pessimistic strategy\'s fencing table)', () => {
     expect(fenceTableOf(`${stem}_A`, true)).not.toBe(a);
     expect(fenceTableOf(`${stem}_A`, true).toLowerCase()).not.toBe(a);
   });
+
+  it('refuses a name of 55 characters shaped as a longer name\'s fencing table before "_fences"', () => {
+    const long = `${'x'.repeat(55)}_a`;
+    const taken = fenceTableOf(long, false).slice(0, -'_fences'.length);
+    expect(taken).toHaveLength(55);
+    expect(() => fenceTableOf(taken, false)).toThrow(InvalidLockOptionsError);
+    expect(() => fenceTableOf(taken, true)).toThrow(/8 hexadecimal digits/);
+    expect(fenceTableOf(`${'x'.repeat(46)}_0123456z`, false)).toBe(`${'x'.repeat(46)}_0123456z_fences`);
+  });
 });

@@ -24,7 +24,8 @@ const WHOLE_NAME_UP_TO = 55;
  * does not fold table names, MariaDB's default on Linux, keeps "Locks" and "locks" apart). `foldsCase`
  * (MySQL/MariaDB, whose server may fold table names): the default table is recognised in any case;
  * PostgreSQL's quoted names keep their case, so another case is another table. A name whose own fencing
- * table would be the default table's ("distributed_lock") is refused.
+ * table would be the default table's ("distributed_lock") is refused, as is a name of 55 characters that
+ * ends in "_" and 8 hexadecimal digits (a longer name's fencing table, without its "_fences").
  */
 export function fenceTableOf(table: string, foldsCase: boolean): string {
   const same = (a: string, b: string): boolean => (foldsCase ? a.toLowerCase() === b : a === b);
@@ -32,6 +33,10 @@ export function fenceTableOf(table: string, foldsCase: boolean): string {
   if (table.length > WHOLE_NAME_UP_TO) {
     const digest = createHash('sha256').update(table, 'utf8').digest('hex').slice(0, 8);
     return `${table.slice(0, WHOLE_NAME_UP_TO - 9)}_${digest}_fences`;
+  }
+  // The shape a long name's fencing table has before "_fences": kept for those, so no table shares one.
+  if (table.length === WHOLE_NAME_UP_TO && /_[0-9a-f]{8}$/.test(table)) {
+    throw new InvalidLockOptionsError('table', `"${table}": a name of ${WHOLE_NAME_UP_TO} characters that ends in "_" and 8 hexadecimal digits has the shape of a longer name's fencing table; choose another name.`);
   }
   const fences = `${table}_fences`;
   if (same(fences, LOCK_TABLES.fences)) {
