@@ -1,7 +1,7 @@
 import type { QueryRunner } from 'typeorm';
 import { queryDirect, typeOrmObserves, typeOrmQueryError } from './mysql-direct';
 import { queryPg } from './pg-direct';
-import { isTransactionFailed, mysqlConnectionOf, pgClientOf, recordTransaction, transactionDepthOf } from './typeorm-internals';
+import { isTransactionFailed, mysqlConnectionOf, pgClientOf, recordTransaction, transactionDepthOf, watchTransactionFailure } from './typeorm-internals';
 
 /** A statement sent straight on the runner's own connection. */
 type Send = (sql: string) => Promise<unknown>;
@@ -44,17 +44,32 @@ export async function beginLockTransaction(runner: QueryRunner, fastPaths: boole
 /**
  * Commits the lock's transaction, leaving the runner as TypeORM's `commitTransaction()` does; see
  * `beginLockTransaction`. A transaction PostgreSQL already aborted (a statement of the section failed) is
- * not committed: its COMMIT would roll back without an error, as if the writes were saved. It rejects.
+ * not committed: its COMMIT rolls back without an error, as if the writes were saved. It rejects. pg
+ * rejects a failed statement on its error, before the reply that says the transaction failed: a section
+ * that ends right after one reaches here before the client knows, so the COMMIT's own answer is read too.
  */
 export async function commitLockTransaction(runner: QueryRunner, fastPaths: boolean): Promise<void> {
-  if (isTransactionFailed(runner)) {
-    throw new Error('a statement of the section failed, so PostgreSQL aborted the transaction (its writes, and the lock) at that moment');
-  }
+  if (isTransactionFailed(runner)) throw abortedTransaction();
   const connection = directConnectionOf(runner, fastPaths);
   // A savepoint the caller left open (depth above 1) is TypeORM's to unwind, as it always was.
-  if (!connection || runner.isReleased || !runner.isTransactionActive || transactionDepthOf(runner) !== 1) return runner.commitTransaction();
-  await connection('COMMIT').catch((error: unknown) => {
+  if (!connection || runner.isReleased || !runner.isTransactionActive || transactionDepthOf(runner) !== 1) {
+    const watch = watchTransactionFailure(runner);
+    try {
+      await runner.commitTransaction();
+    } finally {
+      watch.stop();
+    }
+    if (watch.failed()) throw abortedTransaction();
+    return;
+  }
+  const result = await connection('COMMIT').catch((error: unknown) => {
     throw typeOrmQueryError('COMMIT', [], error, 'PessimisticLockStrategy');
   });
   recordTransaction(runner, false);
+  // PostgreSQL answers the COMMIT of an aborted transaction with the command tag ROLLBACK.
+  if ((result as { raw?: { command?: unknown } }).raw?.command === 'ROLLBACK') throw abortedTransaction();
+}
+
+function abortedTransaction(): Error {
+  return new Error('a statement of the section failed, so PostgreSQL aborted the transaction (its writes, and the lock) at that moment');
 }

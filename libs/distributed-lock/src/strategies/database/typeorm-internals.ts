@@ -133,6 +133,26 @@ export function isTransactionFailed(runner: QueryRunner): boolean {
 }
 
 /**
+ * PostgreSQL: watches the runner's pg connection, until `stop()`, for a reply saying that its transaction
+ * has failed (ReadyForQuery with status 'E', the one that follows a failed statement's error, which may
+ * come only while a later statement waits its turn). Where the connection is not pg's, or pg emits no such
+ * event, `failed()` stays false.
+ */
+export function watchTransactionFailure(runner: QueryRunner): { failed(): boolean; stop(): void } {
+  const events = (connectionUnder(runner) as { connection?: { on?: unknown; off?: unknown } } | undefined)?.connection;
+  if (!isPostgres(runner.connection?.options) || typeof events?.on !== 'function' || typeof events.off !== 'function') {
+    return { failed: () => false, stop: () => undefined };
+  }
+  const emitter = events as { on(event: string, listener: (message: { status?: unknown }) => void): void; off(event: string, listener: (message: { status?: unknown }) => void): void };
+  let failed = false;
+  const onReady = (message: { status?: unknown }): void => {
+    if (message?.status === 'E') failed = true;
+  };
+  emitter.on('readyForQuery', onReady);
+  return { failed: () => failed, stop: () => emitter.off('readyForQuery', onReady) };
+}
+
+/**
  * PostgreSQL refused a statement because one before it failed inside a savepoint the section opened (a
  * nested `manager.transaction()`), which the section has not rolled back to yet: the transaction, and the
  * lock taken outside the savepoint, are still there.
