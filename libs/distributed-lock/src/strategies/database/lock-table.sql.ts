@@ -12,31 +12,27 @@ export const LOCK_TABLES = Object.freeze({
   fences: 'distributed_lock_fences',
 });
 
-/** Longest row-table name whose fencing table is that name + "_fences" (the servers' identifiers take 63 characters). */
+/** Longest row-table name whose fencing table is that name + "_fences" (at most 62 characters). */
 const WHOLE_NAME_UP_TO = 55;
 
 /**
  * The pessimistic strategy's fencing table for row table `table`: the default table's, also where that
  * table is named, so that every instance of one lock draws its tokens from one row and `query` finds the
- * row a holder wrote. Another table's is its name + "_fences", and for a name over 55 characters, its
- * first 46 + "_" + 8 hexadecimal digits of its SHA-256 + "_fences": two tables never share one, even when
- * their names differ only at the end, or only in case (the hash is of the name as given: a server that
- * does not fold table names, MariaDB's default on Linux, keeps "Locks" and "locks" apart). `foldsCase`
- * (MySQL/MariaDB, whose server may fold table names): the default table is recognised in any case;
- * PostgreSQL's quoted names keep their case, so another case is another table. A name whose own fencing
- * table would be the default table's ("distributed_lock") is refused, as is a name of 55 characters that
- * ends in "_" and 8 hexadecimal digits (a longer name's fencing table, without its "_fences").
+ * row a holder wrote. Another table's is its name + "_fences" (62 characters at most), and a name over 55
+ * characters' its first 47 + "_" + 8 hexadecimal digits of its SHA-256 + "_fences": 63 characters, the
+ * longest identifier PostgreSQL keeps, so never a shorter name's. Two tables never share one, even when
+ * their names differ only at the end, or only in case: the hash is of the name as given, since a server
+ * that keeps case in table names (MariaDB's default on Linux) keeps "Locks…" and "locks…" apart. (On a server
+ * that folds them, two spellings of one long name get two fencing tables: spell it one way everywhere.)
+ * `foldsCase` (MySQL/MariaDB): the default table is recognised in any case; PostgreSQL's quoted names keep
+ * their case. A name whose own fencing table would be the default table's ("distributed_lock") is refused.
  */
 export function fenceTableOf(table: string, foldsCase: boolean): string {
   const same = (a: string, b: string): boolean => (foldsCase ? a.toLowerCase() === b : a === b);
   if (same(table, LOCK_TABLES.rows)) return LOCK_TABLES.fences;
   if (table.length > WHOLE_NAME_UP_TO) {
     const digest = createHash('sha256').update(table, 'utf8').digest('hex').slice(0, 8);
-    return `${table.slice(0, WHOLE_NAME_UP_TO - 9)}_${digest}_fences`;
-  }
-  // The shape a long name's fencing table has before "_fences": kept for those, so no table shares one.
-  if (table.length === WHOLE_NAME_UP_TO && /_[0-9a-f]{8}$/.test(table)) {
-    throw new InvalidLockOptionsError('table', `"${table}": a name of ${WHOLE_NAME_UP_TO} characters that ends in "_" and 8 hexadecimal digits has the shape of a longer name's fencing table; choose another name.`);
+    return `${table.slice(0, WHOLE_NAME_UP_TO - 8)}_${digest}_fences`;
   }
   const fences = `${table}_fences`;
   if (same(fences, LOCK_TABLES.fences)) {

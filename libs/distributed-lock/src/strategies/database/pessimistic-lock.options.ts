@@ -11,9 +11,9 @@ export interface PessimisticLockStrategyOptions {
   readonly name?: string;
   /**
    * Row-lock table. Default "distributed_lock_rows", whose fencing table is "distributed_lock_fences"; another
-   * table's is its name + "_fences", and for a name over 55 characters its first 46 + "_" + 8 hex digits of
-   * its SHA-256 + "_fences" (two tables never share one). A name whose fencing table would be the default
-   * table's ("distributed_lock"), or of 55 characters ending in "_" and 8 hex digits, is refused.
+   * table's is its name + "_fences", and for a name over 55 characters its first 47 + "_" + 8 hex digits of
+   * its SHA-256 (of the name as given) + "_fences" (two tables never share one). A name whose fencing table
+   * would be the default table's ("distributed_lock") is refused.
    */
   readonly table?: string;
   /** Create the table if missing on first use. Default true. */

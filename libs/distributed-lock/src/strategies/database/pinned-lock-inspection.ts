@@ -64,8 +64,9 @@ export function signalledAny(records: readonly unknown[]): boolean {
 export type PinnedHolder = LockInspection['holders'][number] & { readonly connection: number | null };
 
 /**
- * Reads the key's holder in one statement, its grant time moved from the server's clock onto this
- * process's by the middle of the round trip (off by half of it at most).
+ * Reads the key's holder with the server's statements (`PinnedHolderStatements.readHolder`), its grant time
+ * moved from the server's clock onto this process's by the middle of the round trip (off by half of it at
+ * most).
  */
 export async function pinnedHolders(dataSource: LockDataSource, sql: PinnedHolderStatements, key: string, fastPaths: boolean, serverName: string): Promise<PinnedHolder[]> {
   const sentAt = Date.now();
@@ -145,8 +146,10 @@ export function pinnedOperatorCalls(
  * Hence three reads, each its own statement: the holder's connection; whether that connection is running a
  * grant (`information_schema.PROCESSLIST`; a user sees its own connections); then the row, and whether the
  * connection still holds. A connection seen holding, and then not in a grant, has every grant since the
- * first read written: the row read after names a hold that was there during the query. Otherwise the holder
- * is named by its connection alone.
+ * first read written: the row read after names a hold that was there during the query (the connection's
+ * hold when it was seen out of its grant; `IS_USED_LOCK` cannot tell two grants of one connection apart, so a
+ * release and a new grant between the last two reads show the earlier). Otherwise the holder is named by its
+ * connection alone.
  *
  * The last two are not one statement: MariaDB reads a row looked up by its primary key while it plans the
  * statement, before it fills PROCESSLIST, so one statement could read the previous grant's row and then find
@@ -155,7 +158,8 @@ export function pinnedOperatorCalls(
  */
 export function getLockHolderStatements(d: SqlDialect, fences: string, lockNameOf: (key: string) => string): PinnedHolderStatements {
   // 'Busy': MariaDB could not read what that connection runs (it was changing its state), so it may be its grant.
-  const inGrant = `SELECT (COMMAND = 'Busy' OR COALESCE(INFO LIKE '%GET\\_LOCK(%', 0)) AS in_grant, IS_USED_LOCK(?) AS still FROM information_schema.PROCESSLIST WHERE ID = ?`;
+  // LOCATE, not LIKE: no escape character, which NO_BACKSLASH_ESCAPES would change.
+  const inGrant = `SELECT (COMMAND = 'Busy' OR COALESCE(LOCATE('GET_LOCK(', INFO) > 0, 0)) AS in_grant, IS_USED_LOCK(?) AS still FROM information_schema.PROCESSLIST WHERE ID = ?`;
   // One row always: whether the connection still holds the lock, with its fence row where there is one.
   const holderRow = `SELECT IS_USED_LOCK(?) AS still, f.locked_by AS owner, f.fencing_token AS token, ${d.epochMs('f.locked_at')} AS granted_at, ${d.nowMs} AS now_ms
     FROM (SELECT 1 AS one) AS o LEFT JOIN ${d.quote(fences)} AS f ON f.lock_key = ? AND f.locked_by_connection = ?`;
@@ -167,11 +171,11 @@ export function getLockHolderStatements(d: SqlDialect, fences: string, lockNameO
     const byConnection = [{ connection, owner: null, token: null, granted_at: null, now_ms: 0 }];
     // Let go meanwhile (a break must not end what that connection does next): nobody held it throughout.
     const heldThroughout = (still: number | string | null | undefined): boolean => still !== null && still !== undefined && Number(still) === connection;
-    const [process] = (await run(inGrant, [lockName, connection])) as ReadonlyArray<{ in_grant: number | string; still: number | string | null }>;
+    const [listed] = (await run(inGrant, [lockName, connection])) as ReadonlyArray<{ in_grant: number | string; still: number | string | null }>;
     // Not our user's connection (PROCESSLIST shows only those): named by its connection alone.
-    if (process === undefined) return { rows: byConnection, inGrant: false };
-    if (!heldThroughout(process.still)) return { rows: [], inGrant: false };
-    if (Number(process.in_grant) === 1) return { rows: byConnection, inGrant: true };
+    if (listed === undefined) return { rows: byConnection, inGrant: false };
+    if (!heldThroughout(listed.still)) return { rows: [], inGrant: false };
+    if (Number(listed.in_grant) === 1) return { rows: byConnection, inGrant: true };
     const [row] = (await run(holderRow, [lockName, key, connection])) as ReadonlyArray<{ still: number | string | null }>;
     if (row === undefined || !heldThroughout(row.still)) return { rows: [], inGrant: false };
     return { rows: [{ ...row, connection }], inGrant: false };
