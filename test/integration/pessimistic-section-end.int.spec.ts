@@ -112,7 +112,8 @@ describe.each(SERVERS)('the end of a section whose lock is a transaction, on $na
 
     // Found in CI (run 16): pg rejects a failed statement on its error, before the reply that says the
     // transaction failed, so a section that returned right after one was released before the client knew,
-    // and its COMMIT (answered ROLLBACK, with no error) resolved as if the writes were saved: 5 of 6 times.
+    // and its COMMIT (answered ROLLBACK, with no error) resolved as if the writes were saved (225 to 253 of
+    // 300 such sections, each strategy, fast paths on and off).
     it.each(strategies.flatMap((strategy) => [true, false].map((fastPaths) => ({ ...strategy, fastPaths }))))(
       '$kind (fastPaths $fastPaths): a section that returns right after its failed statement is released with LockCommitFailedError, nothing committed',
       async ({ create, fastPaths }) => {

@@ -140,6 +140,15 @@ export function pinnedOperatorCalls(
 }
 
 /**
+ * MySQL/MariaDB: one row always, saying whether a connection still holds a `GET_LOCK` name (`still`), with
+ * the fence row that connection wrote for the key where there is one. Parameters: the name, key, connection.
+ */
+export function fenceRowOfConnection(d: SqlDialect, fences: string): string {
+  return `SELECT IS_USED_LOCK(?) AS still, f.locked_by AS owner, f.fencing_token AS token, ${d.epochMs('f.locked_at')} AS granted_at, ${d.nowMs} AS now_ms
+    FROM (SELECT 1 AS one) AS o LEFT JOIN ${d.quote(fences)} AS f ON f.lock_key = ? AND f.locked_by_connection = ?`;
+}
+
+/**
  * MySQL/MariaDB's `GET_LOCK` (the advisory strategy): `IS_USED_LOCK` names the holding connection, and the
  * fence row, written by the grant's own statement, names its owner. That statement takes the lock before it
  * writes the row, so for a moment a connection that holds the lock anew still has its previous grant's row.
@@ -160,9 +169,7 @@ export function getLockHolderStatements(d: SqlDialect, fences: string, lockNameO
   // 'Busy': MariaDB could not read what that connection runs (it was changing its state), so it may be its grant.
   // LOCATE, not LIKE: no escape character, which NO_BACKSLASH_ESCAPES would change.
   const inGrant = `SELECT (COMMAND = 'Busy' OR COALESCE(LOCATE('GET_LOCK(', INFO) > 0, 0)) AS in_grant, IS_USED_LOCK(?) AS still FROM information_schema.PROCESSLIST WHERE ID = ?`;
-  // One row always: whether the connection still holds the lock, with its fence row where there is one.
-  const holderRow = `SELECT IS_USED_LOCK(?) AS still, f.locked_by AS owner, f.fencing_token AS token, ${d.epochMs('f.locked_at')} AS granted_at, ${d.nowMs} AS now_ms
-    FROM (SELECT 1 AS one) AS o LEFT JOIN ${d.quote(fences)} AS f ON f.lock_key = ? AND f.locked_by_connection = ?`;
+  const holderRow = fenceRowOfConnection(d, fences);
   const readOnce = async (run: RunStatement, key: string): Promise<{ rows: readonly unknown[]; inGrant: boolean }> => {
     const lockName = lockNameOf(key);
     const [first] = (await run('SELECT IS_USED_LOCK(?) AS connection', [lockName])) as ReadonlyArray<{ connection: number | string | null }>;

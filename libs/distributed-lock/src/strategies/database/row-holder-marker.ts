@@ -1,7 +1,7 @@
 import type { QueryRunner } from 'typeorm';
 import { getLockName } from './advisory-key';
 import { queryOnRunner } from './mysql-direct';
-import { GRANT_READS_AGAIN, killHolderSession, type PinnedHolderStatements, type RunStatement } from './pinned-lock-inspection';
+import { fenceRowOfConnection, GRANT_READS_AGAIN, killHolderSession, type PinnedHolderStatements, type RunStatement } from './pinned-lock-inspection';
 import type { SqlDialect } from './sql-dialect';
 
 // MySQL/MariaDB's row lock (the pessimistic strategy with `holders: true`). InnoDB names the transaction that
@@ -70,9 +70,8 @@ export function markedRowHolderStatements(d: SqlDialect, rows: string, fences: s
     if ((await run(present, [key])).length === 0 || (await run(free, [key])).length === 1) return [];
     return [{ connection: null, owner: null, token: null, granted_at: null, now_ms: 0 }];
   };
-  // One row always: whether the connection still holds the marker, with its fence row where there is one.
-  const holderRow = `SELECT IS_USED_LOCK(?) AS still, f.locked_by AS owner, f.fencing_token AS token, ${d.epochMs('f.locked_at')} AS granted_at, ${d.nowMs} AS now_ms
-    FROM (SELECT 1 AS one) AS o LEFT JOIN ${d.quote(fences)} AS f ON f.lock_key = ? AND f.locked_by_connection = ?`;
+  // Whether the connection still holds the marker, with its fence row where there is one.
+  const holderRow = fenceRowOfConnection(d, fences);
   type Read = { rows: readonly unknown[]; again: boolean };
   const readOnce = async (run: RunStatement, key: string, lastTry: boolean): Promise<Read> => {
     const marker = markerOf(key);
