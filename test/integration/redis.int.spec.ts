@@ -19,6 +19,23 @@ async function waitForQueue(admin: Redis, key: string, length: number): Promise<
   }
 }
 
+/**
+ * Until the waiter at the head of the queue of `key` refreshes its place again (its entry's alive-until
+ * moves), bounded: its check has then run and answered, and its next one is a whole recheck interval away.
+ */
+async function waitForHeadRefresh(admin: Redis, key: string): Promise<void> {
+  const [, queue, waiters] = redisLockKeys('dlock:', key).keys;
+  const aliveOfHead = async (): Promise<string | undefined> => {
+    const [head] = await admin.zrange(queue, 0, 0);
+    return head === undefined ? undefined : ((await admin.hget(waiters, head)) ?? '').split(':')[1];
+  };
+  const before = await aliveOfHead();
+  for (let waited = 0; (await aliveOfHead()) === before; waited += 5) {
+    if (waited > 5_000) throw new Error(`the head of ${key} never refreshed its place`);
+    await sleep(5);
+  }
+}
+
 /** The fair Redis read-write lock: writers are never overtaken by later readers; queued readers go together. */
 describe('Redis read-write lock (fair)', () => {
   let managers: LockManager[];
@@ -187,6 +204,10 @@ describe('Redis fair hand-over reaches a live waiter', () => {
     const other = spawnHolder('redis (fair)', key, 2_000);
     try {
       await waitForQueue(admin, key, 2);
+      // Released just after the waiter's own check ran. A check already on its way when the lock is handed
+      // over reaches the server after the grant and rightly takes the lock before the stall: that is not
+      // the stall this test is about.
+      await waitForHeadRefresh(admin, key);
       await holder.release(); // handed to the waiter of this process, for the 1.5 s claim
       const until = Date.now() + 2_500;
       while (Date.now() < until) {
