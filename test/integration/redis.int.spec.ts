@@ -26,7 +26,7 @@ async function waitForQueue(admin: Redis, key: string, length: number): Promise<
 async function waitForHeadRefresh(admin: Redis, key: string): Promise<void> {
   const [, queue, waiters] = redisLockKeys('dlock:', key).keys;
   const aliveOfHead = async (): Promise<string | undefined> => {
-    const [head] = await admin.zrange(queue, 0, 0);
+    const [head] = await admin.zrange(queue, '0', '0');
     return head === undefined ? undefined : ((await admin.hget(waiters, head)) ?? '').split(':')[1];
   };
   const before = await aliveOfHead();

@@ -3,15 +3,18 @@ import { createServer, connect, type AddressInfo, type Server } from 'node:net';
 /**
  * A TCP proxy in front of the server of `target` (a database URL) that holds back, for `delayMs`, what the
  * client sends that contains `marker` (and everything after it on that connection): a statement that
- * reaches the server late. Resolves the URL to connect through, and the proxy to close.
+ * reaches the server late. Resolves the URL to connect through, the proxy to close, and when (`Date.now()`)
+ * each chunk containing the marker reached the proxy (with `delayMs` 0, a proxy that only notes them).
  */
-export async function delayingProxy(target: string, marker: string, delayMs: number): Promise<{ url: string; server: Server }> {
+export async function delayingProxy(target: string, marker: string, delayMs: number): Promise<{ url: string; server: Server; seen: number[] }> {
   const to = new URL(target);
+  const seen: number[] = [];
   const server = createServer((client) => {
     const upstream = connect(Number(to.port), to.hostname);
     let queue = Promise.resolve();
     client.on('data', (chunk) => {
       const late = chunk.includes(marker);
+      if (late) seen.push(Date.now());
       queue = queue.then(() => (late ? new Promise((resolve) => setTimeout(resolve, delayMs)) : undefined)).then(() => void upstream.write(chunk));
     });
     upstream.on('data', (chunk) => client.write(chunk));
@@ -24,5 +27,5 @@ export async function delayingProxy(target: string, marker: string, delayMs: num
   const proxied = new URL(target);
   proxied.hostname = '127.0.0.1';
   proxied.port = String((server.address() as AddressInfo).port);
-  return { url: proxied.toString(), server };
+  return { url: proxied.toString(), server, seen };
 }

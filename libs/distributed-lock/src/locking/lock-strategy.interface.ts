@@ -142,9 +142,10 @@ export interface LockStrategy {
    * Optional, with `inspect`: end every hold of `key` as an operator would (`LockService.breakLock`), and let
    * the backend's next waiter in as a release does. Holders the strategy can tell at once are told through
    * `onLeaseLost` with "broken"; the others find out at their next extension or release. Resolves the holds
-   * it ended. The next grant's fencing token must be higher than theirs.
+   * it ended. The next grant's fencing token must be higher than theirs. `signal` aborts when the call's bound
+   * ran out and its caller was told it failed: a break that takes several steps starts none after that.
    */
-  breakLock?(key: string): Promise<LockInspection['holders']>;
+  breakLock?(key: string, signal?: AbortSignal): Promise<LockInspection['holders']>;
 
   /**
    * Optional: reject a key this backend cannot store (too long for a column, characters a path cannot

@@ -4,7 +4,7 @@ import type { LockEvents } from './lock-events';
 import type { LockLedger } from './lock-ledger';
 import type { KeyListing, LockInspection, SemaphoreInspection } from './lock-query';
 import type { LockStrategy } from './lock-strategy.interface';
-import { simpleBoundedCall } from './waits/bounded-call';
+import { boundedCall, simpleBoundedCall } from './waits/bounded-call';
 
 /**
  * The operator's calls of a lock manager (`LockService.query`, `queryPrefix`, `queryPermits`, `breakLock`):
@@ -72,12 +72,28 @@ export class OperatorCalls {
    * `method`, the key is one it cannot store, or the service is closed; then bounded by the operation
    * timeout, as every server call is.
    */
-  private call<T>(key: string, operation: string, method: ((key: string) => Promise<T>) | undefined): () => Promise<T> {
+  private call<T>(key: string, operation: string, method: ((key: string, signal: AbortSignal) => Promise<T>) | undefined): () => Promise<T> {
     if (!method) {
       throw new InvalidLockOptionsError('strategy', `strategy "${this.name}" cannot answer ${operation}(): the strategies that can are listed in docs/operations.md.`);
     }
     this.strategy.validateKey?.(key);
     if (this.ledger.closed) throw new LockBackendUnavailableError(this.name, `${operation} (the lock service is closed)`, 0, { key });
-    return () => simpleBoundedCall(this.ledger.clock, this.name, operation, key, this.ledger.operationTimeout, () => method.call(this.strategy, key));
+    return () => {
+      // Aborted once the caller has its answer otherwise (the bound ran out, or the call failed): a call of
+      // several steps (a break that ends sessions, then looks until they are gone) starts none after that.
+      const gaveUp = new AbortController();
+      return boundedCall<T>({
+        clock: this.ledger.clock,
+        strategy: this.name,
+        operation,
+        key,
+        timeoutMs: this.ledger.operationTimeout,
+        run: () => method.call(this.strategy, key, gaveUp.signal),
+        catch: (error) => {
+          gaveUp.abort(error);
+          throw error;
+        },
+      });
+    };
   }
 }

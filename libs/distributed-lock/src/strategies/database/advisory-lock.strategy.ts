@@ -131,7 +131,7 @@ export class AdvisoryLockStrategy implements LockStrategy {
   private ready: Promise<Prepared> | undefined;
   /** See `advisoryHolderStatements` (PostgreSQL) and `getLockHolderStatements` (MySQL/MariaDB). */
   readonly inspect: (key: string) => Promise<LockInspection>;
-  readonly breakLock: (key: string) => Promise<LockInspection['holders']>;
+  readonly breakLock: (key: string, signal?: AbortSignal) => Promise<LockInspection['holders']>;
 
   constructor(options: AdvisoryLockStrategyOptions) {
     const raw: unknown = options;

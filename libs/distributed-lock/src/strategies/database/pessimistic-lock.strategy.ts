@@ -81,7 +81,7 @@ export class PessimisticLockStrategy implements LockStrategy {
    * coarse to tell a holder from the next transaction of its connection.
    */
   readonly inspect?: (key: string) => Promise<LockInspection>;
-  readonly breakLock?: (key: string) => Promise<LockInspection['holders']>;
+  readonly breakLock?: (key: string, signal?: AbortSignal) => Promise<LockInspection['holders']>;
 
   constructor(options: PessimisticLockStrategyOptions) {
     const raw: unknown = options;

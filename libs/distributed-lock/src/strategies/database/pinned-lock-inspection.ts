@@ -91,10 +91,12 @@ export async function pinnedHolders(dataSource: LockDataSource, sql: PinnedHolde
  * shown after BREAK_CONFIRM_WITHIN_MS fails the break, as one that fails on its way does (some holds may
  * have ended).
  */
-export async function endHolderSessions(dataSource: LockDataSource, sql: PinnedHolderStatements, key: string, fastPaths: boolean, serverName: string): Promise<LockInspection['holders']> {
+export async function endHolderSessions(dataSource: LockDataSource, sql: PinnedHolderStatements, key: string, fastPaths: boolean, serverName: string, signal?: AbortSignal): Promise<LockInspection['holders']> {
   const holdersNow = (): Promise<PinnedHolder[]> => pinnedHolders(dataSource, sql, key, fastPaths, serverName);
   const ended: Array<LockInspection['holders'][number]> = [];
   for (const { connection, ...holder } of await holdersNow()) {
+    // The caller was told the break failed (its bound ran out): no session is ended after that.
+    if (signal?.aborted) throw signal.reason;
     // Held, but the server does not say by which connection: nothing to end.
     if (connection === null) continue;
     const end = sql.endSession(key, { connection, owner: holder.owner, token: holder.fencingToken });
@@ -106,7 +108,8 @@ export async function endHolderSessions(dataSource: LockDataSource, sql: PinnedH
       throw error;
     }
     if (!sql.ended(records)) continue;
-    if (!(await lookUntil(async () => !(await holdersNow()).some((other) => other.connection === connection), BREAK_CONFIRM_WITHIN_MS))) {
+    if (!(await lookUntil(async () => !(await holdersNow()).some((other) => other.connection === connection), BREAK_CONFIRM_WITHIN_MS, signal))) {
+      if (signal?.aborted) throw signal.reason;
       const named = holder.owner === `${serverName} connection ${connection}` ? holder.owner : `${serverName} connection ${connection} (${holder.owner})`;
       throw new Error(`${named} was ended, and still held the key after ${BREAK_CONFIRM_WITHIN_MS} ms (a rollback can take that long): it is free once the session has exited`);
     }
@@ -125,7 +128,7 @@ export function pinnedOperatorCalls(
   serverName: string,
   statements: () => Promise<PinnedHolderStatements>,
   callError: (error: unknown, operation: string, key: string) => unknown,
-): { inspect: (key: string) => Promise<LockInspection>; breakLock: (key: string) => Promise<LockInspection['holders']> } {
+): { inspect: (key: string) => Promise<LockInspection>; breakLock: (key: string, signal?: AbortSignal) => Promise<LockInspection['holders']> } {
   const run = async <T>(key: string, operation: string, call: (sql: PinnedHolderStatements) => Promise<T>): Promise<T> => {
     try {
       return await call(await statements());
@@ -135,7 +138,7 @@ export function pinnedOperatorCalls(
   };
   return {
     inspect: async (key) => ({ holders: (await run(key, 'query', (sql) => pinnedHolders(dataSource, sql, key, fastPaths, serverName))).map(({ connection: _, ...holder }) => holder) }),
-    breakLock: (key) => run(key, 'breakLock', (sql) => endHolderSessions(dataSource, sql, key, fastPaths, serverName)),
+    breakLock: (key, signal) => run(key, 'breakLock', (sql) => endHolderSessions(dataSource, sql, key, fastPaths, serverName, signal)),
   };
 }
 

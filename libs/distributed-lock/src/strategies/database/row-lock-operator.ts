@@ -18,7 +18,7 @@ export function rowLockOperatorCalls(
   postgres: boolean,
   tables: { readonly rows: string; readonly fences: string },
   dialect: () => Promise<SqlDialect>,
-): { inspect: (key: string) => Promise<LockInspection>; breakLock: (key: string) => Promise<LockInspection['holders']> } {
+): { inspect: (key: string) => Promise<LockInspection>; breakLock: (key: string, signal?: AbortSignal) => Promise<LockInspection['holders']> } {
   const statements = async () => {
     const d = await dialect();
     return postgres ? rowLockHolderStatements(d, tables.rows, tables.fences) : markedRowHolderStatements(d, tables.rows, tables.fences, (key) => rowHolderMarker(tables.rows, key));

@@ -1,0 +1,62 @@
+// A break that runs out of its operation timeout while the holder's session is still exiting (rolling back a
+// large transaction) stops there: the caller has its LockBackendUnavailableError, and the break sends nothing
+// more. Found in review (stop 58): the look at the lock went on, every 50 ms, for up to 5 s after the caller
+// was told the break had failed.
+import 'reflect-metadata';
+import { randomUUID } from 'node:crypto';
+import { createConnection } from 'mysql2/promise';
+import { LockBackendUnavailableError, LockManager, LockService } from '@app/distributed-lock';
+import { AdvisoryLockStrategy, lockTransaction } from '@app/distributed-lock/strategies/database';
+import { delayingProxy } from '../support/delaying-proxy';
+
+const run = randomUUID().slice(0, 8);
+const mysqlUrl = (): string => process.env.LOCK_TEST_MYSQL_URL as string;
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe('breakLock that runs out of its operation timeout', () => {
+  it('sends nothing more once its caller was told it failed, while the ended session still rolls back', async () => {
+    const table = `break_rollback_${run}`;
+    const admin = await createConnection(mysqlUrl());
+    await admin.query(`CREATE TABLE ${table} (id INT PRIMARY KEY) ENGINE=InnoDB`);
+    const proxy = await delayingProxy(mysqlUrl(), 'IS_USED_LOCK', 0); // notes each look at the lock
+    const holderManager = new LockManager(new AdvisoryLockStrategy({ connection: { type: 'mysql', url: mysqlUrl(), poolSize: 2 }, scope: 'transaction' }));
+    const breakerManager = new LockManager(new AdvisoryLockStrategy({ connection: { type: 'mysql', url: proxy.url, poolSize: 2 } }), { operationTimeout: 300 });
+    const watcherManager = new LockManager(new AdvisoryLockStrategy({ connection: { type: 'mysql', url: mysqlUrl(), poolSize: 2 } }));
+    const watcher = new LockService(watcherManager);
+    const key = `break-timeout:${run}`;
+    try {
+      let written!: () => void;
+      const rowsWritten = new Promise<void>((resolve) => (written = resolve));
+      const section = new LockService(holderManager)
+        .withLock(key, async (lock) => {
+          // Rows enough that the rollback of the ended session takes far longer than the break's bound.
+          await lockTransaction(lock).query(`INSERT INTO ${table} SELECT seq FROM seq_1_to_600000`);
+          written();
+          await new Promise((resolve) => lock.signal.addEventListener('abort', resolve, { once: true }));
+        })
+        .catch((error: unknown) => error);
+      await rowsWritten;
+      const started = Date.now();
+      const broken = await new LockService(breakerManager).breakLock(key, { reason: 'ops: timeout' }).catch((error: unknown) => error);
+      const toldAt = Date.now();
+      expect(broken).toBeInstanceOf(LockBackendUnavailableError);
+      expect(toldAt - started).toBeLessThan(2_000);
+      await section;
+      // The session has exited once the key is free: by then a break still looking would have looked again.
+      const freedAt = Date.now();
+      while ((await watcher.query(key)).held.length > 0) {
+        if (Date.now() - freedAt > 30_000) throw new Error('the ended session still held the key after 30 s');
+        await sleep(50);
+      }
+      const rollbackMs = Date.now() - started;
+      expect(rollbackMs).toBeGreaterThan(600); // else this test proves nothing: the break's look found it gone
+      // One look may have been on its way as the bound ran out; none may start after.
+      expect(proxy.seen.filter((at) => at > toldAt + 20)).toEqual([]);
+    } finally {
+      await Promise.all([holderManager.close(), breakerManager.close(), watcherManager.close()]);
+      proxy.server.close();
+      await admin.query(`DROP TABLE IF EXISTS ${table}`);
+      await admin.end();
+    }
+  }, 60_000);
+});
