@@ -50,8 +50,10 @@ describe('breakLock that runs out of its operation timeout', () => {
       }
       const rollbackMs = Date.now() - started;
       expect(rollbackMs).toBeGreaterThan(600); // else this test proves nothing: the break's look found it gone
-      // One look may have been on its way as the bound ran out; none may start after.
-      expect(proxy.seen.filter((at) => at > toldAt + 20)).toEqual([]);
+      // One statement may have been on its way as the bound ran out (on a loaded machine it reaches the proxy,
+      // in this process, after); none starts after. Before the fix the break went on looking until the
+      // session had exited: 39 statements here.
+      expect(proxy.seen.filter((at) => at >= toldAt).length).toBeLessThanOrEqual(1);
     } finally {
       await Promise.all([holderManager.close(), breakerManager.close(), watcherManager.close()]);
       proxy.server.close();

@@ -68,9 +68,13 @@ export type PinnedHolder = LockInspection['holders'][number] & { readonly connec
  * moved from the server's clock onto this process's by the middle of the round trip (off by half of it at
  * most).
  */
-export async function pinnedHolders(dataSource: LockDataSource, sql: PinnedHolderStatements, key: string, fastPaths: boolean, serverName: string): Promise<PinnedHolder[]> {
+export async function pinnedHolders(dataSource: LockDataSource, sql: PinnedHolderStatements, key: string, fastPaths: boolean, serverName: string, signal?: AbortSignal): Promise<PinnedHolder[]> {
   const sentAt = Date.now();
-  const records = await sql.readHolder(async (statement, parameters) => (await queryOnDataSource(dataSource, statement, parameters, fastPaths)).records, key);
+  const records = await sql.readHolder(async (statement, parameters) => {
+    // The caller gave up (see endHolderSessions): no statement starts after that.
+    if (signal?.aborted) throw signal.reason;
+    return (await queryOnDataSource(dataSource, statement, parameters, fastPaths)).records;
+  }, key);
   const localNow = Math.round((sentAt + Date.now()) / 2);
   return (records as readonly HolderRow[]).map((row) => ({
     connection: row.connection === null ? null : Number(row.connection),
@@ -92,7 +96,7 @@ export async function pinnedHolders(dataSource: LockDataSource, sql: PinnedHolde
  * have ended).
  */
 export async function endHolderSessions(dataSource: LockDataSource, sql: PinnedHolderStatements, key: string, fastPaths: boolean, serverName: string, signal?: AbortSignal): Promise<LockInspection['holders']> {
-  const holdersNow = (): Promise<PinnedHolder[]> => pinnedHolders(dataSource, sql, key, fastPaths, serverName);
+  const holdersNow = (): Promise<PinnedHolder[]> => pinnedHolders(dataSource, sql, key, fastPaths, serverName, signal);
   const ended: Array<LockInspection['holders'][number]> = [];
   for (const { connection, ...holder } of await holdersNow()) {
     // The caller was told the break failed (its bound ran out): no session is ended after that.
