@@ -1,7 +1,8 @@
 // A break that runs out of its operation timeout while the holder's session is still exiting (rolling back a
 // large transaction) stops there: the caller has its LockBackendUnavailableError, and the break sends nothing
 // more. Found in review (stop 58): the look at the lock went on, every 50 ms, for up to 5 s after the caller
-// was told the break had failed.
+// was told the break had failed. Among the serial faults: its 600,000-row write and rollback take MariaDB's
+// CPU for seconds, which tests of short leases running beside it would feel.
 import 'reflect-metadata';
 import { randomUUID } from 'node:crypto';
 import { createConnection } from 'mysql2/promise';
