@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import type { LeaseGrant, LockRequest } from '@app/distributed-lock/locking/lock-lease';
-import { RedisLockStrategy } from '@app/distributed-lock/strategies/redis';
 import { redisLockKeys } from '@app/distributed-lock/strategies/redis/redis-keys';
 import { ACQUIRE_SCRIPT, type AcquireArgs } from '@app/distributed-lock/strategies/redis/redis-lock.scripts';
 import { RedisScript } from '@app/distributed-lock/strategies/redis/redis-script';
+import { bargingStrategies } from '../support/barging-strategies';
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 const run = randomUUID().slice(0, 8);
@@ -19,22 +19,8 @@ const budget = (timeoutMs: number): { signal: AbortSignal; timeoutMs: number } =
  * never for ever.
  */
 describe('Redis lock, fair: false (bounded barging)', () => {
-  const strategies: RedisLockStrategy[] = [];
-  let admin: Redis;
-  const make = (options: { bargeWindowMs?: number; recheckInterval?: number } = {}): RedisLockStrategy => {
-    const strategy = new RedisLockStrategy({ connection: url(), fair: false, ...options });
-    strategies.push(strategy);
-    return strategy;
-  };
-
-  beforeAll(() => {
-    admin = new Redis(url());
-  });
-
-  afterAll(async () => {
-    await Promise.all(strategies.map((strategy) => strategy.close()));
-    admin.disconnect();
-  });
+  const fixture = bargingStrategies();
+  const { make } = fixture;
 
   it('gives the lock to a waiter queued behind a holder that releases and re-acquires in a tight loop, after a bounded burst', async () => {
     const key = `barge:${run}:hog`;
@@ -52,7 +38,7 @@ describe('Redis lock, fair: false (bounded barging)', () => {
       if (grant) await waiter.release(grant);
       return grant;
     });
-    for (let tries = 0; (await admin.zcard(queue)) < 1; tries += 1) {
+    for (let tries = 0; (await fixture.admin.zcard(queue)) < 1; tries += 1) {
       if (tries > 500) throw new Error('the waiter never joined the queue');
       await sleep(5);
     }
@@ -91,18 +77,18 @@ describe('Redis lock, fair: false (bounded barging)', () => {
       await subscriber.subscribe(inbox);
       subscriber.on('message', (_channel: string, message: string) => heard.push(message));
       const args: AcquireArgs = ['head', keys.channel, 10_000, 1_500, '1', 30_000, 'x', inbox];
-      const queued = await new RedisScript(ACQUIRE_SCRIPT).run(admin, keys.keys, args);
+      const queued = await new RedisScript(ACQUIRE_SCRIPT).run(fixture.admin, keys.keys, args);
       expect(queued[0]).toBe(0);
-      expect(await admin.zrange(keys.keys[1], '0', '-1')).toEqual(['head']);
+      expect(await fixture.admin.zrange(keys.keys[1], '0', '-1')).toEqual(['head']);
 
       // Released while the head is within its window: the lock stays free (not handed to the head), and the
       // head is woken to try.
       expect(await holder.release(first as LeaseGrant)).toBe(true);
-      expect(await admin.hget(keys.keys[0], 'o')).toBeNull();
+      expect(await fixture.admin.hget(keys.keys[0], 'o')).toBeNull();
       const barged = await barger.tryAcquire(request(key, 'barger'));
       expect(barged).not.toBeNull();
-      expect(await admin.hget(keys.keys[0], 'o')).toBe('barger');
-      expect(await admin.zrange(keys.keys[1], '0', '-1')).toEqual(['head']);
+      expect(await fixture.admin.hget(keys.keys[0], 'o')).toBe('barger');
+      expect(await fixture.admin.zrange(keys.keys[1], '0', '-1')).toEqual(['head']);
       expect(barged?.fencingToken).toBeGreaterThan(first?.fencingToken ?? Infinity);
 
       // Released again within the window: the head, already woken and not yet back, is not woken again.
@@ -115,7 +101,7 @@ describe('Redis lock, fair: false (bounded barging)', () => {
       // Past the window: the release hands the lock to the head, and a contender does not take it.
       await sleep(1_550);
       expect(await barger.release(again as LeaseGrant)).toBe(true);
-      expect(await admin.hget(keys.keys[0], 'o')).toBe('head');
+      expect(await fixture.admin.hget(keys.keys[0], 'o')).toBe('head');
       expect(await barger.tryAcquire(request(key, 'late'))).toBeNull();
       await sleep(100);
       expect(heard).toHaveLength(2);
@@ -123,7 +109,7 @@ describe('Redis lock, fair: false (bounded barging)', () => {
       expect(Number(heard[1].split(' ')[2])).toBeGreaterThan(again?.fencingToken ?? Infinity);
     } finally {
       subscriber.disconnect();
-      await admin.del(...keys.keys);
+      await fixture.admin.del(...keys.keys);
     }
   });
 });

@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import type { PermitGrant, PermitRequest } from '@app/distributed-lock/locking/lock-lease';
-import { RedisLockStrategy } from '@app/distributed-lock/strategies/redis';
 import { redisSemaphoreKeys } from '@app/distributed-lock/strategies/redis/redis-keys';
 import { PERMIT_ACQUIRE_SCRIPT, type PermitAcquireArgs } from '@app/distributed-lock/strategies/redis/redis-semaphore.scripts';
 import { RedisScript } from '@app/distributed-lock/strategies/redis/redis-script';
+import { bargingStrategies } from '../support/barging-strategies';
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 const run = randomUUID().slice(0, 8);
@@ -18,22 +18,8 @@ const budget = (timeoutMs: number): { signal: AbortSignal; timeoutMs: number } =
  * woken to try; past the window the head is served first and nobody overtakes it.
  */
 describe('Redis semaphore, fair: false (bounded barging)', () => {
-  const strategies: RedisLockStrategy[] = [];
-  let admin: Redis;
-  const make = (options: { fair?: boolean; bargeWindowMs?: number; recheckInterval?: number } = {}): RedisLockStrategy => {
-    const strategy = new RedisLockStrategy({ connection: url(), fair: false, ...options });
-    strategies.push(strategy);
-    return strategy;
-  };
-
-  beforeAll(() => {
-    admin = new Redis(url());
-  });
-
-  afterAll(async () => {
-    await Promise.all(strategies.map((strategy) => strategy.close()));
-    admin.disconnect();
-  });
+  const fixture = bargingStrategies();
+  const { make } = fixture;
 
   it('says its semaphores are FIFO only in fair mode', () => {
     expect(make().capabilities.semaphores).toEqual({ fifo: false, fencing: true });
@@ -57,17 +43,17 @@ describe('Redis semaphore, fair: false (bounded barging)', () => {
       await subscriber.subscribe(inbox);
       subscriber.on('message', (_channel: string, message: string) => heard.push(message));
       const args: PermitAcquireArgs = ['head', 10_000, 2, 1, '1', 30_000, inbox, 1_500];
-      const queued = await new RedisScript(PERMIT_ACQUIRE_SCRIPT).run(admin, keys, args);
+      const queued = await new RedisScript(PERMIT_ACQUIRE_SCRIPT).run(fixture.admin, keys, args);
       expect(queued[0]).toBe(0);
-      expect(await admin.zrange(keys[1], '0', '-1')).toEqual(['head']);
+      expect(await fixture.admin.zrange(keys[1], '0', '-1')).toEqual(['head']);
 
       // Released while the head is within its window: the places stay free (not handed to the head), and the
       // head is woken to try. A FIFO semaphore would have granted the head, and refused the barger.
       expect(await holder.semaphore.release(first as PermitGrant)).toBe(true);
-      expect(await admin.zscore(keys[0], 'head')).toBeNull();
+      expect(await fixture.admin.zscore(keys[0], 'head')).toBeNull();
       const barged = await barger.semaphore.tryAcquire(permit(key, 'barger', 2));
       expect(barged).not.toBeNull();
-      expect(await admin.zrange(keys[1], '0', '-1')).toEqual(['head']);
+      expect(await fixture.admin.zrange(keys[1], '0', '-1')).toEqual(['head']);
       expect(barged?.fencingToken).toBeGreaterThan(first?.fencingToken ?? Infinity);
 
       // Released again within the window: the head, already woken and not yet back, is not woken again.
@@ -80,15 +66,15 @@ describe('Redis semaphore, fair: false (bounded barging)', () => {
       // Past the window: the release hands the head its place, and a request that would overtake it waits.
       await sleep(1_550);
       expect(await barger.semaphore.release(again as PermitGrant)).toBe(true);
-      expect(await admin.zscore(keys[0], 'head')).not.toBeNull();
-      expect(await admin.zrange(keys[1], '0', '-1')).toEqual([]);
+      expect(await fixture.admin.zscore(keys[0], 'head')).not.toBeNull();
+      expect(await fixture.admin.zrange(keys[1], '0', '-1')).toEqual([]);
       await sleep(100);
       expect(heard).toHaveLength(2);
       expect(heard[1]).toMatch(/^g head \d+$/);
       expect(Number(heard[1].split(' ')[2])).toBeGreaterThan(again?.fencingToken ?? Infinity);
     } finally {
       subscriber.disconnect();
-      await admin.del(...keys);
+      await fixture.admin.del(...keys);
     }
   });
 
@@ -102,18 +88,18 @@ describe('Redis semaphore, fair: false (bounded barging)', () => {
       // A heavy head (2 of 2) waits behind the holder; past its window a light request that fits (1 free
       // place) still queues behind it, so that the head is not starved by light ones.
       const args: PermitAcquireArgs = ['heavy', 10_000, 2, 2, '1', 30_000, '', 300];
-      expect((await new RedisScript(PERMIT_ACQUIRE_SCRIPT).run(admin, keys, args))[0]).toBe(0);
+      expect((await new RedisScript(PERMIT_ACQUIRE_SCRIPT).run(fixture.admin, keys, args))[0]).toBe(0);
       await sleep(400);
       expect(await holder.semaphore.tryAcquire(permit(key, 'light', 1))).toBeNull();
       // Within a new head's window, the same light request gets the free place: a window a stalled machine
       // does not outlast between the two calls.
-      await admin.zrem(keys[1], 'heavy');
-      await new RedisScript(PERMIT_ACQUIRE_SCRIPT).run(admin, keys, ['heavy-2', 10_000, 2, 2, '1', 30_000, '', 2_000]);
+      await fixture.admin.zrem(keys[1], 'heavy');
+      await new RedisScript(PERMIT_ACQUIRE_SCRIPT).run(fixture.admin, keys, ['heavy-2', 10_000, 2, 2, '1', 30_000, '', 2_000]);
       const wide = make({ bargeWindowMs: 2_000, recheckInterval: 3_000 });
       const light = await wide.semaphore.tryAcquire(permit(key, 'light-2', 1));
       expect(light).not.toBeNull();
     } finally {
-      await admin.del(...keys);
+      await fixture.admin.del(...keys);
     }
   });
 
@@ -126,12 +112,12 @@ describe('Redis semaphore, fair: false (bounded barging)', () => {
     expect(first).not.toBeNull();
     const queue = redisSemaphoreKeys('dlock:', key).keys[1];
     const head = make(options).semaphore.acquire(permit(key, 'head', 1), budget(8_000));
-    for (let tries = 0; (await admin.zcard(queue)) < 1; tries += 1) {
+    for (let tries = 0; (await fixture.admin.zcard(queue)) < 1; tries += 1) {
       if (tries > 500) throw new Error('the head never joined the queue');
       await sleep(5);
     }
     const next = make(options).semaphore.acquire(permit(key, 'next', 1), budget(8_000));
-    for (let tries = 0; (await admin.zcard(queue)) < 2; tries += 1) {
+    for (let tries = 0; (await fixture.admin.zcard(queue)) < 2; tries += 1) {
       if (tries > 500) throw new Error('the next waiter never joined the queue');
       await sleep(5);
     }
@@ -140,7 +126,7 @@ describe('Redis semaphore, fair: false (bounded barging)', () => {
     expect(await head).not.toBeNull();
     // Served by the scripts, long before its own re-check would find the place.
     let servedAfterChecks = 0;
-    while ((await admin.zscore(redisSemaphoreKeys('dlock:', key).keys[0], 'next')) === null) {
+    while ((await fixture.admin.zscore(redisSemaphoreKeys('dlock:', key).keys[0], 'next')) === null) {
       servedAfterChecks += 1;
       if (servedAfterChecks > 150) throw new Error('the next waiter was not served while a place fit it');
       await sleep(10);
@@ -158,7 +144,7 @@ describe('Redis semaphore, fair: false (bounded barging)', () => {
     const queue = redisSemaphoreKeys('dlock:', key).keys[1];
     // Within its budget only by a hand-over: its own re-check comes after 5 s.
     const waiting = fair.semaphore.acquire(permit(key, 'fair-waiter', 1, 1), budget(4_000));
-    for (let tries = 0; (await admin.zcard(queue)) < 1; tries += 1) {
+    for (let tries = 0; (await fixture.admin.zcard(queue)) < 1; tries += 1) {
       if (tries > 500) throw new Error('the fair waiter never joined the queue');
       await sleep(5);
     }
@@ -186,7 +172,7 @@ describe('Redis semaphore, fair: false (bounded barging)', () => {
       if (grant) await waiter.semaphore.release(grant);
       return grant;
     });
-    for (let tries = 0; (await admin.zcard(queue)) < 1; tries += 1) {
+    for (let tries = 0; (await fixture.admin.zcard(queue)) < 1; tries += 1) {
       if (tries > 500) throw new Error('the waiter never joined the queue');
       await sleep(5);
     }
