@@ -6,7 +6,7 @@
 import 'reflect-metadata';
 import { randomUUID } from 'node:crypto';
 import { createConnection } from 'mysql2/promise';
-import { LockBackendUnavailableError, LockManager, LockService } from '@app/distributed-lock';
+import { LockBackendUnavailableError, LockLostError, LockManager, LockService } from '@app/distributed-lock';
 import { AdvisoryLockStrategy, lockTransaction } from '@app/distributed-lock/strategies/database';
 import { delayingProxy } from '../support/delaying-proxy';
 
@@ -62,4 +62,58 @@ describe('breakLock that runs out of its operation timeout', () => {
       await admin.end();
     }
   }, 60_000);
+
+  it('keeps one connection from its read of the holder to its kill: a query of the same pool does not get in between', async () => {
+    // Found by an adversarial pass: the kill waited for a free connection of the pool, went out after the
+    // caller had been told the break failed, and ended the holder's session then.
+    const key = `break-pool-k${run}`;
+    const slowKey = `break-pool-slow${run}`;
+    // Statements naming the slow key take 800 ms to reach the server, those naming the key 60 ms.
+    const slow = await delayingProxy(mysqlUrl(), slowKey, 800);
+    const proxy = await delayingProxy(slow.url, key, 60);
+    const holderManager = new LockManager(new AdvisoryLockStrategy({ connection: { type: 'mysql', url: mysqlUrl(), poolSize: 3 } }));
+    // Two connections, one pinned by a lock of its own below: one left for the operator's calls.
+    const breakerManager = new LockManager(new AdvisoryLockStrategy({ connection: { type: 'mysql', url: proxy.url, poolSize: 2 } }), { operationTimeout: 300 });
+    const breaker = new LockService(breakerManager);
+    try {
+      const holding = (name: string): Promise<{ section: Promise<unknown> }> =>
+        new Promise((resolve) => {
+          const section = new LockService(holderManager)
+            .withLock(name, async (lock) => {
+              resolve({ section });
+              await new Promise((done) => lock.signal.addEventListener('abort', done, { once: true }));
+            })
+            .catch((error: unknown) => error);
+        });
+      const { section } = await holding(key);
+      await holding(slowKey); // ended by the close below
+      let pinnedHeld!: () => void;
+      const pinned = new Promise<void>((resolve) => (pinnedHeld = resolve));
+      const own = breaker.withLock(`break-pool-own${run}`, async () => {
+        pinnedHeld();
+        await sleep(1_500);
+      });
+      await pinned;
+      const breaking = breaker.breakLock(key, { reason: 'ops: pool' });
+      while (proxy.seen.length === 0) await sleep(1); // the break's read of the holder is on its way
+      const querying = breaker.query(slowKey).catch((error: unknown) => error);
+      const broken = await breaking;
+      expect(broken.map((holder) => holder.owner.id)).toHaveLength(1);
+      const lost = await section;
+      expect(lost).toBeInstanceOf(LockLostError);
+      expect((lost as LockLostError).reason).toBe('session-ended');
+      await querying;
+      await own;
+      // The query's statement, given up at its bound, is still held 800 ms in the proxy: the breaker's pool
+      // closes once it is through.
+      await sleep(1_000);
+      await Promise.all([holderManager.close(), breakerManager.close()]);
+    } finally {
+      // Again, without its error hiding the test's own, when the test failed before its close.
+      await Promise.allSettled([holderManager.close(), breakerManager.close()]);
+      proxy.server.close();
+      slow.server.close();
+    }
+  }, 30_000);
 });
+

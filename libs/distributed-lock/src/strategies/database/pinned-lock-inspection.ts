@@ -1,6 +1,6 @@
 import type { LockInspection } from '../../locking/lock-query';
 import type { LockDataSource } from './database-client.type';
-import { queryOnDataSource } from './mysql-direct';
+import { queryOnDataSource, queryOnRunner } from './mysql-direct';
 import { lookUntil } from './look-until';
 import type { SqlDialect } from './sql-dialect';
 
@@ -64,17 +64,13 @@ export function signalledAny(records: readonly unknown[]): boolean {
 export type PinnedHolder = LockInspection['holders'][number] & { readonly connection: number | null };
 
 /**
- * Reads the key's holder with the server's statements (`PinnedHolderStatements.readHolder`), its grant time
- * moved from the server's clock onto this process's by the middle of the round trip (off by half of it at
- * most).
+ * Reads the key's holder with the server's statements (`PinnedHolderStatements.readHolder`), each run by
+ * `run`, its grant time moved from the server's clock onto this process's by the middle of the round trip
+ * (off by half of it at most).
  */
-export async function pinnedHolders(dataSource: LockDataSource, sql: PinnedHolderStatements, key: string, fastPaths: boolean, serverName: string, signal?: AbortSignal): Promise<PinnedHolder[]> {
+export async function pinnedHolders(run: RunStatement, sql: PinnedHolderStatements, key: string, serverName: string): Promise<PinnedHolder[]> {
   const sentAt = Date.now();
-  const records = await sql.readHolder(async (statement, parameters) => {
-    // The caller gave up (see endHolderSessions): no statement starts after that.
-    if (signal?.aborted) throw signal.reason;
-    return (await queryOnDataSource(dataSource, statement, parameters, fastPaths)).records;
-  }, key);
+  const records = await sql.readHolder(run, key);
   const localNow = Math.round((sentAt + Date.now()) / 2);
   return (records as readonly HolderRow[]).map((row) => ({
     connection: row.connection === null ? null : Number(row.connection),
@@ -84,6 +80,11 @@ export async function pinnedHolders(dataSource: LockDataSource, sql: PinnedHolde
     ...(row.token !== null ? { fencingToken: Number(row.token) } : {}),
     ...(row.granted_at !== null ? { grantedAt: localNow + (Number(row.granted_at) - Number(row.now_ms)) } : {}),
   }));
+}
+
+/** Runs each statement on a connection of the pool (any one: a query's statements need no common one). */
+function onPool(dataSource: LockDataSource, fastPaths: boolean): RunStatement {
+  return async (statement, parameters) => (await queryOnDataSource(dataSource, statement, parameters, fastPaths)).records;
 }
 
 /**
@@ -96,30 +97,41 @@ export async function pinnedHolders(dataSource: LockDataSource, sql: PinnedHolde
  * have ended).
  */
 export async function endHolderSessions(dataSource: LockDataSource, sql: PinnedHolderStatements, key: string, fastPaths: boolean, serverName: string, signal?: AbortSignal): Promise<LockInspection['holders']> {
-  const holdersNow = (): Promise<PinnedHolder[]> => pinnedHolders(dataSource, sql, key, fastPaths, serverName, signal);
-  const ended: Array<LockInspection['holders'][number]> = [];
-  for (const { connection, ...holder } of await holdersNow()) {
-    // The caller was told the break failed (its bound ran out): no session is ended after that.
-    if (signal?.aborted) throw signal.reason;
-    // Held, but the server does not say by which connection: nothing to end.
-    if (connection === null) continue;
-    const end = sql.endSession(key, { connection, owner: holder.owner, token: holder.fencingToken });
-    let records: readonly unknown[];
-    try {
-      records = (await queryOnDataSource(dataSource, end.sql, end.parameters, fastPaths)).records;
-    } catch (error) {
-      if (sql.alreadyGone(error)) continue;
-      throw error;
-    }
-    if (!sql.ended(records)) continue;
-    if (!(await lookUntil(async () => !(await holdersNow()).some((other) => other.connection === connection), BREAK_CONFIRM_WITHIN_MS, signal))) {
+  // One connection for the whole break, taken first: the signal is checked right before each statement is
+  // sent, never before a wait for a free connection of the pool, after which the caller may have been told
+  // the break failed (its bound ran out) and no session may be ended any more.
+  const runner = dataSource.createQueryRunner();
+  try {
+    await runner.connect();
+    const run: RunStatement = async (statement, parameters) => {
       if (signal?.aborted) throw signal.reason;
-      const named = holder.owner === `${serverName} connection ${connection}` ? holder.owner : `${serverName} connection ${connection} (${holder.owner})`;
-      throw new Error(`${named} was ended, and still held the key after ${BREAK_CONFIRM_WITHIN_MS} ms (a rollback can take that long): it is free once the session has exited`);
+      return (await queryOnRunner(runner, statement, parameters, fastPaths)).records;
+    };
+    const holdersNow = (): Promise<PinnedHolder[]> => pinnedHolders(run, sql, key, serverName);
+    const ended: Array<LockInspection['holders'][number]> = [];
+    for (const { connection, ...holder } of await holdersNow()) {
+      // Held, but the server does not say by which connection: nothing to end.
+      if (connection === null) continue;
+      const end = sql.endSession(key, { connection, owner: holder.owner, token: holder.fencingToken });
+      let records: readonly unknown[];
+      try {
+        records = await run(end.sql, end.parameters);
+      } catch (error) {
+        if (!signal?.aborted && sql.alreadyGone(error)) continue;
+        throw error;
+      }
+      if (!sql.ended(records)) continue;
+      if (!(await lookUntil(async () => !(await holdersNow()).some((other) => other.connection === connection), BREAK_CONFIRM_WITHIN_MS, signal))) {
+        if (signal?.aborted) throw signal.reason;
+        const named = holder.owner === `${serverName} connection ${connection}` ? holder.owner : `${serverName} connection ${connection} (${holder.owner})`;
+        throw new Error(`${named} was ended, and still held the key after ${BREAK_CONFIRM_WITHIN_MS} ms (a rollback can take that long): it is free once the session has exited`);
+      }
+      ended.push(holder);
     }
-    ended.push(holder);
+    return ended;
+  } finally {
+    await runner.release().catch(() => undefined);
   }
-  return ended;
 }
 
 /**
@@ -141,7 +153,7 @@ export function pinnedOperatorCalls(
     }
   };
   return {
-    inspect: async (key) => ({ holders: (await run(key, 'query', (sql) => pinnedHolders(dataSource, sql, key, fastPaths, serverName))).map(({ connection: _, ...holder }) => holder) }),
+    inspect: async (key) => ({ holders: (await run(key, 'query', (sql) => pinnedHolders(onPool(dataSource, fastPaths), sql, key, serverName))).map(({ connection: _, ...holder }) => holder) }),
     breakLock: (key, signal) => run(key, 'breakLock', (sql) => endHolderSessions(dataSource, sql, key, fastPaths, serverName, signal)),
   };
 }
