@@ -1,6 +1,7 @@
 import { LockBackendUnavailableError } from '../../errors/lock-backend-unavailable.error';
 import type { RedisSubscriberClient } from './redis-client.type';
 import { closeRedisClient } from './close-redis-client';
+import { withHandledSubscribes } from './handled-subscribes';
 
 type MessageHandler = (message: string) => void;
 
@@ -8,8 +9,8 @@ type MessageHandler = (message: string) => void;
  * One dedicated subscriber connection (a connection in subscribe mode can send nothing else), shared by
  * every waiter of a strategy. Channels are reference-counted, and kept subscribed for a short linger after
  * their last waiter leaves so that a hot key does not pay SUBSCRIBE/UNSUBSCRIBE on every wait.
- * ioredis re-subscribes after a reconnect; messages published meanwhile are lost, which the waiters'
- * bounded re-check covers.
+ * ioredis re-subscribes after a reconnect (with a handler here, see `withHandledSubscribes`); messages
+ * published meanwhile are lost, which the waiters' bounded re-check covers.
  */
 export class RedisChannelListener {
   private subscriber: RedisSubscriberClient | undefined;
@@ -113,7 +114,7 @@ export class RedisChannelListener {
 
   private connection(): RedisSubscriberClient {
     if (!this.subscriber) {
-      this.subscriber = this.createSubscriber();
+      this.subscriber = withHandledSubscribes(this.createSubscriber());
       this.subscriber.on('message', this.onMessage);
       // While the connection is lost the server does not count us; after ioredis re-subscribes we do not
       // know when it does again, so those channels stay unconfirmed (callers then assume the cautious side).

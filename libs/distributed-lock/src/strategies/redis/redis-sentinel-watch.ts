@@ -1,5 +1,6 @@
 import type { Redis, RedisOptions } from 'ioredis';
 import { loadPeerDependency } from '../load-peer-dependency';
+import { withHandledSubscribes } from './handled-subscribes';
 
 /**
  * What Sentinel publishes once the replica it promoted is a master and it starts pointing the other
@@ -27,7 +28,7 @@ export class RedisSentinelWatch {
     const { Redis: RedisClient } = loadPeerDependency<typeof import('ioredis')>('ioredis', strategy);
     const sentinels = (options.sentinels ?? []).slice(0, options.sentinelMaxConnections ?? 10);
     this.subscribers = sentinels.map((sentinel) => {
-      const subscriber = new RedisClient({
+      const subscriber = withHandledSubscribes(new RedisClient({
         host: sentinel.host ?? '127.0.0.1',
         port: sentinel.port ?? 26379,
         family: sentinel.family,
@@ -37,7 +38,7 @@ export class RedisSentinelWatch {
         connectTimeout: options.connectTimeout,
         enableReadyCheck: false,
         retryStrategy: () => RECONNECT_MS,
-      });
+      }));
       subscriber.on('error', () => undefined);
       subscriber.on('message', (channel: string, message: string) => {
         if (channel === RECONF_CHANNEL && message.split(' ')[1] === options.name) onFailover();
