@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { LockManager, LockService } from '@app/distributed-lock';
+import { LockAcquireTimeoutError, LockManager, LockService } from '@app/distributed-lock';
 import { etcdLockPrefix, etcdSemaphorePrefix } from '@app/distributed-lock/strategies/etcd/etcd-keys';
 import { EtcdLockStrategy, type EtcdLeaseGrant } from '@app/distributed-lock/strategies/etcd';
 import { Etcd3 } from 'etcd3';
@@ -514,6 +514,73 @@ describe('etcd strategy: a lock named like the semaphores\' folder', () => {
       await Promise.all([lock?.release(), other?.release()]);
     } finally {
       await permit.release();
+    }
+  });
+});
+
+/**
+ * A wait's first request is its lease's grant: once etcd answered it, the server is answering, and the wait
+ * ends at its waitTimeout even while the transaction that puts its key is slow to answer (seen: 100 waits of
+ * 300 ms ending at 1,161 ms in a full run, etcd's first transaction answer coming that late on a loaded
+ * disk). Before, the wait counted only the transaction's answer, and ended with it.
+ */
+describe('etcd strategy: a wait whose key is slow to be put', () => {
+  const hosts = (): string[] => (process.env.LOCK_TEST_ETCD as string).split(',');
+  const TRANSACTION_LATE_MS = 1_500;
+  let holderSide: LockManager;
+  let slowClient: Etcd3;
+  let slow = false;
+
+  beforeAll(() => {
+    holderSide = new LockManager(new EtcdLockStrategy({ connection: { hosts: hosts() } }));
+    slowClient = new Etcd3({ hosts: hosts() });
+    interceptTransactions(slowClient, async (send) => {
+      const answer = await send();
+      if (slow) await sleep(TRANSACTION_LATE_MS);
+      return answer;
+    });
+  });
+
+  afterAll(async () => {
+    slow = false;
+    await holderSide.close();
+    slowClient.close();
+  });
+
+  /** A waiting side with no lease kept yet, so that its wait's first request is a lease grant. */
+  const freshWaiter = (): LockManager => new LockManager(new EtcdLockStrategy({ client: slowClient }));
+
+  it('ends a lock wait at its waitTimeout, not when its key is put', async () => {
+    const key = `slow-put:${run}`;
+    const held = await new LockService(holderSide).acquire(key);
+    const waiterSide = freshWaiter();
+    slow = true;
+    try {
+      const started = performance.now();
+      await expect(new LockService(waiterSide).acquire(key, { waitTimeout: 300 })).rejects.toBeInstanceOf(LockAcquireTimeoutError);
+      // The wait and what a timer may be late on a loaded machine; the transaction answers 1,500 ms late.
+      expect(performance.now() - started).toBeLessThan(300 + 700);
+    } finally {
+      slow = false;
+      await held.release();
+      await waiterSide.close();
+    }
+  });
+
+  it('ends a permit wait at its waitTimeout, not when its key is put', async () => {
+    const key = `slow-put-permit:${run}`;
+    const held = await new LockService(holderSide).acquirePermit(key, { permits: 1 });
+    const waiterSide = freshWaiter();
+    slow = true;
+    try {
+      const started = performance.now();
+      await expect(new LockService(waiterSide).acquirePermit(key, { permits: 1, waitTimeout: 300 })).rejects.toBeInstanceOf(LockAcquireTimeoutError);
+      // The wait and what a timer may be late on a loaded machine; the transaction answers 1,500 ms late.
+      expect(performance.now() - started).toBeLessThan(300 + 700);
+    } finally {
+      slow = false;
+      await held.release();
+      await waiterSide.close();
     }
   });
 });

@@ -1,3 +1,4 @@
+import type { WaitBudget } from '../../locking/lock-lease';
 import type { EtcdLockClient } from './etcd-client.type';
 
 type EtcdLease = ReturnType<EtcdLockClient['lease']>;
@@ -31,14 +32,19 @@ export class EtcdLeasePool {
 
   constructor(private readonly client: EtcdLockClient) {}
 
-  /** An idle lease of that TTL with at least two thirds of it left, or a newly granted one (`fresh`: always). */
-  async take(ttlSeconds: number, fresh = false): Promise<PooledLease> {
+  /**
+   * An idle lease of that TTL with at least two thirds of it left, or a newly granted one (`fresh`: always).
+   * A wait (`budget`) hears from etcd at the grant's answer: its first answer from the server.
+   */
+  async take(ttlSeconds: number, fresh = false, budget?: WaitBudget): Promise<PooledLease> {
     const idle = fresh ? [] : (this.idle.get(ttlSeconds) ?? []);
     for (let entry = idle.pop(); entry; entry = idle.pop()) {
       if (Date.now() - entry.renewedAt < (ttlSeconds * 1000) / 3 && !entry.lease.revoked()) return entry;
       this.discard(entry);
     }
-    return this.grant(ttlSeconds);
+    const entry = await this.grant(ttlSeconds);
+    budget?.serverAnswered?.();
+    return entry;
   }
 
   /** Puts back a lease whose key is deleted. */

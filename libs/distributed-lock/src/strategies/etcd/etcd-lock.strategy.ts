@@ -193,7 +193,8 @@ export class EtcdLockStrategy implements LockStrategy {
     const deadline = Date.now() + budget.timeoutMs;
     // Given up before it began (a wait shorter than a round trip): no key to create, and none to delete.
     if (budgetAborted(budget)) return null;
-    const attempt = await this.enter(request);
+    // Heard from etcd at its first answer: the lease's grant (when the pool had none to give), or the put.
+    const attempt = await this.enter(request, budget);
     budget.serverAnswered?.();
     let stopKeepingAlive: (() => void) | undefined;
     try {
@@ -279,10 +280,10 @@ export class EtcdLockStrategy implements LockStrategy {
    * that also reads who is ahead: for a writer the newest key before ours (read before our put, in the
    * same transaction), for a reader only whether it is first (otherwise `keyAhead` decides).
    */
-  private async enter(request: LockRequest): Promise<{ prefix: string; own: Contender; grant: EtcdLeaseGrant; blocker: Blocker | undefined | 'unknown' }> {
+  private async enter(request: LockRequest, budget?: WaitBudget): Promise<{ prefix: string; own: Contender; grant: EtcdLeaseGrant; blocker: Blocker | undefined | 'unknown' }> {
     const prefix = etcdLockPrefix(this.namespace, request.key);
     const ttlSeconds = Math.max(1, Math.ceil(request.ttlMs / 1000));
-    let entry = await this.pool.take(ttlSeconds);
+    let entry = await this.pool.take(ttlSeconds, false, budget);
     let txn: CreatedKey;
     try {
       txn = await this.createKey(prefix, request, entry);
@@ -290,7 +291,7 @@ export class EtcdLockStrategy implements LockStrategy {
       // A reused lease that etcd no longer knows (expired unnoticed): once more with a fresh one.
       this.pool.discard(entry);
       if (!isLeaseGoneError(error)) throw error;
-      entry = await this.pool.take(ttlSeconds, true);
+      entry = await this.pool.take(ttlSeconds, true, budget);
       try {
         txn = await this.createKey(prefix, request, entry);
       } catch (retryError) {

@@ -155,8 +155,8 @@ export class EtcdSemaphore implements SemaphoreStrategy {
   private async acquireWaiting(request: PermitRequest, budget: WaitBudget): Promise<PermitGrant | null> {
     const deadline = Date.now() + budget.timeoutMs;
     if (budgetAborted(budget)) return null;
-    const { entry, standing, sentAt } = await this.enter(request);
-    budget.serverAnswered?.();
+    // Heard from etcd at its first answer: the grant of the key's lease.
+    const { entry, standing, sentAt } = await this.enter(request, budget);
     if (standing.kind === 'holds') return this.grantOf(request, entry, sentAt);
     if (standing.kind === 'mismatch') {
       await this.leave(request.owner);
@@ -248,7 +248,7 @@ export class EtcdSemaphore implements SemaphoreStrategy {
   }
 
   /** Puts our key on a lease of its own, in one transaction that also reads the semaphore's queue. */
-  private async enter(request: PermitRequest): Promise<{ entry: PermitKey; standing: Standing; sentAt: number }> {
+  private async enter(request: PermitRequest, budget?: WaitBudget): Promise<{ entry: PermitKey; standing: Standing; sentAt: number }> {
     const prefix = etcdSemaphorePrefix(this.namespace, request.key);
     const ttlSeconds = Math.max(1, Math.ceil(request.ttlMs / 1000));
     const sentAt = Date.now();
@@ -258,6 +258,7 @@ export class EtcdSemaphore implements SemaphoreStrategy {
     let leaseId: string;
     try {
       const id = await lease.grant();
+      budget?.serverAnswered?.();
       leaseId = id;
       key = `${prefix}${id}`;
       txn = await this.client
