@@ -54,9 +54,10 @@ export default defineConfig({
     sequence: { sequencer: LongestFirstSequencer },
     projects: [
       // In the contract files' pool: their loading is CPU the contract files, waiting on leases and timers,
-      // leave free (measured: CONTRIBUTING.md).
-      project('unit', ['libs/**/*.spec.ts', 'apps/**/*.spec.ts', 'scripts/**/*.spec.ts', 'bench/**/*.spec.ts', 'test/support/**/*.spec.ts'], { group: 1, workers: 4 }),
-      project('contract', ['test/contract/**/*.spec.ts', 'test/integration/**/*.spec.ts'], { group: 1, workers: 4, exclude: OWN_TOPOLOGIES }),
+      // leave free. Unit and contract files share one module graph per worker (isolate: false), as the faults
+      // do: isolated, each loaded the library, Nest and every driver afresh (measured: CONTRIBUTING.md).
+      project('unit', ['libs/**/*.spec.ts', 'apps/**/*.spec.ts', 'scripts/**/*.spec.ts', 'bench/**/*.spec.ts', 'test/support/**/*.spec.ts'], { group: 1, workers: 4, isolate: false }),
+      project('contract', ['test/contract/**/*.spec.ts', 'test/integration/**/*.spec.ts'], { group: 1, workers: 4, exclude: OWN_TOPOLOGIES, isolate: false }),
       project('secure', OWN_TOPOLOGIES, { group: 2, workers: 1 }),
       // One worker, its files one after the other, sharing one module graph (isolate: false): isolated, each
       // file loaded the library, Nest and the drivers afresh (measured: CONTRIBUTING.md).
