@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import { mkdirSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { LockLostError, LockManager, LockService } from '@app/distributed-lock';
 import { ZooKeeperLockStrategy } from '@app/distributed-lock/strategies/zookeeper';
@@ -10,6 +9,7 @@ import { waitUntil } from '../../scripts/services/probes';
 import { zookeeperArgs, zookeeperKind } from '../../scripts/services/server-kinds';
 import { launch, stopProcess } from '../../scripts/services/server-process';
 import { instancesRoot, readRecord, removeRecord, type ServerRecord } from '../../scripts/services/service-state';
+import { freePort } from '../support/free-port';
 
 const run = randomUUID().slice(0, 8);
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
@@ -24,17 +24,6 @@ const SERVER = 'zookeeper-disconnect-faults';
 
 /** The session timeout the holder asks for, and gets (2–20 ticks of 500 ms). */
 const SESSION_TIMEOUT_MS = 4_000;
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 async function stopServer(): Promise<void> {
   const record = readRecord(SERVER);

@@ -65,7 +65,7 @@ describe('memcached strategy against a real memcached', () => {
   });
 
   describe('expiry in whole seconds', () => {
-    it('a plain `add` with a 1 s expiry can vanish long before 1 s (why a lease is rounded up and one second added)', async () => {
+    it('a plain `add` with a 1 s expiry can vanish long before 1 s (why a lease is rounded up and seconds are added)', async () => {
       // memcached's clock moves once a second: where in that second an item is stored decides how much of
       // its first second it gets. Ten adds spread over one second: at least one lands late in a second.
       const lives = await Promise.all(
@@ -84,7 +84,7 @@ describe('memcached strategy against a real memcached', () => {
       expect(Math.max(...lives.filter((life) => !Number.isNaN(life.atLeast)).map((life) => life.atLeast))).toBeLessThanOrEqual(1_000 + 400);
     });
 
-    it('keeps every lease on the server until the holder’s own lease ends, wherever in the second it was granted, and frees it at most ⌈ttl⌉ + 1 s later', async () => {
+    it('keeps every lease on the server until the holder’s own lease ends, wherever in the second it was granted, and frees it at most ⌈ttl⌉ + 2 s later', async () => {
       const outcomes = await Promise.all(
         Array.from({ length: 10 }, async (_, i) => {
           await sleep(i * 100);
@@ -103,8 +103,8 @@ describe('memcached strategy against a real memcached', () => {
       for (const outcome of outcomes) {
         expect(outcome.owner).toBe(outcome.grantOwner);
         expect(outcome.goneAnsweredAt).toBeGreaterThanOrEqual(outcome.expiresAt);
-        // ⌈1 000 ms⌉ + 1 s, plus a late clock tick on a loaded machine.
-        expect(outcome.freedAfterAtLeast).toBeLessThan(2_000 + 400);
+        // ⌈1 000 ms⌉ + 2 s, plus a late clock tick on a loaded machine.
+        expect(outcome.freedAfterAtLeast).toBeLessThan(3_000 + 400);
       }
     });
 

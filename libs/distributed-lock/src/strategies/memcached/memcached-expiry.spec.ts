@@ -3,18 +3,18 @@ import { MAX_DURATION_MS } from '../../locking/lock-options';
 import { MAX_MEMCACHED_LEASE_MS, memcachedExpiry, MEMCACHED_MAX_RELATIVE_EXPIRY_S } from './memcached-expiry';
 
 describe('memcachedExpiry', () => {
-  it('rounds a lease up to whole seconds and adds one (an item lives more than N - 1 s)', () => {
-    expect(memcachedExpiry(10)).toBe(2);
-    expect(memcachedExpiry(999)).toBe(2);
-    expect(memcachedExpiry(1_000)).toBe(2);
-    expect(memcachedExpiry(1_000.5)).toBe(3);
-    expect(memcachedExpiry(1_001)).toBe(3);
-    expect(memcachedExpiry(30_000)).toBe(31);
+  it('rounds a lease up to whole seconds and adds two (an item lives more than N - 2 s)', () => {
+    expect(memcachedExpiry(10)).toBe(3);
+    expect(memcachedExpiry(999)).toBe(3);
+    expect(memcachedExpiry(1_000)).toBe(3);
+    expect(memcachedExpiry(1_000.5)).toBe(4);
+    expect(memcachedExpiry(1_001)).toBe(4);
+    expect(memcachedExpiry(30_000)).toBe(32);
   });
 
-  it('never gives an expiry whose shortest life (N - 1 s) is below the lease', () => {
+  it('never gives an expiry whose shortest life (N - 2 s) is below the lease', () => {
     for (const ttl of [1, 10, 333, 999, 1_000, 1_001, 1_999, 2_000, 10_000 / 3, 29_999, 30_000, 86_400_000]) {
-      expect((memcachedExpiry(ttl) - 1) * 1_000).toBeGreaterThanOrEqual(ttl);
+      expect((memcachedExpiry(ttl) - 2) * 1_000).toBeGreaterThanOrEqual(ttl);
     }
   });
 

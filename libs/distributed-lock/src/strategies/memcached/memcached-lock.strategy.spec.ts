@@ -67,11 +67,11 @@ describe('MemcachedLockStrategy (fake server)', () => {
     strategy = new MemcachedLockStrategy({ client: server.client as MemcacheClient });
   });
 
-  it('takes a free lock with one add: the owner as value, the lease in whole seconds plus one', async () => {
+  it('takes a free lock with one add: the owner as value, the lease in whole seconds plus two', async () => {
     const grant = await strategy.tryAcquire(request('a', 2_500));
     expect(grant).toMatchObject({ key: 'stock:1', owner: 'a', mode: 'exclusive' });
     expect(grant?.fencingToken).toBeUndefined();
-    expect(server.log).toEqual(['add dlock:stock:1 a 4']);
+    expect(server.log).toEqual(['add dlock:stock:1 a 5']);
     expect(await strategy.tryAcquire(request('b'))).toBeNull();
   });
 
@@ -84,7 +84,7 @@ describe('MemcachedLockStrategy (fake server)', () => {
     expect(server.items.get('dlock:stock:1')?.value).toBe('a');
     const extended = await strategy.extend(grant, 9_000);
     expect(extended?.expiresAt).toBeGreaterThan(grant.expiresAt);
-    expect(server.items.get('dlock:stock:1')?.expiry).toBe(10);
+    expect(server.items.get('dlock:stock:1')?.expiry).toBe(11);
     expect(await strategy.release(grant)).toBe(true);
     expect(server.items.has('dlock:stock:1')).toBe(false);
     expect(await strategy.release(grant)).toBe(false);
@@ -121,7 +121,7 @@ describe('MemcachedLockStrategy (fake server)', () => {
     expect(await strategy.transfer({ ...grant, owner: 'x' }, request('b', 1_000))).toBeNull();
     const next = await strategy.transfer(grant, request('b', 1_000));
     expect(next).toMatchObject({ owner: 'b', key: 'stock:1' });
-    expect(server.items.get('dlock:stock:1')).toMatchObject({ value: 'b', expiry: 2 });
+    expect(server.items.get('dlock:stock:1')).toMatchObject({ value: 'b', expiry: 3 });
     expect(await strategy.release(grant)).toBe(false);
     expect(await strategy.release(next as NonNullable<typeof next>)).toBe(true);
   });
@@ -156,7 +156,7 @@ describe('MemcachedLockStrategy (fake server)', () => {
 
   it('encodes keys for the text protocol and refuses, before any command, a key too long once encoded', async () => {
     await strategy.tryAcquire(request('a', 1_000, 'a b%'));
-    expect(server.log).toEqual(['add dlock:a%20b%25 a 2']);
+    expect(server.log).toEqual(['add dlock:a%20b%25 a 3']);
     expect(() => strategy.validateKey(' '.repeat(82))).toThrow(InvalidLockKeyError);
     expect(server.log).toHaveLength(1);
   });
