@@ -1,6 +1,7 @@
 export { RowLockStrategy, type RowLockStrategyOptions } from './row-lock.strategy';
 export { PessimisticLockStrategy, type PessimisticLockStrategyOptions, type PessimisticLeaseGrant } from './pessimistic-lock.strategy';
-export { AdvisoryLockStrategy, type AdvisoryLockStrategyOptions, type AdvisoryLeaseGrant } from './advisory-lock.strategy';
+export { AdvisoryLockStrategy } from './advisory-lock.strategy';
+export type { AdvisoryLockStrategyOptions, AdvisoryLeaseGrant } from './advisory-lock.options';
 export { getLockName, postgresAdvisoryKey, MAX_GET_LOCK_NAME } from './advisory-key';
 export { ADVISORY_OBJECTS, advisoryHoldersDdl, advisoryTokensDdl } from './advisory-lock.sql';
 export { lockTransaction } from './lock-transaction';

@@ -17,7 +17,8 @@ import { assertKeyDistinct, paddingMigration } from './lock-key-collation';
 import { leaseClockDdl, leaseTableDdl, LOCK_TABLES, MAX_SQL_KEY_LENGTH, SQL_IDENTIFIER } from './lock-table.sql';
 import { LockQueue } from './lock-queue';
 import { LOCK_QUEUE_TABLE, lockQueueDdl, lockQueueStatements, NO_PLACE, type LockQueueStatements } from './lock-queue.sql';
-import { queryOnDataSource, queryOnRunner, type DirectResult } from './mysql-direct';
+import { queryOnDataSource, type DirectResult } from './mysql-direct';
+import { breakLockTableHolds } from './lock-table-break';
 import { listKeysQuery, rowLockStatements, type RowLockStatements } from './row-lock.sql';
 import { dialectOf, withServerFeatures, type SqlDialect } from './sql-dialect';
 import { strategyName } from '../strategy-name';
@@ -310,36 +311,16 @@ export class RowLockStrategy implements LockStrategy {
   }
 
   /**
-   * Frees the row of the holder the inspection found, as its last release would, only while that holder
-   * and its token are still the row's: a holder that came after the inspection is not broken. The next
+   * Frees the row of the holder a look finds, as its last release would (`breakLockTableHolds`). The next
    * grant takes the row over with a higher token; the broken holder learns at its next extension or release.
-   * One connection for the look and the change, taken first, and `signal` checked right before each
-   * statement: once the caller was told the break failed (its bound ran out), nothing more is sent.
    */
   async breakLock(key: string, signal?: AbortSignal): Promise<LockInspection['holders']> {
-    const broken: Array<LockInspection['holders'][number]> = [];
     try {
       const { sql } = await this.prepare();
-      const runner = this.dataSource.createQueryRunner();
-      try {
-        await runner.connect();
-        const run = (statement: string, parameters: unknown[]): Promise<DirectResult> => {
-          if (signal?.aborted) throw signal.reason;
-          return queryOnRunner(runner, statement, parameters, this.fastPaths);
-        };
-        const sentAt = Date.now();
-        const looked = await run(sql.inspect, [key, key]);
-        const { holders } = lockTableInspection(looked.records, Math.round((sentAt + Date.now()) / 2));
-        for (const holder of holders) {
-          if ((await run(sql.breakHold, [key, holder.owner, holder.fencingToken])).affected === 1) broken.push(holder);
-        }
-      } finally {
-        await runner.release();
-      }
+      return await breakLockTableHolds(this.dataSource, this.fastPaths, sql, key, signal);
     } catch (error) {
       throw this.callError(error, 'breakLock', key);
     }
-    return broken;
   }
 
   /** A refused grant becomes `LockPermissionDeniedError` naming the GRANT to run. */
