@@ -1,6 +1,6 @@
 import type { LockInspection } from '../../locking/lock-query';
 import type { LockDataSource } from './database-client.type';
-import { lockTableInspection } from './lock-table-inspection';
+import { lookAtLockTable } from './lock-table-inspection';
 import { queryOnRunner, type DirectResult } from './mysql-direct';
 
 type Holder = LockInspection['holders'][number];
@@ -26,9 +26,7 @@ export async function breakLockTableHolds(
       if (signal?.aborted) throw signal.reason;
       return queryOnRunner(runner, statement, parameters, fastPaths);
     };
-    const sentAt = Date.now();
-    const looked = await run(sql.inspect, [key, key]);
-    const { holders } = lockTableInspection(looked.records, Math.round((sentAt + Date.now()) / 2));
+    const { holders } = await lookAtLockTable(run, sql.inspect, key);
     const broken: Holder[] = [];
     for (const holder of holders) {
       if ((await run(sql.breakHold, [key, holder.owner, holder.fencingToken])).affected === 1) broken.push(holder);

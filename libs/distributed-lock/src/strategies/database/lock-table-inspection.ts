@@ -41,3 +41,14 @@ export function lockTableInspection(records: readonly unknown[], localNow: numbe
   const waiting = places.filter((place) => !holders.some((holder) => holder.owner === place.owner));
   return { holders, waiters: waiting.map(({ owner }) => ({ owner, mode: 'exclusive' as const })) };
 }
+
+/**
+ * One look at the lock table for `key` through `run` (a pool, or the connection a break keeps): the
+ * `inspect` statement, its server times moved onto this process's clock by the middle of the round trip
+ * (off by half of it at most).
+ */
+export async function lookAtLockTable(run: (statement: string, parameters: unknown[]) => Promise<{ readonly records: readonly unknown[] }>, inspect: string, key: string): Promise<LockInspection> {
+  const sentAt = Date.now();
+  const looked = await run(inspect, [key, key]);
+  return lockTableInspection(looked.records, Math.round((sentAt + Date.now()) / 2));
+}

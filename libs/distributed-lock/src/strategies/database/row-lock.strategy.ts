@@ -7,7 +7,7 @@ import { assertFastPaths } from '../fast-paths-option';
 import { handOverLimits, type HandOverLimits, type LocalHandOverOption } from '../../locking/hand-over-limits';
 import type { LockStrategy, LockStrategyCapabilities } from '../../locking/lock-strategy.interface';
 import type { KeyListing, LockInspection } from '../../locking/lock-query';
-import { lockTableInspection } from './lock-table-inspection';
+import { lookAtLockTable } from './lock-table-inspection';
 import { leaseExpiry } from '../../locking/lease-expiry';
 import type { LockDataSource } from './database-client.type';
 import { ensureInitialized, resolveDataSource } from './database-connection';
@@ -284,9 +284,7 @@ export class RowLockStrategy implements LockStrategy {
   async inspect(key: string): Promise<LockInspection> {
     try {
       const { sql } = await this.prepare();
-      const sentAt = Date.now();
-      const result = await this.run(sql.inspect, [key, key]);
-      return lockTableInspection(result.records, Math.round((sentAt + Date.now()) / 2));
+      return await lookAtLockTable((statement, parameters) => this.run(statement, parameters), sql.inspect, key);
     } catch (error) {
       throw this.callError(error, 'query', key);
     }
