@@ -103,29 +103,53 @@ async function deleteZooKeeperChildren(connect: string, path: string): Promise<v
   }
 }
 
+/**
+ * After the server ended a holder's session (and its process or thread is gone): the holder's client reads
+ * the server's goodbye before the section goes on, as it would long before its section ends in real life.
+ * A COMMIT that crosses the end on the wire has an unknown outcome (LockCommitFailedError 'unknown', tested on
+ * its own), which is not the case a removal stands for. The setImmediate after the timer lets one poll phase
+ * run: a timer's callback is followed at once by the section's own continuation, ahead of the socket's data.
+ * (Seen: with a 50 ms sleep alone, a PostgreSQL backend still exiting under a full run's load got the COMMIT,
+ * and the property suite read LockCommitFailedError for a removal.)
+ */
+async function holderReadsGoodbye(): Promise<void> {
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  await new Promise((resolve) => setImmediate(resolve));
+}
+
+/** Resolves once MariaDB no longer lists connection `id` (a KILL returns before the connection's thread ends). */
+async function untilMysqlConnectionGone(id: number): Promise<void> {
+  for (const giveUpAt = Date.now() + 5_000; Date.now() < giveUpAt; ) {
+    const rows = (await adminQuery(mysqlOptions(), 'SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST WHERE ID = ?', [id])) as Array<{ n: number | string }>;
+    if (Number(rows[0]?.n) === 0) return;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  throw new Error(`MariaDB connection ${id} was still listed 5 s after its KILL`);
+}
+
 /** Kills the connection whose transaction holds the row lock (the fencing table names it). */
 async function killPessimisticHolder(key: string): Promise<void> {
+  let killed: number | undefined;
   const admin = await newDataSource(mysqlOptions());
   await admin.initialize();
   const runner = admin.createQueryRunner();
   try {
     const rows = (await runner.query('SELECT locked_by_connection AS id FROM distributed_lock_fences WHERE lock_key = ?', [key])) as Array<{ id: number | null }>;
-    if (rows[0]?.id) await runner.query(`KILL ${Number(rows[0].id)}`);
+    killed = rows[0]?.id ? Number(rows[0].id) : undefined;
+    if (killed !== undefined) await runner.query(`KILL ${killed}`);
   } finally {
     await runner.release();
     await admin.destroy();
   }
-  // Let the holder's client read the server's goodbye, as it would long before its section ends in real
-  // life. A COMMIT that crosses the KILL on the wire has an unknown outcome (LockCommitFailedError 'unknown',
-  // tested on its own), which is not the case this removal stands for.
-  await new Promise((resolve) => setTimeout(resolve, 50));
+  if (killed !== undefined) await untilMysqlConnectionGone(killed);
+  await holderReadsGoodbye();
 }
 
 /** Terminates the PostgreSQL backend whose transaction holds the row lock (the fencing table names it), as an operator would. */
 async function terminatePessimisticHolder(key: string): Promise<void> {
-  await adminQuery(postgresOptions(), 'SELECT pg_terminate_backend(locked_by_connection::int) FROM distributed_lock_fences WHERE lock_key = $1 AND locked_by_connection IS NOT NULL', [key]);
-  // Let the holder's client read the server's goodbye (see killPessimisticHolder).
-  await new Promise((resolve) => setTimeout(resolve, 50));
+  // With a timeout, pg_terminate_backend returns once the backend has exited (PostgreSQL 14+), not once it was signalled.
+  await adminQuery(postgresOptions(), 'SELECT pg_terminate_backend(locked_by_connection::int, 5000) FROM distributed_lock_fences WHERE lock_key = $1 AND locked_by_connection IS NOT NULL', [key]);
+  await holderReadsGoodbye();
 }
 
 /** Terminates the PostgreSQL backend holding a key's advisory lock (session or transaction level), as an operator would. */
@@ -133,17 +157,20 @@ async function terminateAdvisoryHolder(key: string): Promise<void> {
   const bits = BigInt.asUintN(64, BigInt(postgresAdvisoryKey(key)));
   await adminQuery(
     postgresOptions(),
-    "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND granted AND classid = $1::oid AND objid = $2::oid AND objsubid = 1",
+    "SELECT pg_terminate_backend(pid, 5000) FROM pg_locks WHERE locktype = 'advisory' AND granted AND classid = $1::oid AND objid = $2::oid AND objsubid = 1",
     [String(bits >> 32n), String(bits & 0xffffffffn)],
   );
-  await new Promise((resolve) => setTimeout(resolve, 50));
+  await holderReadsGoodbye();
 }
 
 /** Kills the MariaDB connection holding a key's GET_LOCK, as an operator would. */
 async function killGetLockHolder(key: string): Promise<void> {
   const rows = (await adminQuery(mysqlOptions(), 'SELECT IS_USED_LOCK(?) AS id', [getLockName(key)])) as Array<{ id: number | null }>;
-  if (rows[0]?.id) await adminQuery(mysqlOptions(), `KILL ${Number(rows[0].id)}`);
-  await new Promise((resolve) => setTimeout(resolve, 50));
+  if (rows[0]?.id) {
+    await adminQuery(mysqlOptions(), `KILL ${Number(rows[0].id)}`);
+    await untilMysqlConnectionGone(Number(rows[0].id));
+  }
+  await holderReadsGoodbye();
 }
 
 /**
