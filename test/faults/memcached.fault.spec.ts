@@ -142,6 +142,49 @@ describe('memcached faults: the server restarted or killed', () => {
     }
   }, 40_000);
 
+  /**
+   * A memcached that stops handles the commands that waited before its overdue clock tick, so an extension
+   * sent during the stop is counted from a clock behind by about the stop, and its item can end soon after the
+   * server resumes (bench/results/memcached-pause.md). A holder whose watchdog renews must hear of it first:
+   * each renewal is bounded by the lease it renews, so a stop longer than the lease ends the holder's lease
+   * (and tells it) before the contender, polling as soon as the server is back, can take the lock.
+   */
+  it('tells a renewing holder it lost its lock before anyone else gets it when memcached stops for longer than the lease', async () => {
+    const [member] = faults.members('memcached-faults');
+    const holder = client();
+    const contender = client();
+    try {
+      await (await contender.acquire(`fault:${run}:stop:warm`)).release();
+      for (let round = 0; round < 3; round += 1) {
+        const k = `fault:${run}:stop:${round}`;
+        const lock = await holder.acquire(k, { ttl: 1_000, autoExtend: true });
+        let toldAt = 0;
+        lock.signal.addEventListener('abort', () => (toldAt = Date.now()));
+        // A renewal is on its way at some point of the stop (they go every third of the lease).
+        await sleep(100 + Math.random() * 300);
+        faults.pause(member);
+        await sleep(2_500);
+        faults.resume(member);
+        let grantedAt = 0;
+        const giveUpAt = Date.now() + 5_000;
+        while (!grantedAt && Date.now() < giveUpAt) {
+          const taken = await contender.tryAcquire(k, { ttl: 1_000, autoExtend: false }).catch(() => null);
+          if (taken) {
+            grantedAt = Date.now();
+            await taken.release();
+          } else await sleep(5);
+        }
+        // The holder's lease could not outlast the stop: it was told, and before the contender got in.
+        expect(toldAt).toBeGreaterThan(0);
+        expect(grantedAt).toBeGreaterThan(0);
+        expect(toldAt).toBeLessThanOrEqual(grantedAt);
+        expect(await lock.release().catch(() => false)).toBe(false);
+      }
+    } finally {
+      faults.resume(member);
+    }
+  }, 60_000);
+
   it('a killed server gives typed errors within the operation timeout, and locks work again once it is back', async () => {
     const [member] = faults.members('memcached-faults');
     const outcome = await contendThroughChaos(
