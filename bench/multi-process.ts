@@ -14,6 +14,11 @@ const ROOT = resolve(__dirname, '..');
  * `workers` contenders spread over `processes` child processes (bench/worker.ts), all on one key for
  * `durationMs`, starting together once every child is connected. Overlaps are detected across processes
  * with an exclusive marker file. Bounded: a child that overruns is killed.
+ *
+ * `warmUpMs`: the contenders run that long before the measured window, unmeasured (overlaps still count).
+ * A child starts cold: its JIT compiles the hot paths while it contends, on cores it shares with the other
+ * children and the server, and a rate measured from the start mixes that in, in proportion to how much code
+ * a contender runs (`bench/results/sections-over-time.md`). App instances run for hours.
  */
 export async function runMultiProcess(
   subject: BenchSubject,
@@ -21,6 +26,7 @@ export async function runMultiProcess(
   processes: number,
   durationMs: number,
   layout: { shape: BenchShape; holdMs: number } = { shape: 'shared', holdMs: 0 },
+  warmUpMs = 0,
 ): Promise<{ result: ContendResult; elapsed: number }> {
   const dir = mkdtempSync(join(tmpdir(), 'lock-bench-'));
   const key = `bench:${randomUUID()}`;
@@ -30,14 +36,14 @@ export async function runMultiProcess(
   const children = Array.from({ length: processes }, (_, p) =>
     startChild(
       [subject.id, key, String(perProcess), join(dir, 'inside'), `p${p}w`, join(dir, `result-${p}.json`), String(layout.shape === 'instances' ? perProcess : 1), String(layout.holdMs)],
-      durationMs + 60_000,
+      warmUpMs + durationMs + 60_000,
     ),
   );
   try {
     await Promise.all(children.map((child) => child.ready));
     // Everyone connected: start together shortly, so that no process gets a head start.
     const startAt = wallClockMs() + 200;
-    for (const child of children) child.start(startAt, startAt + durationMs);
+    for (const child of children) child.start(startAt, startAt + warmUpMs, startAt + warmUpMs + durationMs);
     const results = await Promise.all(children.map((child) => child.done));
     const merged: ContendResult = {
       sections: results.flatMap((r) => r.sections),
@@ -59,7 +65,8 @@ interface BenchChild {
   /** Resolves once the child has connected and waits for its start time. */
   readonly ready: Promise<void>;
   readonly done: Promise<ContendResult>;
-  start(startAt: number, endAt: number): void;
+  /** Contend from `startAt`, measure from `measureFrom`, stop at `endAt` (wall-clock ms). */
+  start(startAt: number, measureFrom: number, endAt: number): void;
   kill(): void;
 }
 
@@ -89,7 +96,7 @@ function startChild(args: string[], timeoutMs: number): BenchChild {
   return {
     ready: readyOrDead,
     done,
-    start: (startAt, endAt) => child.stdin.end(`${startAt} ${endAt}\n`),
+    start: (startAt, measureFrom, endAt) => child.stdin.end(`${startAt} ${measureFrom} ${endAt}\n`),
     kill: () => {
       if (child.exitCode === null) child.kill('SIGKILL');
     },

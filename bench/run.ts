@@ -108,9 +108,16 @@ function summarise(subject: BenchSubject, benchCase: BenchCase, result: ContendR
   };
 }
 
+/**
+ * How long the processes of a multi-process case contend before its window: a fresh process runs its first
+ * seconds in the JIT's slower tiers, the library's fair Redis lock for about 5 s at 4 × 8 instances
+ * (`bench/results/sections-over-time.md`). In-process cases run in one long-lived process, warmed up per turn.
+ */
+const MULTI_PROCESS_WARM_UP_MS = 5_000;
+
 /** The multi-process case of one subject, summarised. */
-async function runMultiProcessRow(subject: BenchSubject, benchCase: BenchCase, durationMs: number): Promise<BenchRow> {
-  const { result, elapsed } = await runMultiProcess(subject, benchCase.workers, benchCase.processes, durationMs, benchCase);
+async function runMultiProcessRow(subject: BenchSubject, benchCase: BenchCase, durationMs: number, warmUpMs: number): Promise<BenchRow> {
+  const { result, elapsed } = await runMultiProcess(subject, benchCase.workers, benchCase.processes, durationMs, benchCase, warmUpMs);
   return summarise(subject, benchCase, result, elapsed);
 }
 
@@ -136,6 +143,7 @@ async function main(): Promise<void> {
   const { quick, only, shapes, workers, out } = parseArgs(process.argv.slice(2));
   const cases = CASES.filter((benchCase) => (!shapes || shapes.includes(benchCase.shape)) && (!workers || workers.includes(benchCase.workers)));
   const durationMs = quick ? 500 : 4_000;
+  const warmUpMs = quick ? 1_000 : MULTI_PROCESS_WARM_UP_MS;
   const subjects = BENCH_SUBJECTS.filter((s) => !only || only.some((name) => s.id === name || s.subject === name || s.backend === name || s.subject.startsWith(name)));
   const optimistic = OPTIMISTIC_SUBJECTS.filter((s) => !only || only.some((name) => s.subject === name || name === 'mysql' || s.subject.startsWith(name)));
   const topologies = [...new Set([...subjects.map((s) => TOPOLOGY_OF[s.backend]), ...(optimistic.length ? (['mariadb'] as const) : [])].filter((t): t is TopologyName => t !== undefined))];
@@ -165,7 +173,7 @@ async function main(): Promise<void> {
         if (!takes(subject, benchCase)) continue;
         // --quick keeps the cases the targets are set on (1, 8 and 32 workers, 4 processes).
         if (quick && benchCase.workers === 2) continue;
-        const row = inTurns.get(caseKey(subject, benchCase)) ?? (await runMultiProcessRow(subject, benchCase, durationMs));
+        const row = inTurns.get(caseKey(subject, benchCase)) ?? (await runMultiProcessRow(subject, benchCase, durationMs, warmUpMs));
         rows.push(row);
         process.stdout.write(
           `${row.id.padEnd(46)} ${`${row.shape} ${row.workers}w/${row.processes}p`.padEnd(22)} ${String(row.csPerSec).padStart(7)} cs/s  p99 ${String(row.waitP99Ms).padStart(8)} ms  fair ${row.fairness}  reacq ${row.reacquireShare}  fail ${row.failures}  viol ${row.violations}${row.utilization !== undefined ? `  util ${row.utilization}` : ''}\n`,
@@ -189,7 +197,7 @@ async function main(): Promise<void> {
     machine: `${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB`,
     node: process.version,
     versions: ['ioredis', 'mysql2', 'pg', 'typeorm', 'node-zookeeper-client', 'etcd3', 'memcache-client', 'redlock', '@sesamecare-oss/redlock', 'redis-semaphore'].map((p) => `${p} ${versionOf(p)}`).join(', '),
-    settings: `${quick ? 'quick (no 2-worker case)' : 'full'}: ${durationMs} ms per case after a warm-up; contended = one key. Shapes: shared = workers of one process share one client (4 processes × 2 workers for the multi-process case); instances = one client per contender; flash-sale = 4 processes × 8 requests sharing their process's client, ${FLASH_SALE_HOLD_MS} ms of work in the lock`,
+    settings: `${quick ? 'quick (no 2-worker case)' : 'full'}: ${durationMs} ms per case after a warm-up (${warmUpMs} ms of contention in the fresh processes of a multi-process case); contended = one key. Shapes: shared = workers of one process share one client (4 processes × 2 workers for the multi-process case); instances = one client per contender; flash-sale = 4 processes × 8 requests sharing their process's client, ${FLASH_SALE_HOLD_MS} ms of work in the lock`,
     'total time': `${Math.round((Date.now() - started) / 1000)} s`,
   };
   mkdirSync(dirname(out), { recursive: true });

@@ -7,11 +7,12 @@ export interface Contended {
 }
 
 /**
- * Every lock takes and releases `key` in a loop until `endAt` (ms since the epoch). An acquisition that
+ * Every lock takes and releases `key` in a loop until `endAt` (ms since the epoch); sections acquired before
+ * `countFrom` (a warm-up) are not counted. An acquisition that
  * gives up (redlock's default of 10 retries runs out under contention) is asked again, as its user would:
  * the work it spent counts, and so does the number of times.
  */
-export async function contendUntil(locks: readonly BenchLock[], key: string, endAt: number): Promise<Contended> {
+export async function contendUntil(locks: readonly BenchLock[], key: string, endAt: number, countFrom = 0): Promise<Contended> {
   let sections = 0;
   let gaveUp = 0;
   await Promise.all(
@@ -21,10 +22,10 @@ export async function contendUntil(locks: readonly BenchLock[], key: string, end
         try {
           release = await lock.acquire(key, 5_000);
         } catch {
-          gaveUp += 1;
+          if (Date.now() >= countFrom) gaveUp += 1;
           continue;
         }
-        sections += 1;
+        if (Date.now() >= countFrom) sections += 1;
         await release();
       }
     }),

@@ -1,6 +1,8 @@
 // CPU per critical section across processes: what the clients and the Redis server(s) spend per section.
 // Usage: node -r @swc-node/register bench/probes/cpu-per-section.ts <subject id> <processes> <instances each> <ms>
-// (subject ids as in bench/subjects.ts or bench/semaphore-subjects.ts; Redis ports to read `INFO cpu` from in PROBE_REDIS_PORTS, default 16379).
+// (subject ids as in bench/subjects.ts or bench/semaphore-subjects.ts; Redis ports to read `INFO cpu` from in PROBE_REDIS_PORTS, default 16379;
+// PROBE_WARM_UP_MS: how long the children contend before the window, unmeasured, default 5000: a fresh process
+// runs its first seconds in the JIT's slower tiers, see bench/results/sections-over-time.md).
 // Each child process runs its instances in a loop on one key; the parent sums the children's cpuUsage and the
 // servers' used_cpu_user + used_cpu_sys over the window. Needs the test servers (`npm run services -- up`).
 // PROBE_CPU_PROF_DIR=<dir> writes each child's CPU profile there (node --cpu-prof).
@@ -20,6 +22,7 @@ const processes = Number(processesArg);
 const instances = Number(instancesArg);
 const windowMs = Number(windowArg);
 const redisPorts = (process.env.PROBE_REDIS_PORTS ?? '16379').split(',');
+const warmUpMs = Number(process.env.PROBE_WARM_UP_MS ?? 5_000);
 
 function redisCpuSeconds(): number {
   return redisPorts.reduce((sum, port) => {
@@ -35,10 +38,12 @@ async function child(): Promise<void> {
   const locks = await Promise.all(Array.from({ length: instances }, () => subject.create()));
   const key = process.env.PROBE_KEY as string;
   process.send?.('ready');
-  await new Promise<void>((resolve) => process.once('message', () => resolve()));
-  const before = process.cpuUsage();
-  const endAt = Date.now() + windowMs;
-  const { sections, gaveUp } = await contendUntil(locks, key, endAt);
+  const startAt = await new Promise<number>((resolve) => process.once('message', (at) => resolve(at as number)));
+  const measureFrom = startAt + warmUpMs;
+  let before = process.cpuUsage();
+  const mark = setTimeout(() => (before = process.cpuUsage()), Math.max(0, measureFrom - Date.now()));
+  const { sections, gaveUp } = await contendUntil(locks, key, measureFrom + windowMs, measureFrom);
+  clearTimeout(mark);
   const used = process.cpuUsage(before);
   const report: ChildReport = { sections, gaveUp, cpuSeconds: (used.user + used.system) / 1e6 };
   process.send?.(report);
@@ -52,13 +57,16 @@ async function parent(): Promise<void> {
   const execArgv = ['-r', '@swc-node/register', ...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [])];
   const children = Array.from({ length: processes }, () => fork(__filename, process.argv.slice(2), { env, execArgv }));
   await Promise.all(children.map((c) => new Promise((resolve) => c.once('message', resolve))));
-  const serverBefore = redisCpuSeconds();
+  const startAt = Date.now() + 50;
+  let serverBefore = redisCpuSeconds();
+  const mark = setTimeout(() => (serverBefore = redisCpuSeconds()), startAt + warmUpMs - Date.now());
   const reports = await Promise.all(
     children.map((c) => {
-      c.send('go');
+      c.send(startAt);
       return new Promise<ChildReport>((resolve) => c.once('message', (message) => resolve(message as ChildReport)));
     }),
   );
+  clearTimeout(mark);
   const serverSeconds = redisCpuSeconds() - serverBefore;
   const sections = reports.reduce((sum, r) => sum + r.sections, 0);
   const clientSeconds = reports.reduce((sum, r) => sum + r.cpuSeconds, 0);
