@@ -1,3 +1,5 @@
+import { LeadershipLostError } from '../errors/leadership-lost.error';
+import { LockAcquireAbortedError } from '../errors/lock-acquire-aborted.error';
 import { LockManager } from '../locking/lock-manager';
 import { LockService } from '../locking/lock-service';
 import { InMemoryLockStrategy } from '../strategies/in-memory/in-memory-lock.strategy';
@@ -70,4 +72,28 @@ describe('LeaderElection.waitForLeadership: its timeout is a duration like every
       await manager.close();
     });
   }
+});
+
+describe('LeaderElection.waitForLeadership: a wait ends when its election closes', () => {
+  it('rejects at the close, not at its timeout, and at once once closed (a pending timer kept the process alive)', async () => {
+    const manager = new LockManager(new InMemoryLockStrategy());
+    const service = new LockService(manager);
+    const leader = new LeaderElection(service, { name: 'primary', ttl: 3_000 });
+    const follower = new LeaderElection(service, { name: 'primary', ttl: 3_000 });
+    leader.start();
+    await leader.waitForLeadership({ timeout: 1_000 });
+    follower.start();
+    const waiting = follower.waitForLeadership({ timeout: 30_000 }).then(
+      () => 'led',
+      (error: unknown) => error,
+    );
+    await follower.close();
+    const outcome = await Promise.race([waiting, sleep(2_000).then(() => 'still waiting 2 s after the close')]);
+    expect(outcome).toBeInstanceOf(LockAcquireAbortedError);
+    expect((outcome as LockAcquireAbortedError).cause).toBeInstanceOf(LeadershipLostError);
+    expect((outcome as LockAcquireAbortedError).cause).toMatchObject({ reason: 'closed' });
+    await expect(follower.waitForLeadership({ timeout: 30_000 })).rejects.toBeInstanceOf(LockAcquireAbortedError);
+    await leader.close();
+    await manager.close();
+  });
 });

@@ -51,6 +51,8 @@ export class LeaderElection {
   private lastLoss: LeadershipLostError;
   private campaigning = false;
   private closed = false;
+  /** How to end each `waitForLeadership` still waiting, when the election closes. */
+  private readonly leadershipWaits = new Set<() => void>();
   /** Aborts the wait in line or the pause between campaigns, when campaigning stops. */
   private stop = new AbortController();
   private loop: Promise<void> | undefined;
@@ -152,16 +154,21 @@ export class LeaderElection {
     await this.stepDown(options.rejoin ?? false, 'resigned');
   }
 
-  /** Resigns and stops for good (application shutdown). Resolves once the campaign has ended. */
+  /**
+   * Resigns and stops for good (application shutdown): a `waitForLeadership` still waiting rejects. Resolves
+   * once the campaign has ended.
+   */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    for (const end of [...this.leadershipWaits]) end();
     await this.stepDown(false, 'closed');
   }
 
   /**
    * Resolves once this process leads (at once if it does). Rejects with `LockAcquireTimeoutError` after
-   * `timeout` ms, with `LockAcquireAbortedError` when `signal` aborts.
+   * `timeout` ms, with `LockAcquireAbortedError` when `signal` aborts or the election is closed (its `cause`
+   * then a `LeadershipLostError` with reason 'closed').
    */
   waitForLeadership(options: { readonly timeout?: number; readonly signal?: AbortSignal } = {}): Promise<void> {
     let timeout: number | undefined;
@@ -177,14 +184,20 @@ export class LeaderElection {
         clearTimeout(timer);
         this.events.off('gained', onGained);
         options.signal?.removeEventListener('abort', onAbort);
+        this.leadershipWaits.delete(onClosed);
         if (error) reject(error);
         else resolve();
       };
       const onGained = (): void => done();
       const onAbort = (): void => done(new LockAcquireAbortedError(this.key, this.strategyName, Date.now() - started, { cause: options.signal?.reason }));
+      // A closed election never leads again: the wait ends now rather than at its timeout (whose timer kept the process alive).
+      const onClosed = (): void =>
+        done(new LockAcquireAbortedError(this.key, this.strategyName, Date.now() - started, { cause: new LeadershipLostError(this.name, undefined, 'closed') }));
       const timer = timeout === undefined ? undefined : setTimeout(() => done(new LockAcquireTimeoutError(this.key, this.strategyName, Date.now() - started)), timeout);
       this.events.on('gained', onGained);
-      if (options.signal?.aborted) onAbort();
+      this.leadershipWaits.add(onClosed);
+      if (this.closed) onClosed();
+      else if (options.signal?.aborted) onAbort();
       else options.signal?.addEventListener('abort', onAbort, { once: true });
     });
   }
