@@ -48,6 +48,13 @@ describe('Redlock inspection', () => {
     // it and keeps its line on another master. The holder is named; the line is not known.
     expect(redlockReadingOf(views, 3)?.inspection.waiters).toEqual([]);
     expect(redlockReadingOf([plain(holder, 5_000), ...views.slice(1)], 3)?.inspection).toEqual({ holders: [{ owner: OWNER, mode: 'exclusive', expiresAt: 7_000 }], waiters: undefined });
+    // The first master has no record of the key while a majority names a holder: the holder's grant never
+    // reached it (a round that got its majority elsewhere), so its line is kept elsewhere too, or nowhere
+    // this instance reads. Unknown, not "nobody waits" (seen: a query from an instance listing the masters in
+    // reverse order, redlock-master-order.int.spec.ts, while a waiter of the holder's order was queued).
+    expect(redlockReadingOf([plain(''), ...views.slice(1)], 3)?.inspection).toEqual({ holders: [{ owner: OWNER, mode: 'exclusive', expiresAt: 7_000 }], waiters: undefined });
+    // Nobody named and nothing on the first master: nobody holds it, and nobody waits in the line it keeps.
+    expect(redlockReadingOf([plain(''), plain(''), plain(''), plain(''), plain('')], 3)?.inspection.waiters).toEqual([]);
     // Two votes each (a split): nobody holds it.
     expect(redlockReadingOf([plain(holder), plain(holder), plain(other), plain(other), plain('')], 3)?.inspection.holders).toEqual([]);
   });

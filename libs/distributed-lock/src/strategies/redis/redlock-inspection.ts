@@ -42,8 +42,9 @@ export interface RedlockReading {
  * record, and the lock is not held, whatever the others say. No grant time (the plain masters store none)
  * and no fencing token (Redlock has none). Waiters: the first master's line, headed by the contender its
  * vote was handed to while it collects the others' (the masters still hold the last holder's keys); none
- * (no queue known) when the first master did not answer, or keeps the key as a plain one (an instance that
- * lists the masters in another order holds it, and keeps its line elsewhere).
+ * (no queue known) when the first master did not answer, keeps the key as a plain one (an instance that
+ * lists the masters in another order holds it, and keeps its line elsewhere), or has no record of a holder
+ * the others name.
  */
 export function redlockReadingOf(views: ReadonlyArray<RedlockMasterView | undefined>, quorum: number): RedlockReading | undefined {
   const unanswered = views.filter((view) => view === undefined).length;
@@ -71,8 +72,9 @@ export function redlockReadingOf(views: ReadonlyArray<RedlockMasterView | undefi
 function lineOf(first: RedlockMasterView | undefined, holderId: string | undefined): LockInspection['waiters'] {
   if (!first) return undefined;
   // A plain key there: the holder's instance lists the masters in another order and keeps its line on
-  // another master, which this instance does not read. Unknown, not empty.
-  if (!first.keepsLine && first.id !== '') return undefined;
+  // another master, which this instance does not read. Nothing there while a majority names a holder: the
+  // holder's grant never reached it, so no line of the holder's is kept there either. Unknown, not empty.
+  if (!first.keepsLine && (first.id !== '' || holderId !== undefined)) return undefined;
   // The holder may still have its place: granted by the others while the first master's answer was late,
   // it stays in line until that place lapses. It waits for nothing.
   const line = first.waiters.filter((waiter) => waiter.id !== holderId).map((waiter) => ({ owner: ownerOfAcquisition(waiter.id), mode: waiter.mode }));
