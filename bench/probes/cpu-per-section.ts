@@ -7,9 +7,7 @@
 // servers' used_cpu_user + used_cpu_sys over the window. Needs the test servers (`npm run services -- up`).
 // PROBE_CPU_PROF_DIR=<dir> writes each child's CPU profile there (node --cpu-prof).
 import { execFileSync, fork } from 'node:child_process';
-import { SEMAPHORE_SUBJECTS } from '../semaphore-subjects';
-import { BENCH_SUBJECTS } from '../subjects';
-import { contendUntil } from './contend-until';
+import { contendUntil, probeLocks } from './contend-until';
 
 interface ChildReport {
   readonly sections: number;
@@ -33,9 +31,7 @@ function redisCpuSeconds(): number {
 }
 
 async function child(): Promise<void> {
-  const subject = [...BENCH_SUBJECTS, ...SEMAPHORE_SUBJECTS].find((s) => s.id === subjectId);
-  if (!subject) throw new Error(`unknown subject ${subjectId}`);
-  const locks = await Promise.all(Array.from({ length: instances }, () => subject.create()));
+  const locks = await probeLocks(subjectId, instances);
   const key = process.env.PROBE_KEY as string;
   process.send?.('ready');
   const startAt = await new Promise<number>((resolve) => process.once('message', (at) => resolve(at as number)));

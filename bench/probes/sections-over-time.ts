@@ -4,8 +4,7 @@
 // (subject ids as in bench/subjects.ts or bench/semaphore-subjects.ts; PROBE_NODE_ARGS: extra node flags for the children, e.g.
 // "--max-semi-space-size=32"). Needs the test servers (`npm run services -- up`).
 import { fork } from 'node:child_process';
-import { SEMAPHORE_SUBJECTS } from '../semaphore-subjects';
-import { BENCH_SUBJECTS } from '../subjects';
+import { contendUntil, probeLocks } from './contend-until';
 
 const [subjectId = 'redis', processesArg = '4', instancesArg = '8', windowArg = '10000', bucketArg = '1000'] = process.argv.slice(2);
 const processes = Number(processesArg);
@@ -21,9 +20,7 @@ interface ChildReport {
 }
 
 async function child(): Promise<void> {
-  const subject = [...BENCH_SUBJECTS, ...SEMAPHORE_SUBJECTS].find((s) => s.id === subjectId);
-  if (!subject) throw new Error(`unknown subject ${subjectId}`);
-  const locks = await Promise.all(Array.from({ length: instances }, () => subject.create()));
+  const locks = await probeLocks(subjectId, instances);
   const key = process.env.PROBE_KEY as string;
   process.send?.('ready');
   const startAt = await new Promise<number>((resolve) => process.once('message', (at) => resolve(at as number)));
@@ -37,21 +34,10 @@ async function child(): Promise<void> {
     const bucket = Math.floor((Date.now() - startAt - 1) / bucketMs);
     if (bucket >= 0 && bucket < cpuMs.length) cpuMs[bucket] += (used.user + used.system) / 1000;
   }, bucketMs);
-  await Promise.all(
-    locks.map(async (lock) => {
-      while (Date.now() < endAt) {
-        let release: () => Promise<unknown>;
-        try {
-          release = await lock.acquire(key, 5_000);
-        } catch {
-          continue;
-        }
-        await release();
-        const bucket = Math.floor((Date.now() - startAt) / bucketMs);
-        if (bucket < buckets.length) buckets[bucket] += 1;
-      }
-    }),
-  );
+  await contendUntil(locks, key, endAt, startAt, () => {
+    const bucket = Math.floor((Date.now() - startAt) / bucketMs);
+    if (bucket < buckets.length) buckets[bucket] += 1;
+  });
   clearInterval(sampler);
   process.send?.({ buckets, cpuMs } satisfies ChildReport);
   await Promise.all(locks.map((lock) => lock.close()));
