@@ -7,6 +7,7 @@ import { startInstances, stopInstances, type ShopInstance } from '../../scripts/
 import { runFlashSale } from '../../scripts/demo/flash-sale';
 import type { Hold } from '../../apps/demo-inventory/src/inventory/hold-log';
 import { PAYMENT_KEY } from '../../apps/demo-inventory/src/payments/payment.service';
+import { initializeDataSource } from '../support/initialize-data-source';
 
 /** The shop over HTTP, one instance on SQLite: validation, error mapping, health, metrics. */
 describe('shop HTTP API', () => {
@@ -23,7 +24,7 @@ describe('shop HTTP API', () => {
   };
 
   beforeAll(async () => {
-    await (await new DataSource(demoDataSourceOptions({ database: 'sqlite', sqlitePath, mysqlUrl: undefined }, true)).initialize()).destroy();
+    await (await initializeDataSource(demoDataSourceOptions({ database: 'sqlite', sqlitePath, mysqlUrl: undefined }, true))).destroy();
     [shop] = await startInstances(1, { DEMO_DATABASE: 'sqlite', DEMO_SQLITE_PATH: sqlitePath, INVENTORY_LOCK: 'row' });
   }, 90_000);
 

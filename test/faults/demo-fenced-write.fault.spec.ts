@@ -8,6 +8,7 @@ import { Product } from '../../apps/demo-inventory/src/inventory/product.entity'
 import { startInstances, stopInstances, type ShopInstance } from '../../scripts/demo/instances';
 import { waitUntil } from '../../scripts/services/probes';
 import { adminClient } from '../support/redis-fencing';
+import { initializeDataSource } from '../support/initialize-data-source';
 
 const run = randomUUID().slice(0, 8);
 const STOCK = 10;
@@ -28,7 +29,7 @@ describe("The demo's fenced deduction when a holder's write is held up past its 
   let shops: ShopInstance[] = [];
 
   beforeAll(async () => {
-    data = await new DataSource(demoDataSourceOptions({ database: 'mysql', sqlitePath: '', mysqlUrl }, true)).initialize();
+    data = await initializeDataSource(demoDataSourceOptions({ database: 'mysql', sqlitePath: '', mysqlUrl }, true));
     await data.getRepository(Product).save({ sku, name: 'Fenced mug', stock: STOCK, lastFence: 0 });
     shops = await startInstances(2, { DEMO_DATABASE: 'mysql', DEMO_SYNC: '0', INVENTORY_LOCK: 'redis', LOCK_TEST_MYSQL_URL: mysqlUrl, LOCK_TEST_REDIS_URL: redisUrl });
   }, 90_000);

@@ -7,6 +7,7 @@ import { StockRow as Stock } from '../support/stock-row.entity';
 import { abortedWithin } from '../support/aborted-within';
 import { expectCommitsWithRelease } from '../support/lock-transaction-check';
 import { expectAbortedWaitEnded } from '../support/aborted-wait';
+import { initializeDataSource } from '../support/initialize-data-source';
 
 const run = randomUUID().slice(0, 8);
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
@@ -78,7 +79,7 @@ describe.each(SERVERS)('advisory strategy on $name', (server) => {
   };
 
   beforeAll(async () => {
-    dataSource = await new DataSource(server.options()).initialize();
+    dataSource = await initializeDataSource(server.options());
   });
 
   afterAll(async () => {
@@ -164,7 +165,7 @@ describe.each(SERVERS)('advisory strategy on $name', (server) => {
   });
 
   it('ends the wait on the server before an aborted acquire() rejects, also when the cancel reached the server before the wait did', async () => {
-    const waiterDataSource = await new DataSource(server.options()).initialize();
+    const waiterDataSource = await initializeDataSource(server.options());
     try {
       await expectAbortedWaitEnded({
         holder: service(),

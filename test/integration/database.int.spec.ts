@@ -20,6 +20,7 @@ import { StockRow as Stock } from '../support/stock-row.entity';
 import { PricedItem } from '../support/priced-item.entity';
 import { expectCommitsWithRelease } from '../support/lock-transaction-check';
 import { expectAbortedWaitEnded, expectNoWaitSentAfterAbort } from '../support/aborted-wait';
+import { initializeDataSource } from '../support/initialize-data-source';
 
 
 const run = randomUUID().slice(0, 8);
@@ -55,7 +56,7 @@ async function expectSlotLimit(locks: LockService, prefix: string): Promise<void
 
 /** Runs `scenario` with a pessimistic strategy on a data source of its own, which its statements' watches leave with. */
 async function withWaiterDataSource(options: DataSourceOptions, scenario: (dataSource: DataSource, strategy: PessimisticLockStrategy) => Promise<void>): Promise<void> {
-  const waiterDataSource = await new DataSource(options).initialize();
+  const waiterDataSource = await initializeDataSource(options);
   try {
     await scenario(waiterDataSource, new PessimisticLockStrategy({ dataSource: waiterDataSource }));
   } finally {
@@ -76,7 +77,7 @@ describe.each([
   let dataSource: DataSource;
 
   beforeAll(async () => {
-    dataSource = await new DataSource(options()).initialize();
+    dataSource = await initializeDataSource(options());
   });
 
   afterAll(async () => {
@@ -183,14 +184,14 @@ describe('optimisticUpdate straight to the mysql2 pool (MariaDB)', () => {
     Object.assign(new PricedItem(), { id, name: 'mug', price: 4.5, meta: { colour: 'red', sizes: [1] }, tags: ['a'], onSale: false, restockAt: null, revision: 0 });
 
   beforeAll(async () => {
-    direct = await new DataSource(itemOptions()).initialize();
+    direct = await initializeDataSource(itemOptions());
     logged = [];
-    throughTypeOrm = await new DataSource({
+    throughTypeOrm = await initializeDataSource({
       ...itemOptions(),
       synchronize: false,
       logging: ['query'],
       logger: { logQuery: (query: string) => logged.push(query), logQueryError: () => undefined, logQuerySlow: () => undefined, logSchemaBuild: () => undefined, logMigration: () => undefined, log: () => undefined },
-    } as DataSourceOptions).initialize();
+    } as DataSourceOptions);
   });
 
   afterAll(async () => {
@@ -285,7 +286,7 @@ describe('optimisticUpdate straight to the mysql2 pool (MariaDB)', () => {
         heard.push(event.entity);
       }
     }
-    const withSubscriber = await new DataSource({ ...itemOptions(), synchronize: false, subscribers: [UpdateListener] }).initialize();
+    const withSubscriber = await initializeDataSource({ ...itemOptions(), synchronize: false, subscribers: [UpdateListener] });
     try {
       const id = `sub-${randomUUID().slice(0, 8)}`;
       await withSubscriber.getRepository(PricedItem).insert(fresh(id));
@@ -304,7 +305,7 @@ describe('pessimistic strategy (MariaDB)', () => {
   let manager: LockManager;
 
   beforeAll(async () => {
-    dataSource = await new DataSource(mysql()).initialize();
+    dataSource = await initializeDataSource(mysql());
     strategy = new PessimisticLockStrategy({ dataSource, maxHeldConnections: 4 });
     manager = new LockManager(strategy);
     locks = new LockService(manager);
@@ -376,7 +377,7 @@ describe('pessimistic strategy (MariaDB)', () => {
         heard.push('commit');
       }
     }
-    const withSubscriber = await new DataSource({ ...mysql(), synchronize: false, subscribers: [TransactionListener] }).initialize();
+    const withSubscriber = await initializeDataSource({ ...mysql(), synchronize: false, subscribers: [TransactionListener] });
     const subscribed = new LockManager(new PessimisticLockStrategy({ dataSource: withSubscriber, name: 'pessimistic-subscribed' }));
     try {
       const lock = await new LockService(subscribed).acquire(`pess:${run}:subscribed`);
@@ -434,7 +435,7 @@ describe('pessimistic strategy (PostgreSQL)', () => {
   let manager: LockManager;
 
   beforeAll(async () => {
-    dataSource = await new DataSource(postgres()).initialize();
+    dataSource = await initializeDataSource(postgres());
     manager = new LockManager(new PessimisticLockStrategy({ dataSource, maxHeldConnections: 4, name: 'pessimistic-pg' }));
     locks = new LockService(manager);
   });
@@ -514,11 +515,11 @@ describe('database strategies: statements straight to the mysql2 pool (MariaDB)'
   const logged: string[] = [];
 
   beforeAll(async () => {
-    dataSource = await new DataSource({
+    dataSource = await initializeDataSource({
       ...mysql(),
       logging: ['query'],
       logger: { logQuery: (query: string) => logged.push(query), logQueryError: () => undefined, logQuerySlow: () => undefined, logSchemaBuild: () => undefined, logMigration: () => undefined, log: () => undefined },
-    } as DataSourceOptions).initialize();
+    } as DataSourceOptions);
   });
 
   afterAll(async () => {

@@ -6,6 +6,7 @@ import { HoldLog } from '../../apps/demo-inventory/src/inventory/hold-log';
 import { SoldOutError } from '../../apps/demo-inventory/src/inventory/inventory.errors';
 import { InventoryService } from '../../apps/demo-inventory/src/inventory/inventory.service';
 import { Order } from '../../apps/demo-inventory/src/inventory/order.entity';
+import { initializeDataSource } from '../support/initialize-data-source';
 
 /** The demo's lock-free reference purchase on PostgreSQL: one statement that takes the item and writes its order. */
 describe('the demo’s lock-free purchase on PostgreSQL', () => {
@@ -15,7 +16,7 @@ describe('the demo’s lock-free purchase on PostgreSQL', () => {
   let inventory: InventoryService;
 
   beforeAll(async () => {
-    dataSource = await new DataSource(demoDataSourceOptions(config, true)).initialize();
+    dataSource = await initializeDataSource(demoDataSourceOptions(config, true));
     manager = new LockManager(new InMemoryLockStrategy());
     inventory = new InventoryService(dataSource, config, new LockService(manager), new HoldLog(config));
   });

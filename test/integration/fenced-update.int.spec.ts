@@ -8,6 +8,7 @@ import { fencedUpdate, RowLockStrategy } from '@app/distributed-lock/strategies/
 import { FencedBin } from '../support/fenced-bin.entity';
 import { FencedLedger } from '../support/fenced-ledger.entity';
 import { FencedStock } from '../support/fenced-stock.entity';
+import { initializeDataSource } from '../support/initialize-data-source';
 
 const run = randomUUID().slice(0, 8);
 const mysql = (): DataSourceOptions => ({ type: 'mysql', url: process.env.LOCK_TEST_MYSQL_URL, entities: [FencedStock, FencedBin, FencedLedger], synchronize: true, poolSize: 4 });
@@ -33,7 +34,7 @@ describe.each([
     fencedUpdate({ manager: dataSource.manager, entity: FencedStock, id: sku, token, seenFence, fenceProperty: 'lastFence', set: { quantity } });
 
   beforeAll(async () => {
-    dataSource = await new DataSource(options()).initialize();
+    dataSource = await initializeDataSource(options());
   });
 
   afterAll(async () => {

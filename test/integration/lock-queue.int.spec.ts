@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { DataSource, type DataSourceOptions } from 'typeorm';
 import { LockManager, LockService } from '@app/distributed-lock';
 import { RowLockStrategy } from '@app/distributed-lock/strategies/database';
+import { initializeDataSource } from '../support/initialize-data-source';
 
 const run = randomUUID().slice(0, 8);
 const DATABASES: ReadonlyArray<{ readonly name: string; readonly options: () => DataSourceOptions }> = [
@@ -25,7 +26,7 @@ describe.each(DATABASES)('the lock table queue under contention on many keys: $n
   let admin: DataSource;
 
   beforeAll(async () => {
-    admin = await new DataSource(options()).initialize();
+    admin = await initializeDataSource(options());
   });
 
   afterAll(async () => {

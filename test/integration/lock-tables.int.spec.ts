@@ -5,6 +5,7 @@ import { DataSource, type DataSourceOptions } from 'typeorm';
 import { InvalidLockKeyError, LockManager, LockService } from '@app/distributed-lock';
 import { PessimisticLockStrategy, RowLockStrategy } from '@app/distributed-lock/strategies/database';
 import { SQL_DIALECTS, withServerFeatures } from '@app/distributed-lock/strategies/database/sql-dialect';
+import { initializeDataSource } from '../support/initialize-data-source';
 
 const run = randomUUID().slice(0, 8);
 const mysql = (): DataSourceOptions => ({ type: 'mysql', url: process.env.LOCK_TEST_MYSQL_URL, poolSize: 4 });
@@ -33,7 +34,7 @@ describe('lock tables on MariaDB', () => {
   };
 
   beforeAll(async () => {
-    dataSource = await new DataSource(mysql()).initialize();
+    dataSource = await initializeDataSource(mysql());
   });
 
   afterAll(async () => {
@@ -109,7 +110,7 @@ describe.each([
   };
 
   beforeAll(async () => {
-    dataSource = await new DataSource(options()).initialize();
+    dataSource = await initializeDataSource(options());
   });
 
   afterAll(async () => {

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { DataSource, type DataSourceOptions } from 'typeorm';
 import { LockManager, LockService, LockTableMissingError } from '@app/distributed-lock';
 import { RowLockStrategy } from '@app/distributed-lock/strategies/database';
+import { initializeDataSource } from '../support/initialize-data-source';
 
 const run = randomUUID().slice(0, 8);
 
@@ -21,7 +22,7 @@ describe.each<[string, () => DataSourceOptions]>([
   let dataSource: DataSource;
   const table = `missing_${run}_leases`;
   beforeAll(async () => {
-    dataSource = await new DataSource(options()).initialize();
+    dataSource = await initializeDataSource(options());
     // The lock table and its queue, made the way the strategy makes them; then the queue is dropped.
     const maker = new LockManager(new RowLockStrategy({ dataSource, table, queueTable: `${table}_queue` }));
     await new LockService(maker).withLock(`made:${run}`, async () => undefined);

@@ -4,6 +4,7 @@ import { DataSource, type DataSourceOptions } from 'typeorm';
 import { type Lock, LockCommitFailedError, LockLostError, LockManager, LockService } from '@app/distributed-lock';
 import { AdvisoryLockStrategy, lockTransaction, PessimisticLockStrategy } from '@app/distributed-lock/strategies/database';
 import { StockRow as Stock } from '../support/stock-row.entity';
+import { initializeDataSource } from '../support/initialize-data-source';
 
 const run = randomUUID().slice(0, 8);
 
@@ -32,7 +33,7 @@ describe.each(SERVERS)('the end of a section whose lock is a transaction, on $na
   const stockOf = (sku: string): Promise<Stock | null> => dataSource.getRepository(Stock).findOneBy({ sku });
 
   beforeAll(async () => {
-    dataSource = await new DataSource(server.options()).initialize();
+    dataSource = await initializeDataSource(server.options());
   });
   afterAll(async () => {
     await Promise.all(managers.map((manager) => manager.close()));

@@ -4,6 +4,7 @@ import { DataSource, EventSubscriber, type DataSourceOptions, type EntitySubscri
 import { InvalidLockOptionsError, LockBackendUnavailableError, type LockHandle, LockManager, LockService } from '@app/distributed-lock';
 import { AdvisoryLockStrategy, PessimisticLockStrategy } from '@app/distributed-lock/strategies/database';
 import { StockRow as Stock } from '../support/stock-row.entity';
+import { initializeDataSource } from '../support/initialize-data-source';
 
 const run = randomUUID().slice(0, 8);
 
@@ -18,7 +19,7 @@ describe('pinned connection slots (PostgreSQL pessimistic)', () => {
   let locks: LockService;
 
   beforeAll(async () => {
-    dataSource = await new DataSource({ type: 'postgres', url: process.env.LOCK_TEST_POSTGRES_URL, entities: [Stock], synchronize: true, poolSize: 8 }).initialize();
+    dataSource = await initializeDataSource({ type: 'postgres', url: process.env.LOCK_TEST_POSTGRES_URL, entities: [Stock], synchronize: true, poolSize: 8 });
     manager = new LockManager(new PessimisticLockStrategy({ dataSource, maxHeldConnections: 2, name: 'pessimistic-slots' }));
     locks = new LockService(manager);
   });
@@ -65,7 +66,7 @@ describe('pinned connection slots (MariaDB advisory, transaction scope)', () => 
   }
 
   beforeAll(async () => {
-    dataSource = await new DataSource({ type: 'mysql', url: process.env.LOCK_TEST_MYSQL_URL, entities: [Stock], subscribers: [FailingTransactionStart], synchronize: true, poolSize: 8 }).initialize();
+    dataSource = await initializeDataSource({ type: 'mysql', url: process.env.LOCK_TEST_MYSQL_URL, entities: [Stock], subscribers: [FailingTransactionStart], synchronize: true, poolSize: 8 });
     manager = new LockManager(new AdvisoryLockStrategy({ dataSource, scope: 'transaction', maxHeldConnections: 1, name: 'advisory-xact-slots' }));
     locks = new LockService(manager);
   });
@@ -117,7 +118,7 @@ describe.each([
   const dataSources: DataSource[] = [];
   const managers: LockManager[] = [];
   const open = async (poolSize: number): Promise<DataSource> => {
-    const dataSource = await new DataSource(options(poolSize)).initialize();
+    const dataSource = await initializeDataSource(options(poolSize));
     dataSources.push(dataSource);
     return dataSource;
   };

@@ -6,6 +6,7 @@ import { DataSource, type DataSourceOptions } from 'typeorm';
 import { InvalidLockOptionsError, LockManager, LockService } from '@app/distributed-lock';
 import { RowLockStrategy, SEMAPHORE_TABLES } from '@app/distributed-lock/strategies/database';
 import { sqliteDatabaseOf } from '../../libs/distributed-lock/src/strategies/database/sqlite-writer';
+import { initializeDataSource } from '../support/initialize-data-source';
 
 // The lock table's semaphores beyond the contract (test/contract/semaphore.contract.ts runs that on MariaDB,
 // PostgreSQL and SQLite): what is particular to their tables and to SQLite's single writer.
@@ -21,7 +22,7 @@ describe('row semaphore (SQLite)', () => {
   beforeAll(async () => {
     manager = new LockManager(new RowLockStrategy({ connection: options }));
     locks = new LockService(manager);
-    other = await new DataSource(options).initialize();
+    other = await initializeDataSource(options);
   });
 
   afterAll(async () => {
@@ -80,7 +81,7 @@ describe.each([
   let manager: LockManager | undefined;
 
   beforeAll(async () => {
-    dataSource = await new DataSource(options()).initialize();
+    dataSource = await initializeDataSource(options());
   });
 
   afterAll(async () => {

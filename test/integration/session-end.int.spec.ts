@@ -8,6 +8,7 @@ import { SessionEnder } from '@app/distributed-lock/strategies/database/session-
 import { connectionIdOf } from '@app/distributed-lock/strategies/database/typeorm-internals';
 import { StockRow as Stock } from '../support/stock-row.entity';
 import { watchStatements } from '../support/watched-statements';
+import { initializeDataSource } from '../support/initialize-data-source';
 
 const run = randomUUID().slice(0, 8);
 const mysql = (poolSize = 4): DataSourceOptions => ({ type: 'mysql', url: process.env.LOCK_TEST_MYSQL_URL, entities: [Stock], synchronize: true, poolSize });
@@ -122,8 +123,8 @@ const WAITS: ReadonlyArray<{ readonly name: string; readonly server: Server; cre
 
 describe.each(WAITS)('an aborted wait of $name', ({ server, create, lock }) => {
   it('ends the wait\'s session before acquire() rejects, and its connection leaves the pool', async () => {
-    const admin = await new DataSource(server.options(2)).initialize();
-    const waiterDataSource = await new DataSource(server.options(3)).initialize();
+    const admin = await initializeDataSource(server.options(2));
+    const waiterDataSource = await initializeDataSource(server.options(3));
     // The waiter's lock statements (a try, then the wait), each with the connection it went on.
     const locks = watchStatements(waiterDataSource, { matches: (sql) => lock.test(sql) });
     const holder = new LockManager(create(admin));
@@ -161,7 +162,7 @@ describe('the end of a wait, on a pool whose every connection is pinned by waits
   const dataSources: DataSource[] = [];
   const managers: LockManager[] = [];
   const open = async (options: DataSourceOptions): Promise<DataSource> => {
-    const dataSource = await new DataSource(options).initialize();
+    const dataSource = await initializeDataSource(options);
     dataSources.push(dataSource);
     return dataSource;
   };
@@ -218,7 +219,7 @@ describe('the end of a wait, on a pool whose every connection is pinned by waits
 describe.each(SERVERS)('SessionEnder on $name', (server) => {
   let dataSource: DataSource;
   beforeAll(async () => {
-    dataSource = await new DataSource(server.options()).initialize();
+    dataSource = await initializeDataSource(server.options());
   });
   afterAll(async () => {
     await dataSource?.destroy();

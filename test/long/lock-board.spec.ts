@@ -8,6 +8,7 @@ import { PAYMENT_KEY, PAYMENT_PERMITS } from '../../apps/demo-inventory/src/paym
 import { runFlashSale } from '../../scripts/demo/flash-sale';
 import { startInstances, stopInstances, type ShopInstance } from '../../scripts/demo/instances';
 import { launchChromium } from '../support/chromium';
+import { initializeDataSource } from '../support/initialize-data-source';
 
 /**
  * The demo's live lock board (GET /board on any shop instance) during a real flash sale: three shop
@@ -23,7 +24,7 @@ describe('the live lock board', () => {
 
   it('shows the stock lock held by one shop, its token and lease, the shops waiting, the payment permits and the job lock, in headless Chromium', async () => {
     const sqlitePath = join(out, 'board.sqlite');
-    const data = await new DataSource(demoDataSourceOptions({ database: 'sqlite', sqlitePath, mysqlUrl: undefined }, true)).initialize();
+    const data = await initializeDataSource(demoDataSourceOptions({ database: 'sqlite', sqlitePath, mysqlUrl: undefined }, true));
     await data.getRepository(Product).save({ sku: 'flash-board', name: 'Board item', stock: 400, lastFence: 0 });
     await data.destroy();
     const jobs = join(out, 'stock-report.jsonl');
