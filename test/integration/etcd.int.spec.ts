@@ -584,3 +584,43 @@ describe('etcd strategy: a wait whose key is slow to be put', () => {
     }
   });
 });
+
+/**
+ * The client the strategy makes from `connection` tracks its calls (to cancel those still in flight at
+ * close, see etcd-calls-in-flight.ts) through the default call options: the user's own default call
+ * options, in either form etcd3 takes, must still apply to every call.
+ */
+describe("etcd strategy: the user's default call options on a client the strategy makes", () => {
+  const hosts = (): string[] => (process.env.LOCK_TEST_ETCD as string).split(',');
+
+  /** A grpc-js interceptor of the user's, which counts the calls it sees by method. */
+  function countingInterceptor(seen: string[]): (options: { method_definition: { path: string } }, nextCall: (options: unknown) => unknown) => unknown {
+    return (options, nextCall) => {
+      seen.push(options.method_definition.path);
+      return nextCall(options);
+    };
+  }
+
+  for (const form of ['object', 'function'] as const) {
+    it(`keeps the user's interceptors and options (the ${form} form) on every call, the waits' watches too`, async () => {
+      const seen: string[] = [];
+      const contexts: Array<{ isStream: boolean }> = [];
+      const own = { interceptors: [countingInterceptor(seen)] };
+      const defaultCallOptions = form === 'object' ? own : (context: { isStream: boolean }) => (contexts.push(context), own);
+      const manager = new LockManager(new EtcdLockStrategy({ connection: { hosts: hosts(), defaultCallOptions } as never }));
+      const other = new LockManager(new EtcdLockStrategy({ connection: { hosts: hosts() } }));
+      const key = `call-options:${run}:${form}`;
+      try {
+        const held = await new LockService(other).acquire(key);
+        const waiting = new LockService(manager).acquire(key, { waitTimeout: 10_000 });
+        await sleep(300);
+        await held.release();
+        await (await waiting).release();
+      } finally {
+        await Promise.all([manager.close(), other.close()]);
+      }
+      expect(seen).toEqual(expect.arrayContaining(['/etcdserverpb.KV/Txn', '/etcdserverpb.Lease/LeaseGrant', '/etcdserverpb.Watch/Watch']));
+      if (form === 'function') expect(contexts.some((context) => context.isStream)).toBe(true);
+    }, 30_000);
+  }
+});

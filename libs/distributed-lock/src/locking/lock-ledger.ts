@@ -130,9 +130,13 @@ export class LockLedger implements EngineContext {
     await Promise.all([...this.held].map((lock) => lock.settled()));
     await this.atMost(this.operationTimeout, this.background.drained());
     this.observer?.detach(this.observed);
+    // Made once per close, never on the hot path.
+    const giveUp = new AbortController();
     try {
-      await simpleBoundedCall(this.clock, this.name, 'close', undefined, this.operationTimeout, () => this.strategy.close());
+      await simpleBoundedCall(this.clock, this.name, 'close', undefined, this.operationTimeout, () => this.strategy.close(giveUp.signal));
     } catch (error) {
+      // The close is past its bound: the strategy drops what is still open, or the process stays alive.
+      giveUp.abort(error);
       throw new LockBackendUnavailableError(this.name, 'close (1 failure(s))', 0, { cause: error });
     } finally {
       this.clock.stop();

@@ -183,8 +183,14 @@ export interface LockStrategy {
    */
   readonly semaphore?: SemaphoreStrategy;
 
-  /** Free what the strategy created (connections, timers). Clients passed in by the user are left open. */
-  close(): Promise<void>;
+  /**
+   * Free what the strategy created (connections, timers). Clients passed in by the user are left open.
+   * `giveUp` aborts once the lock service stops waiting for this close (its operation timeout passed, or
+   * the close failed): a server that does not answer would keep a graceful close, and with it the
+   * process, alive. Then drop whatever is still open (destroy its sockets) without the server's answer.
+   * A strategy whose close never waits for a server may ignore it.
+   */
+  close(giveUp?: AbortSignal): Promise<void>;
 }
 
 /**

@@ -18,7 +18,7 @@ import { getLockHolderStatements, pinnedOperatorCalls } from './pinned-lock-insp
 import { PinnedLocks, pinnedLock, type PinnedLock } from './pinned-locks';
 import { poolSizeOf } from './pool-size';
 import type { LockDataSource } from './database-client.type';
-import { ensureInitialized, resolveDataSource } from './database-connection';
+import { destroyOwnDataSource, ensureInitialized, resolveDataSource } from './database-connection';
 import { createMissingSequence, createMissingTables } from './ensure-tables';
 import { endedUnder, isConnectionError, isNotSent, rollbackAndRelease } from './held-connection';
 import { fenceTableDdl, MAX_SQL_KEY_LENGTH, SQL_IDENTIFIER } from './lock-table.sql';
@@ -168,9 +168,9 @@ export class AdvisoryLockStrategy implements LockStrategy {
     await this.prepare();
   }
 
-  async close(): Promise<void> {
-    await this.locks.close();
-    if (this.ownsDataSource && this.dataSource.isInitialized) await this.dataSource.destroy();
+  async close(giveUp?: AbortSignal): Promise<void> {
+    await this.locks.close(giveUp);
+    if (this.ownsDataSource) await destroyOwnDataSource(this.dataSource, giveUp);
   }
 
   private async lockOnConnection(request: LockRequest, budget: WaitBudget | undefined): Promise<AdvisoryLeaseGrant | null> {

@@ -3,6 +3,8 @@ import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error
 import { loadPeerDependency } from '../load-peer-dependency';
 import { assertDatabaseDriver } from './database-driver';
 import type { LockDataSource } from './database-client.type';
+import { destroyPoolSockets } from './typeorm-internals';
+import { untilGivenUp } from '../../locking/until-given-up';
 
 /** The application's data source (never destroyed by the strategy), or one the strategy created (destroyed on close). */
 export interface OwnedDataSource {
@@ -44,6 +46,26 @@ export function resolveDataSource(dataSource: LockDataSource | undefined, connec
 export function withLockPoolDefaults(connection: DataSourceOptions): DataSourceOptions {
   if (connection.type !== 'mysql' && connection.type !== 'mariadb') return connection;
   return { trace: false, ...connection };
+}
+
+/**
+ * Destroys a data source the strategy created. Gracefully: each connection says goodbye and waits for the
+ * server's answer, which a frozen server never sends. Once `giveUp` aborts (the close is past its bound),
+ * every socket of the pool is dropped at once instead (see `destroyPoolSockets`), so that nothing keeps the
+ * process alive.
+ */
+export async function destroyOwnDataSource(dataSource: LockDataSource, giveUp: AbortSignal | undefined): Promise<void> {
+  if (!dataSource.isInitialized) return;
+  const destroying = dataSource.destroy();
+  if (!giveUp) return destroying;
+  const drop = (): void => destroyPoolSockets(dataSource);
+  if (giveUp.aborted) drop();
+  else giveUp.addEventListener('abort', drop, { once: true });
+  try {
+    await untilGivenUp(destroying, giveUp);
+  } finally {
+    giveUp.removeEventListener('abort', drop);
+  }
 }
 
 /** Initialises the data source if nobody did yet. */

@@ -15,7 +15,7 @@ import { PinnedLocks, pinnedLock, type PinnedLock } from './pinned-locks';
 import { poolWaitDeadline } from './pool-connection';
 import { poolSizeOf } from './pool-size';
 import { endedUnder, isConnectionError, isNotSent, rollbackAndRelease } from './held-connection';
-import { ensureInitialized, resolveDataSource } from './database-connection';
+import { destroyOwnDataSource, ensureInitialized, resolveDataSource } from './database-connection';
 import { createMissingTables } from './ensure-tables';
 import { sqlCallError } from './sql-permission';
 import { assertKeyDistinct, paddingMigration } from './lock-key-collation';
@@ -168,10 +168,10 @@ export class PessimisticLockStrategy implements LockStrategy {
     }
   }
 
-  async close(): Promise<void> {
+  async close(giveUp?: AbortSignal): Promise<void> {
     // Waits on the server end now (their acquisitions resolve as timed out), not at their deadlines.
-    await this.locks.close();
-    if (this.ownsDataSource && this.dataSource.isInitialized) await this.dataSource.destroy();
+    await this.locks.close(giveUp);
+    if (this.ownsDataSource) await destroyOwnDataSource(this.dataSource, giveUp);
   }
 
   private lockRow(request: LockRequest, budget: WaitBudget | undefined): Promise<PessimisticLeaseGrant | null> {

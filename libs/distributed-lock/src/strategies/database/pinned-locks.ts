@@ -9,7 +9,8 @@ import { ConnectionSlots } from './connection-slots';
 import type { LockDataSource } from './database-client.type';
 import { connectInTime } from './pool-connection';
 import { SessionEnder, type SessionEnd } from './session-end';
-import { closeIfOpen, connectionIdOf, discardConnection, isFailedInSavepoint, leavePool, watchConnection } from './typeorm-internals';
+import { untilGivenUp } from '../../locking/until-given-up';
+import { closeIfOpen, connectionIdOf, discardConnection, dropLeftPoolSockets, isFailedInSavepoint, leavePool, watchConnection } from './typeorm-internals';
 
 /** A lock held on a connection pinned for it (a pessimistic lock's transaction, an advisory lock's session). */
 export interface PinnedLock {
@@ -72,7 +73,7 @@ export class PinnedLocks<H extends PinnedLock> {
     private readonly end: (held: H, outcome: ReleaseOutcome) => Promise<boolean | 'session-ended'>,
     /** The size of the pool the connections come from (see `poolSizeOf`), when known: for the error that names it. */
     private readonly poolSize: number | undefined,
-    dataSource: LockDataSource,
+    private readonly dataSource: LockDataSource,
     /** The statement that checks a held lock's connection is alive (a strategy may mark its own, see `holderCheck`). */
     private readonly checkStatement = 'SELECT 1',
   ) {
@@ -288,13 +289,16 @@ export class PinnedLocks<H extends PinnedLock> {
   /**
    * Ends every wait at once (their acquisitions resolve as timed out), then every held lock as lost: its
    * section may still be running. Resolves once the server confirmed that every session ended for it is
-   * gone, and with them every lock they held or were about to be granted.
+   * gone, and with them every lock they held or were about to be granted; or once `giveUp` aborts (the
+   * server does not answer: the strategy then drops the connections, see `LockStrategy.close`).
    */
-  async close(): Promise<void> {
+  async close(giveUp?: AbortSignal): Promise<void> {
     for (const stop of [...this.waitStoppers]) stop();
     this.slots.giveUpAll();
-    await Promise.all([...this.held.keys()].map((owner) => this.finish(owner, 'lost')));
-    await Promise.all([...this.ending]);
+    const ended = Promise.all([...this.held.keys()].map((owner) => this.finish(owner, 'lost'))).then(() => Promise.all([...this.ending]));
+    await untilGivenUp(ended, giveUp);
+    // Given up: the connections taken out of the pool for a session end are ours to drop, whoever owns the pool.
+    if (giveUp?.aborted) dropLeftPoolSockets(this.dataSource);
   }
 
   /** The holder's connection died: the lock (and its transaction) went with it. */

@@ -10,7 +10,7 @@ import type { KeyListing, LockInspection } from '../../locking/lock-query';
 import { lookAtLockTable } from './lock-table-inspection';
 import { leaseExpiry } from '../../locking/lease-expiry';
 import type { LockDataSource } from './database-client.type';
-import { ensureInitialized, resolveDataSource } from './database-connection';
+import { destroyOwnDataSource, ensureInitialized, resolveDataSource } from './database-connection';
 import { createMissingTables } from './ensure-tables';
 import { sqlCallError } from './sql-permission';
 import { assertKeyDistinct, paddingMigration } from './lock-key-collation';
@@ -336,8 +336,8 @@ export class RowLockStrategy implements LockStrategy {
     await this.prepare();
   }
 
-  async close(): Promise<void> {
-    if (this.ownsDataSource && this.dataSource.isInitialized) await this.dataSource.destroy();
+  async close(giveUp?: AbortSignal): Promise<void> {
+    if (this.ownsDataSource) await destroyOwnDataSource(this.dataSource, giveUp);
   }
 
   /**

@@ -197,6 +197,7 @@ export function watchConnection(runner: QueryRunner, onDeath: () => void): () =>
  * a plain release where neither is there.
  */
 export async function discardConnection(runner: QueryRunner): Promise<void> {
+  trackLeftPool(runner);
   const connection = connectionUnder(runner) as { destroy?: () => void } | undefined;
   const pgRelease = (runner as unknown as { releasePostgresConnection?: (error: Error) => Promise<void> }).releasePostgresConnection;
   try {
@@ -220,6 +221,7 @@ export async function leavePool(runner: QueryRunner): Promise<void> {
   const connection = connectionUnder(runner) as { _removeFromPool?: () => void } | undefined;
   const pgRelease = (runner as unknown as { releasePostgresConnection?: (error: Error) => Promise<void> }).releasePostgresConnection;
   if (typeof pgRelease === 'function' || typeof connection?._removeFromPool !== 'function') return discardConnection(runner);
+  trackLeftPool(runner);
   try {
     connection._removeFromPool();
   } catch {
@@ -237,6 +239,84 @@ export function closeIfOpen(runner: QueryRunner): void {
   } catch {
     // Closing a connection that already failed: nothing more to do.
   }
+}
+
+/** A mysql2 connection (its `stream`, the timer of a handshake under way) or a pg client (`connection.stream`). */
+interface Droppable {
+  stream?: Socketish;
+  connectTimeout?: ReturnType<typeof setTimeout> | null;
+  connection?: { stream?: Socketish };
+}
+
+interface Socketish {
+  destroyed?: boolean;
+  destroy?: () => void;
+  once?: (event: 'close', listener: () => void) => unknown;
+}
+
+/**
+ * Connections taken out of a data source's pool (see `leavePool`, `discardConnection`) whose socket may be
+ * open still: a graceful end waits for the server's answer. Kept by data source until the socket closes, so
+ * that a close past its bound drops them too (see `dropLeftPoolSockets`).
+ */
+const leftPool = new WeakMap<object, Set<Droppable>>();
+
+function socketOf(connection: Droppable): Socketish | undefined {
+  return connection.stream ?? connection.connection?.stream;
+}
+
+/** Records the runner's connection as out of the pool until its socket closes. */
+function trackLeftPool(runner: QueryRunner): void {
+  const connection = connectionUnder(runner) as Droppable | undefined;
+  const dataSource = (runner as { connection?: object }).connection;
+  const socket = connection && socketOf(connection);
+  if (!dataSource || !socket || socket.destroyed || typeof socket.once !== 'function') return;
+  let connections = leftPool.get(dataSource);
+  if (!connections) leftPool.set(dataSource, (connections = new Set()));
+  const tracked = connections;
+  tracked.add(connection as Droppable);
+  socket.once('close', () => tracked.delete(connection as Droppable));
+}
+
+function drop(connection: Droppable): void {
+  if (connection.connectTimeout) {
+    clearTimeout(connection.connectTimeout);
+    connection.connectTimeout = null;
+  }
+  try {
+    socketOf(connection)?.destroy?.();
+  } catch {
+    // Already closed.
+  }
+}
+
+/**
+ * Destroys the sockets of the connections this library took out of the data source's pool and that are
+ * not closed yet (a graceful end still waiting for the server's answer). For a close past its bound, on a
+ * data source of the application's too: those connections are no longer the pool's.
+ */
+export function dropLeftPoolSockets(dataSource: LockDataSource): void {
+  const connections = leftPool.get(dataSource);
+  if (!connections) return;
+  leftPool.delete(dataSource);
+  for (const connection of connections) drop(connection);
+}
+
+/**
+ * Destroys every socket of the data source's pool at once, without the goodbye that a graceful end sends
+ * and then waits for the server to answer: mysql2's pool (`_allConnections`, each connection's `stream`,
+ * and the timer of a handshake under way, which would keep the process alive until it fires), pg-pool
+ * (`_clients`, each client's `connection.stream`), and the connections that left the pool (see
+ * `dropLeftPoolSockets`). For a close past its bound; the drivers then see each connection closed. A no-op
+ * for another pool (SQLite has no sockets).
+ */
+export function destroyPoolSockets(dataSource: LockDataSource): void {
+  const driver = (dataSource as { driver?: { pool?: unknown; master?: unknown } }).driver;
+  let connections: unknown[] = [];
+  if (isMysql(dataSource.options)) connections = (driver?.pool as { _allConnections?: { toArray?: () => unknown[] } } | undefined)?._allConnections?.toArray?.() ?? [];
+  else if (isPostgres(dataSource.options)) connections = (driver?.master as { _clients?: unknown[] } | undefined)?._clients ?? [];
+  for (const connection of connections as Droppable[]) drop(connection);
+  dropLeftPoolSockets(dataSource);
 }
 
 /**

@@ -5,11 +5,17 @@ import { definedOptions } from '../defined-options';
 import { loadPeerDependency } from '../load-peer-dependency';
 import { assertServerUrl } from '../server-url';
 import type { EtcdLockClient } from './etcd-client.type';
+import { EtcdCallsInFlight } from './etcd-calls-in-flight';
 
-/** The application's client (never closed by the strategy), or one the strategy created (closed on close). */
+/**
+ * The application's client (never closed by the strategy), or one the strategy created (closed on close,
+ * with its calls still in flight cancelled).
+ */
 export interface OwnedEtcdClient {
   readonly client: EtcdLockClient;
   readonly owned: boolean;
+  /** A client the strategy created: its calls in flight. */
+  readonly calls?: EtcdCallsInFlight;
 }
 
 /**
@@ -30,7 +36,9 @@ export function resolveEtcdClient(client: EtcdLockClient | undefined, connection
   }
   const etcd3 = loadPeerDependency<typeof import('etcd3')>('etcd3', strategy);
   const faultHandling = { ...quickRecovery(etcd3.isRecoverableError), ...definedOptions(connection.faultHandling ?? {}) };
-  return { client: new etcd3.Etcd3({ ...connection, faultHandling }), owned: true };
+  const calls = new EtcdCallsInFlight();
+  const defaultCallOptions = calls.withTracking(connection.defaultCallOptions);
+  return { client: new etcd3.Etcd3({ ...connection, faultHandling, defaultCallOptions }), owned: true, calls };
 }
 
 /** What the strategy uses of cockatiel, the resilience library etcd3 depends on (and builds its policies with). */

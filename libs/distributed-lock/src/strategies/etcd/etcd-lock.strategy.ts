@@ -12,6 +12,7 @@ import { SameProcessLine } from '../same-process-line';
 import { watchBlocker, type BlockerWaitOutcome } from './etcd-blocker-watch';
 import type { EtcdLockClient } from './etcd-client.type';
 import { resolveEtcdClient } from './etcd-connection';
+import type { EtcdCallsInFlight } from './etcd-calls-in-flight';
 import { etcdContenderKey, etcdLockPrefix, isLeaseGoneError } from './etcd-keys';
 import { etcdPermissionDenied } from './etcd-refusal';
 import { breakEtcdHolds } from './etcd-lock-break';
@@ -35,6 +36,7 @@ import { EtcdOwnKeyWatches } from './etcd-own-key-watch';
 import { EtcdSemaphore } from './etcd-semaphore';
 import { EtcdStrayLeases, extensionTurnMs } from './etcd-stray-leases';
 import { strategyName } from '../strategy-name';
+import { untilGivenUp } from '../../locking/until-given-up';
 
 /** Options of the etcd strategy. */
 export interface EtcdLockStrategyOptions {
@@ -96,6 +98,8 @@ export class EtcdLockStrategy implements LockStrategy {
   readonly semaphore: EtcdSemaphore;
   private readonly client: EtcdLockClient;
   private readonly ownsClient: boolean;
+  /** The calls in flight of the client this strategy made, cancelled at its close. */
+  private readonly ownCalls: EtcdCallsInFlight | undefined;
   private readonly namespace: string;
   private readonly pool: EtcdLeasePool;
   /** The lease each contender (by owner id) created its key with. */
@@ -129,6 +133,7 @@ export class EtcdLockStrategy implements LockStrategy {
     const resolved = resolveEtcdClient(options.client, options.connection, this.name);
     this.client = resolved.client;
     this.ownsClient = resolved.owned;
+    this.ownCalls = resolved.calls;
     this.user = options.connection?.auth?.username;
     this.pool = new EtcdLeasePool(this.client);
     this.ownKeys = new EtcdOwnKeyWatches(this.client, true);
@@ -267,12 +272,17 @@ export class EtcdLockStrategy implements LockStrategy {
     return () => listeners.delete(listener);
   }
 
-  async close(): Promise<void> {
+  async close(giveUp?: AbortSignal): Promise<void> {
     this.ownKeys.stopAll();
     const inUse = [...this.leases.values()];
     this.leases.clear();
-    await Promise.all([...inUse.map((entry) => entry.lease.revoke().catch(() => undefined)), this.strays.revokeAll(), this.pool.close(), this.semaphore.close()]);
-    if (this.ownsClient) this.client.close();
+    // Revoked now rather than left to expire, so that the keys are free at once; a server that does not
+    // answer gets until `giveUp` (the leases then end on the server by their TTL).
+    const revoked = Promise.all([...inUse.map((entry) => entry.lease.revoke().catch(() => undefined)), this.strays.revokeAll(), this.pool.close(), this.semaphore.close()]);
+    await untilGivenUp(revoked, giveUp);
+    if (!this.ownsClient) return;
+    this.client.close();
+    this.ownCalls?.cancelAll();
   }
 
   /**
