@@ -42,7 +42,7 @@ const MAIN = [
     'LockBackendUnavailableError', 'LockCommitFailedError', 'LockDefaults', 'LockEventBase', 'LockEventMap',
     'LockBreakAnswer', 'LockEvents', 'LockHandle', 'LockHolderInfo', 'LockInfo', 'LockInfoAnswer', 'LockKeyAttribute', 'LockKeySource', 'LockLostError', 'LockLostReason',
     'LockManager', 'LockManagerOptions', 'LockMode', 'LockNotHeldError', 'LockNotReplicatedError',
-    'LockNotReplicatedReason', 'LockOperationsOptions', 'LockOwnerInfo', 'LockPage', 'LockPageAnswer', 'LockPermissionDeniedError', 'LockQueryAnswer', 'LockTableMismatchError', 'LockTableMissingError', 'LockRegistry', 'LockService', 'LockServiceOptions',
+    'LockNotReplicatedReason', 'LockOperationsOptions', 'LockOwnerInfo', 'LockPage', 'LockPageAnswer', 'LockPermissionDeniedError', 'LockQueryAnswer', 'LockServiceClosedError', 'LockTableMismatchError', 'LockTableMissingError', 'LockRegistry', 'LockService', 'LockServiceOptions',
     'LockStrategy', 'LockWaiterInfo', 'Locked', 'LockedOptions', 'LogKeys', 'MissingPeerDependencyError', 'MultiLockHandle',
     'OPTIMISTIC_RETRY_DEFAULTS', 'OnLeadershipGained', 'OnLeadershipLost', 'OpenTelemetryLockObserver',
     'OpenTelemetryLockObserverOptions', 'OptimisticRetryOptions', 'OptimisticVersion', 'PermitHandle',

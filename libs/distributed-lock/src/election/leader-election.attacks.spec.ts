@@ -97,3 +97,37 @@ describe('LeaderElection.waitForLeadership: a wait ends when its election closes
     await manager.close();
   });
 });
+
+describe('LeaderElection: its lock service closed under it (the election itself never closed)', () => {
+  it('stops campaigning for good, leader and candidate alike: no retry, and a pending waitForLeadership rejects', async () => {
+    const manager = new LockManager(new InMemoryLockStrategy());
+    const service = new LockService(manager);
+    const options = { name: 'primary', ttl: 3_000, retry: { initialDelay: 20, maxDelay: 40 } };
+    const leader = new LeaderElection(service, options);
+    const candidate = new LeaderElection(service, options);
+    const campaignErrors: unknown[] = [];
+    for (const side of [leader, candidate]) side.events.on('campaignError', ({ error }) => campaignErrors.push(error));
+    leader.start();
+    await leader.waitForLeadership({ timeout: 1_000 });
+    candidate.start();
+    const waiting = candidate.waitForLeadership().then(
+      () => 'led',
+      (error: unknown) => error,
+    );
+    await manager.close();
+    // Before: both retried every 20–40 ms for as long as the process lived (their pauses' timers kept it alive).
+    await sleep(300);
+    expect([leader.isCampaigning, candidate.isCampaigning]).toEqual([false, false]);
+    expect([leader.isLeader, candidate.isLeader]).toEqual([false, false]);
+    const outcome = await waiting;
+    expect(outcome).toBeInstanceOf(LockAcquireAbortedError);
+    expect((outcome as LockAcquireAbortedError).cause).toMatchObject({ reason: 'closed' });
+    expect(campaignErrors).toEqual([]);
+    const errorsSoFar = campaignErrors.length;
+    await sleep(200);
+    expect(campaignErrors.length).toBe(errorsSoFar);
+    // Closing the elections afterwards is harmless; starting one again says why it cannot.
+    await Promise.all([leader.close(), candidate.close()]);
+    expect(() => leader.start()).toThrow(/closed/);
+  });
+});

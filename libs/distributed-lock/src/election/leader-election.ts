@@ -3,6 +3,7 @@ import { LeadershipLostError, type LeadershipLostReason } from '../errors/leader
 import { LockAcquireAbortedError } from '../errors/lock-acquire-aborted.error';
 import { LockAcquireTimeoutError } from '../errors/lock-acquire-timeout.error';
 import { LockLostError } from '../errors/lock-lost.error';
+import { LockServiceClosedError } from '../errors/lock-service-closed.error';
 import { abortableDelay } from '../locking/abortable-delay';
 import { assertDuration } from '../locking/lock-options';
 import type { LockHandle } from '../locking/lock-handle';
@@ -160,9 +161,14 @@ export class LeaderElection {
    */
   async close(): Promise<void> {
     if (this.closed) return;
+    this.markClosed();
+    await this.stepDown(false, 'closed');
+  }
+
+  /** Never campaigns again: `start()` refuses, and a `waitForLeadership` still waiting rejects. */
+  private markClosed(): void {
     this.closed = true;
     for (const end of [...this.leadershipWaits]) end();
-    await this.stepDown(false, 'closed');
   }
 
   /**
@@ -277,6 +283,14 @@ export class LeaderElection {
         if (error instanceof LockAcquireTimeoutError) {
           span?.end({ [attributes.electionOutcome]: 'timeout' });
           continue; // a round in line ended: line up again
+        }
+        if (error instanceof LockServiceClosedError) {
+          // Its lock service was closed under it (the application shut down without closing the election):
+          // it can never lead again, and a campaign that went on retrying would keep the process alive.
+          span?.end({ [attributes.electionOutcome]: 'stopped' });
+          this.markClosed();
+          if (this.stop.signal === stopped) this.campaigning = false;
+          return;
         }
         span?.end({ [attributes.electionOutcome]: 'error' }, error);
         await this.pauseAfterFailure(error, stopped);

@@ -6,6 +6,7 @@ export { LockLostError, type LockLostReason } from './lock-lost.error';
 export { LockNotHeldError } from './lock-not-held.error';
 export { LockCommitFailedError } from './lock-commit-failed.error';
 export { LockBackendUnavailableError } from './lock-backend-unavailable.error';
+export { LockServiceClosedError } from './lock-service-closed.error';
 export { LockNotReplicatedError, type LockNotReplicatedReason } from './lock-not-replicated.error';
 export { LockPermissionDeniedError } from './lock-permission-denied.error';
 export { LockTableMismatchError } from './lock-table-mismatch.error';

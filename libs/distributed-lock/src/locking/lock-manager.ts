@@ -1,6 +1,6 @@
 import { InvalidLockOptionsError } from '../errors/invalid-lock-options.error';
 import { LockAcquireTimeoutError } from '../errors/lock-acquire-timeout.error';
-import { LockBackendUnavailableError } from '../errors/lock-backend-unavailable.error';
+import { LockServiceClosedError } from '../errors/lock-service-closed.error';
 import type { HeldLock } from './held-lock';
 import { findHeldInChain } from './lock-context';
 import { LockEvents, permitFields } from './lock-events';
@@ -224,7 +224,7 @@ export class LockManager {
   }
 
   /**
-   * Ends every wait at once (the waiters reject with `LockBackendUnavailableError`, leaving the backend's
+   * Ends every wait at once (the waiters reject with `LockServiceClosedError`, leaving the backend's
    * queue), lets releases already on their way finish, releases every held lock (hold counts ignored),
    * then closes the strategy. Idempotent.
    */
@@ -232,8 +232,8 @@ export class LockManager {
     return this.ledger.close();
   }
 
-  private closedError(key: string, waitedMs: number): LockBackendUnavailableError {
-    return new LockBackendUnavailableError(this.name, 'acquire (the lock service is closed)', waitedMs, { key });
+  private closedError(key: string, waitedMs: number): LockServiceClosedError {
+    return new LockServiceClosedError(this.name, 'acquire', waitedMs, { key });
   }
 
   private tryReenter(key: string, options: ResolvedAcquireOptions): LockHandle | null {

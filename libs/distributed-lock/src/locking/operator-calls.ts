@@ -1,5 +1,5 @@
 import { InvalidLockOptionsError } from '../errors/invalid-lock-options.error';
-import { LockBackendUnavailableError } from '../errors/lock-backend-unavailable.error';
+import { LockServiceClosedError } from '../errors/lock-service-closed.error';
 import type { LockEvents } from './lock-events';
 import type { LockLedger } from './lock-ledger';
 import type { KeyListing, LockInspection, SemaphoreInspection } from './lock-query';
@@ -36,7 +36,7 @@ export class OperatorCalls {
     if (!list) {
       throw new InvalidLockOptionsError('strategy', `strategy "${this.name}" cannot answer queryPrefix(): the strategies that can are listed in docs/operations.md.`);
     }
-    if (this.ledger.closed) throw new LockBackendUnavailableError(this.name, 'queryPrefix (the lock service is closed)', 0, { key: prefix });
+    if (this.ledger.closed) throw new LockServiceClosedError(this.name, 'queryPrefix', 0, { key: prefix });
     return simpleBoundedCall(this.ledger.clock, this.name, 'queryPrefix', prefix, this.ledger.operationTimeout, () => list.call(this.strategy, prefix, page));
   }
 
@@ -77,7 +77,7 @@ export class OperatorCalls {
       throw new InvalidLockOptionsError('strategy', `strategy "${this.name}" cannot answer ${operation}(): the strategies that can are listed in docs/operations.md.`);
     }
     this.strategy.validateKey?.(key);
-    if (this.ledger.closed) throw new LockBackendUnavailableError(this.name, `${operation} (the lock service is closed)`, 0, { key });
+    if (this.ledger.closed) throw new LockServiceClosedError(this.name, operation, 0, { key });
     return () => {
       // Aborted once the caller has its answer otherwise (the bound ran out, or the call failed): a call of
       // several steps (a break that ends sessions, then looks until they are gone) starts none after that.
