@@ -3,7 +3,7 @@ import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error
 import { loadPeerDependency } from '../load-peer-dependency';
 import { assertDatabaseDriver } from './database-driver';
 import type { LockDataSource } from './database-client.type';
-import { destroyPoolSockets } from './typeorm-internals';
+import { connectionsClosed, destroyPoolSockets, dropConnections, quietCluster, poolConnections } from './typeorm-internals';
 import { untilGivenUp } from '../../locking/until-given-up';
 
 /** The application's data source (never destroyed by the strategy), or one the strategy created (destroyed on close). */
@@ -49,29 +49,62 @@ export function withLockPoolDefaults(connection: DataSourceOptions): DataSourceO
 }
 
 /**
- * Destroys a data source the strategy created. Gracefully: each connection says goodbye and waits for the
- * server's answer, which a frozen server never sends. Once `giveUp` aborts (the close is past its bound),
- * every socket of the pool is dropped at once instead (see `destroyPoolSockets`), so that nothing keeps the
- * process alive.
+ * Initialisations under way, by data source: a second caller waits for the first rather than opening a
+ * second pool, and a close waits for it (see `destroyOwnDataSource`).
+ */
+const initializing = new WeakMap<LockDataSource, Promise<unknown>>();
+
+/** Initialises the data source if nobody did yet; once, however many callers ask at the same time. */
+export function ensureInitialized(dataSource: LockDataSource): Promise<void> {
+  if (dataSource.isInitialized) return Promise.resolve();
+  let started = initializing.get(dataSource);
+  if (!started) {
+    started = dataSource.initialize().finally(() => initializing.delete(dataSource));
+    initializing.set(dataSource, started);
+  }
+  return started.then(() => undefined);
+}
+
+/**
+ * Destroys a data source the strategy created, and resolves once the server has closed each of its
+ * connections: each says goodbye, and the drivers call back before the server answers (mysql2 once the
+ * goodbye is written, pg-pool once its clients are ended), which a frozen server never does. Once `giveUp`
+ * aborts (the close is past its bound), every socket of the pools is dropped at once instead (see
+ * `destroyPoolSockets`), so that nothing keeps the process alive. A data source still opening its pool is
+ * closed once it is open; past `giveUp` the driver's connect timeout ends that wait (mysql2: 10 s by
+ * default; pg: `connectTimeoutMS`, none by default).
  */
 export async function destroyOwnDataSource(dataSource: LockDataSource, giveUp: AbortSignal | undefined): Promise<void> {
+  const starting = initializing.get(dataSource);
+  if (starting) {
+    const opened = starting.then(
+      () => true,
+      () => false,
+    );
+    await untilGivenUp(opened, giveUp);
+    if (giveUp?.aborted) {
+      void opened.then((open) => (open && dataSource.isInitialized ? dataSource.destroy() : undefined)).catch(() => undefined);
+      return;
+    }
+  }
   if (!dataSource.isInitialized) return;
-  const destroying = dataSource.destroy();
-  if (!giveUp) return destroying;
-  const drop = (): void => destroyPoolSockets(dataSource);
+  const connections = poolConnections(dataSource);
+  const drop = (): void => {
+    destroyPoolSockets(dataSource);
+    dropConnections(connections);
+  };
+  quietCluster(dataSource);
+  const closed = dataSource.destroy().then(() => connectionsClosed(connections));
+  if (!giveUp) return closed;
   if (giveUp.aborted) drop();
   else giveUp.addEventListener('abort', drop, { once: true });
   try {
-    await untilGivenUp(destroying, giveUp);
+    await untilGivenUp(closed, giveUp);
   } finally {
     giveUp.removeEventListener('abort', drop);
   }
 }
 
-/** Initialises the data source if nobody did yet. */
-export async function ensureInitialized(dataSource: LockDataSource): Promise<void> {
-  if (!dataSource.isInitialized) await dataSource.initialize();
-}
 
 /**
  * Runs `CREATE … IF NOT EXISTS` statements. On PostgreSQL two sessions creating the same table at once can

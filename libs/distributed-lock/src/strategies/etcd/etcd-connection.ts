@@ -37,8 +37,7 @@ export function resolveEtcdClient(client: EtcdLockClient | undefined, connection
   const etcd3 = loadPeerDependency<typeof import('etcd3')>('etcd3', strategy);
   const faultHandling = { ...quickRecovery(etcd3.isRecoverableError), ...definedOptions(connection.faultHandling ?? {}) };
   const calls = new EtcdCallsInFlight();
-  const defaultCallOptions = calls.withTracking(connection.defaultCallOptions);
-  return { client: new etcd3.Etcd3({ ...connection, faultHandling, defaultCallOptions }), owned: true, calls };
+  return { client: new etcd3.Etcd3({ ...connection, faultHandling, ...calls.clientOptions(connection) }), owned: true, calls };
 }
 
 /** What the strategy uses of cockatiel, the resilience library etcd3 depends on (and builds its policies with). */
