@@ -152,6 +152,33 @@ describe('DeadlineClock after a stall', () => {
     }
   });
 
+  it('does not charge a bound for one stall however long: a call frozen for 4 times its bound, whose answer takes a few turns after waking, ends answered', async () => {
+    // A ZooKeeper waiter frozen past its session: on waking, its client reconnects before the answer can
+    // come (here: the second exchange is sent 50 ms after the first answer is read, as a reconnect would
+    // take a few turns). Before, a bound was put off by at most its own duration in all: it fired on
+    // waking, and the wait failed "the server did not answer" (a faults run of npm test, once).
+    const clock = new DeadlineClock();
+    try {
+      let answers = 0;
+      const call = new Promise<string>((resolve) => {
+        const bound = clock.bound(300, () => resolve(`timed out after ${answers} answers`));
+        socket.on('data', () => {
+          answers += 1;
+          if (answers === 1) setTimeout(() => socket.write('second question'), 50);
+          else {
+            bound.cancel();
+            resolve('answered twice');
+          }
+        });
+      });
+      socket.write('first question');
+      stall(1_200);
+      expect(await call).toBe('answered twice');
+    } finally {
+      clock.stop();
+    }
+  });
+
   it('still bounds a call whose server stays silent, stall or not', async () => {
     const clock = new DeadlineClock();
     try {

@@ -23,7 +23,8 @@ const STALL_CREDIT_MS = 200;
  * holds it back. A bound (`bound`) measures the time the process ran rather than the time that passed: a
  * server is not blamed for an answer the process was frozen while it came (SIGSTOP, a paused VM). The
  * runtime timer sees such a stall by firing late, so while a bound is armed it fires at least every
- * `STALL_CHECK_MS`, and a due bound is put off by the stall it lived through. The runtime timer is unref'd
+ * `STALL_CHECK_MS`, and a due bound is put off by the stall it lived through (the first whole, later ones up to
+ * the bound's duration in all). The runtime timer is unref'd
  * while only bounds are armed (a server call in flight keeps
  * the process alive through its socket), and ref'd while someone waits on a deadline alone (a retry pause
  * over an embedded store has no socket that would).
@@ -156,12 +157,15 @@ export class DeadlineClock {
           if (next !== Number.POSITIVE_INFINITY) this.arm(next);
           return;
         }
-        const credit = Math.min(due.stalledMs, due.creditLeft);
+        // The first stall a bound lives through is given back whole, however long (one freeze of the process:
+        // its server is not blamed for it); the next ones only up to the bound's duration in all, so that a
+        // process stalled again and again (a loop blocked over and over) still ends it.
+        const credit = due.creditedOnce ? Math.min(due.stalledMs, due.creditLeft) : due.stalledMs;
         if (credit > 0 && due.at + credit > now) {
           // A bound that lived through a stall ends that much later than it was due (not than now: the stall
-          // has passed already), in all at most its whole bound again, so that a process stalled again and
-          // again still ends it.
-          due.creditLeft -= credit;
+          // has passed already).
+          due.creditedOnce = true;
+          due.creditLeft = Math.max(0, due.creditLeft - credit);
           this.putOff(due, now, due.at + credit - now);
           continue;
         }
@@ -225,8 +229,10 @@ export class Deadline {
 
   /** @internal the time (ms) a bound's process stood still since it was armed or last put off. */
   stalledMs = 0;
-  /** @internal how much longer (ms) a bound may still be put off for stalls: its duration, in all. */
+  /** @internal how much longer (ms) a bound may still be put off for stalls after the first: its duration, in all. */
   creditLeft = 0;
+  /** @internal whether a stall was given back to this bound already (the first is given back whole). */
+  creditedOnce = false;
 
   /** True until it fired or was cancelled. */
   get pending(): boolean {
