@@ -126,7 +126,12 @@ describe('DeadlineClock after a stall', () => {
     }
   });
 
-  it('does not charge a bound for a stall: a call of two exchanges frozen for just over its bound still ends answered', async () => {
+  /**
+   * A call of two exchanges under a 300 ms bound, frozen right after it began for `stallMs`: the second
+   * exchange is sent only once the first answer is read (as a strategy's next statement), `secondAfterMs`
+   * later. Resolves how it ended.
+   */
+  async function twoExchangesThroughAStall(stallMs: number, secondAfterMs: number): Promise<string> {
     const clock = new DeadlineClock();
     try {
       let answers = 0;
@@ -134,8 +139,7 @@ describe('DeadlineClock after a stall', () => {
         const bound = clock.bound(300, () => resolve(`timed out after ${answers} answers`));
         socket.on('data', () => {
           answers += 1;
-          // The second exchange is sent only once the first answer is read, as a strategy's next statement.
-          if (answers === 1) socket.write('second question');
+          if (answers === 1) setTimeout(() => socket.write('second question'), secondAfterMs);
           else {
             bound.cancel();
             resolve('answered twice');
@@ -143,40 +147,23 @@ describe('DeadlineClock after a stall', () => {
         });
       });
       socket.write('first question');
-      // Frozen right after the call began, until past its bound: the bound's own timer would fire only 100 ms
-      // late, yet the call could not read a single answer in time.
-      stall(400);
-      expect(await call).toBe('answered twice');
+      stall(stallMs);
+      return await call;
     } finally {
       clock.stop();
     }
+  }
+
+  it('does not charge a bound for a stall: a call of two exchanges frozen for just over its bound still ends answered', async () => {
+    // The bound's own timer would fire only 100 ms late, yet the call could not read a single answer in time.
+    expect(await twoExchangesThroughAStall(400, 0)).toBe('answered twice');
   });
 
-  it('does not charge a bound for one stall however long: a call frozen for 4 times its bound, whose answer takes a few turns after waking, ends answered', async () => {
+  it('does not charge a bound for one stall however long: frozen for 4 times its bound, its answer a few turns after waking, it ends answered', async () => {
     // A ZooKeeper waiter frozen past its session: on waking, its client reconnects before the answer can
-    // come (here: the second exchange is sent 50 ms after the first answer is read, as a reconnect would
-    // take a few turns). Before, a bound was put off by at most its own duration in all: it fired on
-    // waking, and the wait failed "the server did not answer" (a faults run of npm test, once).
-    const clock = new DeadlineClock();
-    try {
-      let answers = 0;
-      const call = new Promise<string>((resolve) => {
-        const bound = clock.bound(300, () => resolve(`timed out after ${answers} answers`));
-        socket.on('data', () => {
-          answers += 1;
-          if (answers === 1) setTimeout(() => socket.write('second question'), 50);
-          else {
-            bound.cancel();
-            resolve('answered twice');
-          }
-        });
-      });
-      socket.write('first question');
-      stall(1_200);
-      expect(await call).toBe('answered twice');
-    } finally {
-      clock.stop();
-    }
+    // come (as a reconnect takes a few turns). Before, a bound was put off by at most its own duration in
+    // all: it fired on waking, and the wait failed "the server did not answer" (a faults run of npm test, once).
+    expect(await twoExchangesThroughAStall(1_200, 50)).toBe('answered twice');
   });
 
   it('still bounds a call whose server stays silent, stall or not', async () => {
