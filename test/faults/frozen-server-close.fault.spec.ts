@@ -29,25 +29,18 @@ interface Backend {
  */
 type Shape = 'hold-and-wait' | 'idle' | 'opening' | 'replication';
 
+/** An SQL server's subjects: each in the common shapes, `opening` and `replication` on the one named for each. */
+function sqlBackend(topology: TopologyName, urlVariable: string, subjects: readonly string[], opening: string, replication: string): Backend {
+  return {
+    topology,
+    env: (url) => ({ [urlVariable]: url }),
+    cases: [...cases(subjects, ['hold-and-wait', 'idle']), [opening, 'opening'], [replication, 'replication']],
+  };
+}
+
 const BACKENDS: readonly Backend[] = [
-  {
-    topology: 'mariadb-faults',
-    env: (url) => ({ LOCK_TEST_MYSQL_URL: url }),
-    cases: [
-      ...cases(['row (MariaDB)', 'pessimistic (MariaDB)', 'advisory GET_LOCK (MariaDB)'], ['hold-and-wait', 'idle']),
-      ['row (MariaDB)', 'opening'],
-      ['row (MariaDB)', 'replication'],
-    ],
-  },
-  {
-    topology: 'postgres-faults',
-    env: (url) => ({ LOCK_TEST_POSTGRES_URL: url }),
-    cases: [
-      ...cases(['row (PostgreSQL)', 'pessimistic (PostgreSQL)', 'advisory (PostgreSQL)'], ['hold-and-wait', 'idle']),
-      ['advisory (PostgreSQL)', 'opening'],
-      ['pessimistic (PostgreSQL)', 'replication'],
-    ],
-  },
+  sqlBackend('mariadb-faults', 'LOCK_TEST_MYSQL_URL', ['row (MariaDB)', 'pessimistic (MariaDB)', 'advisory GET_LOCK (MariaDB)'], 'row (MariaDB)', 'row (MariaDB)'),
+  sqlBackend('postgres-faults', 'LOCK_TEST_POSTGRES_URL', ['row (PostgreSQL)', 'pessimistic (PostgreSQL)', 'advisory (PostgreSQL)'], 'advisory (PostgreSQL)', 'pessimistic (PostgreSQL)'),
   { topology: 'etcd3-faults', env: (hosts) => ({ LOCK_TEST_ETCD: hosts }), cases: cases(['etcd (single node)'], ['hold-and-wait', 'idle', 'opening']) },
 ];
 

@@ -94,8 +94,11 @@ export async function destroyOwnDataSource(dataSource: LockDataSource, giveUp: A
     dropConnections(connections);
   };
   quietCluster(dataSource);
-  const closed = dataSource.destroy().then(() => connectionsClosed(connections));
-  if (!giveUp) return closed;
+  const destroying = dataSource.destroy();
+  // Without a bound to give up at (a close called directly, not by a lock service), the drivers' word is
+  // taken: waiting for the server's goodbye could wait for good.
+  if (!giveUp) return destroying;
+  const closed = destroying.then(() => connectionsClosed(connections));
   if (giveUp.aborted) drop();
   else giveUp.addEventListener('abort', drop, { once: true });
   try {
