@@ -3,7 +3,7 @@ import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error
 import { loadPeerDependency } from '../load-peer-dependency';
 import { assertDatabaseDriver } from './database-driver';
 import type { LockDataSource } from './database-client.type';
-import { connectionsClosed, destroyPoolSockets, dropConnections, quietCluster, poolConnections } from './typeorm-internals';
+import { connectionsClosed, destroyPoolSockets, dropConnections, quietCluster, poolConnections } from './pool-sockets';
 import { untilGivenUp } from '../../locking/until-given-up';
 
 /** The application's data source (never destroyed by the strategy), or one the strategy created (destroyed on close). */

@@ -33,3 +33,13 @@ export function assertDatabaseDriver(type: DataSourceOptions['type'], strategy: 
     throw error;
   }
 }
+
+/** A data source of TypeORM's mysql driver (mysql2): the only one whose pool and connections the fast paths use. */
+export function isMysql(options: { type?: unknown } | undefined): boolean {
+  return options?.type === 'mysql' || options?.type === 'mariadb';
+}
+
+/** A data source of TypeORM's postgres driver (pg). */
+export function isPostgres(options: { type?: unknown } | undefined): boolean {
+  return options?.type === 'postgres';
+}

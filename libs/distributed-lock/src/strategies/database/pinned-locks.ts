@@ -10,7 +10,8 @@ import type { LockDataSource } from './database-client.type';
 import { connectInTime } from './pool-connection';
 import { SessionEnder, type SessionEnd } from './session-end';
 import { untilGivenUp } from '../../locking/until-given-up';
-import { closeIfOpen, connectionIdOf, discardConnection, dropLeftPoolSockets, isFailedInSavepoint, leavePool, watchConnection } from './typeorm-internals';
+import { dropLeftPoolSockets } from './pool-sockets';
+import { closeIfOpen, connectionIdOf, discardConnection, isFailedInSavepoint, leavePool, watchConnection } from './typeorm-internals';
 
 /** A lock held on a connection pinned for it (a pessimistic lock's transaction, an advisory lock's session). */
 export interface PinnedLock {

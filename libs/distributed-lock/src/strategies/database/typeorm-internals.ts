@@ -1,6 +1,8 @@
 import type { QueryRunner } from 'typeorm';
 import type { LockDataSource } from './database-client.type';
+import { isMysql, isPostgres } from './database-driver';
 import type { PgQueryable } from './pg-direct';
+import { trackLeftPool } from './pool-sockets';
 
 // Everything the database strategies and `optimisticUpdate` read or write of TypeORM's state that is not
 // its public API, and of the mysql2 objects under it. Proven against the TypeORM and mysql2 versions this
@@ -16,6 +18,7 @@ import type { PgQueryable } from './pg-direct';
 //   the connection, its end and error events, whether it closed). There is no public equivalent; without
 //   them it kills no waiting statement at the caller's deadline and finds a dead connection only at the
 //   next extension or at the release.
+// The sockets under the pools, which a close past its bound destroys, are pool-sockets.ts's.
 
 /** The callback `query` of a mysql2 pool or connection. */
 export interface MysqlQueryable {
@@ -45,11 +48,6 @@ function connectionUnder(runner: unknown): Mysql2Connection | undefined {
   return (runner as { databaseConnection?: Mysql2Connection }).databaseConnection;
 }
 
-/** A data source of TypeORM's mysql driver (mysql2): the only one whose pool and connections the fast paths use. */
-function isMysql(options: { type?: unknown } | undefined): boolean {
-  return options?.type === 'mysql' || options?.type === 'mariadb';
-}
-
 /** The data source's single mysql2 pool (TypeORM's `driver.pool`), or undefined (SQLite, PostgreSQL, a replication cluster, a data source that is not TypeORM's own). */
 export function mysqlPoolOf(dataSource: LockDataSource): MysqlQueryable | undefined {
   const pool = (dataSource as { driver?: { pool?: unknown } }).driver?.pool;
@@ -64,11 +62,6 @@ export function mysqlConnectionOf(runner: unknown): MysqlQueryable | undefined {
   if (!isMysql((runner as { connection?: { options?: { type?: unknown } } }).connection?.options)) return undefined;
   const connection = connectionUnder(runner);
   return isQueryable(connection) ? connection : undefined;
-}
-
-/** A data source of TypeORM's postgres driver (pg). */
-function isPostgres(options: { type?: unknown } | undefined): boolean {
-  return options?.type === 'postgres';
 }
 
 function isPgQueryable(value: unknown): value is PgQueryable {
@@ -197,8 +190,8 @@ export function watchConnection(runner: QueryRunner, onDeath: () => void): () =>
  * a plain release where neither is there.
  */
 export async function discardConnection(runner: QueryRunner): Promise<void> {
-  trackLeftPool(runner);
   const connection = connectionUnder(runner) as { destroy?: () => void } | undefined;
+  trackLeftPool((runner as { connection?: object }).connection, connection);
   const pgRelease = (runner as unknown as { releasePostgresConnection?: (error: Error) => Promise<void> }).releasePostgresConnection;
   try {
     if (typeof pgRelease === 'function') return await pgRelease.call(runner, new Error('discarded: it may still hold a session lock'));
@@ -221,7 +214,7 @@ export async function leavePool(runner: QueryRunner): Promise<void> {
   const connection = connectionUnder(runner) as { _removeFromPool?: () => void } | undefined;
   const pgRelease = (runner as unknown as { releasePostgresConnection?: (error: Error) => Promise<void> }).releasePostgresConnection;
   if (typeof pgRelease === 'function' || typeof connection?._removeFromPool !== 'function') return discardConnection(runner);
-  trackLeftPool(runner);
+  trackLeftPool((runner as { connection?: object }).connection, connection);
   try {
     connection._removeFromPool();
   } catch {
@@ -239,129 +232,6 @@ export function closeIfOpen(runner: QueryRunner): void {
   } catch {
     // Closing a connection that already failed: nothing more to do.
   }
-}
-
-/** A mysql2 connection (its `stream`, the timer of a handshake under way) or a pg client (`connection.stream`). */
-interface Droppable {
-  stream?: Socketish;
-  connectTimeout?: ReturnType<typeof setTimeout> | null;
-  connection?: { stream?: Socketish };
-}
-
-interface Socketish {
-  destroyed?: boolean;
-  readyState?: string;
-  destroy?: () => void;
-  once?: (event: 'close', listener: () => void) => unknown;
-}
-
-/**
- * Connections taken out of a data source's pool (see `leavePool`, `discardConnection`) whose socket may be
- * open still: a graceful end waits for the server's answer. Kept by data source until the socket closes, so
- * that a close past its bound drops them too (see `dropLeftPoolSockets`).
- */
-const leftPool = new WeakMap<object, Set<Droppable>>();
-
-function socketOf(connection: Droppable): Socketish | undefined {
-  return connection.stream ?? connection.connection?.stream;
-}
-
-/** Whether the socket is gone, or was never opened (a pg client that never connected). */
-function socketClosed(socket: Socketish | undefined): boolean {
-  return !socket || socket.destroyed === true || socket.readyState === 'closed' || typeof socket.once !== 'function';
-}
-
-/** Records the runner's connection as out of the pool until its socket closes. */
-function trackLeftPool(runner: QueryRunner): void {
-  const connection = connectionUnder(runner) as Droppable | undefined;
-  const dataSource = (runner as { connection?: object }).connection;
-  const socket = connection && socketOf(connection);
-  if (!dataSource || !connection || socketClosed(socket)) return;
-  let connections = leftPool.get(dataSource);
-  if (!connections) leftPool.set(dataSource, (connections = new Set()));
-  const tracked = connections;
-  tracked.add(connection);
-  socket?.once?.('close', () => tracked.delete(connection));
-}
-
-/**
- * Destroys each connection's socket at once, without the goodbye that a graceful end sends and then waits
- * for the server to answer; and clears the timer of a mysql2 handshake under way, which would keep the
- * process alive until it fires.
- */
-export function dropConnections(connections: readonly unknown[]): void {
-  for (const connection of connections as Droppable[]) {
-    if (connection.connectTimeout) {
-      clearTimeout(connection.connectTimeout);
-      connection.connectTimeout = null;
-    }
-    try {
-      socketOf(connection)?.destroy?.();
-    } catch {
-      // Already closed.
-    }
-  }
-}
-
-/** Resolves once the socket of every connection is closed (the server answered the goodbye). */
-export function connectionsClosed(connections: readonly unknown[]): Promise<void> {
-  const open = (connections as Droppable[]).map(socketOf).filter((socket) => !socketClosed(socket));
-  return Promise.all(open.map((socket) => new Promise<void>((resolve) => socket?.once?.('close', () => resolve())))).then(() => undefined);
-}
-
-/**
- * Destroys the sockets of the connections this library took out of the data source's pool and that are
- * not closed yet (a graceful end still waiting for the server's answer). For a close past its bound, on a
- * data source of the application's too: those connections are no longer the pool's.
- */
-export function dropLeftPoolSockets(dataSource: LockDataSource): void {
-  const connections = leftPool.get(dataSource);
-  if (!connections) return;
-  leftPool.delete(dataSource);
-  dropConnections([...connections]);
-}
-
-/**
- * Every connection of the data source's pools, open or opening, in use or idle: mysql2's pool, or each
- * pool of its replication cluster (`_allConnections`), and pg-pool's master and replicas (`_clients`); none
- * for another driver (SQLite has no sockets).
- */
-export function poolConnections(dataSource: LockDataSource): unknown[] {
-  const driver = (dataSource as { driver?: { pool?: unknown; poolCluster?: unknown; master?: unknown; slaves?: unknown[] } }).driver;
-  if (isMysql(dataSource.options)) {
-    const nodes = (driver?.poolCluster as { _nodes?: Record<string, { pool?: unknown }> } | undefined)?._nodes ?? {};
-    const pools = [driver?.pool, ...Object.values(nodes).map((node) => node.pool)];
-    return pools.flatMap((pool) => (pool as { _allConnections?: { toArray?: () => unknown[] } } | undefined)?._allConnections?.toArray?.() ?? []);
-  }
-  if (isPostgres(dataSource.options)) {
-    return [driver?.master, ...(driver?.slaves ?? [])].flatMap((pool) => (pool as { _clients?: unknown[] } | undefined)?._clients ?? []);
-  }
-  return [];
-}
-
-/**
- * Before ending a data source: ending mysql2's replication cluster fails every request still waiting for a
- * connection (a frozen server leaves some). The cluster retries each failed request on another member at
- * once (`canRetry`), and ends the pool of a member that failed `removeNodeErrorCount` times (5 by default)
- * with an end() whose default callback throws: the retries spin the process (seen: 100 % CPU, for good),
- * or the throw ends it with an uncaught error. A cluster being ended does neither: its requests fail once.
- */
-export function quietCluster(dataSource: LockDataSource): void {
-  const cluster = (dataSource as { driver?: { poolCluster?: { _removeNodeErrorCount?: unknown; _canRetry?: unknown } } }).driver?.poolCluster;
-  if (!cluster) return;
-  if (typeof cluster._canRetry === 'boolean') cluster._canRetry = false;
-  if (typeof cluster._removeNodeErrorCount === 'number') cluster._removeNodeErrorCount = Number.POSITIVE_INFINITY;
-}
-
-/**
- * Destroys every socket of the data source's pools at once (see `poolConnections`, `dropConnections`), and
- * of the connections that left them (see `dropLeftPoolSockets`). For a close past its bound; the drivers
- * then see each connection closed.
- */
-export function destroyPoolSockets(dataSource: LockDataSource): void {
-  quietCluster(dataSource);
-  dropConnections(poolConnections(dataSource));
-  dropLeftPoolSockets(dataSource);
 }
 
 /**
