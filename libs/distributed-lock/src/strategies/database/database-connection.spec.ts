@@ -11,4 +11,10 @@ describe('withLockPoolDefaults', () => {
     const sqlite = { type: 'better-sqlite3' as const, database: ':memory:' };
     expect(withLockPoolDefaults(sqlite)).toBe(sqlite);
   });
+
+  it('takes a failing member of a replication set offline for a while, not for good, unless told otherwise', () => {
+    const master = { url: 'mysql://m' };
+    expect(withLockPoolDefaults({ type: 'mysql', replication: { master, slaves: [] } })).toMatchObject({ replication: { master, slaves: [], restoreNodeTimeout: 1_000 } });
+    expect(withLockPoolDefaults({ type: 'mysql', replication: { master, slaves: [], restoreNodeTimeout: 0 } })).toMatchObject({ replication: { restoreNodeTimeout: 0 } });
+  });
 });

@@ -37,15 +37,28 @@ export function resolveDataSource(dataSource: LockDataSource | undefined, connec
 }
 
 /**
- * Defaults for a pool the strategy opens for itself. On MySQL/MariaDB, `trace: false`: mysql2 otherwise
- * captures a stack trace on every statement for the "long stack traces" of its errors, which showed in
- * CPU profiles of the pessimistic strategy (its transaction runs statements through TypeORM). The lock's
- * statements are few and fixed, and their errors reach callers wrapped in this library's typed errors,
- * so those traces tell nobody anything. An explicit `trace` is kept.
+ * How long mysql2's replication cluster keeps a member offline after 5 failed connects before it tries it
+ * again, for a cluster the strategy opens: its default (0) drops the member for good, and a master dropped
+ * so (the server restarted) fails every later call of the process.
+ */
+const REPLICA_OFFLINE_MS = 1_000;
+
+/**
+ * Defaults for a pool the strategy opens for itself, on MySQL/MariaDB; an explicit value is kept.
+ * - `trace: false`: mysql2 otherwise captures a stack trace on every statement for the "long stack traces"
+ *   of its errors, which showed in CPU profiles of the pessimistic strategy (its transaction runs
+ *   statements through TypeORM). The lock's statements are few and fixed, and their errors reach callers
+ *   wrapped in this library's typed errors, so those traces tell nobody anything.
+ * - `replication.restoreNodeTimeout` (see REPLICA_OFFLINE_MS): locks work again once the server is back.
  */
 export function withLockPoolDefaults(connection: DataSourceOptions): DataSourceOptions {
   if (connection.type !== 'mysql' && connection.type !== 'mariadb') return connection;
-  return { trace: false, ...connection };
+  const { replication } = connection;
+  return {
+    trace: false,
+    ...connection,
+    ...(replication ? { replication: { restoreNodeTimeout: REPLICA_OFFLINE_MS, ...replication } } : {}),
+  };
 }
 
 /**
