@@ -39,7 +39,8 @@ async function stop(waiter: WaitingHolderProcess, manager: LockManager): Promise
  * wait ends at its waitTimeout or with the lock, never early, and never with "held by another owner" while
  * the lock is free (issue 42, items 1, 6 and 14).
  */
-describe('A waiter frozen with SIGSTOP past its lease while the holder releases', () => {
+// The three at once (about 7 s each): each freezes only its own waiter, on a server of its own.
+describe.concurrent('A waiter frozen with SIGSTOP past its lease while the holder releases', () => {
   // [subject, the waiter's ttl (ms), how long it stays frozen (ms)]
   const cases: Array<[subject: string, ttlMs: number, frozenMs: number]> = [
     ['redis (fair)', 2_000, 5_000],

@@ -5,6 +5,7 @@ import { ZooKeeperSession } from '@app/distributed-lock/strategies/zookeeper/zoo
 import { LeaderElection, LockManager, LockService } from '@app/distributed-lock';
 import { ZooKeeperLockStrategy } from '@app/distributed-lock/strategies/zookeeper';
 import { zkLockPath, zkSemaphorePath } from '@app/distributed-lock/strategies/zookeeper/zookeeper-paths';
+import type { TestContext } from 'vitest';
 import { startAppProcess, stopAppProcess, type AppProcess } from '../support/app-process';
 
 const run = randomUUID().slice(0, 8);
@@ -23,22 +24,32 @@ const SESSION_TIMEOUT_MS = 4_000;
 /** Past the session: the server has expired it (and let another holder in) well before the process wakes. */
 const FREEZE_MS = 6_000;
 
-describe('ZooKeeper: a process frozen past its session (SIGSTOP)', () => {
+// The tests run at once (about 7 s each): each freezes only processes of its own, on keys of its own.
+describe.concurrent('ZooKeeper: a process frozen past its session (SIGSTOP)', () => {
   let connect: string;
   let adminSession: ZooKeeperSession | undefined;
   let admin: ZooKeeperLockClient;
-  const apps: AppProcess[] = [];
-  const managers: LockManager[] = [];
 
-  const manager = (): LockService => {
-    const created = new LockManager(new ZooKeeperLockStrategy({ connect, sessionTimeout: SESSION_TIMEOUT_MS }), { operationTimeout: 2_000 });
-    managers.push(created);
-    return new LockService(created);
-  };
-  const start = (mode: string, key: string, extra: NodeJS.ProcessEnv = {}): AppProcess => {
-    const app = startAppProcess(`zk-${mode}`, WORKER, { ZK_CONNECT: connect, ZK_SESSION_TIMEOUT: String(SESSION_TIMEOUT_MS), ZK_MODE: mode, ZK_KEY: key, ...extra });
-    apps.push(app);
-    return app;
+  /** A test's own lock services and application processes, stopped when it ends. */
+  const scope = (onTestFinished: TestContext['onTestFinished']) => {
+    const apps: AppProcess[] = [];
+    const managers: LockManager[] = [];
+    onTestFinished(async () => {
+      await Promise.allSettled(apps.map((app) => stopAppProcess(app, 2_000)));
+      await Promise.allSettled(managers.map((created) => created.close()));
+    }, 20_000);
+    return {
+      manager: (): LockService => {
+        const created = new LockManager(new ZooKeeperLockStrategy({ connect, sessionTimeout: SESSION_TIMEOUT_MS }), { operationTimeout: 2_000 });
+        managers.push(created);
+        return new LockService(created);
+      },
+      start: (mode: string, key: string, extra: NodeJS.ProcessEnv = {}): AppProcess => {
+        const app = startAppProcess(`zk-${mode}`, WORKER, { ZK_CONNECT: connect, ZK_SESSION_TIMEOUT: String(SESSION_TIMEOUT_MS), ZK_MODE: mode, ZK_KEY: key, ...extra });
+        apps.push(app);
+        return app;
+      },
+    };
   };
   /** Resolves once `path` has `count` children: the waiter's node is in line behind the holder's. */
   const queued = async (path: string, count: number): Promise<void> => {
@@ -60,17 +71,13 @@ describe('ZooKeeper: a process frozen past its session (SIGSTOP)', () => {
     admin = await adminSession.client();
   });
 
-  afterEach(async () => {
-    await Promise.allSettled(apps.splice(0).map((app) => stopAppProcess(app, 2_000)));
-    await Promise.allSettled(managers.splice(0).map((created) => created.close()));
-  }, 20_000);
-
   afterAll(async () => {
     await adminSession?.close();
   });
 
   for (const kind of ['lock', 'permit'] as const) {
-    it(`a ${kind} waiter whose session expired while it was frozen queues again and gets the ${kind} freed meanwhile, within its waitTimeout`, async () => {
+    it(`a ${kind} waiter whose session expired while it was frozen queues again and gets the ${kind} freed meanwhile, within its waitTimeout`, async ({ onTestFinished }) => {
+      const { manager, start } = scope(onTestFinished);
       const key = `fault:${run}:zk-frozen-${kind}-waiter`;
       const locks = manager();
       const holder = kind === 'lock' ? await locks.acquire(key, { ttl: 30_000 }) : await locks.acquirePermit(key, { permits: 1, ttl: 30_000 });
@@ -93,7 +100,8 @@ describe('ZooKeeper: a process frozen past its session (SIGSTOP)', () => {
     }, 60_000);
   }
 
-  it('a holder frozen past its session reads its lock lost on waking; the release resolves, and its next call gets a new session', async () => {
+  it('a holder frozen past its session reads its lock lost on waking; the release resolves, and its next call gets a new session', async ({ onTestFinished }) => {
+    const { manager, start } = scope(onTestFinished);
     const key = `fault:${run}:zk-frozen-holder`;
     const holder = start('hold', key);
     const held = await holder.waitForLine(/^held \d+$/, 20_000);
@@ -120,7 +128,8 @@ describe('ZooKeeper: a process frozen past its session (SIGSTOP)', () => {
     await next.release();
   }, 60_000);
 
-  it('a candidate whose session expired while it was frozen in line campaigns again and leads once the leader left, within its campaign round', async () => {
+  it('a candidate whose session expired while it was frozen in line campaigns again and leads once the leader left, within its campaign round', async ({ onTestFinished }) => {
+    const { manager, start } = scope(onTestFinished);
     const name = `fault-${run}-zk-frozen-candidate`;
     const election = new LeaderElection(manager(), { name });
     election.start();
@@ -149,7 +158,8 @@ describe('ZooKeeper: a process frozen past its session (SIGSTOP)', () => {
     }
   }, 60_000);
 
-  it('a leader frozen past its session reads isLeader false on waking, with an election ttl (the default 10 s) above the session timeout', async () => {
+  it('a leader frozen past its session reads isLeader false on waking, with an election ttl (the default 10 s) above the session timeout', async ({ onTestFinished }) => {
+    const { manager, start } = scope(onTestFinished);
     const name = `fault-${run}-zk-frozen-leader`;
     const leader = start('lead', name);
     const term = Number((await leader.waitForLine(/^leader \d+$/, 20_000)).split(' ')[1]);
