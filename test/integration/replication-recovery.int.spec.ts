@@ -1,6 +1,6 @@
 // A strategy given `connection` options with `replication` (a master and replicas) opens the pools itself.
-// When the server goes away (here: the proxy in front of it stops listening and cuts every connection, as
-// a restart does) each call fails with a typed error; once it is back, locks must work again by
+// When the server goes away (here: the proxy in front of it cuts every connection and closes each new one
+// at once, as a restart does) each call fails with a typed error; once it is back, locks must work again by
 // themselves. mysql2's replication cluster drops a member for good after 5 failed connects unless it is
 // told to take it offline for a while instead (`restoreNodeTimeout`, 0 by default): before the strategy set
 // a default, every later call failed ("Pool does not exist"), for the life of the process.
@@ -31,12 +31,13 @@ describe.each(servers)('a replication set the strategy opened itself, its server
     const key = `replication-recovery:${run}`;
     try {
       await (await locks.acquire(key)).release();
-      await proxy.close();
+      proxy.down();
       // More failures than mysql2's cluster allows a member before it drops it (5).
       for (let attempt = 0; attempt < 8; attempt += 1) {
         await expect(locks.tryAcquire(key)).rejects.toBeInstanceOf(LockBackendUnavailableError);
       }
-      await proxy.start(port);
+      proxy.up();
+      const backAt = Date.now();
       let lastError: unknown;
       for (const until = Date.now() + 10_000; Date.now() < until; await new Promise((resolve) => setTimeout(resolve, 100))) {
         try {
@@ -44,6 +45,7 @@ describe.each(servers)('a replication set the strategy opened itself, its server
           expect(lock).not.toBeNull();
           await lock?.release();
           lastError = undefined;
+          process.stdout.write(`${type} replication set: locked again ${Date.now() - backAt} ms after the server was back\n`);
           break;
         } catch (error) {
           lastError = error;

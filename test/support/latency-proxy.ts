@@ -70,13 +70,15 @@ export class LatencyProxy {
   private readonly sockets = new Set<Socket>();
   private readonly server: Server;
   private listening = 0;
+  /** While true, each new connection is closed at once (see `down`). */
+  private refusing = false;
 
   constructor(
     readonly target: { readonly host: string; readonly port: number },
     /** Delay added to each direction, in ms (fractions allowed); a change applies to what comes through next. */
     public oneWayDelayMs: number,
   ) {
-    this.server = createServer((client) => this.pipe(client));
+    this.server = createServer((client) => (this.refusing ? client.destroy() : this.pipe(client)));
   }
 
   /** The port it listens on (0 before `start`). */
@@ -100,6 +102,20 @@ export class LatencyProxy {
   /** Cuts every connection through it at once, as a network failure would; new ones are still accepted. */
   cut(): void {
     for (const socket of this.sockets) socket.destroy();
+  }
+
+  /**
+   * The server gone, as a stopped one is to its clients: every connection cut, and each new one closed at
+   * once, until `up()`. The port stays this proxy's, so nothing else can take it meanwhile.
+   */
+  down(): void {
+    this.refusing = true;
+    this.cut();
+  }
+
+  /** The server back: new connections go through again. */
+  up(): void {
+    this.refusing = false;
   }
 
   async close(): Promise<void> {

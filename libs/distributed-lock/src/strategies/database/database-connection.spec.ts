@@ -16,5 +16,6 @@ describe('withLockPoolDefaults', () => {
     const master = { url: 'mysql://m' };
     expect(withLockPoolDefaults({ type: 'mysql', replication: { master, slaves: [] } })).toMatchObject({ replication: { master, slaves: [], restoreNodeTimeout: 1_000 } });
     expect(withLockPoolDefaults({ type: 'mysql', replication: { master, slaves: [], restoreNodeTimeout: 0 } })).toMatchObject({ replication: { restoreNodeTimeout: 0 } });
+    expect(withLockPoolDefaults({ type: 'mysql', replication: { master, slaves: [], restoreNodeTimeout: undefined } })).toMatchObject({ replication: { restoreNodeTimeout: 1_000 } });
   });
 });

@@ -57,7 +57,7 @@ export function withLockPoolDefaults(connection: DataSourceOptions): DataSourceO
   return {
     trace: false,
     ...connection,
-    ...(replication ? { replication: { restoreNodeTimeout: REPLICA_OFFLINE_MS, ...replication } } : {}),
+    ...(replication ? { replication: { ...replication, restoreNodeTimeout: replication.restoreNodeTimeout ?? REPLICA_OFFLINE_MS } } : {}),
   };
 }
 
