@@ -49,6 +49,8 @@ export default defineConfig({
     // fault files one at a time,
     // after them, with nothing beside them: they freeze processes and servers and time what follows (two at
     // once missed a 1 s cron tick in one run, and left a ZooKeeper leader woken from SIGSTOP silent in another).
+    // Inside a file, tests that freeze only application processes of their own, never a server, may run at
+    // once (describe.concurrent): the frozen ZooKeeper sessions and the frozen waiters.
     maxWorkers: 1,
     // The longest files first, also on a fresh clone (see the sequencer).
     sequence: { sequencer: LongestFirstSequencer },
