@@ -52,10 +52,12 @@ export class MemcachedClock {
 
   /**
    * The next tick of memcached's clock: when it was seen (monotonic seconds, within a millisecond or two of
-   * it) and by how many seconds the clock moved.
+   * it) and by how many seconds the clock moved. `before`: the clock as read earlier (by default, read now),
+   * for a tick that may come before this call's first read can: a stopped server's overdue tick, which it
+   * runs as it resumes, before the read reaches it.
    */
-  async nextTick(withinMs = 3_000): Promise<{ at: number; moved: number }> {
-    const before = await this.seconds();
+  async nextTick(withinMs = 3_000, before?: number): Promise<{ at: number; moved: number }> {
+    before ??= await this.seconds();
     const giveUpAt = monotonicSeconds() + withinMs / 1_000;
     while (monotonicSeconds() < giveUpAt) {
       const now = await this.seconds();
