@@ -10,7 +10,15 @@ export class SilentServer {
     this.sockets.add(socket);
     socket.on('close', () => this.sockets.delete(socket));
     socket.on('error', () => undefined);
+    // Read (and drop) what the client sends: a socket nobody reads never sees the client's end behind the
+    // bytes it sent first, and would count as open for good.
+    socket.resume();
   });
+
+  /** How many connections to it are open. */
+  get openConnections(): number {
+    return this.sockets.size;
+  }
 
   /** Listens on a free port and resolves it. */
   async start(): Promise<number> {

@@ -2,6 +2,7 @@ import type { DataSourceOptions } from 'typeorm';
 import { InvalidLockOptionsError } from '../../errors/invalid-lock-options.error';
 import { loadPeerDependency } from '../load-peer-dependency';
 import { assertDatabaseDriver } from './database-driver';
+import { connectBoundedPgClient } from './pg-connect-bound';
 import type { LockDataSource } from './database-client.type';
 import { connectionsClosed, destroyPoolSockets, dropConnections, quietCluster, poolConnections } from './pool-sockets';
 import { untilGivenUp } from '../../locking/until-given-up';
@@ -33,7 +34,7 @@ export function resolveDataSource(dataSource: LockDataSource | undefined, connec
   }
   const { DataSource } = loadPeerDependency<typeof import('typeorm')>('typeorm', strategy);
   assertDatabaseDriver(connection.type, strategy);
-  return { dataSource: new DataSource(withLockPoolDefaults(connection)), owned: true };
+  return { dataSource: new DataSource(withLockPoolDefaults(connection, strategy)), owned: true };
 }
 
 /**
@@ -44,14 +45,21 @@ export function resolveDataSource(dataSource: LockDataSource | undefined, connec
 const REPLICA_OFFLINE_MS = 1_000;
 
 /**
- * Defaults for a pool the strategy opens for itself, on MySQL/MariaDB; an explicit value is kept.
+ * Defaults for a pool the strategy opens for itself; an explicit value is kept. On PostgreSQL, a bound on
+ * each connect (see `connectBoundedPgClient`) where neither `connectTimeoutMS` nor `extra` sets one. On
+ * MySQL/MariaDB:
  * - `trace: false`: mysql2 otherwise captures a stack trace on every statement for the "long stack traces"
  *   of its errors, which showed in CPU profiles of the pessimistic strategy (its transaction runs
  *   statements through TypeORM). The lock's statements are few and fixed, and their errors reach callers
  *   wrapped in this library's typed errors, so those traces tell nobody anything.
  * - `replication.restoreNodeTimeout` (see REPLICA_OFFLINE_MS): locks work again once the server is back.
  */
-export function withLockPoolDefaults(connection: DataSourceOptions): DataSourceOptions {
+export function withLockPoolDefaults(connection: DataSourceOptions, strategy: string): DataSourceOptions {
+  if (connection.type === 'postgres') {
+    const extra = connection.extra as { Client?: unknown; connectionTimeoutMillis?: unknown } | undefined;
+    if (connection.connectTimeoutMS !== undefined || extra?.Client !== undefined || extra?.connectionTimeoutMillis !== undefined) return connection;
+    return { ...connection, extra: { ...extra, Client: connectBoundedPgClient(strategy) } };
+  }
   if (connection.type !== 'mysql' && connection.type !== 'mariadb') return connection;
   const { replication } = connection;
   return {
