@@ -57,8 +57,10 @@ const REPLICA_OFFLINE_MS = 1_000;
 export function withLockPoolDefaults(connection: DataSourceOptions, strategy: string): DataSourceOptions {
   if (connection.type === 'postgres') {
     const extra = connection.extra as { Client?: unknown; connectionTimeoutMillis?: unknown } | undefined;
-    if (connection.connectTimeoutMS !== undefined || extra?.Client !== undefined || extra?.connectionTimeoutMillis !== undefined) return connection;
-    return { ...connection, extra: { ...extra, Client: connectBoundedPgClient(strategy) } };
+    // A driver module of the user's (`driver`, `nativeDriver`) makes clients of its own.
+    if (connection.connectTimeoutMS !== undefined || extra?.Client !== undefined || extra?.connectionTimeoutMillis !== undefined || connection.driver || connection.nativeDriver) return connection;
+    const Client = connectBoundedPgClient(strategy);
+    return Client ? { ...connection, extra: { ...extra, Client } } : connection;
   }
   if (connection.type !== 'mysql' && connection.type !== 'mariadb') return connection;
   const { replication } = connection;

@@ -12,13 +12,25 @@ type PgClientClass = new (config?: Record<string, unknown>) => object;
 
 const boundedClasses = new WeakMap<PgClientClass, PgClientClass>();
 
+/** Whether pg-native is installed: TypeORM then uses pg's native bindings, whose client is another class. */
+function pgNativeInstalled(): boolean {
+  try {
+    require.resolve('pg-native');
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /**
  * pg's `Client`, whose connect gives up after PG_CONNECT_TIMEOUT_MS when its options set no bound: for
  * pg-pool's `Client` option (TypeORM passes `extra` on to the pool). Not `connectTimeoutMS`: TypeORM hands
  * that to pg-pool as `connectionTimeoutMillis`, which also bounds the wait for a free connection of a full
- * pool, a wait that the acquisition's own `waitTimeout` bounds (docs/strategies/database.md).
+ * pool, a wait that the acquisition's own `waitTimeout` bounds (docs/strategies/database.md). Undefined
+ * where TypeORM would use pg-native (installed): its client is left as it is.
  */
-export function connectBoundedPgClient(strategy: string): PgClientClass {
+export function connectBoundedPgClient(strategy: string): PgClientClass | undefined {
+  if (pgNativeInstalled()) return undefined;
   const { Client } = loadPeerDependency<{ Client: PgClientClass }>('pg', strategy);
   let bounded = boundedClasses.get(Client);
   if (bounded === undefined) {
