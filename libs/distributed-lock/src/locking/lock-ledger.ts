@@ -135,9 +135,10 @@ export class LockLedger implements EngineContext {
     try {
       await simpleBoundedCall(this.clock, this.name, 'close', undefined, this.operationTimeout, () => this.strategy.close(giveUp.signal));
     } catch (error) {
-      // The close is past its bound: the strategy drops what is still open, or the process stays alive.
+      // The close is past its bound, or failed: the strategy drops what is still open, or the process stays
+      // alive. The bounded call's error already names the close, its time and its cause.
       giveUp.abort(error);
-      throw new LockBackendUnavailableError(this.name, 'close (1 failure(s))', 0, { cause: error });
+      throw error instanceof LockBackendUnavailableError ? error : new LockBackendUnavailableError(this.name, 'close', 0, { cause: error });
     } finally {
       this.clock.stop();
     }
