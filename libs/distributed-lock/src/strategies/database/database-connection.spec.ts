@@ -28,6 +28,9 @@ describe('withLockPoolDefaults', () => {
     expect(withLockPoolDefaults(explicit, 'test')).toBe(explicit);
     const ownClient = { type: 'postgres' as const, url: 'postgres://x', extra: { Client: class {} } };
     expect(withLockPoolDefaults(ownClient, 'test')).toBe(ownClient);
+    // A driver module of the user's makes clients of its own class.
+    const ownDriver = { type: 'postgres' as const, url: 'postgres://x', driver: { Pool: class {} } };
+    expect(withLockPoolDefaults(ownDriver, 'test')).toBe(ownDriver);
   });
 
   it('takes a failing member of a replication set offline for a while, not for good, unless told otherwise', () => {
